@@ -1,0 +1,84 @@
+"""The one audit trail, reachable from every app.
+
+The `AuditEntry` model lives in `governance` (DESIGN section 4), at the top of the dependency
+line, yet actions in every app must write to it in their own transaction ("evaluations.case.update",
+"agents.version.create"). So this module, at the bottom of the line, resolves the model through
+the app registry instead of importing it: the one sanctioned upward reference besides the
+`run_finished` signal. The request id and client address travel in context variables set by
+`governance.middleware.RequestContextMiddleware`, so actions need not be handed the request.
+"""
+
+import contextlib
+import contextvars
+import ipaddress
+
+from django.apps import apps
+from django.conf import settings
+
+_request_id = contextvars.ContextVar("sherlock_request_id", default="")
+_client_ip = contextvars.ContextVar("sherlock_client_ip", default=None)
+
+
+@contextlib.contextmanager
+def request_context(*, request_id="", ip=None):
+    tokens = (_request_id.set(request_id), _client_ip.set(ip))
+    try:
+        yield
+    finally:
+        _request_id.reset(tokens[0])
+        _client_ip.reset(tokens[1])
+
+
+def current_request_id():
+    return _request_id.get()
+
+
+def current_ip():
+    return _client_ip.get()
+
+
+def _trusted(addr, proxies):
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        return False
+    for proxy in proxies:
+        try:
+            if ip in ipaddress.ip_network(proxy, strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def client_address(request):
+    """The client's address: REMOTE_ADDR, or, behind a configured trusted proxy, the right-most
+    X-Forwarded-For hop that is not itself a trusted proxy. A raw X-Forwarded-For from an
+    untrusted peer is ignored: anyone can write that header."""
+    remote = request.META.get("REMOTE_ADDR") or None
+    proxies = settings.SHERLOCK_TRUSTED_PROXIES
+    if not remote or not proxies or not _trusted(remote, proxies):
+        return remote
+    hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if h.strip()]
+    for hop in reversed(hops):
+        if not _trusted(hop, proxies):
+            try:
+                return str(ipaddress.ip_address(hop))
+            except ValueError:
+                return remote
+    return remote
+
+
+def audit(action, *, actor=None, target=None, before=None, after=None, reason=""):
+    """Append one entry to the hash-chained audit log, in the caller's transaction."""
+    entry_model = apps.get_model("governance", "AuditEntry")
+    return entry_model.objects.append(
+        action,
+        actor=actor,
+        target=target,
+        before=before,
+        after=after,
+        reason=reason,
+        request_id=current_request_id(),
+        ip=current_ip(),
+    )

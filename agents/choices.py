@@ -1,0 +1,24 @@
+"""Choices of the agents app, and the allowed version transitions (declared once, here)."""
+
+from django.db import models
+
+
+class VersionState(models.TextChoices):
+    DRAFT = "draft", "draft"
+    PUBLISHED = "published", "published"
+    RETIRED = "retired", "retired"
+
+
+# A retired version may be published again: that is a rollback (DESIGN section 10).
+VERSION_TRANSITIONS = {
+    VersionState.DRAFT: {VersionState.PUBLISHED},
+    VersionState.PUBLISHED: {VersionState.RETIRED},
+    VersionState.RETIRED: {VersionState.PUBLISHED},
+}
+
+
+class Adapter(models.TextChoices):
+    PYTHON = "python", "Python callable"
+    HTTP = "http", "HTTP endpoint"
+    OPENAI_CHAT = "openai_chat", "OpenAI-compatible chat loop"
+    REPLAY = "replay", "Replay of recorded transcripts"

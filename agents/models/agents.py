@@ -1,0 +1,144 @@
+"""The Agent aggregate: an agent, its immutable versions and the tools it may call."""
+
+import hashlib
+import json
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from agents.choices import Adapter, VersionState
+from agents.permissions import ScopedQuerySet
+
+
+def config_hash(adapter, config):
+    """A stable hash of what a version is: its adapter and canonical config."""
+    canonical = json.dumps({"adapter": adapter, "config": config}, sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Agent(models.Model):
+    """A thing under evaluation (a chat assistant, a tool-using agent, an HTTP service).
+
+    `live_version` is the one published version users get; only the publish action sets it.
+    """
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    live_version = models.ForeignKey(
+        "agents.AgentVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["slug"]
+        # Verbs granted per agent (guardian) or globally (group); see governance.roles.
+        permissions = [
+            ("build_agent", "Can create draft versions, start runs and request publication"),
+            ("publish_agent", "Can publish, retire and roll back versions"),
+            ("bypass_agent", "Can bypass a failed gate with a reason"),
+        ]
+
+    def __str__(self):
+        return self.slug
+
+
+class Tool(models.Model):
+    """A tool an agent may call. Effectful tools write somewhere; their effect is checked at the
+    destination by `verifier` (seed 003: the transcript is not evidence of the effect).
+    High-impact tools may be denied by a version's tool policy."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    arguments_schema = models.JSONField(default=dict, blank=True)
+    effectful = models.BooleanField(default=False)
+    verifier = models.JSONField(
+        default=dict, blank=True, help_text="How to check the effect at the destination."
+    )
+    high_impact = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class AgentVersion(models.Model):
+    """An immutable snapshot of an agent's configuration: `draft` -> `published` -> `retired`.
+
+    The config is frozen once the version leaves `draft` or has a run (`clean` refuses a change
+    then); `config_hash` binds decisions and bypasses to exactly this configuration.
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    state = models.CharField(
+        max_length=10, choices=VersionState.choices, default=VersionState.DRAFT
+    )
+    adapter = models.CharField(max_length=20, choices=Adapter.choices)
+    config = models.JSONField(default=dict, blank=True)
+    config_hash = models.CharField(max_length=64, editable=False)
+    tools = models.ManyToManyField(Tool, blank=True, related_name="versions")
+    denied_tools = models.ManyToManyField(
+        Tool,
+        blank=True,
+        related_name="denied_in_versions",
+        help_text="High-impact tools this version's policy refuses to call.",
+    )
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["agent", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "number"], name="agentversion_unique_number"),
+            models.CheckConstraint(
+                condition=models.Q(state__in=VersionState.values), name="agentversion_state_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(adapter__in=Adapter.values), name="agentversion_adapter_valid"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.agent.slug} v{self.number}"
+
+    def save(self, *args, **kwargs):
+        self.config_hash = config_hash(self.adapter, self.config)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "config" in update_fields:
+            kwargs["update_fields"] = {*update_fields, "config_hash"}
+        super().save(*args, **kwargs)
+
+    @property
+    def is_frozen(self):
+        return self.state != VersionState.DRAFT or self.runs.exists()
+
+    def clean(self):
+        from agents.adapters import validate_config
+
+        try:
+            self.config = validate_config(self.adapter, self.config)
+        except ValueError as exc:
+            raise ValidationError({"config": str(exc)}) from None
+        if self.pk:
+            stored = type(self).objects.filter(pk=self.pk).values("config_hash").first()
+            changed = stored and stored["config_hash"] != config_hash(self.adapter, self.config)
+            if changed and self.is_frozen:
+                raise ValidationError(
+                    {"config": "This version is frozen (it left draft or has a run)."}
+                )

@@ -1,0 +1,72 @@
+"""Choices of the evaluations app, and the allowed run and trial transitions (declared once)."""
+
+from django.db import models
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    COMPLETED = "completed", "completed"
+    FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
+
+
+RUN_TERMINAL = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED}
+RUN_TRANSITIONS = {
+    RunStatus.QUEUED: {RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED},
+    RunStatus.RUNNING: {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED},
+}
+
+
+class RunPurpose(models.TextChoices):
+    ADHOC = "adhoc", "ad hoc"
+    GATE = "gate", "gate"
+    EXTERNAL = "external", "external (imported trials)"
+
+
+class TrialStatus(models.TextChoices):
+    PENDING = "pending", "pending"
+    RUNNING = "running", "running"
+    COMPLETED = "completed", "completed"  # the agent answered and every check was scored
+    ERROR = "error", "error"  # the agent call failed; its checks are recorded as `error`
+    CANCELLED = "cancelled", "cancelled"
+
+
+TRIAL_FINISHED = {TrialStatus.COMPLETED, TrialStatus.ERROR, TrialStatus.CANCELLED}
+
+
+class CheckStatus(models.TextChoices):
+    PASSED = "passed", "passed"
+    FAILED = "failed", "failed"
+    SCORED = "scored", "scored (no threshold)"
+    SKIPPED = "skipped", "skipped"
+    ERROR = "error", "error"
+
+
+class CheckMode(models.TextChoices):
+    BLOCKING = "blocking", "blocking"
+    INFORMATIVE = "informative", "informative"
+
+
+class CostKind(models.TextChoices):
+    AGENT = "agent", "agent under test"
+    SCORING = "scoring", "scoring"
+    SUMMARY = "summary", "summary"
+
+
+class OutcomeVerdict(models.TextChoices):
+    VERIFIED = "verified", "verified"
+    FAILED = "failed", "failed"
+    UNAVAILABLE = "unavailable", "unavailable"
+
+
+class EffectState(models.TextChoices):
+    VERIFIED = "verified", "verified"
+    FAILED = "failed", "failed"
+    UNKNOWN = "unknown", "unknown"
+
+
+class BillingCoverage(models.TextChoices):
+    BILLED = "billed", "billed"
+    ESTIMATED = "estimated", "estimated"
+    MISSING = "missing", "missing"

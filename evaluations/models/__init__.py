@@ -1,0 +1,21 @@
+"""Models of the evaluations app, re-exported here: import from `evaluations.models`."""
+
+from evaluations.models.datasets import Case, CaseVersion, Check, Dataset, DatasetVersion
+from evaluations.models.judging import CostEntry, JudgeCall, ModelPrice
+from evaluations.models.runs import CaseResult, CheckResult, HumanLabel, Run, Trial
+
+__all__ = [
+    "Case",
+    "CaseResult",
+    "CaseVersion",
+    "Check",
+    "CheckResult",
+    "CostEntry",
+    "Dataset",
+    "DatasetVersion",
+    "HumanLabel",
+    "JudgeCall",
+    "ModelPrice",
+    "Run",
+    "Trial",
+]

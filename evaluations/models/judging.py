@@ -1,0 +1,129 @@
+"""The judge's ledger: every model call Sherlock makes to score, its price, and the cost ledger."""
+
+from decimal import Decimal
+
+from django.db import models
+
+from evaluations.choices import CostKind
+
+
+class ModelPrice(models.Model):
+    """USD per million input and output tokens for one model name (editable in the admin).
+
+    A model without a row here has no price: its calls are shown as "price missing", never $0.
+    """
+
+    model = models.CharField(max_length=200, unique=True)
+    usd_per_million_input = models.DecimalField(max_digits=12, decimal_places=6)
+    usd_per_million_output = models.DecimalField(max_digits=12, decimal_places=6)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["model"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(usd_per_million_input__gte=0)
+                & models.Q(usd_per_million_output__gte=0),
+                name="modelprice_non_negative",
+            )
+        ]
+
+    def __str__(self):
+        return self.model
+
+    def cost(self, prompt_tokens, completion_tokens):
+        million = Decimal(1_000_000)
+        return (
+            Decimal(prompt_tokens or 0) * self.usd_per_million_input / million
+            + Decimal(completion_tokens or 0) * self.usd_per_million_output / million
+        ).quantize(Decimal("0.00000001"))
+
+
+class JudgeCall(models.Model):
+    """One call to the judge model (or one answer served from the cache), stored in full.
+
+    `cache_key` is a hash of (model, prompt, params); a later identical question is answered
+    from the newest successful call with that key instead of a new request. `usd` is null when
+    the model has no `ModelPrice` (price missing), never zero.
+    """
+
+    class Status(models.TextChoices):
+        OK = "ok", "ok"
+        ERROR = "error", "error"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    model = models.CharField(max_length=200)
+    rubric_id = models.CharField(max_length=100)
+    rubric_version = models.PositiveIntegerField(default=1)
+    prompt_hash = models.CharField(max_length=64, db_index=True)
+    cache_key = models.CharField(max_length=64, db_index=True)
+    cached = models.BooleanField(default=False, help_text="Answered from the cache, no request.")
+    attempt = models.PositiveSmallIntegerField(default=1)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OK)
+    error = models.TextField(blank=True)
+    request = models.JSONField(default=dict)
+    response = models.JSONField(null=True, blank=True)
+    raw_answer = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    latency_ms = models.FloatField(default=0)
+    run = models.ForeignKey(
+        "evaluations.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    trial = models.ForeignKey(
+        "evaluations.Trial",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="judge_calls",
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.rubric_id}@{self.rubric_version} via {self.model}"
+
+    @property
+    def price_missing(self):
+        return self.usd is None and not self.cached
+
+
+class CostEntry(models.Model):
+    """One line of the cost ledger: an agent call, a scoring (judge) call or a summary.
+
+    Cost views group these by agent, kind and day. `usd` null means the price is missing.
+    """
+
+    kind = models.CharField(max_length=10, choices=CostKind.choices)
+    day = models.DateField(db_index=True)
+    at = models.DateTimeField(auto_now_add=True)
+    model = models.CharField(max_length=200, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    agent = models.ForeignKey(
+        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    run = models.ForeignKey(
+        "evaluations.Run",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="cost_entries",
+    )
+    trial = models.ForeignKey(
+        "evaluations.Trial", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    judge_call = models.OneToOneField(
+        JudgeCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="cost_entry"
+    )
+
+    class Meta:
+        ordering = ["-day", "-at"]
+        indexes = [models.Index(fields=["agent", "kind", "day"])]
+
+    def __str__(self):
+        price = "price missing" if self.usd is None else f"${self.usd}"
+        return f"{self.kind} {self.day} {price}"

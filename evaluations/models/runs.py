@@ -1,0 +1,225 @@
+"""The Run aggregate: a run, its trials (case x repetition), check results and case results."""
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from evaluations.choices import (
+    BillingCoverage,
+    CheckStatus,
+    OutcomeVerdict,
+    RunPurpose,
+    RunStatus,
+    TrialStatus,
+)
+
+
+class RunQuerySet(models.QuerySet):
+    def for_user(self, user, action="view"):
+        """Runs of the agents the user may see (a run is scoped by its agent)."""
+        from agents.models import Agent
+
+        agents = Agent.objects.for_user(user, action)
+        return self.filter(agent_version__agent__in=agents)
+
+
+class Run(models.Model):
+    """One evaluation of one agent version against one dataset version, with repetitions.
+
+    Progress counters live here (not only in django-q2's tables) and are updated as trials
+    finish; `finalized_at` is set exactly once, by whichever worker finishes the last trial.
+    """
+
+    agent_version = models.ForeignKey(
+        "agents.AgentVersion", on_delete=models.PROTECT, related_name="runs"
+    )
+    dataset_version = models.ForeignKey(
+        "evaluations.DatasetVersion", on_delete=models.PROTECT, related_name="runs"
+    )
+    repetitions = models.PositiveIntegerField(default=1)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    purpose = models.CharField(max_length=10, choices=RunPurpose.choices, default=RunPurpose.ADHOC)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    comparability = models.JSONField(
+        default=dict, blank=True, help_text="Dataset version, check versions, judge models."
+    )
+    trials_total = models.PositiveIntegerField(default=0)
+    trials_done = models.PositiveIntegerField(default=0)
+    trials_error = models.PositiveIntegerField(default=0)
+    spend_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
+    estimate = models.JSONField(default=dict, blank=True)
+    summary = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    finalized_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(repetitions__gte=1), name="run_repetitions_min_1"),
+            models.CheckConstraint(
+                condition=Q(status__in=RunStatus.values), name="run_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(trials_done__lte=models.F("trials_total")),
+                name="run_done_le_total",
+            ),
+        ]
+
+    def __str__(self):
+        return f"Run #{self.pk} {self.agent_version} on {self.dataset_version}"
+
+    @property
+    def is_adhoc_on_draft(self):
+        return self.dataset_version.frozen_at is None
+
+
+class Trial(models.Model):
+    """One execution of one case in a run (case x repetition), with its transcript and evidence.
+
+    Unique on (run, case, repetition), so a re-delivered task cannot plan a trial twice. A worker
+    takes a trial by compare-and-set from `pending` (or from `running` past its lease) to
+    `running` with a fresh lease; the reaper re-queues trials whose lease ran out.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trials")
+    case = models.ForeignKey("evaluations.Case", on_delete=models.PROTECT, related_name="+")
+    case_version = models.ForeignKey(
+        "evaluations.CaseVersion", on_delete=models.PROTECT, related_name="trials"
+    )
+    repetition = models.PositiveIntegerField()
+    status = models.CharField(
+        max_length=10, choices=TrialStatus.choices, default=TrialStatus.PENDING
+    )
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    transcript = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    billing_coverage = models.CharField(
+        max_length=10, choices=BillingCoverage.choices, default=BillingCoverage.MISSING
+    )
+    declared_complete = models.BooleanField(null=True, blank=True)
+    outcome_verdict = models.CharField(
+        max_length=12, choices=OutcomeVerdict.choices, blank=True
+    )
+    outcome_evidence = models.JSONField(default=dict, blank=True)
+    progress = models.JSONField(default=dict, blank=True)
+    wait = models.JSONField(null=True, blank=True)
+    tool_effects = models.JSONField(default=list, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "case_version__case__key", "repetition"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "case", "repetition"], name="trial_unique_repetition"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=TrialStatus.values), name="trial_status_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["run", "status"])]
+
+    def __str__(self):
+        return f"{self.case_version.case.key} #{self.repetition}"
+
+
+class CheckResult(models.Model):
+    """One check's verdict on one trial: a score in [0, 1] (or none) and a status."""
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="check_results")
+    check_config = models.ForeignKey(
+        "evaluations.Check", on_delete=models.PROTECT, related_name="results"
+    )
+    score = models.FloatField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=CheckStatus.choices)
+    blocking = models.BooleanField(
+        default=True, help_text="Counted toward the case's pass (mode after overrides)."
+    )
+    threshold = models.FloatField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    evidence = models.JSONField(default=dict, blank=True)
+    judge_call_ids = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["trial", "check_config__position", "check_config__label"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["trial", "check_config"], name="checkresult_unique_check"
+            ),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=1),
+                name="checkresult_score_in_unit_interval",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=CheckStatus.values), name="checkresult_status_valid"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.check_config.label}: {self.status}"
+
+
+class CaseResult(models.Model):
+    """A case's result over all repetitions of a run (DESIGN section 5): per check the mean
+    score and counts (`checks`), `passed` when every blocking check passed in every repetition,
+    `flaky` when some repetitions passed and others failed."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="case_results")
+    case = models.ForeignKey("evaluations.Case", on_delete=models.PROTECT, related_name="+")
+    passed = models.BooleanField()
+    flaky = models.BooleanField(default=False)
+    repetitions_passed = models.PositiveIntegerField(default=0)
+    repetitions = models.PositiveIntegerField(default=0)
+    checks = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["run", "case__key"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "case"], name="caseresult_unique_case"),
+        ]
+
+    def __str__(self):
+        return f"{self.case.key}: {'passed' if self.passed else 'failed'}"
+
+
+class HumanLabel(models.Model):
+    """An Editor's hand label of one check result, used to calibrate a model check."""
+
+    check_result = models.ForeignKey(
+        CheckResult, on_delete=models.CASCADE, related_name="human_labels"
+    )
+    labeled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    passed = models.BooleanField(null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["check_result", "labeled_by"], name="humanlabel_one_per_user"
+            ),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=1),
+                name="humanlabel_score_in_unit_interval",
+            ),
+        ]

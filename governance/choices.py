@@ -1,0 +1,58 @@
+"""Choices of the governance app, and the allowed request and bypass transitions."""
+
+from django.db import models
+
+
+class Role(models.TextChoices):
+    EDITOR = "Editor", "Editor"
+    BUILDER = "Builder", "Builder"
+    PUBLISHER = "Publisher", "Publisher"
+    ADMIN = "Admin", "Admin"
+
+
+class Enforcement(models.TextChoices):
+    ADVISORY = "advisory", "advisory (report only)"
+    SOFT = "soft", "soft (an Admin may bypass)"
+    HARD = "hard", "hard (no bypass)"
+
+
+class RequestState(models.TextChoices):
+    EVALUATING = "evaluating", "evaluating"
+    PASSED = "passed", "passed"
+    BLOCKED = "blocked", "blocked"
+    PUBLISHED = "published", "published"
+    BYPASSED = "bypassed", "bypassed"
+    REJECTED = "rejected", "rejected"
+    SUPERSEDED = "superseded", "superseded"
+
+
+REQUEST_TRANSITIONS = {
+    RequestState.EVALUATING: {
+        RequestState.PASSED,
+        RequestState.BLOCKED,
+        RequestState.REJECTED,
+        RequestState.SUPERSEDED,
+    },
+    RequestState.PASSED: {RequestState.PUBLISHED, RequestState.SUPERSEDED, RequestState.REJECTED},
+    RequestState.BLOCKED: {RequestState.BYPASSED, RequestState.SUPERSEDED, RequestState.REJECTED},
+}
+
+
+class BypassState(models.TextChoices):
+    REQUESTED = "requested", "requested"
+    APPROVED = "approved", "approved"
+    USED = "used", "used"
+    DENIED = "denied", "denied"
+    EXPIRED = "expired", "expired"
+    REVOKED = "revoked", "revoked"
+
+
+BYPASS_TRANSITIONS = {
+    BypassState.REQUESTED: {
+        BypassState.APPROVED,
+        BypassState.DENIED,
+        BypassState.EXPIRED,
+        BypassState.REVOKED,
+    },
+    BypassState.APPROVED: {BypassState.USED, BypassState.EXPIRED, BypassState.REVOKED},
+}

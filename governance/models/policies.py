@@ -1,0 +1,69 @@
+"""Publishing policies: the rules a version's evaluation must satisfy before it is published."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from governance.choices import Enforcement
+
+
+class PublishingPolicy(models.Model):
+    """One version of a publishing policy, global (`agent` null) or for one agent.
+
+    Policies are versioned: a change writes a new row with the next `version` for the same
+    scope, and a decision records the exact row it used. The newest row of a scope is in force;
+    an agent's own policy wins over the global one.
+    """
+
+    name = models.CharField(max_length=200)
+    agent = models.ForeignKey(
+        "agents.Agent", null=True, blank=True, on_delete=models.CASCADE, related_name="policies"
+    )
+    scope_key = models.CharField(max_length=50, editable=False, db_index=True)
+    version = models.PositiveIntegerField(default=1)
+    gate_datasets = models.ManyToManyField("evaluations.Dataset", blank=True, related_name="+")
+    repetitions = models.PositiveIntegerField(default=1)
+    min_case_pass_rate = models.FloatField(default=1.0)
+    enforcement = models.CharField(
+        max_length=10, choices=Enforcement.choices, default=Enforcement.SOFT
+    )
+    # The contract gates of seed 003 (DESIGN section 6), in their fixed order.
+    coverage_required = models.BooleanField(default=True)
+    max_false_successes = models.PositiveIntegerField(default=0)
+    max_unknown_effects = models.PositiveIntegerField(default=0)
+    min_useful_progress = models.FloatField(null=True, blank=True, default=0.9)
+    min_tool_effect_integrity = models.FloatField(null=True, blank=True, default=0.95)
+    max_cost_per_verified_outcome_usd = models.DecimalField(
+        max_digits=12, decimal_places=4, null=True, blank=True
+    )
+    min_quality = models.FloatField(null=True, blank=True)
+    # Separation of duties and bypass options.
+    creator_may_not_publish = models.BooleanField(default=True)
+    bypass_requires_second_admin = models.BooleanField(default=False)
+    bypass_expiry_hours = models.PositiveIntegerField(default=72)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["scope_key", "-version"]
+        verbose_name_plural = "publishing policies"
+        constraints = [
+            models.UniqueConstraint(fields=["scope_key", "version"], name="policy_unique_version"),
+            models.CheckConstraint(
+                condition=Q(min_case_pass_rate__gte=0, min_case_pass_rate__lte=1),
+                name="policy_pass_rate_in_unit_interval",
+            ),
+            models.CheckConstraint(condition=Q(repetitions__gte=1), name="policy_repetitions_min"),
+            models.CheckConstraint(
+                condition=Q(enforcement__in=Enforcement.values), name="policy_enforcement_valid"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.name} v{self.version}"
+
+    def save(self, *args, **kwargs):
+        self.scope_key = f"agent:{self.agent_id}" if self.agent_id else "global"
+        super().save(*args, **kwargs)

@@ -1,0 +1,76 @@
+"""The four roles of DESIGN section 2 as Django groups, and the model permissions each holds.
+
+A role granted globally is membership of the group. A role granted for one agent or dataset is
+the same verbs as guardian object permissions on that object (`grant_role` in governance
+actions); `OBJECT_PERMS` lists which verbs a scoped grant carries.
+"""
+
+from governance.choices import Role
+
+_CRUD = ("add", "change", "delete", "view")
+
+_DATASET_MODELS = ("dataset", "datasetversion", "case", "caseversion", "check")
+_RESULT_MODELS = ("run", "trial", "checkresult", "caseresult", "judgecall", "costentry")
+
+
+def _perms(app, models, actions):
+    return [f"{app}.{action}_{model}" for model in models for action in actions]
+
+
+_READ_ALL = (
+    _perms("agents", ("agent", "agentversion", "tool"), ("view",))
+    + _perms("evaluations", _DATASET_MODELS + _RESULT_MODELS + ("modelprice",), ("view",))
+    + _perms("governance", ("publishingpolicy", "publishrequest", "bypass"), ("view",))
+)
+
+ROLE_PERMS = {
+    Role.EDITOR: _READ_ALL
+    + _perms("evaluations", _DATASET_MODELS, _CRUD)
+    + _perms("evaluations", ("humanlabel",), ("add", "change", "view"))
+    + ["evaluations.edit_dataset"],
+    Role.BUILDER: _READ_ALL
+    + _perms("agents", ("agent", "agentversion", "tool"), ("add", "change"))
+    + ["agents.build_agent", "evaluations.add_run", "governance.add_publishrequest"],
+    Role.PUBLISHER: _READ_ALL + ["agents.publish_agent"],
+    Role.ADMIN: None,  # every permission of the three apps, plus user and group management
+}
+
+ADMIN_EXTRA = _perms("auth", ("user", "group"), ("add", "change", "view")) + [
+    "auth.view_permission"
+]
+
+OBJECT_PERMS = {
+    Role.EDITOR: {"dataset": ["view_dataset", "change_dataset", "edit_dataset"]},
+    Role.BUILDER: {"agent": ["view_agent", "change_agent", "build_agent"]},
+    Role.PUBLISHER: {"agent": ["view_agent", "publish_agent"]},
+    Role.ADMIN: {
+        "agent": ["view_agent", "change_agent", "build_agent", "publish_agent", "bypass_agent"],
+        "dataset": ["view_dataset", "change_dataset", "edit_dataset"],
+    },
+}
+
+
+def sync_role_groups(apps):
+    """Create or update the four groups with their permissions (used by the data migration)."""
+    group_model = apps.get_model("auth", "Group")
+    permission_model = apps.get_model("auth", "Permission")
+    all_app_perms = permission_model.objects.filter(
+        content_type__app_label__in=["agents", "evaluations", "governance"]
+    )
+
+    def lookup(names):
+        wanted = {tuple(name.split(".", 1)) for name in names}
+        found = [
+            p
+            for p in permission_model.objects.select_related("content_type")
+            if (p.content_type.app_label, p.codename) in wanted
+        ]
+        missing = wanted - {(p.content_type.app_label, p.codename) for p in found}
+        if missing:
+            raise RuntimeError(f"permissions missing for roles: {sorted(missing)}")
+        return found
+
+    for role, names in ROLE_PERMS.items():
+        group, _ = group_model.objects.get_or_create(name=role.value)
+        perms = list(all_app_perms) + lookup(ADMIN_EXTRA) if names is None else lookup(names)
+        group.permissions.set(perms)

@@ -1,0 +1,30 @@
+"""One exception handler for the API: domain errors become `{"detail", "code"}` with 400/403/409."""
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from agents.errors import ActionConflict, ActionDenied, ActionInvalid
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, ActionDenied):
+        return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_403_FORBIDDEN)
+    if isinstance(exc, ActionConflict):
+        return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, ActionInvalid):
+        body = {"detail": str(exc), "code": exc.code}
+        if exc.field:
+            body["field"] = exc.field
+        return Response(body, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, DjangoValidationError):
+        detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        return Response(detail, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, DjangoPermissionDenied):
+        return Response(
+            {"detail": str(exc) or "Permission denied.", "code": "permission_denied"},
+            status=status.HTTP_403_FORBIDDEN,
+        )
+    return drf_exception_handler(exc, context)

@@ -1,0 +1,255 @@
+"""Sherlock's settings: one module, driven by environment variables (DESIGN section 12).
+
+Every variable is read through a small helper that fails loudly (ImproperlyConfigured) on a
+value it cannot parse, so a typo in a deployment stops the process at start-up instead of
+silently falling back to a default.
+
+The embedded default needs nothing but Python: a SQLite file next to the code and django-q2's
+ORM broker. Setting `DATABASE_URL=postgres://...` and `REDIS_URL=redis://...` moves the same
+code to PostgreSQL and the Redis broker, which is what more than one machine needs.
+"""
+
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name, default=""):
+    return os.environ.get(name, default)
+
+
+def env_bool(name, default=False):
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false, yes/no)")
+
+
+def env_int(name, default, minimum=None, maximum=None):
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} is below the minimum {minimum}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}={value} is above the maximum {maximum}")
+    return value
+
+
+def env_list(name, default=()):
+    raw = os.environ.get(name)
+    if raw is None:
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_url(name, default="", schemes=()):
+    raw = os.environ.get(name, default)
+    if not raw:
+        return raw
+    parsed = urlparse(raw)
+    if not parsed.scheme or (schemes and parsed.scheme not in schemes):
+        allowed = ", ".join(schemes) or "any scheme"
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a URL ({allowed})")
+    return raw
+
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG and env_bool("SHERLOCK_REQUIRE_SECRET_KEY", False):
+        raise ImproperlyConfigured("SECRET_KEY must be set")
+    # A local, non-secret key keeps `make run` and the tests working out of the box; a real
+    # deployment sets SECRET_KEY (and SHERLOCK_REQUIRE_SECRET_KEY=1 to insist on it).
+    SECRET_KEY = "sherlock-insecure-local-key-set-SECRET_KEY-in-production"
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# The client address of audit entries: REMOTE_ADDR, unless the request came through one of these
+# proxies, in which case the right-most untrusted X-Forwarded-For hop is used (governance.audit).
+SHERLOCK_TRUSTED_PROXIES = env_list("SHERLOCK_TRUSTED_PROXIES", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "guardian",
+    "django_q",
+    "django_htmx",
+    "agents",
+    "evaluations",
+    "governance",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "governance.middleware.RequestContextMiddleware",
+]
+
+ROOT_URLCONF = "sherlock.urls"
+WSGI_APPLICATION = "sherlock.wsgi.application"
+ASGI_APPLICATION = "sherlock.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+
+DATABASE_URL = env_url(
+    "DATABASE_URL",
+    f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+    schemes=("sqlite", "postgres", "postgresql", "pgsql"),
+)
+try:
+    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, 0))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"DATABASE_URL is not usable: {exc}") from None
+
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # The web server and the django-q2 worker share one file: WAL lets readers and one writer
+    # work at once, the busy timeout waits for a lock instead of failing, and IMMEDIATE
+    # transactions take the write lock up front so two writers never deadlock on an upgrade.
+    _db["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # A file (not :memory:) so that a real qcluster started by the tests sees the test data.
+    _db["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Background work: django-q2 ------------------------------------------------------------
+
+REDIS_URL = env_url("REDIS_URL", "", schemes=("redis", "rediss", "unix"))
+Q_TIMEOUT = env_int("SHERLOCK_TASK_TIMEOUT", 1800, minimum=10)
+Q_RETRY = env_int("SHERLOCK_TASK_RETRY", Q_TIMEOUT + 300, minimum=11)
+Q_CLUSTER = {
+    "name": "sherlock",
+    "workers": env_int("SHERLOCK_WORKERS", 2, minimum=1),
+    # Every task is idempotent (it reloads rows and skips finished trials), and runs carry a
+    # lease, so a task re-delivered after a crash is harmless. `retry` must stay longer than
+    # `timeout`, or django-q2 hands a task that is still running to a second worker
+    # (sherlock.checks refuses such a configuration at start-up).
+    "timeout": Q_TIMEOUT,
+    "retry": Q_RETRY,
+    "max_attempts": 3,
+    "ack_failures": True,
+    "catch_up": False,
+    "poll": 0.2,
+    "sync": env_bool("SHERLOCK_Q_SYNC", False),
+    "label": "Background tasks",
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# --- Sherlock -------------------------------------------------------------------------------
+
+OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+SHERLOCK_JUDGE_BASE_URL = env_url("SHERLOCK_JUDGE_BASE_URL", "", schemes=("http", "https"))
+SHERLOCK_JUDGE_MODEL = env_str("SHERLOCK_JUDGE_MODEL", "gpt-4o-mini")
+SHERLOCK_JUDGE_TIMEOUT = env_int("SHERLOCK_JUDGE_TIMEOUT", 60, minimum=1)
+SHERLOCK_RUN_CONCURRENCY = env_int("SHERLOCK_RUN_CONCURRENCY", 8, minimum=1, maximum=512)
+SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)
+SHERLOCK_TRIAL_LEASE_SECONDS = env_int("SHERLOCK_TRIAL_LEASE_SECONDS", 600, minimum=5)
+
+# --- Auth, API ------------------------------------------------------------------------------
+
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+ANONYMOUS_USER_NAME = None  # guardian: no anonymous user row
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+if env_bool("SHERLOCK_FAST_HASHER", False):
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"user": env_str("SHERLOCK_API_RATE", "2000/min")},
+    "EXCEPTION_HANDLER": "sherlock.api.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Sherlock API",
+    "DESCRIPTION": "Evaluate AI agents and govern their release.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+LOGIN_URL = "/admin/login/"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+    "loggers": {"sherlock": {"level": env_str("LOG_LEVEL", "INFO")}},
+}
