@@ -31,7 +31,9 @@ def validate_config(adapter, config):
         try:
             import_string(config["callable"])
         except ImportError as exc:
-            raise ValueError(f"config.callable: cannot import {config['callable']!r}: {exc}")
+            raise ValueError(
+                f"config.callable: cannot import {config['callable']!r}: {exc}"
+            ) from None
     return config
 
 

@@ -151,16 +151,12 @@ class Check(models.Model):
     class Meta:
         ordering = ["dataset_version", "position", "label"]
         constraints = [
-            models.UniqueConstraint(
-                fields=["dataset_version", "label"], name="check_unique_label"
-            ),
+            models.UniqueConstraint(fields=["dataset_version", "label"], name="check_unique_label"),
             models.CheckConstraint(
                 condition=Q(threshold__isnull=True) | Q(threshold__gte=0, threshold__lte=1),
                 name="check_threshold_in_unit_interval",
             ),
-            models.CheckConstraint(
-                condition=Q(mode__in=CheckMode.values), name="check_mode_valid"
-            ),
+            models.CheckConstraint(condition=Q(mode__in=CheckMode.values), name="check_mode_valid"),
         ]
 
     def __str__(self):

@@ -112,9 +112,7 @@ class Trial(models.Model):
         max_length=10, choices=BillingCoverage.choices, default=BillingCoverage.MISSING
     )
     declared_complete = models.BooleanField(null=True, blank=True)
-    outcome_verdict = models.CharField(
-        max_length=12, choices=OutcomeVerdict.choices, blank=True
-    )
+    outcome_verdict = models.CharField(max_length=12, choices=OutcomeVerdict.choices, blank=True)
     outcome_evidence = models.JSONField(default=dict, blank=True)
     progress = models.JSONField(default=dict, blank=True)
     wait = models.JSONField(null=True, blank=True)
@@ -223,3 +221,7 @@ class HumanLabel(models.Model):
                 name="humanlabel_score_in_unit_interval",
             ),
         ]
+
+    def __str__(self):
+        verdict = self.score if self.score is not None else self.passed
+        return f"{self.check_result} labelled {verdict} by {self.labeled_by}"

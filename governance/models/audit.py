@@ -8,6 +8,7 @@ the chain at that row, and `manage.py verify_audit` names it.
 
 import hashlib
 import json
+from datetime import UTC
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -36,8 +37,18 @@ def _describe_target(target):
 
 
 class AuditQuerySet(models.QuerySet):
-    def append(self, action, *, actor=None, target=None, before=None, after=None, reason="",
-               request_id="", ip=None):
+    def append(
+        self,
+        action,
+        *,
+        actor=None,
+        target=None,
+        before=None,
+        after=None,
+        reason="",
+        request_id="",
+        ip=None,
+    ):
         """Append one entry in the caller's transaction (or a new one).
 
         The chain needs a strict order: on PostgreSQL the table is locked in EXCLUSIVE mode
@@ -108,7 +119,7 @@ class AuditEntry(models.Model):
         return f"#{self.sequence} {self.action} by {self.actor_repr or 'system'}"
 
     def canonical(self):
-        at = self.at.astimezone(timezone.UTC) if timezone.is_aware(self.at) else self.at
+        at = self.at.astimezone(UTC) if timezone.is_aware(self.at) else self.at
         return json.dumps(
             {
                 "sequence": self.sequence,

@@ -1,0 +1,39 @@
+# Sherlock: `make run` sets everything up and serves it; `make test` sets up and runs the suite.
+# Needs only Python 3.11 on the PATH (as python3.11 or python3).
+
+PYTHON_SYS ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+ADDR ?= 127.0.0.1:8000
+
+.PHONY: run test lint format schema bench clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py seed_demo
+	$(PY) manage.py serve $(ADDR)
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+schema: $(STAMP)
+	$(PY) manage.py spectacular --validate --fail-on-warn --file openapi.yaml
+
+clean:
+	rm -rf $(VENV) db.sqlite3* test-db.sqlite3* .pytest_cache

@@ -1,0 +1,37 @@
+"""The action template every app uses (STYLE.md items 2-3).
+
+An action is one verb on the domain. `check()` answers "may this user do it now?" (the UI uses
+it to show or hide a button) by raising `ActionDenied` or `ActionConflict`; `execute()` calls
+`check()` again inside `transaction.atomic()`, makes the change and writes the audit entry in
+the same transaction. Admin actions, API views, htmx views, commands and tasks all call actions.
+"""
+
+from abc import ABC, abstractmethod
+
+from django.db import transaction
+
+
+class Action(ABC):
+    def __init__(self, *, acting_user):
+        self.acting_user = acting_user
+
+    def check(self):  # noqa: B027 - an action with no precondition keeps this default
+        """Raise ActionDenied / ActionConflict / ActionInvalid when the action may not run."""
+
+    def allowed(self):
+        from agents.errors import ActionError
+
+        try:
+            self.check()
+        except ActionError:
+            return False
+        return True
+
+    def execute(self):
+        with transaction.atomic():
+            self.check()
+            return self.perform()
+
+    @abstractmethod
+    def perform(self):
+        """Make the change; runs inside execute()'s transaction, after check()."""

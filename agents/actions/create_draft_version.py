@@ -1,0 +1,57 @@
+"""CreateDraftVersion: a Builder adds a new draft version of an agent."""
+
+from django.db.models import Max
+
+from agents.actions.base import Action
+from agents.adapters import validate_config
+from agents.audit import audit
+from agents.errors import ActionDenied, ActionInvalid
+from agents.models import Agent, AgentVersion
+from agents.permissions import user_can
+
+
+class CreateDraftVersion(Action):
+    """Create the next-numbered draft of `agent` with a validated adapter config."""
+
+    def __init__(self, *, acting_user, agent, adapter, config, notes="", tools=(), denied_tools=()):
+        super().__init__(acting_user=acting_user)
+        self.agent = agent
+        self.adapter = adapter
+        self.config = config
+        self.notes = notes
+        self.tools = tools
+        self.denied_tools = denied_tools
+
+    def check(self):
+        if not user_can(self.acting_user, "build", self.agent):
+            raise ActionDenied("You may not create versions of this agent (Builder role needed).")
+        try:
+            validate_config(self.adapter, self.config)
+        except ValueError as exc:
+            raise ActionInvalid(str(exc), field="config") from None
+
+    def perform(self):
+        # Lock the agent so two concurrent drafts cannot take the same number.
+        Agent.objects.select_for_update().filter(pk=self.agent.pk).first()
+        last = self.agent.versions.aggregate(n=Max("number"))["n"] or 0
+        version = AgentVersion.objects.create(
+            agent=self.agent,
+            number=last + 1,
+            adapter=self.adapter,
+            config=self.config,
+            notes=self.notes,
+            created_by=self.acting_user,
+        )
+        version.tools.set(self.tools)
+        version.denied_tools.set(self.denied_tools)
+        audit(
+            "agents.version.create",
+            actor=self.acting_user,
+            target=version,
+            after={
+                "number": version.number,
+                "adapter": version.adapter,
+                "config_hash": version.config_hash,
+            },
+        )
+        return version

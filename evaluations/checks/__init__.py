@@ -1,0 +1,130 @@
+"""Sherlock's check (evaluator) kinds: a pure-Python scoring library with one entry point.
+
+Each kind scores one trial of one case and returns a `CheckVerdict`; the run engine applies
+thresholds, modes and repetitions to it (DESIGN.md §5). The library imports neither Django nor
+the judge client, so models, the engine, the API and the judge package can all depend on it.
+Formats of the case and transcript a check reads are in docs/checks.md.
+
+    from evaluations.checks import REGISTRY, evaluate, validate_params
+    params = validate_params("latency", {"max_ms": 2000})   # raises ParamsError(field, message)
+    verdict = evaluate("latency", params, case, transcript)  # never raises
+"""
+
+from __future__ import annotations
+
+import copy
+import traceback
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from . import behavioural, custom, data_task, heuristic, rag  # noqa: F401  (they register)
+from .base import (
+    ERROR,
+    GROUPS,
+    REGISTRY,
+    SCORED,
+    SKIPPED,
+    CheckKind,
+    CheckVerdict,
+    ParamsError,
+    UnknownCheckKind,
+    errored,
+)
+from .rubrics import RUBRICS, Rubric
+
+# List kinds in the order of DESIGN.md §7 (cheap and certain first), whatever the import order.
+_ordered = sorted(REGISTRY.items(), key=lambda item: GROUPS.index(item[1].group))
+REGISTRY.clear()
+REGISTRY.update(_ordered)
+
+__all__ = [
+    "ERROR",
+    "REGISTRY",
+    "RUBRICS",
+    "SCORED",
+    "SKIPPED",
+    "CheckKind",
+    "CheckVerdict",
+    "ParamsError",
+    "Rubric",
+    "UnknownCheckKind",
+    "evaluate",
+    "get_kind",
+    "validate_params",
+]
+
+
+def get_kind(kind: str) -> type[CheckKind]:
+    try:
+        return REGISTRY[kind]
+    except (KeyError, TypeError):
+        raise UnknownCheckKind(f"unknown check kind: {kind!r}") from None
+
+
+def validate_params(kind: str, params: dict | None) -> dict:
+    """Params checked against the kind's schema, with defaults filled in; raises ParamsError."""
+    cls = get_kind(kind)
+    params = {} if params is None else params
+    if not isinstance(params, dict):
+        raise ParamsError("params", "must be an object")
+    errors = list(Draft202012Validator(cls.params_schema).iter_errors(params))
+    if errors:
+        raise _params_error(best_match(errors))
+    normalized = copy.deepcopy(params)
+    for name, spec in cls.params_schema.get("properties", {}).items():
+        if name not in normalized and "default" in spec:
+            normalized[name] = copy.deepcopy(spec["default"])
+    return cls().clean(normalized)
+
+
+def evaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge=None):
+    """Score one trial. Never raises: bad params or a bug in a kind become an `error` verdict.
+
+    A trial has many checks; one broken check must not lose the others, and an `error` never
+    counts as a pass (DESIGN.md §10, fail closed), so turning exceptions into verdicts is safe.
+    """
+    try:
+        cls = get_kind(kind)
+        normalized = validate_params(kind, params)
+    except (UnknownCheckKind, ParamsError) as exc:
+        return errored(f"invalid check: {exc}")
+    try:
+        return cls().evaluate(normalized, case or {}, transcript or {}, judge)
+    except Exception as exc:  # noqa: BLE001 -- see docstring: a verdict, not a crash
+        return errored(
+            f"check {kind} failed: {type(exc).__name__}: {exc}",
+            {"traceback": traceback.format_exc(limit=5)},
+        )
+
+
+def _params_error(error) -> ParamsError:
+    # A oneOf/anyOf failure reports every branch; the useful one is the branch whose type fits
+    # the value (an object missing `name`, not "is not a string").
+    while error.validator in ("oneOf", "anyOf") and error.context:
+        fitting = [e for e in error.context if e.validator != "type"]
+        if not fitting:
+            break
+        error = best_match(fitting)
+    path = list(error.absolute_path)
+    message = error.message
+    if error.validator in ("required", "dependentRequired"):
+        wanted = error.validator_value
+        if isinstance(wanted, dict):  # dependentRequired: {"a": ["b"]}
+            wanted = [n for names in wanted.values() for n in names]
+        missing = [n for n in wanted if n not in error.instance]
+        path.append(missing[0] if missing else "?")
+        message = "is required"
+    elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set(error.schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in known)
+        path.append(extra[0] if extra else "?")
+        message = "is not a known parameter"
+    return ParamsError(_field_path(path), message)
+
+
+def _field_path(path: list) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "params"

@@ -1,0 +1,580 @@
+"""Structured (RAG) checks: is the answer faithful to, and was retrieval right for, the documents?
+
+Faithfulness is the seeds' headline check for agents that answer from a collection: it catches
+invention. The two context checks are diagnostics for when answers are faithful but thin.
+
+Judge economy (at most 5 judge calls per case for the four model checks; this design uses 4):
+`faithfulness` and `answer_relevance` ask the *same* claims rubric with the *same* variables,
+so the judge's cache (model, prompt, params) answers the second ask without a call; one call
+then judges all claims against all contexts; one call judges every context for precision; one
+call attributes the reference's statements for recall. Each answer carries its per-item reasons,
+so no extra "reason" call is ever made (DeepEval makes one; evaluators.md §1.1).
+
+The offline kinds (`*_overlap`) need no model: token and string overlap as in RAGAS' non-LLM
+metrics (evaluators.md §3.3-3.5). They are cheaper, cruder and labelled as such.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from . import rubrics
+from .base import (
+    CheckKind,
+    CheckVerdict,
+    ModelCheck,
+    as_text,
+    expected,
+    has_output,
+    params_object,
+    question_text,
+    register,
+    scored,
+    skipped,
+)
+
+# --- inputs --------------------------------------------------------------------------------------
+
+
+def context_texts(values) -> list[str]:
+    """Contexts as strings; a context object gives its `text`, `content` or `page_content`."""
+    texts = []
+    for value in values or []:
+        if isinstance(value, dict):
+            value = next(
+                (value[k] for k in ("text", "content", "page_content") if k in value), value
+            )
+        text = as_text(value).strip()
+        if text:
+            texts.append(text)
+    return texts
+
+
+def reference_answer(case: dict) -> str | None:
+    value = expected(case, "output")
+    return None if value is None or as_text(value).strip() == "" else as_text(value)
+
+
+def numbered_contexts(contexts: list[str]) -> str:
+    return "\n\n".join(f"[{i}] {text}" for i, text in enumerate(contexts, start=1))
+
+
+# --- the shared claims step ----------------------------------------------------------------------
+
+
+def claims_variables(case: dict, transcript: dict) -> dict:
+    # Both faithfulness and answer_relevance build their variables here, and only here, so the
+    # two asks are byte-identical and the judge's cache serves the second one.
+    return {
+        "question": question_text(case) or "(not given)",
+        "answer": as_text(transcript["output"]),
+    }
+
+
+def extract_claims(session, case: dict, transcript: dict) -> dict:
+    data = session.ask(rubrics.CLAIMS, claims_variables(case, transcript))
+    claims = []
+    for item in data.get("claims") or []:
+        if not isinstance(item, dict) or item.get("relevant") not in ("yes", "no", "idk"):
+            raise session.unusable("a claim lacks a yes/no/idk relevance", data=data)
+        if str(item.get("claim", "")).strip():
+            claims.append(
+                {
+                    "claim": item["claim"].strip(),
+                    "relevant": item["relevant"],
+                    "reason": item.get("reason", ""),
+                }
+            )
+    return {
+        "claims": claims,
+        "noncommittal": bool(data.get("noncommittal")),
+        "reason": data.get("reason", ""),
+    }
+
+
+def verdicts_by_number(session, items: list, key: str, count: int, data: dict) -> dict:
+    """{number: item} for the judge's numbered verdicts; numbers outside 1..count are an error."""
+    found: dict[int, dict] = {}
+    for item in items or []:
+        number = item.get(key) if isinstance(item, dict) else None
+        if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= count:
+            raise session.unusable(f"verdict for {key} {number!r}, expected 1..{count}", data=data)
+        found.setdefault(number, item)  # a repeated number: the first verdict stands
+    return found
+
+
+def average_precision(relevant: list[bool]) -> float:
+    """Σ_k precision@k · v_k / Σ_k v_k, exactly: no RAGAS epsilon, 0 when nothing is relevant
+    (evaluators.md §3.3: [1,0] -> 1.0, [0,1] -> 0.5, [1,0,1] -> 0.8333, [1,1,0,1] -> 0.9167)."""
+    total, hits = 0.0, 0
+    for k, is_relevant in enumerate(relevant, start=1):
+        if is_relevant:
+            hits += 1
+            total += hits / k
+    return total / hits if hits else 0.0
+
+
+def rank_score(relevant: list[bool], metric: str) -> float:
+    if metric == "precision_at_k":
+        return sum(relevant) / len(relevant)
+    return average_precision(relevant)
+
+
+# --- model kinds ---------------------------------------------------------------------------------
+
+
+@register
+class Faithfulness(ModelCheck):
+    """Share of the answer's claims supported by the contexts (RAGAS semantics).
+
+    Our definition is "every claim is supported", so a claim the contexts neither support nor
+    contradict counts against the answer like a contradicted one (RAGAS, promptfoo), not for it
+    (DeepEval's default); the evidence still tells the two apart. A claim the judge gave no
+    verdict counts as unsupported rather than being dropped (evaluators.md §3.1 spec note).
+    An answer with no claims is `skipped` (RAGAS NaN), neither 1 (DeepEval) nor 0. Contexts are
+    the retrieved ones by default; `contexts: reference` judges against the case's contexts.
+    """
+
+    kind = "faithfulness"
+    group = "structured"
+    needs = ("output", "contexts")
+    description = "Every claim in the answer is supported by the retrieved contexts."
+    params_schema = params_object(
+        {"contexts": {"enum": ["retrieved", "reference"], "default": "retrieved"}}
+    )
+
+    def contexts(self, params, case, transcript):
+        if params["contexts"] == "reference":
+            return context_texts(case.get("contexts"))
+        return context_texts(transcript.get("contexts"))
+
+    def missing_input(self, params, case, transcript):
+        if not self.contexts(params, case, transcript):
+            where = "case.contexts" if params["contexts"] == "reference" else "transcript.contexts"
+            return f"no contexts to check the answer against ({where})"
+        return super().missing_input(params, case, transcript)
+
+    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+        extracted = extract_claims(session, case, transcript)
+        claims = extracted["claims"]
+        if not claims:
+            return skipped(
+                "the answer makes no claims", {"noncommittal": extracted["noncommittal"]}
+            )
+        contexts = self.contexts(params, case, transcript)
+        data = session.ask(
+            rubrics.FAITHFULNESS,
+            {
+                "contexts": numbered_contexts(contexts),
+                "claims": "\n".join(f"{i}. {c['claim']}" for i, c in enumerate(claims, start=1)),
+            },
+        )
+        verdicts = verdicts_by_number(session, data.get("verdicts"), "claim", len(claims), data)
+        report = []
+        for i, claim in enumerate(claims, start=1):
+            item = verdicts.get(i, {"verdict": "unsupported", "reason": "no verdict from judge"})
+            report.append(
+                {
+                    "claim": claim["claim"],
+                    "verdict": item.get("verdict"),
+                    "reason": item.get("reason", ""),
+                }
+            )
+        counts = Counter(r["verdict"] for r in report)
+        supported = counts["supported"]
+        reason = f"{supported}/{len(report)} claims supported"
+        if len(report) > supported:
+            reason += (
+                f" ({counts['contradicted']} contradicted, "
+                f"{len(report) - supported - counts['contradicted']} unsupported)"
+            )
+        return scored(supported / len(report), reason, {"claims": report})
+
+
+@register
+class AnswerRelevance(ModelCheck):
+    """Does the answer address the question: share of its claims relevant to the question.
+
+    Statement verdicts (DeepEval's variant; no embedding model needed) read from the same
+    claims answer faithfulness uses, so it costs no extra call. "idk" claims (background,
+    unclear) count `idk_weight` (default 0.5; DeepEval counts them fully, weight 1). A
+    noncommittal answer ("I don't know") scores 0, as RAGAS does; an answer with no claims
+    otherwise is `skipped`.
+    """
+
+    kind = "answer_relevance"
+    group = "structured"
+    needs = ("input", "output")
+    description = "The answer addresses the question that was asked."
+    params_schema = params_object(
+        {"idk_weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5}}
+    )
+
+    def missing_input(self, params, case, transcript):
+        if question_text(case) is None:
+            return "the case has no input (question)"
+        return super().missing_input(params, case, transcript)
+
+    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+        extracted = extract_claims(session, case, transcript)
+        claims = extracted["claims"]
+        evidence = {
+            "claims": claims,
+            "noncommittal": extracted["noncommittal"],
+            "noncommittal_reason": extracted["reason"],
+        }
+        if extracted["noncommittal"]:
+            return scored(0.0, f"noncommittal answer: {extracted['reason']}", evidence)
+        if not claims:
+            return skipped("the answer makes no claims", evidence)
+        counts = Counter(c["relevant"] for c in claims)
+        score = (counts["yes"] + params["idk_weight"] * counts["idk"]) / len(claims)
+        return scored(
+            score,
+            f"{counts['yes']} relevant, {counts['idk']} unclear, "
+            f"{counts['no']} off-topic of {len(claims)} claims",
+            evidence,
+        )
+
+
+@register
+class ContextPrecision(ModelCheck):
+    """Were the useful contexts ranked first: average precision over per-context verdicts.
+
+    One call judges every retrieved context (in rank order) as useful or not for reaching the
+    reference answer, or the agent's own answer when the case has none (`against: auto`; RAGAS
+    ContextPrecision vs ContextUtilization). A verdict count that does not match the contexts is
+    a judge error (evaluators.md §3.3 spec note). `k` limits the check to the top k contexts
+    (and the tokens sent); `metric: precision_at_k` gives the plain share of useful contexts.
+    """
+
+    kind = "context_precision"
+    group = "structured"
+    needs = ("contexts", "expected.output")
+    description = "Retrieval ranked the useful contexts first (average precision)."
+    params_schema = params_object(
+        {
+            "against": {"enum": ["auto", "reference", "answer"], "default": "auto"},
+            "metric": {
+                "enum": ["average_precision", "precision_at_k"],
+                "default": "average_precision",
+            },
+            "k": {"type": "integer", "minimum": 1},
+        }
+    )
+
+    def target(self, params, case, transcript) -> str | None:
+        if params["against"] in ("auto", "reference") and reference_answer(case):
+            return reference_answer(case)
+        if params["against"] in ("auto", "answer") and has_output(transcript):
+            return as_text(transcript["output"])
+        return None
+
+    def missing_input(self, params, case, transcript):
+        if not context_texts(transcript.get("contexts")):
+            return "no retrieved contexts (transcript.contexts)"
+        if self.target(params, case, transcript) is None:
+            if params["against"] == "answer":
+                return "no output"
+            return "the case has no reference answer (expected.output)" + (
+                "" if params["against"] == "reference" else " and there is no output"
+            )
+        return None
+
+    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+        contexts = context_texts(transcript.get("contexts"))[: params.get("k")]
+        data = session.ask(
+            rubrics.CONTEXT_PRECISION,
+            {
+                "question": question_text(case) or "(not given)",
+                "answer": self.target(params, case, transcript),
+                "contexts": numbered_contexts(contexts),
+            },
+        )
+        verdicts = verdicts_by_number(session, data.get("verdicts"), "context", len(contexts), data)
+        if len(verdicts) != len(contexts):
+            raise session.unusable(
+                f"{len(verdicts)} verdicts for {len(contexts)} contexts", data=data
+            )
+        relevant = [bool(verdicts[i]["useful"]) for i in range(1, len(contexts) + 1)]
+        report = [
+            {"rank": i, "useful": relevant[i - 1], "reason": verdicts[i].get("reason", "")}
+            for i in range(1, len(contexts) + 1)
+        ]
+        score = rank_score(relevant, params["metric"])
+        return scored(
+            score,
+            f"{sum(relevant)}/{len(relevant)} contexts useful, "
+            f"{params['metric'].replace('_', ' ')} {score:.3f}",
+            {"contexts": report},
+        )
+
+
+@register
+class ContextRecall(ModelCheck):
+    """Did retrieval find enough: share of the reference answer's statements the contexts back.
+
+    One call, RAGAS LLMContextRecall: the judge splits the reference answer into statements and
+    attributes each to the contexts or not. No reference answer, or none of its statements
+    found, is `skipped` (RAGAS NaN), never 1.
+    """
+
+    kind = "context_recall"
+    group = "structured"
+    needs = ("contexts", "expected.output")
+    description = "The retrieved contexts contain what the reference answer needs."
+    params_schema = params_object({})
+
+    def missing_input(self, params, case, transcript):
+        if not context_texts(transcript.get("contexts")):
+            return "no retrieved contexts (transcript.contexts)"
+        if reference_answer(case) is None:
+            return "the case has no reference answer (expected.output)"
+        return None
+
+    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+        data = session.ask(
+            rubrics.CONTEXT_RECALL,
+            {
+                "question": question_text(case) or "(not given)",
+                "contexts": numbered_contexts(context_texts(transcript.get("contexts"))),
+                "reference": reference_answer(case),
+            },
+        )
+        statements = [
+            s
+            for s in data.get("statements") or []
+            if isinstance(s, dict) and str(s.get("statement", "")).strip()
+        ]
+        if not statements:
+            return skipped(
+                "the judge found no statements in the reference answer", {"raw": session.last_raw}
+            )
+        found = sum(bool(s.get("attributed")) for s in statements)
+        return scored(
+            found / len(statements),
+            f"{found}/{len(statements)} reference statements found in the contexts",
+            {"statements": statements},
+        )
+
+
+# --- offline (non-model) kinds -------------------------------------------------------------------
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.casefold())
+
+
+def lcs_length(a: list, b: list) -> int:
+    """Longest common subsequence, bit-parallel (Allison-Dix): one big-int step per item of b,
+    so ROUGE-L on long answers stays fast in pure Python."""
+    if not a or not b:
+        return 0
+    masks: dict = {}
+    for i, item in enumerate(a):
+        masks[item] = masks.get(item, 0) | (1 << i)
+    full = (1 << len(a)) - 1
+    v = full
+    for item in b:
+        u = v & masks.get(item, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(a) - v.bit_count()
+
+
+def levenshtein(a: str, b: str) -> int:
+    """Edit distance, bit-parallel (Myers 1999, Hyyrö's formulation): contexts are thousands of
+    characters long and a quadratic table per pair would take seconds in pure Python."""
+    if len(a) < len(b):
+        a, b = b, a
+    if not b:
+        return len(a)
+    peq: dict[str, int] = {}
+    for i, ch in enumerate(b):
+        peq[ch] = peq.get(ch, 0) | (1 << i)
+    full, last = (1 << len(b)) - 1, 1 << (len(b) - 1)
+    pv, mv, distance = full, 0, len(b)
+    for ch in a:
+        eq = peq.get(ch, 0)
+        xv = eq | mv
+        xh = (((eq & pv) + pv) ^ pv) | eq
+        ph = mv | (~(xh | pv) & full)
+        mh = pv & xh
+        if ph & last:
+            distance += 1
+        elif mh & last:
+            distance -= 1
+        ph = ((ph << 1) | 1) & full
+        mh = (mh << 1) & full
+        pv = mh | (~(xv | ph) & full)
+        mv = ph & xv
+    return distance
+
+
+def string_similarity(a: str, b: str) -> float:
+    """1 - Levenshtein distance / longer length (RAGAS NonLLMStringSimilarity, rapidfuzz)."""
+    longest = max(len(a), len(b))
+    return 1.0 if longest == 0 else 1 - levenshtein(a, b) / longest
+
+
+def overlap_scores(candidate: list[str], reference: list[str], measure: str) -> dict:
+    if measure == "rouge1":
+        common = sum((Counter(candidate) & Counter(reference)).values())
+    else:
+        common = lcs_length(candidate, reference)
+    precision, recall = common / len(candidate), common / len(reference)
+    f = 2 * precision * recall / (precision + recall) if common else 0.0
+    return {"precision": precision, "recall": recall, "fmeasure": f}
+
+
+_THRESHOLD = {
+    "type": "number",
+    "minimum": 0,
+    "maximum": 1,
+    "default": 0.5,
+    "description": "A context counts as found when similarity >= this.",
+}
+
+
+@register
+class AnswerRelevanceOverlap(CheckKind):
+    """Offline answer relevance: ROUGE overlap of the answer's words with a target text.
+
+    Against the reference answer (default) it is RAGAS RougeScore: rougeL F-measure. Against
+    the question, `auto` means rouge1 recall, the share of the question's words the answer takes
+    up, in any order: an answer is longer than its question and rarely repeats it in order.
+    Words are Unicode word characters, case-folded; there is no stemming or stop-word list.
+    Cheap and crude: it rewards shared wording, not meaning.
+    """
+
+    kind = "answer_relevance_overlap"
+    group = "structured"
+    offline = True
+    needs = ("output", "expected.output")
+    description = "Offline: word overlap (ROUGE) of the answer with the reference or question."
+    params_schema = params_object(
+        {
+            "against": {"enum": ["reference", "question"], "default": "reference"},
+            "measure": {"enum": ["auto", "rougeL", "rouge1"], "default": "auto"},
+            "mode": {"enum": ["auto", "fmeasure", "precision", "recall"], "default": "auto"},
+        }
+    )
+
+    def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
+        if not has_output(transcript):
+            return skipped("no output")
+        target = reference_answer(case) if params["against"] == "reference" else question_text(case)
+        if target is None:
+            return skipped(
+                "the case has no "
+                + (
+                    "reference answer (expected.output)"
+                    if params["against"] == "reference"
+                    else "input (question)"
+                )
+            )
+        answer, target_words = words(as_text(transcript["output"])), words(target)
+        if not answer or not target_words:
+            return skipped(
+                "no words to compare in the " + ("answer" if not answer else params["against"])
+            )
+        by_reference = params["against"] == "reference"
+        measure, mode = params["measure"], params["mode"]
+        measure = measure if measure != "auto" else ("rougeL" if by_reference else "rouge1")
+        mode = mode if mode != "auto" else ("fmeasure" if by_reference else "recall")
+        values = overlap_scores(answer, target_words, measure)
+        return scored(
+            values[mode],
+            f"{measure} {mode} {values[mode]:.3f} against the {params['against']}",
+            values,
+        )
+
+
+class ContextOverlap(CheckKind):
+    """Shared matching of retrieved contexts against the case's reference contexts."""
+
+    group = "structured"
+    offline = True
+    needs = ("contexts", "reference_contexts")
+
+    def pairs(self, params, case, transcript):
+        retrieved = context_texts(transcript.get("contexts"))[: params.get("k")]
+        reference = context_texts(case.get("contexts"))
+        if not retrieved:
+            return skipped("no retrieved contexts (transcript.contexts)")
+        if not reference:
+            return skipped("the case has no reference contexts (case.contexts)")
+        # similarity[i][j]: retrieved i against reference j
+        return (
+            retrieved,
+            reference,
+            [[string_similarity(r, c) for c in reference] for r in retrieved],
+        )
+
+
+@register
+class ContextPrecisionOverlap(ContextOverlap):
+    """Offline context precision (RAGAS NonLLMContextPrecisionWithReference).
+
+    A retrieved context is relevant when its string similarity (1 - normalized Levenshtein) to
+    some reference context is >= `similarity_threshold` (0.5); the score is average precision
+    over the ranked relevance, as for `context_precision`.
+    """
+
+    kind = "context_precision_overlap"
+    description = "Offline: retrieved contexts similar to reference contexts, rank-aware."
+    params_schema = params_object(
+        {"similarity_threshold": _THRESHOLD, "k": {"type": "integer", "minimum": 1}}
+    )
+
+    def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
+        loaded = self.pairs(params, case, transcript)
+        if isinstance(loaded, CheckVerdict):
+            return loaded
+        retrieved, _, similarity = loaded
+        best = [max(row) for row in similarity]
+        relevant = [b >= params["similarity_threshold"] for b in best]
+        score = average_precision(relevant)
+        return scored(
+            score,
+            f"{sum(relevant)}/{len(relevant)} retrieved contexts match a "
+            f"reference context, average precision {score:.3f}",
+            {
+                "contexts": [
+                    {"rank": i, "best_similarity": round(b, 4), "relevant": r}
+                    for i, (b, r) in enumerate(zip(best, relevant, strict=True), start=1)
+                ]
+            },
+        )
+
+
+@register
+class ContextRecallOverlap(ContextOverlap):
+    """Offline context recall (RAGAS NonLLMContextRecall): share of reference contexts that some
+    retrieved context resembles (similarity >= `similarity_threshold`).
+
+    RAGAS uses `>` here but `>=` for precision, so a pair at exactly 0.5 counts for one and not
+    the other; we use `>=` for both (evaluators.md §3.4 spec note).
+    """
+
+    kind = "context_recall_overlap"
+    description = "Offline: share of reference contexts found among the retrieved ones."
+    params_schema = params_object({"similarity_threshold": _THRESHOLD})
+
+    def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
+        loaded = self.pairs(params, case, transcript)
+        if isinstance(loaded, CheckVerdict):
+            return loaded
+        _, reference, similarity = loaded
+        best = [max(row[j] for row in similarity) for j in range(len(reference))]
+        found = [b >= params["similarity_threshold"] for b in best]
+        return scored(
+            sum(found) / len(found),
+            f"{sum(found)}/{len(found)} reference contexts found",
+            {
+                "reference_contexts": [
+                    {"index": j, "best_similarity": round(b, 4), "found": f}
+                    for j, (b, f) in enumerate(zip(best, found, strict=True), start=1)
+                ]
+            },
+        )

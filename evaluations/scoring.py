@@ -1,0 +1,142 @@
+"""The scoring rules of seeds 000-002 (DESIGN section 5), as pure functions.
+
+- A check with a threshold passes when score >= threshold; without one it is `scored`: shown,
+  never pretending to have passed.
+- A case passes when all of its blocking checks pass. Skipped checks and checks in error do
+  not count against it (they are shown, and counted in coverage).
+- An informative check is scored and shown but never fails a case.
+- With repetitions a check's score is the mean over repetitions, the case passes only if every
+  repetition passes, and a case that passed some repetitions and failed others is flaky.
+- A case may override a check's threshold, params or mode, or disable it.
+
+The engine calls `effective_check` and `check_status` per trial, and `summarize_case` once per
+case when the run finishes; nothing here touches the database.
+"""
+
+from dataclasses import dataclass
+from statistics import fmean
+
+from evaluations.choices import CheckMode, CheckStatus
+
+
+@dataclass(frozen=True)
+class EffectiveCheck:
+    """A check as it applies to one case, after that case's overrides."""
+
+    label: str
+    kind: str
+    params: dict
+    threshold: float | None
+    mode: str
+    disabled: bool
+
+    @property
+    def blocking(self):
+        return self.mode == CheckMode.BLOCKING
+
+
+def effective_check(check, overrides):
+    """Apply a case's override for `check.label` (`{threshold, params, mode, disabled}`).
+
+    Override params are merged over the check's params, so a case changes one field without
+    restating the rest.
+    """
+    override = (overrides or {}).get(check.label) or {}
+    params = {**(check.params or {}), **(override.get("params") or {})}
+    threshold = override.get("threshold", check.threshold)
+    return EffectiveCheck(
+        label=check.label,
+        kind=check.kind,
+        params=params,
+        threshold=threshold,
+        mode=override.get("mode", check.mode),
+        disabled=bool(override.get("disabled", False)),
+    )
+
+
+def check_status(score, outcome, threshold):
+    """Turn a check's verdict into a status: `skipped` and `error` stay as they are; a score
+    meets its threshold (>=) or not; no threshold means `scored`."""
+    if outcome in (CheckStatus.SKIPPED, CheckStatus.ERROR):
+        return outcome
+    if score is None:
+        return CheckStatus.ERROR
+    if threshold is None:
+        return CheckStatus.SCORED
+    return CheckStatus.PASSED if score >= threshold else CheckStatus.FAILED
+
+
+def repetition_passed(results):
+    """Did one repetition of a case pass? `results` are (status, blocking) pairs.
+
+    Only a blocking check that failed fails it: informative checks never do, and skipped,
+    error and scored (no threshold) results do not count against the case.
+    """
+    return not any(blocking and status == CheckStatus.FAILED for status, blocking in results)
+
+
+@dataclass
+class CaseSummary:
+    passed: bool
+    flaky: bool
+    repetitions: int
+    repetitions_passed: int
+    checks: dict
+
+
+def summarize_case(repetitions):
+    """Summarize one case over its repetitions.
+
+    `repetitions` is a list (one item per repetition) of lists of dicts with keys `label`,
+    `score`, `status`, `blocking`. Returns the case's pass, flakiness and per-check summary:
+    the mean score over the repetitions that produced one, and the count of each status.
+    """
+    passed_flags = [
+        repetition_passed([(r["status"], r["blocking"]) for r in results])
+        for results in repetitions
+    ]
+    checks = {}
+    for results in repetitions:
+        for r in results:
+            entry = checks.setdefault(
+                r["label"],
+                {"scores": [], "statuses": {}, "blocking": r["blocking"]},
+            )
+            if r["score"] is not None:
+                entry["scores"].append(r["score"])
+            entry["statuses"][r["status"]] = entry["statuses"].get(r["status"], 0) + 1
+    summary = {}
+    for label, entry in checks.items():
+        statuses = entry["statuses"]
+        summary[label] = {
+            "mean": round(fmean(entry["scores"]), 6) if entry["scores"] else None,
+            "n_scored": len(entry["scores"]),
+            "statuses": statuses,
+            "blocking": entry["blocking"],
+            "status": _overall_status(statuses),
+            # A check that passed in some repetitions and failed in others: intermittent.
+            "flaky": bool(statuses.get(CheckStatus.PASSED) and statuses.get(CheckStatus.FAILED)),
+        }
+    n_passed = sum(passed_flags)
+    return CaseSummary(
+        passed=bool(passed_flags) and all(passed_flags),
+        flaky=0 < n_passed < len(passed_flags),
+        repetitions=len(passed_flags),
+        repetitions_passed=n_passed,
+        checks=summary,
+    )
+
+
+def _overall_status(statuses):
+    """One status for a check over repetitions: failed if any repetition failed, else passed if
+    any passed, else scored, else error, else skipped."""
+    for status in (
+        CheckStatus.FAILED,
+        CheckStatus.PASSED,
+        CheckStatus.SCORED,
+        CheckStatus.ERROR,
+        CheckStatus.SKIPPED,
+    ):
+        if statuses.get(status):
+            return str(status)
+    return str(CheckStatus.SKIPPED)

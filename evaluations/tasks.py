@@ -1,0 +1,13 @@
+"""django-q2 tasks: thin, idempotent, and taking ids only (STYLE.md item 5)."""
+
+from evaluations import engine
+
+
+def run_shard(run_id, trial_ids):
+    """Execute the unfinished trials of one shard; finished ones are skipped."""
+    return engine.run_shard(run_id, trial_ids)
+
+
+def reap_expired_leases():
+    """Periodic: hand trials whose worker died (lease ran out) back to the queue."""
+    return engine.reap_expired_leases()

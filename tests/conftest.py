@@ -1,0 +1,88 @@
+"""Shared fixtures: personas built once per test (an Editor, a Builder, a Publisher, an Admin and
+an outsider), synchronous django-q2, a fast password hasher, and a live-database fixture for the
+tests that start real worker processes."""
+
+import pytest
+from django.contrib.auth.hashers import make_password
+from django.db import connection
+
+from tests import factories
+
+pytest_plugins = ["tests.judge_fixtures"]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sync_tasks():
+    """django-q2 runs tasks in-process during tests, unless a test starts a real cluster."""
+    from django_q.conf import Conf
+
+    Conf.SYNC = True
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _fast_hasher(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def editor(db):
+    return factories.user("editor", role="Editor")
+
+
+@pytest.fixture
+def builder(db):
+    return factories.user("builder", role="Builder")
+
+
+@pytest.fixture
+def publisher(db):
+    return factories.user("publisher", role="Publisher")
+
+
+@pytest.fixture
+def admin_user(db):
+    return factories.user("admin", role="Admin")
+
+
+@pytest.fixture
+def outsider(db):
+    return factories.user("outsider")
+
+
+@pytest.fixture
+def password():
+    return factories.PASSWORD
+
+
+def _audit_triggers(action):
+    from importlib import import_module
+
+    mig = import_module("governance.migrations.0002_roles_and_audit_trigger")
+    if connection.vendor == "postgresql":
+        statements = mig.POSTGRES_UP if action == "up" else mig.POSTGRES_DOWN
+    else:
+        statements = mig.SQLITE_UP if action == "up" else mig.SQLITE_DOWN
+    with connection.cursor() as cursor:
+        for sql in statements:
+            cursor.execute(sql)
+
+
+@pytest.fixture
+def _audit_triggers_restored(django_db_blocker):
+    """Set up before `transactional_db`, so torn down after its flush: puts the triggers back."""
+    yield
+    with django_db_blocker.unblock():
+        _audit_triggers("up")
+
+
+@pytest.fixture
+def live_db(_audit_triggers_restored, transactional_db):
+    """Committed data that other processes (a real qcluster) can read.
+
+    The audit log's append-only trigger would stop the flush that ends a transactional test,
+    so it is dropped just before that flush (this teardown) and put back right after it.
+    """
+    make_password("warm-up")
+    yield
+    _audit_triggers("down")

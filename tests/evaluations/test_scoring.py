@@ -1,0 +1,99 @@
+"""One test per scoring rule of DESIGN section 5 (seeds 000-002)."""
+
+from types import SimpleNamespace
+
+from evaluations.scoring import check_status, effective_check, summarize_case
+
+
+def r(label, status, score=None, blocking=True):
+    return {"label": label, "status": status, "score": score, "blocking": blocking}
+
+
+def test_threshold_passes_at_score_equal_to_threshold():
+    assert check_status(0.7, "scored", 0.7) == "passed"
+
+
+def test_threshold_fails_below_it():
+    assert check_status(0.69, "scored", 0.7) == "failed"
+
+
+def test_no_threshold_is_scored_not_passed():
+    assert check_status(1.0, "scored", None) == "scored"
+
+
+def test_skipped_and_error_verdicts_keep_their_status_whatever_the_threshold():
+    assert check_status(None, "skipped", 0.5) == "skipped"
+    assert check_status(None, "error", 0.5) == "error"
+
+
+def test_a_score_missing_from_a_scored_verdict_is_an_error_not_a_pass():
+    assert check_status(None, "scored", 0.5) == "error"
+
+
+def test_case_passes_when_all_blocking_checks_pass():
+    assert summarize_case([[r("a", "passed", 1), r("b", "passed", 0.9)]]).passed
+
+
+def test_case_fails_when_one_blocking_check_fails():
+    assert not summarize_case([[r("a", "passed", 1), r("b", "failed", 0.1)]]).passed
+
+
+def test_informative_check_never_fails_a_case():
+    summary = summarize_case([[r("a", "passed", 1), r("b", "failed", 0.0, blocking=False)]])
+    assert summary.passed
+    assert summary.checks["b"]["status"] == "failed"  # still shown as failed
+
+
+def test_skipped_and_error_checks_do_not_count_against_a_case():
+    summary = summarize_case([[r("a", "passed", 1), r("b", "skipped"), r("c", "error")]])
+    assert summary.passed
+    assert summary.checks["b"]["statuses"] == {"skipped": 1}
+    assert summary.checks["c"]["statuses"] == {"error": 1}
+
+
+def test_scored_check_without_threshold_does_not_decide_the_case():
+    assert summarize_case([[r("a", "scored", 0.0)]]).passed
+
+
+def test_repetition_score_is_the_mean():
+    summary = summarize_case(
+        [[r("a", "passed", 1.0)], [r("a", "passed", 0.5)], [r("a", "passed", 0.6)]]
+    )
+    assert summary.checks["a"]["mean"] == 0.7
+
+
+def test_case_passes_only_if_every_repetition_passes():
+    summary = summarize_case([[r("a", "passed", 1.0)], [r("a", "failed", 0.0)]])
+    assert not summary.passed
+    assert summary.repetitions_passed == 1 and summary.repetitions == 2
+
+
+def test_case_that_passed_some_repetitions_and_failed_others_is_flaky():
+    assert summarize_case([[r("a", "passed", 1)], [r("a", "failed", 0)]]).flaky
+
+
+def test_case_that_failed_every_repetition_is_not_flaky():
+    summary = summarize_case([[r("a", "failed", 0)], [r("a", "failed", 0)]])
+    assert not summary.passed and not summary.flaky
+
+
+def test_override_changes_threshold_params_and_mode_or_disables():
+    check = SimpleNamespace(
+        label="Shape",
+        kind="output_type",
+        params={"type": "text", "x": 1},
+        threshold=1.0,
+        mode="blocking",
+    )
+    eff = effective_check(
+        check, {"Shape": {"threshold": 0.5, "params": {"type": "json"}, "mode": "informative"}}
+    )
+    assert (eff.threshold, eff.params, eff.mode) == (0.5, {"type": "json", "x": 1}, "informative")
+    assert not eff.blocking
+    assert effective_check(check, {"Shape": {"disabled": True}}).disabled
+    assert effective_check(check, {"Other": {"threshold": 0}}).threshold == 1.0
+
+
+def test_override_can_remove_a_threshold():
+    check = SimpleNamespace(label="S", kind="latency", params={}, threshold=1.0, mode="blocking")
+    assert effective_check(check, {"S": {"threshold": None}}).threshold is None

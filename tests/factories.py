@@ -1,0 +1,57 @@
+"""Factories for tests: small functions that build valid objects with sensible defaults."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from agents.models import Agent, AgentVersion
+from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion
+
+PASSWORD = "correct horse battery staple"
+
+
+def user(username, role=None, **extra):
+    model = get_user_model()
+    obj = model.objects.create_user(username=username, password=PASSWORD, is_staff=True, **extra)
+    if role:
+        obj.groups.add(Group.objects.get(name=role))
+    return model.objects.get(pk=obj.pk)
+
+
+def agent(slug="support-bot", **extra):
+    return Agent.objects.create(slug=slug, name=extra.pop("name", slug.title()), **extra)
+
+
+def agent_version(
+    agent_obj=None, number=None, callable_path="tests.agents_under_test.echo", **config
+):
+    agent_obj = agent_obj or agent()
+    number = number or (agent_obj.versions.count() + 1)
+    return AgentVersion.objects.create(
+        agent=agent_obj,
+        number=number,
+        adapter="python",
+        config={"callable": callable_path, **config},
+    )
+
+
+def dataset(slug="support-basics"):
+    return Dataset.objects.create(slug=slug, name=slug.title())
+
+
+def dataset_version(dataset_obj=None, cases=(), checks=(), frozen=True):
+    """`cases`: (key, input, extra fields) tuples; `checks`: Check field dicts."""
+    from django.utils import timezone
+
+    dataset_obj = dataset_obj or dataset()
+    version = DatasetVersion.objects.create(
+        dataset=dataset_obj, number=dataset_obj.versions.count() + 1
+    )
+    for position, fields in enumerate(checks):
+        Check.objects.create(dataset_version=version, position=position, **fields)
+    for key, case_input, extra in cases:
+        case, _ = Case.objects.get_or_create(dataset=dataset_obj, key=key)
+        CaseVersion.objects.create(dataset_version=version, case=case, input=case_input, **extra)
+    if frozen:
+        version.frozen_at = timezone.now()
+        version.save(update_fields=["frozen_at"])
+    return version

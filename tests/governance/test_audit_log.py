@@ -1,0 +1,89 @@
+"""The audit log is append-only (database trigger) and hash-chained (verify_audit)."""
+
+import pytest
+from django.core.management import call_command
+from django.db import DatabaseError, connection, transaction
+
+from agents.audit import audit, request_context
+from governance.models import AuditEntry
+
+
+@pytest.fixture
+def three_entries(admin_user):
+    with request_context(request_id="req-1", ip="10.0.0.7"):
+        return [
+            audit("governance.test.one", actor=admin_user, after={"n": 1}),
+            audit(
+                "governance.test.two",
+                actor=admin_user,
+                before={"n": 1},
+                after={"n": 2},
+                reason="because",
+            ),
+            audit("governance.test.three", actor=None, target=("agents.agent", 7, "bot")),
+        ]
+
+
+def test_entries_are_chained_by_hash(three_entries):
+    one, two, three = three_entries
+    assert [e.sequence for e in three_entries] == [1, 2, 3]
+    assert one.prev_hash == "0" * 64
+    assert two.prev_hash == one.hash
+    assert three.prev_hash == two.hash
+    assert two.request_id == "req-1" and two.ip == "10.0.0.7"
+    stored = AuditEntry.objects.get(sequence=2)
+    assert stored.compute_hash() == stored.hash
+
+
+def test_update_through_the_orm_is_rejected_by_the_database(three_entries):
+    with pytest.raises(DatabaseError), transaction.atomic():
+        AuditEntry.objects.filter(sequence=2).update(reason="rewritten")
+    assert AuditEntry.objects.get(sequence=2).reason == "because"
+
+
+def test_delete_is_rejected_by_the_database(three_entries):
+    with pytest.raises(DatabaseError), transaction.atomic():
+        AuditEntry.objects.filter(sequence=1).delete()
+    assert AuditEntry.objects.count() == 3
+
+
+def test_raw_sql_update_is_rejected_by_the_database(three_entries):
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE governance_auditentry SET reason = 'x' WHERE sequence = 2")
+
+
+def test_verify_audit_reports_an_intact_chain(three_entries, capsys):
+    call_command("verify_audit")
+    assert "3 entries checked" in capsys.readouterr().out
+
+
+def _drop_trigger():
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "DROP TRIGGER governance_auditentry_append_only ON governance_auditentry"
+            )
+        else:
+            cursor.execute("DROP TRIGGER governance_auditentry_no_update")
+            cursor.execute("DROP TRIGGER governance_auditentry_no_delete")
+
+
+def test_verify_audit_names_the_tampered_row(three_entries, capsys):
+    # Someone with database access drops the trigger and rewrites history: the chain shows it.
+    # (DDL is transactional on both databases, so the test's rollback restores the trigger.)
+    _drop_trigger()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE governance_auditentry SET reason = 'nothing' WHERE sequence = 2")
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("verify_audit")
+    assert exit_info.value.code == 1
+    assert "broken at sequence 2" in capsys.readouterr().err
+
+
+def test_verify_audit_names_a_deleted_row(three_entries, capsys):
+    _drop_trigger()
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM governance_auditentry WHERE sequence = 2")
+    with pytest.raises(SystemExit):
+        call_command("verify_audit")
+    assert "broken at sequence 2" in capsys.readouterr().err

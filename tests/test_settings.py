@@ -1,0 +1,80 @@
+"""Settings fail loudly on bad values, and the start-up check guards django-q2's retry."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from evaluations.system_checks import q_cluster_retry_longer_than_timeout
+from sherlock import settings as sherlock_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("helper", "name", "value"),
+    [
+        (sherlock_settings.env_bool, "X_BOOL", "maybe"),
+        (sherlock_settings.env_int, "X_INT", "ten"),
+    ],
+)
+def test_bad_values_fail_loudly(monkeypatch, helper, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ImproperlyConfigured, match=name):
+        helper(name, 1) if helper is sherlock_settings.env_int else helper(name)
+
+
+def test_integer_below_its_minimum_fails(monkeypatch):
+    monkeypatch.setenv("X_INT", "0")
+    with pytest.raises(ImproperlyConfigured, match="minimum"):
+        sherlock_settings.env_int("X_INT", 5, minimum=1)
+
+
+def test_a_database_url_with_an_unknown_scheme_stops_start_up():
+    env = {**os.environ, "DATABASE_URL": "mysql://nobody@nowhere/db"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode != 0
+    assert "DATABASE_URL" in result.stderr
+
+
+def test_sqlite_default_shares_the_file_with_a_worker(settings):
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] != "django.db.backends.sqlite3":
+        pytest.skip("SQLite-only setting")
+    assert db["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    assert "journal_mode=WAL" in db["OPTIONS"]["init_command"]
+    assert db["OPTIONS"]["timeout"] >= 10
+
+
+def test_redis_url_switches_the_broker():
+    code = "from django.conf import settings; print(sorted(settings.Q_CLUSTER))"
+    env = {**os.environ, "REDIS_URL": "redis://127.0.0.1:6379/3"}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import django, os; os.environ.setdefault("
+            f"'DJANGO_SETTINGS_MODULE','sherlock.settings'); django.setup(); {code}",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "'redis'" in out and "'orm'" not in out
+
+
+def test_start_up_check_refuses_retry_not_longer_than_timeout(settings):
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 600, "retry": 600}
+    errors = q_cluster_retry_longer_than_timeout()
+    assert [e.id for e in errors] == ["sherlock.E002"]
+
+
+def test_start_up_check_accepts_the_default(settings):
+    assert q_cluster_retry_longer_than_timeout() == []
