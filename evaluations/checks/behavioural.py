@@ -270,13 +270,13 @@ class Latency(CheckKind):
     )
 
     def clean(self, params):
+        # The default zero_ms is not written into the params: a case that overrides max_ms
+        # alone must get twice its own max_ms, not a stored value below it.
         if "zero_ms" in params:
             if not params["graded"]:
                 raise ParamsError("zero_ms", "is only used with graded: true")
             if params["zero_ms"] <= params["max_ms"]:
                 raise ParamsError("zero_ms", "must be greater than max_ms")
-        elif params["graded"]:
-            params["zero_ms"] = 2 * params["max_ms"]
         return params
 
     def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
@@ -290,7 +290,7 @@ class Latency(CheckKind):
             return scored(1.0, f"{latency:g} ms <= {params['max_ms']:g} ms", evidence)
         if not params["graded"]:
             return scored(0.0, f"{latency:g} ms > {params['max_ms']:g} ms", evidence)
-        zero = params["zero_ms"]
+        zero = params.get("zero_ms", 2 * params["max_ms"])
         score = max(0.0, (zero - latency) / (zero - params["max_ms"]))
         return scored(
             score,

@@ -98,23 +98,22 @@ class Custom(ModelCheck):
     )
 
     def clean(self, params):
-        anchors, explicit = params.get("anchors"), "scale" in params
-        if not explicit:
-            points = sorted(int(k) for k in anchors) if isinstance(anchors, dict) else [0, 1]
-            params["scale"] = {"min": points[0], "max": points[-1]}
-        low, high = params["scale"]["min"], params["scale"]["max"]
+        # The scale is derived at scoring time, not stored: a case that overrides the anchors
+        # must get the scale of its own anchors.
+        low, high = scale(params)
         if low >= high:
             raise ParamsError(
-                "scale.max" if explicit else "anchors",
+                "scale.max" if "scale" in params else "anchors",
                 f"the scale needs a low end below its high end, got {low}-{high}",
             )
+        anchors = params.get("anchors")
         for key in anchors if isinstance(anchors, dict) else ():
             if not low <= int(key) <= high:
                 raise ParamsError(f"anchors.{key}", f"is outside the scale {low}-{high}")
         return params
 
     def judge_case(self, params, case, transcript, session) -> CheckVerdict:
-        low, high = params["scale"]["min"], params["scale"]["max"]
+        low, high = scale(params)
         output = as_text(transcript["output"])
         data = session.ask(
             rubrics.CUSTOM,
@@ -156,6 +155,15 @@ class Custom(ModelCheck):
             f"{grade} on {low}-{high}: {data.get('reason', '')}",
             evidence,
         )
+
+
+def scale(params: dict) -> tuple[int, int]:
+    """The `scale` param, else the lowest and highest anchor point, else 0-1."""
+    if "scale" in params:
+        return params["scale"]["min"], params["scale"]["max"]
+    anchors = params.get("anchors")
+    points = sorted(int(k) for k in anchors) if isinstance(anchors, dict) else [0, 1]
+    return points[0], points[-1]
 
 
 def _anchors_text(anchors, low: int, high: int) -> str:
