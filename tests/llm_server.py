@@ -307,7 +307,10 @@ class _Handler(BaseHTTPRequestHandler):
                 400, _error_body("llm_server does not stream.", "invalid_request_error", None)
             )
             return
-        spec = owner._next_spec(body)
+        try:
+            spec = owner._next_spec(body)
+        except Exception as exc:  # a broken responder must show up in the test, not hang it
+            spec = Fault(status=500, message=f"llm_server responder failed: {exc!r}")
         if isinstance(spec, Fault):
             self._fault(spec, owner)
             return

@@ -1,0 +1,137 @@
+"""The judge's answer cache: canonical keys, an in-process LRU, and single-flight asks.
+
+DESIGN section 8: a cache keyed by (model, prompt, params) saves cost on re-scoring. The key is
+a sha256 over a canonical JSON of the model, the messages, the answer schema, temperature, seed
+and the agent repetition (see `cache_key`). The durable cache is the `JudgeCall` table (the
+newest successful call with the key); this module keeps the hot entries in memory in front of
+it, and makes concurrent identical asks wait for the first one instead of each paying for a
+call (the RAG checks share one claim extraction between two checks this way, even when the run
+engine scores them on two threads).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+# Bump when the key's recipe changes, so old rows stop matching instead of matching wrongly.
+KEY_VERSION = 1
+
+
+def canonical_json(value) -> str:
+    """The one serialization that hashes are taken over: sorted keys, no whitespace, UTF-8."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cache_key(
+    *,
+    model: str,
+    messages_json: str,
+    schema_hash: str,
+    temperature: float,
+    seed: int | None,
+    repetition: int,
+) -> str:
+    """The cache key of one question.
+
+    `messages_json` is the canonical JSON of the messages and `schema_hash` the sha256 of the
+    schema's canonical JSON, both computed once (the schema once per rubric), so a key costs
+    one small hash instead of re-serializing the schema on every ask. Hashing the schema's
+    hash is as collision-resistant as hashing the schema.
+
+    `repetition` is the agent repetition the question scores: DESIGN section 8 says the cache is
+    bypassed for repetitions of the agent (they must be independent), so two repetitions that
+    happen to produce the same output still get two independent judgements, while re-scoring
+    the same repetition later is answered from the cache.
+    """
+    # The messages are already canonical JSON; splicing them in avoids parsing them back.
+    head = canonical_json(
+        {
+            "v": KEY_VERSION,
+            "model": model,
+            "schema": schema_hash,
+            "temperature": temperature,
+            "seed": seed,
+            "repetition": repetition,
+        }
+    )
+    return sha256(f'{head[:-1]},"messages":{messages_json}}}')
+
+
+@dataclass(frozen=True)
+class CachedAnswer:
+    """A successful answer that can serve a repeated question: the raw JSON text, and the
+    id of the `JudgeCall` that paid for it (None when it is not stored)."""
+
+    raw: str
+    source_call_id: int | None = None
+
+
+class AnswerCache:
+    """A thread-safe LRU of successful answers plus a single-flight table of asks in progress.
+
+    Only successful answers are kept: a failure is never served from the cache, so an identical
+    question after a failure asks the model again.
+    """
+
+    def __init__(self, size: int = 4096):
+        self.size = size
+        self._entries: OrderedDict[str, CachedAnswer] = OrderedDict()
+        self._inflight: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> CachedAnswer | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: str, entry: CachedAnswer) -> None:
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def claim(
+        self, key: str, wait: float = 600.0
+    ) -> tuple[CachedAnswer | None, threading.Event | None]:
+        """Look the key up, and if it is missing become the one asker for it.
+
+        Returns `(entry, None)` on a hit; `(None, event)` when this caller must ask the model
+        and then call `release(key, event)`; `(None, None)` after waiting for another caller
+        that asked the same question and failed (this caller then asks on its own). `wait`
+        bounds the wait, in case the other asker's thread died without releasing.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                return entry, None
+            event = self._inflight.get(key)
+            if event is None:
+                event = self._inflight[key] = threading.Event()
+                return None, event
+        # Someone else is asking this very question right now: wait for their answer.
+        event.wait(wait)
+        return self.get(key), None
+
+    def release(self, key: str, event: threading.Event) -> None:
+        with self._lock:
+            if self._inflight.get(key) is event:
+                del self._inflight[key]
+        event.set()

@@ -1,0 +1,551 @@
+"""The judge client against the loopback server: answers, faults, repair, cache and cost.
+
+The rule every fault test shows: a judge failure is never a score (`ok` is False, `data` is
+None, the error says why) and every attempt is stored as a `JudgeCall` row with its tokens,
+latency, status and error.
+"""
+
+import dataclasses
+import socket
+import threading
+import time
+from decimal import Decimal
+
+import pytest
+
+from evaluations.checks.rubrics import Rubric
+from evaluations.judge import (
+    DEFAULT_SEED,
+    JudgeClient,
+    MemoryRecorder,
+    get_default_judge,
+    reset_default_judges,
+)
+from evaluations.models import CostEntry, JudgeCall, ModelPrice, Run, Trial
+from tests import factories
+from tests.judge_fixtures import JUDGE_MODEL
+from tests.llm_server import Fault, Reply, hang, malformed, rate_limited, refusal, server_error
+
+RELEVANCE = Rubric(
+    id="test.relevance",
+    version=3,
+    system="You grade answers. Reply with JSON.",
+    template="Question: {question}\nAnswer: {answer}\nDoes the answer address the question?",
+    schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "reason": {"type": "string"},
+            "score": {"type": "number", "minimum": 0, "maximum": 1},
+        },
+        "required": ["reason", "score"],
+    },
+)
+VARIABLES = {"question": "Where is the Eiffel Tower?", "answer": "In Paris."}
+GOOD = {"reason": "It answers where.", "score": 1}
+
+
+def calls_in_order():
+    return list(JudgeCall.objects.order_by("id"))
+
+
+def fast_judge(server, **kwargs):
+    """A judge on the loopback server that never records to the database."""
+    options = {
+        "base_url": server.url,
+        "model": JUDGE_MODEL,
+        "timeout": 1,
+        "max_retries": 2,
+        "base_backoff": 0.01,
+        "max_backoff": 0.05,
+        "recorder": MemoryRecorder(),
+        "cache_lookup": None,
+    }
+    options.update(kwargs)
+    return JudgeClient(**options)
+
+
+# --- a good answer -------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_valid_answer_is_data_with_one_recorded_call(judge, llm_server):
+    llm_server.script([Reply(content=GOOD, usage=(120, 30))])
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert answer.ok and answer.error is None
+    assert answer.data == GOOD
+    assert not answer.cached
+    (call,) = calls_in_order()
+    assert answer.calls == [call]
+    assert call.status == JudgeCall.Status.OK
+    assert (call.model, call.rubric_id, call.rubric_version) == (JUDGE_MODEL, "test.relevance", 3)
+    assert (call.prompt_tokens, call.completion_tokens) == (120, 30)
+    assert call.latency_ms > 0
+    assert call.attempt == 1
+    assert call.raw_answer == answer.raw
+    assert call.response["choices"][0]["message"]["content"] == answer.raw
+    assert len(call.prompt_hash) == len(call.cache_key) == 64
+    assert call.request == llm_server.requests[0]
+
+
+def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_seed(llm_server):
+    fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
+
+    (request,) = llm_server.requests
+    assert request["model"] == JUDGE_MODEL
+    assert request["temperature"] == 0
+    assert request["seed"] == DEFAULT_SEED
+    assert request["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "test_relevance", "schema": RELEVANCE.schema, "strict": True},
+    }
+    assert request["messages"] == [
+        {"role": "system", "content": RELEVANCE.system},
+        {"role": "user", "content": RELEVANCE.template.format(**VARIABLES)},
+    ]
+
+
+def test_a_check_may_ask_another_model(llm_server):
+    answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES, model="other-judge")
+
+    assert answer.ok
+    assert llm_server.requests[0]["model"] == "other-judge"
+    assert answer.calls[0].model == "other-judge"
+
+
+# --- faults --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_429_waits_for_retry_after_then_succeeds(judge, llm_server):
+    llm_server.script([rate_limited(retry_after=1), GOOD])
+    started = time.monotonic()
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    waited = time.monotonic() - started
+    assert 0.95 <= waited < 2.0  # Retry-After 1 s, not the 50 ms backoff cap
+    assert answer.ok and answer.data == GOOD
+    limited, good = calls_in_order()
+    assert (limited.attempt, limited.status) == (1, JudgeCall.Status.ERROR)
+    assert limited.error == "HTTP 429: Rate limit reached."
+    assert limited.response["status_code"] == 429
+    assert (limited.prompt_tokens, limited.completion_tokens) == (0, 0)
+    assert limited.latency_ms > 0
+    assert (good.attempt, good.status) == (2, JudgeCall.Status.OK)
+    assert good.prompt_tokens > 0 and good.completion_tokens > 0
+
+
+@pytest.mark.django_db
+def test_429_until_retries_run_out_is_an_error_not_a_score(judge, llm_server):
+    llm_server.script([rate_limited(retry_after=0.05)] * 3)
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert not answer.ok and answer.data is None
+    assert answer.error_code == "rate_limited"
+    assert answer.error == "HTTP 429: Rate limit reached. (after 3 attempts)"
+    calls = calls_in_order()
+    assert [call.attempt for call in calls] == [1, 2, 3]
+    assert {call.status for call in calls} == {JudgeCall.Status.ERROR}
+    assert len(llm_server.requests) == 3
+
+
+def test_a_retry_after_over_the_limit_is_not_waited_for(llm_server):
+    llm_server.script([rate_limited(retry_after=600)])
+    started = time.monotonic()
+
+    answer = fast_judge(llm_server, max_retry_after=5).ask(RELEVANCE, VARIABLES)
+
+    assert time.monotonic() - started < 1
+    assert not answer.ok and answer.error_code == "rate_limited"
+    assert "over the 5 s limit" in answer.error
+    assert len(llm_server.requests) == 1
+
+
+@pytest.mark.django_db
+def test_500_is_retried_with_backoff_then_succeeds(judge, llm_server):
+    llm_server.script([server_error(), server_error(503), GOOD])
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert answer.ok and answer.data == GOOD
+    assert [(c.status, c.response.get("status_code")) for c in calls_in_order()] == [
+        (JudgeCall.Status.ERROR, 500),
+        (JudgeCall.Status.ERROR, 503),
+        (JudgeCall.Status.OK, None),
+    ]
+
+
+@pytest.mark.django_db
+def test_500_until_retries_run_out_is_an_error_not_a_score(judge, llm_server):
+    llm_server.script([server_error()] * 3)
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert not answer.ok and answer.data is None
+    assert answer.error_code == "server_error"
+    assert answer.error.startswith("HTTP 500: The server had an error")
+    calls = calls_in_order()
+    assert len(calls) == 3
+    assert all(c.status == JudgeCall.Status.ERROR and c.error for c in calls)
+    assert all(c.latency_ms > 0 and c.prompt_tokens == 0 for c in calls)
+
+
+def test_a_client_error_is_not_retried(llm_server):
+    llm_server.script([Fault(status=400, message="Invalid schema for response_format.")])
+
+    answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
+
+    assert not answer.ok and answer.error_code == "http_error"
+    assert answer.error == "HTTP 400: Invalid schema for response_format."
+    assert len(llm_server.requests) == 1
+
+
+@pytest.mark.django_db
+def test_a_hang_past_the_timeout_is_an_error_not_a_score(llm_server):
+    llm_server.script([hang(10)])
+    judge = JudgeClient(base_url=llm_server.url, model=JUDGE_MODEL, timeout=1, max_retries=0)
+    started = time.monotonic()
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert 0.95 <= time.monotonic() - started < 2
+    assert not answer.ok and answer.data is None
+    assert answer.error_code == "timeout"
+    assert answer.error == "no answer within 1 s"
+    (call,) = calls_in_order()
+    assert call.status == JudgeCall.Status.ERROR
+    assert call.error == "no answer within 1 s"
+    assert call.latency_ms >= 950
+    assert call.response is None
+
+
+@pytest.mark.django_db
+def test_a_timeout_is_retried(judge, llm_server):
+    llm_server.script([hang(10), GOOD])
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert answer.ok and answer.data == GOOD
+    assert [c.status for c in calls_in_order()] == [JudgeCall.Status.ERROR, JudgeCall.Status.OK]
+
+
+def test_a_refused_connection_is_an_error():
+    with socket.socket() as probe:  # a port that was free a moment ago: nobody listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    closed = JudgeClient(
+        base_url=f"http://127.0.0.1:{port}/v1",
+        model=JUDGE_MODEL,
+        timeout=1,
+        max_retries=1,
+        max_backoff=0.01,
+        recorder=None,
+        cache_lookup=None,
+    )
+
+    answer = closed.ask(RELEVANCE, VARIABLES)
+
+    assert not answer.ok
+    assert answer.error_code in {"connection", "timeout"}
+    assert len(answer.calls) == 2
+
+
+# --- malformed answers and refusals --------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_malformed_answer_is_repaired_by_one_re_ask(judge, llm_server):
+    llm_server.script([malformed("The score is 1."), GOOD])
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert answer.ok and answer.data == GOOD
+    bad, good = calls_in_order()
+    assert bad.status == JudgeCall.Status.ERROR
+    assert bad.error.startswith("the answer is not JSON")
+    assert bad.raw_answer == "The score is 1."
+    assert bad.prompt_tokens > 0 and bad.completion_tokens > 0  # a bad answer still costs
+    assert (good.status, good.attempt) == (JudgeCall.Status.OK, 2)
+    assert good.cache_key == bad.cache_key
+    assert good.prompt_hash != bad.prompt_hash  # the repair is a different prompt
+    repair = llm_server.requests[1]["messages"]
+    assert repair[:2] == llm_server.requests[0]["messages"]
+    assert repair[2] == {"role": "assistant", "content": "The score is 1."}
+    assert repair[3]["role"] == "user"
+    assert "not JSON" in repair[3]["content"]
+
+
+@pytest.mark.django_db
+def test_twice_malformed_is_an_error_with_the_raw_answer_kept(judge, llm_server):
+    llm_server.script([malformed("no idea"), {"score": 2}])
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert not answer.ok and answer.data is None
+    assert answer.error_code == "malformed"
+    assert answer.error.startswith("malformed answer after a repair retry: ")
+    assert "does not match the schema" in answer.error
+    assert answer.raw == '{"score":2}'
+    first, second = calls_in_order()
+    assert (first.raw_answer, second.raw_answer) == ("no idea", '{"score":2}')
+    assert {first.status, second.status} == {JudgeCall.Status.ERROR}
+    assert len(llm_server.requests) == 2  # one repair, no more
+
+
+@pytest.mark.django_db
+def test_a_refusal_is_an_error_not_a_score(judge, llm_server):
+    llm_server.script([refusal("I can't grade that."), refusal("Still no.")])
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert not answer.ok and answer.data is None
+    assert answer.error_code == "refused"
+    assert answer.error == "malformed answer after a repair retry: the judge refused: Still no."
+    assert answer.raw == "Still no."
+    calls = calls_in_order()
+    assert [c.raw_answer for c in calls] == ["I can't grade that.", "Still no."]
+    assert all(c.status == JudgeCall.Status.ERROR and c.completion_tokens > 0 for c in calls)
+
+
+def test_a_refusal_then_a_valid_answer_is_ok(llm_server):
+    llm_server.script([refusal(), GOOD])
+
+    answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
+
+    assert answer.ok and answer.data == GOOD
+    assert answer.http_calls == 2
+
+
+def test_an_answer_cut_off_at_the_token_limit_is_malformed(llm_server):
+    llm_server.script([Reply(content='{"reason": "It ans', finish_reason="length")] * 2)
+
+    answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
+
+    assert not answer.ok and answer.error_code == "malformed"
+    assert "cut off" in answer.error
+
+
+# --- the cache ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_repeated_ask_is_answered_from_the_cache_without_a_request(judge, llm_server):
+    first = judge.ask(RELEVANCE, VARIABLES)
+    second = judge.ask(RELEVANCE, VARIABLES)
+
+    assert len(llm_server.requests) == 1
+    assert second.ok and second.cached
+    assert second.data == first.data
+    assert second.data is not first.data  # each caller gets its own copy
+    paid, hit = calls_in_order()
+    assert (hit.cached, hit.status, hit.cache_key) == (True, JudgeCall.Status.OK, paid.cache_key)
+    assert (hit.prompt_tokens, hit.completion_tokens, hit.usd) == (0, 0, None)
+    assert hit.response == {"cached_from": paid.pk}
+    assert not hit.price_missing  # not incurred, rather than missing
+    assert CostEntry.objects.get().judge_call == paid  # no cost line for the hit
+
+
+@pytest.mark.django_db
+def test_the_cache_outlives_the_process_through_stored_calls(judge, llm_server):
+    judge.ask(RELEVANCE, VARIABLES)
+    restarted = JudgeClient(base_url=llm_server.url, model=JUDGE_MODEL, timeout=1)
+
+    answer = restarted.ask(RELEVANCE, VARIABLES)
+
+    assert answer.cached
+    assert len(llm_server.requests) == 1
+
+
+@pytest.mark.django_db
+def test_a_failed_ask_is_not_cached(judge, llm_server):
+    llm_server.script([Fault(status=400)])
+    assert not judge.ask(RELEVANCE, VARIABLES).ok
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert answer.ok and not answer.cached
+    assert len(llm_server.requests) == 2
+
+
+def test_the_cache_key_covers_model_prompt_and_schema(llm_server):
+    judge = fast_judge(llm_server)
+    reason_only = {**RELEVANCE.schema, "properties": {"reason": {"type": "string"}}}
+    other_schema = dataclasses.replace(RELEVANCE, schema={**reason_only, "required": ["reason"]})
+
+    judge.ask(RELEVANCE, VARIABLES)
+    judge.ask(RELEVANCE, {**VARIABLES, "answer": "In Rome."})
+    judge.ask(RELEVANCE, VARIABLES, model="other-judge")
+    judge.ask(other_schema, VARIABLES)
+    judge.ask(RELEVANCE, VARIABLES)
+
+    assert len(llm_server.requests) == 4
+
+
+def test_repetitions_of_the_agent_are_judged_independently(llm_server):
+    judge = fast_judge(llm_server)
+
+    judge.bind(repetition=0).ask(RELEVANCE, VARIABLES)
+    judge.bind(repetition=1).ask(RELEVANCE, VARIABLES)
+    again = judge.bind(repetition=1).ask(RELEVANCE, VARIABLES)
+
+    assert len(llm_server.requests) == 2  # re-scoring repetition 1 is a cache hit
+    assert again.cached
+
+
+def test_cache_false_always_asks(llm_server):
+    judge = fast_judge(llm_server)
+
+    judge.ask(RELEVANCE, VARIABLES)
+    answer = judge.ask(RELEVANCE, VARIABLES, cache=False)
+
+    assert not answer.cached
+    assert len(llm_server.requests) == 2
+
+
+def test_identical_asks_on_two_threads_make_one_request(llm_server):
+    llm_server.latency = 0.3  # long enough for both threads to ask while the first waits
+    judge = fast_judge(llm_server)
+    answers = []
+
+    def ask():
+        answers.append(judge.ask(RELEVANCE, VARIABLES))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(llm_server.requests) == 1
+    assert sorted(a.cached for a in answers) == [False, True, True, True]
+    assert all(a.ok and a.data == answers[0].data for a in answers)
+
+
+# --- prices and the cost ledger ----------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_missing_price_leaves_usd_null_on_the_call_and_the_cost_entry(judge, llm_server):
+    judge.ask(RELEVANCE, VARIABLES)
+
+    call = JudgeCall.objects.get()
+    entry = CostEntry.objects.get()
+    assert call.usd is None and call.price_missing
+    assert entry.usd is None
+    assert (entry.kind, entry.judge_call, entry.model) == ("scoring", call, JUDGE_MODEL)
+    assert (entry.prompt_tokens, entry.completion_tokens) == (
+        call.prompt_tokens,
+        call.completion_tokens,
+    )
+
+
+@pytest.mark.django_db
+def test_a_price_gives_the_usd_of_each_call(judge, llm_server):
+    ModelPrice.objects.create(
+        model=JUDGE_MODEL,
+        usd_per_million_input=Decimal("2.50"),
+        usd_per_million_output=Decimal("10.00"),
+    )
+    llm_server.script([Reply(content=GOOD, usage=(1000, 200))])
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    expected = Decimal("0.0045")  # 1000 x 2.50 / 1e6 + 200 x 10.00 / 1e6
+    assert answer.calls[0].usd == expected
+    assert JudgeCall.objects.get().usd == expected
+    assert CostEntry.objects.get().usd == expected
+
+
+@pytest.mark.django_db
+def test_every_real_attempt_gets_a_cost_line(judge, llm_server):
+    llm_server.script([server_error(), malformed(), GOOD])
+
+    judge.ask(RELEVANCE, VARIABLES)
+
+    assert CostEntry.objects.count() == 3
+    assert sorted(e.judge_call.attempt for e in CostEntry.objects.all()) == [1, 2, 3]
+
+
+@pytest.mark.django_db
+def test_calls_are_recorded_against_the_bound_run_trial_and_agent(judge, llm_server):
+    version = factories.agent_version()
+    dataset_version = factories.dataset_version(cases=[("where", {"question": "?"}, {})])
+    run = Run.objects.create(agent_version=version, dataset_version=dataset_version)
+    case_version = dataset_version.case_versions.get()
+    trial = Trial.objects.create(
+        run=run, case=case_version.case, case_version=case_version, repetition=2
+    )
+
+    answer = judge.bind(run=run, trial=trial).ask(RELEVANCE, VARIABLES)
+
+    call = JudgeCall.objects.get()
+    assert (call.run, call.trial) == (run, trial)
+    entry = CostEntry.objects.get()
+    assert (entry.run, entry.trial, entry.agent) == (run, trial, version.agent)
+    assert answer.call_ids == [call.pk]
+    # A bare run id works too: the recorder finds the agent.
+    judge.bind(run=run.pk, repetition=5).ask(RELEVANCE, VARIABLES)
+    assert CostEntry.objects.latest("id").agent == version.agent
+
+
+# --- binding, the default judge and the shared SDK client ----------------------------------
+
+
+def test_bind_returns_a_view_that_shares_the_client_and_cache(llm_server):
+    recorder = MemoryRecorder()
+    judge = fast_judge(llm_server, recorder=recorder)
+
+    bound = judge.bind(run=11, trial=12, agent=13, repetition=1)
+    bound.ask(RELEVANCE, VARIABLES)
+    bound.bind(trial=14).ask(RELEVANCE, VARIABLES)
+
+    assert len(llm_server.requests) == 1  # same repetition, same question: a cache hit
+    first, hit = recorder.calls
+    assert (first.run_id, first.trial_id) == (11, 12)
+    assert (hit.run_id, hit.trial_id, hit.cached) == (11, 14, True)
+    assert recorder.contexts[0].agent_id == 13
+    assert judge.context.run_id is None  # the original is untouched
+
+
+def test_without_a_base_url_there_is_no_default_judge(settings):
+    settings.SHERLOCK_JUDGE_BASE_URL = ""
+    reset_default_judges()
+
+    assert get_default_judge() is None
+    assert get_default_judge(run=1, trial=2) is None
+
+
+@pytest.mark.django_db
+def test_the_default_judge_comes_from_settings(judge_settings, llm_server):
+    judge = get_default_judge(run=None)
+
+    answer = judge.ask(RELEVANCE, VARIABLES)
+
+    assert answer.ok
+    assert judge.model == JUDGE_MODEL
+    assert llm_server.requests[0]["model"] == JUDGE_MODEL
+    assert get_default_judge()._core is judge._core  # one per configuration and process
+
+
+def test_one_sdk_client_per_base_url(llm_server):
+    one = fast_judge(llm_server)
+    two = fast_judge(llm_server, timeout=5)
+    elsewhere = fast_judge(llm_server, base_url=llm_server.url.replace("127.0.0.1", "localhost"))
+
+    assert one._core.sdk is two._core.sdk
+    assert one._core.sdk is not elsewhere._core.sdk
+    assert one._core.sdk.max_retries == 0  # our retries, not the SDK's
+
+
+def test_asks_reuse_pooled_connections(llm_server):
+    judge = fast_judge(llm_server, cache_size=0)
+
+    for n in range(5):
+        judge.ask(RELEVANCE, {**VARIABLES, "answer": str(n)})
+
+    assert len(llm_server.requests) == 5
+    assert llm_server.connections <= 1  # keep-alive: at most one new connection for five asks
