@@ -159,7 +159,10 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     # A file (not :memory:) so that a real qcluster started by the tests sees the test data.
-    _db["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
+    _db["TEST"] = {"NAME": env_str("SHERLOCK_TEST_DB_NAME", str(BASE_DIR / "test-db.sqlite3"))}
+elif env_str("SHERLOCK_TEST_DB_NAME"):
+    # Separate test databases let two test sessions run side by side on one server.
+    _db["TEST"] = {"NAME": env_str("SHERLOCK_TEST_DB_NAME")}
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
