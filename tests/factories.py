@@ -47,7 +47,9 @@ def dataset_version(dataset_obj=None, cases=(), checks=(), frozen=True):
         dataset=dataset_obj, number=dataset_obj.versions.count() + 1
     )
     for position, fields in enumerate(checks):
-        Check.objects.create(dataset_version=version, position=position, **fields)
+        check = Check(dataset_version=version, position=position, **fields)
+        check.clean()  # as every real save path does: params validated, defaults filled in
+        check.save()
     for key, case_input, extra in cases:
         case, _ = Case.objects.get_or_create(dataset=dataset_obj, key=key)
         CaseVersion.objects.create(dataset_version=version, case=case, input=case_input, **extra)

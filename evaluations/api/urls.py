@@ -1,8 +1,20 @@
 """Routes of the evaluations API. Each resource lives in its own module of this package
 (`checks.py`, `runs.py`, `compare.py`, ...) and registers here."""
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from evaluations.api import checks
+
 router = DefaultRouter()
-urlpatterns = []
+router.register("datasets", checks.DatasetViewSet, basename="dataset")
+router.register("dataset-versions", checks.DatasetVersionViewSet, basename="datasetversion")
+router.register("checks", checks.CheckViewSet, basename="check")
+router.register("cases", checks.CaseViewSet, basename="case")
+router.register("check-results", checks.CheckResultLabelViewSet, basename="checkresult")
+
+urlpatterns = [
+    # Before the router, or `checks/<pk>/` would swallow "preview".
+    path("checks/preview/", checks.CheckPreviewView.as_view(), name="check-preview"),
+]
 urlpatterns += router.urls

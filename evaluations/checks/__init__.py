@@ -70,7 +70,10 @@ def validate_params(kind: str, params: dict | None) -> dict:
         raise ParamsError("params", "must be an object")
     errors = list(Draft202012Validator(cls.params_schema).iter_errors(params))
     if errors:
-        raise _params_error(best_match(errors))
+        # A misspelt or unknown param explains the other errors it causes (a missing required
+        # field, a conditional that no longer applies): name it first.
+        unknown = [e for e in errors if e.validator == "additionalProperties"]
+        raise _params_error(best_match(unknown or errors))
     normalized = copy.deepcopy(params)
     for name, spec in cls.params_schema.get("properties", {}).items():
         if name not in normalized and "default" in spec:

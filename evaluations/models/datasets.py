@@ -176,8 +176,13 @@ class Check(models.Model):
 
         from evaluations.checks import ParamsError, UnknownCheckKind, validate_params
 
+        params = dict(self.params or {})
+        if self.kind == "custom":
+            # The custom check's label is the check's own label (the results column header):
+            # one source of truth, unique in the dataset version.
+            params["label"] = self.label
         try:
-            self.params = validate_params(self.kind, self.params or {})
+            self.params = validate_params(self.kind, params)
         except UnknownCheckKind as exc:
             raise ValidationError({"kind": str(exc)}) from None
         except ParamsError as exc:

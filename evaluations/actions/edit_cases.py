@@ -1,0 +1,163 @@
+"""CreateCase, UpdateCase, RemoveCase: an Editor changes the cases of a draft dataset version.
+
+A case's identity (`Case.key`) is stable across versions; its content lives in a
+`CaseVersion` per dataset version. Frozen versions are immutable (ActionConflict).
+"""
+
+from django.core.exceptions import ValidationError
+
+from agents.actions.base import Action
+from agents.audit import audit
+from agents.errors import ActionConflict, ActionDenied, ActionInvalid
+from agents.permissions import user_can
+from evaluations.models import Case, CaseVersion
+
+CONTENT_FIELDS = (
+    "input",
+    "expected",
+    "contexts",
+    "expected_tools",
+    "outcome_check",
+    "tags",
+    "overrides",
+)
+
+_TYPES = {
+    "expected": dict,
+    "contexts": list,
+    "expected_tools": list,
+    "outcome_check": dict,
+    "tags": list,
+    "overrides": dict,
+}
+
+
+def snapshot(case_version):
+    return {name: getattr(case_version, name) for name in CONTENT_FIELDS}
+
+
+def validate_content(fields, checks):
+    """Shape of the case content, and overrides that name existing checks and valid params."""
+    for name, value in fields.items():
+        if name not in CONTENT_FIELDS:
+            raise ActionInvalid(f"unknown field {name}", field=name)
+        kind = _TYPES.get(name)
+        if kind and not isinstance(value, kind):
+            raise ActionInvalid(f"{name}: must be a JSON {kind.__name__}", field=name)
+    for i, tool in enumerate(fields.get("expected_tools") or []):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            raise ActionInvalid(
+                f"expected_tools[{i}]: needs a tool name", field=f"expected_tools[{i}]"
+            )
+    from evaluations.checks import ParamsError, validate_params
+
+    by_label = {c.label: c for c in checks}
+    for label, override in (fields.get("overrides") or {}).items():
+        where = f"overrides.{label}"
+        if label not in by_label:
+            raise ActionInvalid(f"{where}: no check with this label", field=where)
+        if not isinstance(override, dict):
+            raise ActionInvalid(f"{where}: must be an object", field=where)
+        extra = set(override) - {"threshold", "params", "mode", "disabled"}
+        if extra:
+            raise ActionInvalid(f"{where}: unknown key {sorted(extra)[0]}", field=where)
+        threshold = override.get("threshold")
+        if threshold is not None and not (
+            isinstance(threshold, int | float) and 0 <= threshold <= 1
+        ):
+            raise ActionInvalid(f"{where}.threshold: must be in [0, 1]", field=where)
+        if "params" in override:
+            check = by_label[label]
+            try:
+                validate_params(check.kind, {**check.params, **override["params"]})
+            except ParamsError as exc:
+                raise ActionInvalid(
+                    f"{where}.params.{exc.field}: {exc.message}", field=f"{where}.params"
+                ) from None
+
+
+class _CaseAction(Action):
+    dataset_version = None
+
+    def check(self):
+        if not user_can(self.acting_user, "edit", self.dataset_version.dataset):
+            raise ActionDenied("You may not edit cases of this dataset (Editor role needed).")
+        if self.dataset_version.is_frozen:
+            raise ActionConflict(
+                "This dataset version is frozen; edit the draft version instead.",
+                code="version_frozen",
+            )
+
+
+class CreateCase(_CaseAction):
+    """Add a case (new, or an existing key not yet in this version) to a draft version."""
+
+    def __init__(self, *, acting_user, dataset_version, key, **content):
+        super().__init__(acting_user=acting_user)
+        self.dataset_version = dataset_version
+        self.key = key
+        self.content = content
+
+    def perform(self):
+        validate_content(self.content, list(self.dataset_version.checks.all()))
+        case, _ = Case.objects.get_or_create(dataset=self.dataset_version.dataset, key=self.key)
+        try:
+            case.full_clean()
+        except ValidationError as exc:
+            raise ActionInvalid(f"key: {exc.messages[0]}", field="key") from None
+        if CaseVersion.objects.filter(dataset_version=self.dataset_version, case=case).exists():
+            raise ActionInvalid(f"key: case {self.key!r} is already in this version", field="key")
+        case_version = CaseVersion.objects.create(
+            dataset_version=self.dataset_version, case=case, **self.content
+        )
+        audit(
+            "evaluations.case.create",
+            actor=self.acting_user,
+            target=case_version,
+            after={"key": self.key, **snapshot(case_version)},
+        )
+        return case_version
+
+
+class UpdateCase(_CaseAction):
+    """Change a case's content in a draft version (only the fields given)."""
+
+    def __init__(self, *, acting_user, case_version, **changes):
+        super().__init__(acting_user=acting_user)
+        self.case_version = case_version
+        self.dataset_version = case_version.dataset_version
+        self.changes = changes
+
+    def perform(self):
+        validate_content(self.changes, list(self.dataset_version.checks.all()))
+        case_version = CaseVersion.objects.select_for_update().get(pk=self.case_version.pk)
+        before = snapshot(case_version)
+        for name, value in self.changes.items():
+            setattr(case_version, name, value)
+        case_version.save(update_fields=list(self.changes) or None)
+        audit(
+            "evaluations.case.update",
+            actor=self.acting_user,
+            target=case_version,
+            before=before,
+            after=snapshot(case_version),
+        )
+        return case_version
+
+
+class RemoveCase(_CaseAction):
+    """Remove a case from a draft version (earlier frozen versions keep it)."""
+
+    def __init__(self, *, acting_user, case_version):
+        super().__init__(acting_user=acting_user)
+        self.case_version = case_version
+        self.dataset_version = case_version.dataset_version
+
+    def perform(self):
+        audit(
+            "evaluations.case.remove",
+            actor=self.acting_user,
+            target=self.case_version,
+            before=snapshot(self.case_version),
+        )
+        self.case_version.delete()

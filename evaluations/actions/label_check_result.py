@@ -1,0 +1,42 @@
+"""LabelCheckResult: an Editor labels a check result by hand, to calibrate a model check."""
+
+from agents.actions.base import Action
+from agents.audit import audit
+from agents.errors import ActionDenied, ActionInvalid
+from agents.permissions import user_can
+from evaluations.models import HumanLabel
+
+
+class LabelCheckResult(Action):
+    """Record (or replace) the acting Editor's label of one check result: pass/fail or a score
+    in [0, 1]. One label per user and result; the latest one counts."""
+
+    def __init__(self, *, acting_user, check_result, passed=None, score=None, note=""):
+        super().__init__(acting_user=acting_user)
+        self.check_result = check_result
+        self.passed = passed
+        self.score = score
+        self.note = note
+
+    def check(self):
+        dataset = self.check_result.check_config.dataset_version.dataset
+        if not user_can(self.acting_user, "edit", dataset):
+            raise ActionDenied("You may not label results of this dataset (Editor role needed).")
+        if self.passed is None and self.score is None:
+            raise ActionInvalid("give `passed` or `score`", field="passed")
+        if self.score is not None and not 0 <= self.score <= 1:
+            raise ActionInvalid("score must be in [0, 1]", field="score")
+
+    def perform(self):
+        label, created = HumanLabel.objects.update_or_create(
+            check_result=self.check_result,
+            labeled_by=self.acting_user,
+            defaults={"passed": self.passed, "score": self.score, "note": self.note},
+        )
+        audit(
+            "evaluations.check_result.label",
+            actor=self.acting_user,
+            target=self.check_result,
+            after={"passed": self.passed, "score": self.score, "judge": self.check_result.status},
+        )
+        return label

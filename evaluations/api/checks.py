@@ -1,0 +1,314 @@
+"""API for datasets, their versions, cases and checks, hand labels, calibration and the check
+preview ("try a check before adding it").
+
+Every write goes through an action (permission, validation, audit); every list starts from
+`Dataset.objects.for_user`, so a user who may not see a dataset gets 404 for its objects.
+"""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
+from evaluations.actions.edit_cases import CreateCase, RemoveCase, UpdateCase
+from evaluations.actions.edit_checks import EDITABLE_FIELDS, CreateCheck, DeleteCheck, UpdateCheck
+from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
+from evaluations.actions.label_check_result import LabelCheckResult
+from evaluations.calibration import agreement_for, calibration_gate
+from evaluations.checks import REGISTRY, ParamsError, UnknownCheckKind, evaluate, validate_params
+from evaluations.choices import CheckMode
+from evaluations.models import CaseVersion, Check, CheckResult, Dataset, DatasetVersion
+from evaluations.scoring import check_status
+
+# --- serializers ---------------------------------------------------------------------------
+
+
+class DatasetSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Dataset
+        fields = ["id", "slug", "name", "description", "created_at"]
+
+
+class DatasetVersionSerializer(serializers.ModelSerializer):
+    dataset = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    frozen_by = serializers.StringRelatedField()
+
+    class Meta:
+        model = DatasetVersion
+        fields = ["id", "dataset", "number", "note", "created_at", "frozen_at", "frozen_by"]
+
+
+class NoteSerializer(serializers.Serializer):
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class CheckSerializer(serializers.ModelSerializer):
+    kind = serializers.ChoiceField(choices=sorted(REGISTRY))
+    mode = serializers.ChoiceField(choices=CheckMode.choices, default=CheckMode.BLOCKING)
+
+    class Meta:
+        model = Check
+        fields = ["id", "dataset_version", *EDITABLE_FIELDS]
+        read_only_fields = ["id"]
+        # Uniqueness and params are the action's to check (one place for admin, API, commands).
+        validators = []
+
+
+class CaseSerializer(serializers.ModelSerializer):
+    key = serializers.SlugField(source="case.key")
+
+    class Meta:
+        model = CaseVersion
+        fields = [
+            "id",
+            "dataset_version",
+            "key",
+            "input",
+            "expected",
+            "contexts",
+            "expected_tools",
+            "outcome_check",
+            "tags",
+            "overrides",
+        ]
+        validators = []
+
+
+class PreviewInputSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=sorted(REGISTRY))
+    params = serializers.JSONField(required=False, default=dict)
+    case = serializers.JSONField(required=False, default=dict)
+    transcript = serializers.JSONField()
+    threshold = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1)
+
+
+class PreviewOutputSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    score = serializers.FloatField(allow_null=True)
+    status = serializers.CharField()
+    reason = serializers.CharField()
+    evidence = serializers.JSONField()
+    params = serializers.JSONField()
+
+
+class LabelInputSerializer(serializers.Serializer):
+    passed = serializers.BooleanField(required=False, allow_null=True, default=None)
+    score = serializers.FloatField(required=False, allow_null=True, default=None)
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class CalibrationSerializer(serializers.Serializer):
+    check_id = serializers.IntegerField()
+    label = serializers.CharField()
+    requires_calibration = serializers.BooleanField()
+    calibrated = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True)
+    n = serializers.IntegerField()
+    kappa = serializers.FloatField(allow_null=True)
+    confusion = serializers.DictField(child=serializers.IntegerField())
+    excluded = serializers.IntegerField()
+
+
+# --- views ---------------------------------------------------------------------------------
+
+
+def visible_versions(user):
+    return DatasetVersion.objects.filter(dataset__in=Dataset.objects.for_user(user))
+
+
+def draft_version_for_write(user, version_id, field="dataset_version"):
+    """The dataset version a write targets, or 404 when the user may not see it."""
+    return get_object_or_404(visible_versions(user), pk=getattr(version_id, "pk", version_id))
+
+
+class DatasetViewSet(viewsets.ReadOnlyModelViewSet):
+    """Datasets the user may see."""
+
+    serializer_class = DatasetSerializer
+    filterset_fields = ["slug"]
+
+    def get_queryset(self):
+        return Dataset.objects.for_user(self.request.user).order_by("slug")
+
+
+class DatasetVersionViewSet(viewsets.ReadOnlyModelViewSet):
+    """Dataset versions; `POST .../draft/` starts a draft, `POST .../{id}/freeze/` freezes it."""
+
+    serializer_class = DatasetVersionSerializer
+    filterset_fields = ["dataset", "number"]
+
+    def get_queryset(self):
+        return (
+            visible_versions(self.request.user)
+            .select_related("dataset", "frozen_by")
+            .order_by("dataset__slug", "-number")
+        )
+
+    @extend_schema(request=NoteSerializer, responses={200: DatasetVersionSerializer})
+    @action(detail=True, methods=["post"])
+    def freeze(self, request, pk=None):
+        version = self.get_object()
+        body = NoteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        frozen = FreezeDatasetVersion(
+            acting_user=request.user, dataset_version=version, note=body.validated_data["note"]
+        ).execute()
+        return Response(DatasetVersionSerializer(frozen).data)
+
+    @extend_schema(request=NoteSerializer, responses={201: DatasetVersionSerializer})
+    @action(detail=False, methods=["post"], url_path=r"draft/(?P<dataset_slug>[-\w]+)")
+    def draft(self, request, dataset_slug=None):
+        dataset = get_object_or_404(Dataset.objects.for_user(request.user), slug=dataset_slug)
+        body = NoteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        draft = CreateDraftDatasetVersion(
+            acting_user=request.user, dataset=dataset, note=body.validated_data["note"]
+        ).execute()
+        return Response(DatasetVersionSerializer(draft).data, status=status.HTTP_201_CREATED)
+
+
+class CheckViewSet(viewsets.ModelViewSet):
+    """Checks of dataset versions. Params are validated against the kind's schema on save: a bad
+    params document answers 400 naming the field, and nothing is saved."""
+
+    serializer_class = CheckSerializer
+    filterset_fields = ["dataset_version", "kind", "mode"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return Check.objects.filter(
+            dataset_version__in=visible_versions(self.request.user)
+        ).order_by("dataset_version", "position", "label")
+
+    def perform_create(self, serializer):
+        data = dict(serializer.validated_data)
+        version = draft_version_for_write(self.request.user, data.pop("dataset_version"))
+        serializer.instance = CreateCheck(
+            acting_user=self.request.user, dataset_version=version, **data
+        ).execute()
+
+    def perform_update(self, serializer):
+        data = dict(serializer.validated_data)
+        data.pop("dataset_version", None)
+        serializer.instance = UpdateCheck(
+            acting_user=self.request.user, check=serializer.instance, **data
+        ).execute()
+
+    def perform_destroy(self, instance):
+        DeleteCheck(acting_user=self.request.user, check=instance).execute()
+
+    @extend_schema(responses={200: CalibrationSerializer})
+    @action(detail=True, methods=["get"])
+    def calibration(self, request, pk=None):
+        check = self.get_object()
+        agreement = agreement_for([check.pk])[check.pk].as_dict()
+        pending = calibration_gate([check])
+        return Response(
+            CalibrationSerializer(
+                {
+                    "check_id": check.pk,
+                    "label": check.label,
+                    "requires_calibration": check.requires_calibration,
+                    "calibrated": check.label not in pending,
+                    "reason": pending.get(check.label, ""),
+                    **agreement,
+                }
+            ).data
+        )
+
+
+class CaseViewSet(viewsets.ModelViewSet):
+    """Cases of dataset versions (their content in that version)."""
+
+    serializer_class = CaseSerializer
+    filterset_fields = ["dataset_version"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return (
+            CaseVersion.objects.filter(dataset_version__in=visible_versions(self.request.user))
+            .select_related("case")
+            .order_by("dataset_version", "case__key")
+        )
+
+    def perform_create(self, serializer):
+        data = dict(serializer.validated_data)
+        version = draft_version_for_write(self.request.user, data.pop("dataset_version"))
+        key = data.pop("case")["key"]
+        serializer.instance = CreateCase(
+            acting_user=self.request.user, dataset_version=version, key=key, **data
+        ).execute()
+
+    def perform_update(self, serializer):
+        data = dict(serializer.validated_data)
+        data.pop("dataset_version", None)
+        data.pop("case", None)
+        serializer.instance = UpdateCase(
+            acting_user=self.request.user, case_version=serializer.instance, **data
+        ).execute()
+
+    def perform_destroy(self, instance):
+        RemoveCase(acting_user=self.request.user, case_version=instance).execute()
+
+
+class CheckResultLabelViewSet(viewsets.GenericViewSet):
+    """Hand labels of check results (calibration)."""
+
+    serializer_class = LabelInputSerializer
+
+    def get_queryset(self):
+        return CheckResult.objects.filter(
+            check_config__dataset_version__in=visible_versions(self.request.user)
+        ).select_related("check_config__dataset_version__dataset")
+
+    @extend_schema(request=LabelInputSerializer, responses={201: LabelInputSerializer})
+    @action(detail=True, methods=["post"])
+    def label(self, request, pk=None):
+        result = self.get_object()
+        body = LabelInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        LabelCheckResult(
+            acting_user=request.user, check_result=result, **body.validated_data
+        ).execute()
+        return Response(body.validated_data, status=status.HTTP_201_CREATED)
+
+
+class CheckPreviewView(APIView):
+    """Score one check on one case and transcript without saving anything (docs/checks.md)."""
+
+    @extend_schema(
+        request=PreviewInputSerializer,
+        responses={200: PreviewOutputSerializer, 400: OpenApiResponse(description="bad input")},
+    )
+    def post(self, request):
+        body = PreviewInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            params = validate_params(data["kind"], data["params"])
+        except (ParamsError, UnknownCheckKind) as exc:
+            field = f"params.{exc.field}" if isinstance(exc, ParamsError) else "kind"
+            return Response({"detail": str(exc), "code": "invalid", "field": field}, status=400)
+        for name in ("case", "transcript"):
+            if not isinstance(data[name], dict):
+                return Response(
+                    {"detail": f"{name} must be a JSON object", "code": "invalid", "field": name},
+                    status=400,
+                )
+        from evaluations.judge import get_default_judge
+
+        verdict = evaluate(
+            data["kind"], params, data["case"], data["transcript"], judge=get_default_judge()
+        )
+        result = {
+            "kind": data["kind"],
+            "score": verdict.score,
+            "status": str(check_status(verdict.score, verdict.outcome, data.get("threshold"))),
+            "reason": verdict.reason,
+            "evidence": verdict.evidence,
+            "params": params,
+        }
+        return Response(PreviewOutputSerializer(result).data)

@@ -1,0 +1,88 @@
+"""A judge that fails never fails a case: through a whole run, each fault of the loopback
+server ends the model check in `error`, the case is not failed by it, and every call is
+recorded. With no judge configured, a model check is `skipped`, never `passed`."""
+
+import pytest
+
+from evaluations.actions.start_run import StartRun
+from evaluations.models import CaseResult, CheckResult, JudgeCall
+from tests import factories
+from tests.llm_server import hang, malformed, rate_limited, refusal, server_error
+
+CHECKS = [
+    {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0},
+    {
+        "label": "Polite",
+        "kind": "custom",
+        "threshold": 0.5,
+        "params": {"criterion": "The answer is polite.", "anchors": "0 = rude, 1 = polite"},
+    },
+]
+
+
+@pytest.fixture
+def one_case_run(builder, django_capture_on_commit_callbacks):
+    def start():
+        version = factories.agent_version(callable_path="tests.agents_under_test.echo")
+        dataset_version = factories.dataset_version(cases=[("greet", "hello", {})], checks=CHECKS)
+        with django_capture_on_commit_callbacks(execute=True):
+            run = StartRun(
+                acting_user=builder, agent_version=version, dataset_version=dataset_version
+            ).execute()
+        run.refresh_from_db()
+        return run
+
+    return start
+
+
+FAULTS = {
+    "rate limited (429 with Retry-After)": [rate_limited(0.05)] * 3,
+    "server error (500)": [server_error(500)] * 3,
+    "hang past the timeout": [hang(3)] * 3,
+    "malformed JSON, twice": [malformed(), malformed()],
+    "refusal, twice": [refusal(), refusal()],
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=list(FAULTS))
+def test_a_judge_fault_is_an_error_that_fails_no_case(
+    fault, judge_settings, llm_server, one_case_run
+):
+    llm_server.script(FAULTS[fault])
+    run = one_case_run()
+    result = CheckResult.objects.get(trial__run=run, check_config__label="Polite")
+    assert result.status == "error"
+    assert result.score is None
+    assert result.reason
+    assert CaseResult.objects.get(run=run).passed  # the error does not count against it
+    calls = JudgeCall.objects.filter(run=run)
+    assert calls.count() == len(FAULTS[fault])
+    assert all(call.status == "error" for call in calls)
+    assert all(call.trial_id == result.trial_id for call in calls)
+    assert sorted(result.judge_call_ids) == sorted(calls.values_list("pk", flat=True))
+
+
+def test_without_a_judge_a_model_check_is_skipped(settings, one_case_run):
+    settings.SHERLOCK_JUDGE_BASE_URL = ""
+    run = one_case_run()
+    result = CheckResult.objects.get(trial__run=run, check_config__label="Polite")
+    assert result.status == "skipped" and "judge" in result.reason
+    assert not JudgeCall.objects.exists()
+
+
+def test_a_good_verdict_with_quoted_evidence_scores(judge_settings, llm_server, one_case_run):
+    llm_server.script([{"quotes": ["You said"], "reason": "It greets.", "score": 1}])
+    run = one_case_run()
+    result = CheckResult.objects.get(trial__run=run, check_config__label="Polite")
+    assert (result.status, result.score) == ("passed", 1.0), result.reason
+    assert JudgeCall.objects.filter(run=run, status="ok").count() == 1
+
+
+def test_a_verdict_quoting_text_that_is_not_in_the_output_is_unverifiable(
+    judge_settings, llm_server, one_case_run
+):
+    llm_server.script([{"quotes": ["Dear valued customer"], "reason": "Polite.", "score": 1}])
+    run = one_case_run()
+    result = CheckResult.objects.get(trial__run=run, check_config__label="Polite")
+    assert result.status == "error" and "unverifiable evidence" in result.reason
+    assert CaseResult.objects.get(run=run).passed
