@@ -5,4 +5,7 @@ from evaluations import views
 app_name = "evaluations"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("runs/", views.run_list, name="run-list"),
+    path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("costs/", views.costs, name="costs"),
 ]

@@ -250,6 +250,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
 LOGIN_URL = "/admin/login/"
 
 LOGGING = {

@@ -23,7 +23,8 @@ class Command(BaseCommand):
         manage = sys.argv[0]
         children = [
             subprocess.Popen([python, manage, "qcluster"]),
-            subprocess.Popen([python, manage, "runserver", "--noreload", addrport]),
+            # --insecure: serve static files (admin CSS, htmx) although DEBUG is off.
+            subprocess.Popen([python, manage, "runserver", "--noreload", "--insecure", addrport]),
         ]
         self.stdout.write(
             f"Sherlock is at http://{addrport}/admin/ (API: /api/v1/, docs: /api/docs/). "

@@ -1,0 +1,110 @@
+"""The live htmx pages: runs, a run's progress and results grid, costs."""
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from evaluations.actions.start_run import StartRun
+from evaluations.models import CostEntry, Run
+from tests import factories
+
+CHECKS = [{"label": "Tools", "kind": "tools_used", "params": {}, "threshold": 1.0}]
+
+
+@pytest.fixture
+def finished_run(builder, django_capture_on_commit_callbacks):
+    version = factories.agent_version(callable_path="tests.agents_under_test.flaky")
+    dataset_version = factories.dataset_version(
+        cases=[("alternating", "q", {"expected_tools": [{"name": "kb.search"}]})], checks=CHECKS
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        run = StartRun(
+            acting_user=builder,
+            agent_version=version,
+            dataset_version=dataset_version,
+            repetitions=2,
+        ).execute()
+    return run
+
+
+def login(client, user, password):
+    client.login(username=user.username, password=password)
+    return client
+
+
+def test_run_page_shows_the_grid_with_flaky_marks(client, builder, password, finished_run):
+    page = login(client, builder, password).get(f"/runs/{finished_run.pk}/").content.decode()
+    assert "alternating" in page and "flaky" in page and "Tools" in page
+
+
+def test_progress_partial_answers_htmx_polls(client, builder, password, finished_run):
+    Run.objects.filter(pk=finished_run.pk).update(status="running", trials_done=1)
+    response = login(client, builder, password).get(
+        f"/runs/{finished_run.pk}/?part=progress", HTTP_HX_REQUEST="true"
+    )
+    body = response.content.decode()
+    assert "<html" not in body and "1/2" in body and 'hx-trigger="every 2s"' in body
+
+
+def test_outsider_sees_no_runs(client, outsider, password, finished_run):
+    client = login(client, outsider, password)
+    assert "No runs yet" in client.get("/runs/").content.decode()
+    assert client.get(f"/runs/{finished_run.pk}/").status_code == 404
+
+
+def test_pages_need_a_login(client, finished_run):
+    assert client.get("/runs/").status_code == 302
+
+
+def _queries(client, url):
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return len(ctx)
+
+
+def test_run_list_and_grid_keep_a_constant_number_of_queries(
+    client, builder, password, django_capture_on_commit_callbacks
+):
+    client = login(client, builder, password)
+    version = factories.agent_version(callable_path="tests.agents_under_test.echo")
+
+    def add_run(n_cases):
+        dv = factories.dataset_version(
+            factories.dataset(f"ds-{n_cases}"),
+            cases=[(f"c{i}", "q", {}) for i in range(n_cases)],
+            checks=CHECKS,
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            return StartRun(
+                acting_user=builder, agent_version=version, dataset_version=dv
+            ).execute()
+
+    small = add_run(2)
+    list_small, grid_small = _queries(client, "/runs/"), _queries(client, f"/runs/{small.pk}/")
+    big = add_run(12)
+    add_run(3)
+    assert _queries(client, "/runs/") == list_small
+    assert _queries(client, f"/runs/{big.pk}/") == grid_small
+
+
+def test_costs_page_separates_kinds_and_shows_price_missing(client, builder, password):
+    agent = factories.agent("costly")
+    CostEntry.objects.create(
+        kind="agent",
+        day=date.today(),
+        agent=agent,
+        usd=Decimal("0.25"),
+        prompt_tokens=100,
+        completion_tokens=10,
+    )
+    CostEntry.objects.create(
+        kind="scoring", day=date.today(), agent=agent, usd=None, model="unpriced-judge"
+    )
+    page = login(client, builder, password).get("/costs/").content.decode()
+    assert "$0.2500" in page
+    assert "scoring" in page and "price missing" in page
+    assert '<span class="status error">1</span>' in page
+    assert "<rect" in page
