@@ -110,12 +110,21 @@ from evaluations.contract.inputs import (
     load_document,
     parse_thresholds,
     read_trial,
+    wait_is_owned,
 )
 from evaluations.contract.table import TABLE_COLUMNS, format_cells, render_table
-from evaluations.contract.totals import VariantTotals, accumulate, add_trial
+from evaluations.contract.totals import (
+    COUNT_FIELDS,
+    VariantTotals,
+    accumulate,
+    add_trial,
+    combine,
+    trial_counts,
+)
 
 __all__ = [
     "CENT",
+    "COUNT_FIELDS",
     "DEFAULT_THRESHOLDS",
     "FAIL",
     "GATE_LABELS",
@@ -137,6 +146,7 @@ __all__ = [
     "VariantTotals",
     "accumulate",
     "add_trial",
+    "combine",
     "compute_contract",
     "evaluate",
     "format_cells",
@@ -145,5 +155,7 @@ __all__ = [
     "read_trial",
     "render_table",
     "round_half_up",
+    "trial_counts",
+    "wait_is_owned",
     "wilson_interval",
 ]

@@ -277,6 +277,7 @@ def _coverage_gate(t: VariantTotals, limits: Thresholds) -> GateResult:
         (t.effects_without_state, "effectful tool attempt(s) without a destination state"),
         (t.estimated_runs, "trial(s) with estimated cost"),
         (t.missing_cost_runs, "trial(s) with missing cost"),
+        (t.unpriced_judge_calls, "judge call(s) of the run with no price"),
     ]
     found = "; ".join(f"{count} {what}" for count, what in defects if count)
     if not found:

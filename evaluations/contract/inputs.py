@@ -369,7 +369,7 @@ def read_trial(record: Any, where: str = "trial") -> TrialRecord:
     if wait is None:
         wait_owned = None
     elif isinstance(wait, Mapping):
-        wait_owned = _wait_is_owned(wait)
+        wait_owned = wait_is_owned(wait)
     else:
         raise fail("'wait' must be an object or null")
 
@@ -428,7 +428,7 @@ def read_trial(record: Any, where: str = "trial") -> TrialRecord:
     )
 
 
-def _wait_is_owned(wait: Mapping[str, Any]) -> bool:
+def wait_is_owned(wait: Mapping[str, Any]) -> bool:
     """Seed 003: a wait is owned when it names an owner, the decision requested, a deadline
     and whether the run can resume. ``resumable: false`` still answers the question."""
     named = all(

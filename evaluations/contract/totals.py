@@ -56,6 +56,60 @@ class VariantTotals:
     estimated_runs: int = 0
     estimated_usd: Decimal = Decimal(0)
     missing_cost_runs: int = 0
+    # Judge calls of a run that belong to no trial and have no price. (A trial's own unpriced
+    # judge call makes that trial's cost `missing`.) Always 0 for trial files, whose
+    # `cost.usd` already holds agent and judge spend.
+    unpriced_judge_calls: int = 0
+
+
+# The per-trial counts that `trial_counts` returns: `VariantTotals` fields, and the plain
+# integer columns of `Trial` of the same names, so that a run's totals are one aggregate.
+COUNT_FIELDS = (
+    "active_windows",
+    "windows_with_evidence_delta",
+    "excluded_wait_windows",
+    "stalled_wait_windows",
+    "stale_collector_windows",
+    "effects_verified",
+    "effects_failed",
+    "effects_unknown",
+    "effects_denied",
+    "effects_without_state",
+)
+
+
+def trial_counts(trial: TrialRecord) -> dict[str, int]:
+    """One trial's window and tool-effect counts (``COUNT_FIELDS``), judged once, here.
+
+    The same function fills the totals of a trial file and the columns of a stored trial
+    (``evaluations.evidence.contract_counts``), so the two can never count differently.
+    """
+    counts = dict.fromkeys(COUNT_FIELDS, 0)
+    counts["windows_with_evidence_delta"] = trial.windows_with_evidence_delta
+    counts["active_windows"] = trial.active_windows
+    counts["stale_collector_windows"] = trial.stale_collector_windows
+    if trial.wait_owned:
+        # Seed 003: an owned wait is not a stall; stop the progress clock for its windows.
+        counts["excluded_wait_windows"] = trial.wait_windows
+    else:
+        # An unowned wait (or wait windows with no wait named at all) is a stall: the windows
+        # count as active and, by definition, carry no evidence delta.
+        counts["active_windows"] += trial.wait_windows
+        counts["stalled_wait_windows"] = trial.wait_windows
+
+    for state, denied in trial.effects:
+        if state is None:
+            counts["effects_without_state"] += 1
+        if denied:
+            # Seed 003: a denied high-impact call is proof the boundary worked, not a failure.
+            counts["effects_denied"] += 1
+        elif state == EffectState.VERIFIED:
+            counts["effects_verified"] += 1
+        elif state == EffectState.FAILED:
+            counts["effects_failed"] += 1
+        elif state == EffectState.UNKNOWN:
+            counts["effects_unknown"] += 1
+    return counts
 
 
 def add_trial(totals: VariantTotals, trial: TrialRecord) -> None:
@@ -79,30 +133,8 @@ def add_trial(totals: VariantTotals, trial: TrialRecord) -> None:
         totals.graded += 1
         totals.quality_sum += trial.quality_score
 
-    totals.windows_with_evidence_delta += trial.windows_with_evidence_delta
-    totals.active_windows += trial.active_windows
-    totals.stale_collector_windows += trial.stale_collector_windows
-    if trial.wait_owned:
-        # Seed 003: an owned wait is not a stall; stop the progress clock for its windows.
-        totals.excluded_wait_windows += trial.wait_windows
-    else:
-        # An unowned wait (or wait windows with no wait named at all) is a stall: the windows
-        # count as active and, by definition, carry no evidence delta.
-        totals.active_windows += trial.wait_windows
-        totals.stalled_wait_windows += trial.wait_windows
-
-    for state, denied in trial.effects:
-        if state is None:
-            totals.effects_without_state += 1
-        if denied:
-            # Seed 003: a denied high-impact call is proof the boundary worked, not a failure.
-            totals.effects_denied += 1
-        elif state == EffectState.VERIFIED:
-            totals.effects_verified += 1
-        elif state == EffectState.FAILED:
-            totals.effects_failed += 1
-        elif state == EffectState.UNKNOWN:
-            totals.effects_unknown += 1
+    for name, count in trial_counts(trial).items():
+        setattr(totals, name, getattr(totals, name) + count)
 
     if trial.billing_coverage == BillingCoverage.BILLED:
         totals.billed_runs += 1
@@ -137,3 +169,14 @@ def accumulate(
             totals = by_variant[trial.variant] = VariantTotals(variant=trial.variant)
         add_trial(totals, trial)
     return list(by_variant.values())
+
+
+def combine(variant: str, parts: Iterable[VariantTotals]) -> VariantTotals:
+    """Sum several totals into one (e.g. the gate runs of one version on several datasets):
+    every field is a count or an exact sum, so adding them is the same as counting at once."""
+    combined = VariantTotals(variant=variant)
+    for part in parts:
+        for name in VariantTotals.__dataclass_fields__:
+            if name != "variant":
+                setattr(combined, name, getattr(combined, name) + getattr(part, name))
+    return combined

@@ -147,11 +147,23 @@ class Check(models.Model):
     min_labels = models.PositiveIntegerField(default=20)
     kappa_floor = models.FloatField(default=0.6)
     position = models.PositiveIntegerField(default=0)
+    # Seed 003: task quality is "the sum of quality scores over the trials where the quality
+    # grader actually ran". The grader is named, not guessed from a kind: at most one check per
+    # dataset version carries this flag, and a run without one reports quality as n/a.
+    quality_grader = models.BooleanField(
+        default=False,
+        help_text="This check's score is the run's task quality (five-metric contract).",
+    )
 
     class Meta:
         ordering = ["dataset_version", "position", "label"]
         constraints = [
             models.UniqueConstraint(fields=["dataset_version", "label"], name="check_unique_label"),
+            models.UniqueConstraint(
+                fields=["dataset_version"],
+                condition=Q(quality_grader=True),
+                name="check_one_quality_grader",
+            ),
             models.CheckConstraint(
                 condition=Q(threshold__isnull=True) | Q(threshold__gte=0, threshold__lte=1),
                 name="check_threshold_in_unit_interval",

@@ -50,7 +50,13 @@ class Run(models.Model):
     trials_total = models.PositiveIntegerField(default=0)
     trials_done = models.PositiveIntegerField(default=0)
     trials_error = models.PositiveIntegerField(default=0)
-    spend_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
+    spend_usd = models.DecimalField(
+        max_digits=14, decimal_places=8, default=Decimal(0), help_text="Agent and judge, priced."
+    )
+    judge_spend_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
+    unpriced_calls = models.PositiveIntegerField(
+        default=0, help_text="Agent and judge calls whose cost is unknown (price missing)."
+    )
     estimate = models.JSONField(default=dict, blank=True)
     summary = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
@@ -58,6 +64,8 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     finalized_at = models.DateTimeField(null=True, blank=True)
+    # When shards were last enqueued: the reaper re-enqueues a run that shows no sign of life.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -117,6 +125,21 @@ class Trial(models.Model):
     progress = models.JSONField(default=dict, blank=True)
     wait = models.JSONField(null=True, blank=True)
     tool_effects = models.JSONField(default=list, blank=True)
+    # The contract's per-trial counts (seed 003), derived from `progress`, `wait` and
+    # `tool_effects` by `evaluations.evidence.contract_counts` whenever those are written, so
+    # that a run's five measures are one aggregate query (evaluations.contract.db).
+    # `active_windows` includes the windows of an unowned wait (a stall, never a delta);
+    # `excluded_wait_windows` are those of an owned wait. Effect counts leave out denied calls.
+    active_windows = models.PositiveIntegerField(default=0)
+    windows_with_evidence_delta = models.PositiveIntegerField(default=0)
+    excluded_wait_windows = models.PositiveIntegerField(default=0)
+    stalled_wait_windows = models.PositiveIntegerField(default=0)
+    stale_collector_windows = models.PositiveIntegerField(default=0)
+    effects_verified = models.PositiveIntegerField(default=0)
+    effects_failed = models.PositiveIntegerField(default=0)
+    effects_unknown = models.PositiveIntegerField(default=0)
+    effects_denied = models.PositiveIntegerField(default=0)
+    effects_without_state = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

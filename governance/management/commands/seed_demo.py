@@ -1,21 +1,36 @@
-"""`manage.py seed_demo`: demo users, a demo agent with two versions, a dataset and a run.
+"""`manage.py seed_demo`: demo users, two demo agents with two versions each, datasets and runs.
+
+- `support-bot` on `support-basics`: the everyday checks (answer shape, latency, expected tools,
+  a guardrail), one completed run with two repetitions.
+- `refund-agent` on `refund-desk`: seed 003's release inversion. Its tools write to a small
+  ledger (`agents.demo`), and every case's outcome verifier and every tool's effect verifier
+  read that ledger back. Version 2 ("fast") has the higher quality score and the lower cost per
+  run, yet its contract fails at the false-success gate: it told the customer a $250 credit was
+  applied when the tool policy had refused it. Version 1 ("stable") passes. Their runs, and the
+  contract table printed at the end, show it.
 
 Idempotent: running it again resets the demo passwords and adds only what is missing. The
-completed run is executed in-process (no worker needs to be up yet).
+completed runs are executed in-process (no worker needs to be up yet).
 """
+
+from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from agents import demo
 from agents.actions.create_draft_version import CreateDraftVersion
 from agents.models import Agent, Tool
 from evaluations import engine
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.start_run import StartRun
 from evaluations.choices import RunStatus
+from evaluations.contract import render_table
+from evaluations.contract.db import policy_thresholds, run_contract
 from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion, Run
+from governance.actions.create_policy import CreatePolicy
 from governance.choices import Role
 from governance.models import PublishingPolicy
 
@@ -99,6 +114,7 @@ class Command(BaseCommand):
             f"Demo run #{run.pk}: {run.status}, {run.summary.get('passed')}/"
             f"{run.summary.get('cases')} cases passed"
         )
+        self.seed_refund_desk(users)
         self.stdout.write("Demo logins (user / password):")
         for username, role in DEMO_USERS:
             self.stdout.write(f"  {username:<10} {PASSWORD.format(username):<20} {role}")
@@ -209,3 +225,166 @@ class Command(BaseCommand):
             )
             policy.gate_datasets.add(dataset)
         return policy
+
+    # --- seed 003: the refund desk ---------------------------------------------------------
+
+    def seed_refund_desk(self, users):
+        """Two versions of `refund-agent`, the `refund-desk` dataset, its policy and one
+        completed run per version; prints both runs' contracts under the policy."""
+        with transaction.atomic():
+            agent, versions = self.seed_refund_agent(users["builder"])
+            dataset_version = self.seed_refund_dataset(users["editor"])
+            policy = self.seed_refund_policy(users["admin"], agent, dataset_version.dataset)
+        results = []
+        for version in versions:
+            run = Run.objects.filter(
+                agent_version=version, dataset_version=dataset_version, status=RunStatus.COMPLETED
+            ).first()
+            if run is None:
+                run = StartRun(
+                    acting_user=users["builder"],
+                    agent_version=version,
+                    dataset_version=dataset_version,
+                ).execute()
+                engine.run_shard(run.pk, list(run.trials.values_list("pk", flat=True)))
+                run.refresh_from_db()
+            results.append(run_contract(run, policy_thresholds(policy)))
+        self.stdout.write(f"Refund desk under {policy} (seed 003's release inversion):")
+        self.stdout.write(render_table(results))
+
+    def seed_refund_agent(self, builder):
+        tools = {}
+        for name, effectful, high_impact, kind, fields, description in REFUND_TOOLS:
+            verifier = (
+                {
+                    "kind": "python",
+                    "callable": "agents.demo.effect_in_ledger",
+                    "params": {"kind": kind, "fields": fields},
+                }
+                if kind
+                else {}
+            )
+            tools[name], _ = Tool.objects.get_or_create(
+                name=name,
+                defaults={
+                    "effectful": effectful,
+                    "high_impact": high_impact,
+                    "verifier": verifier,
+                    "description": description,
+                },
+            )
+        agent, _ = Agent.objects.get_or_create(
+            slug="refund-agent",
+            defaults={
+                "name": "Refund agent",
+                "owner": builder,
+                "description": "Seed 003's tool-using demo agent (agents.demo.refund_agent).",
+            },
+        )
+        denied = [tools["billing.apply_credit"]]
+        for style, notes in [
+            ("stable", "Stable: looks up, writes, reads back; waits for approval above $100."),
+            ("fast", "Faster and cheaper per run; skips the read-back and never waits."),
+        ]:
+            if not agent.versions.filter(config__kwargs__style=style).exists():
+                CreateDraftVersion(
+                    acting_user=builder,
+                    agent=agent,
+                    adapter="python",
+                    config={
+                        "callable": "agents.demo.refund_agent",
+                        "kwargs": {"style": style, "deny": [t.name for t in denied]},
+                    },
+                    notes=notes,
+                    tools=list(tools.values()),
+                    denied_tools=denied,
+                ).execute()
+        return agent, list(agent.versions.order_by("number"))
+
+    def seed_refund_dataset(self, editor):
+        dataset, _ = Dataset.objects.get_or_create(
+            slug="refund-desk",
+            defaults={
+                "name": "Refund desk",
+                "owner": editor,
+                "description": "Tasks whose outcome is checked in the ledger (seed 003).",
+            },
+        )
+        frozen = dataset.latest_frozen
+        if frozen is not None:
+            return frozen
+        version, _ = DatasetVersion.objects.get_or_create(
+            dataset=dataset, frozen_at=None, defaults={"number": 1, "note": "Seed 003's tasks"}
+        )
+        for position, fields in enumerate(REFUND_CHECKS):
+            check = Check(dataset_version=version, position=position, **fields)
+            check.clean()
+            check.save()
+        for key, task in demo.REFUND_DESK_TASKS.items():
+            case, _ = Case.objects.get_or_create(dataset=dataset, key=key)
+            expected_fields = {
+                name: task[name]
+                for name in ("order", "amount", "contact", "city", "job", "recipient", "account")
+                if name in task
+            }
+            CaseVersion.objects.create(
+                dataset_version=version,
+                case=case,
+                input={k: v for k, v in task.items() if k != "reference"},
+                expected={"output": task["reference"]},
+                outcome_check={
+                    "kind": "python",
+                    "callable": "agents.demo.outcome_in_ledger",
+                    "params": {"kind": OUTCOME_KINDS[task["action"]], **expected_fields},
+                },
+                tags=[task["action"]],
+            )
+        return FreezeDatasetVersion(
+            acting_user=editor, dataset_version=version, note="Seed 003's tasks"
+        ).execute()
+
+    def seed_refund_policy(self, admin, agent, dataset):
+        policy = PublishingPolicy.objects.filter(agent=agent).order_by("-version").first()
+        if policy is None:
+            policy = CreatePolicy(
+                acting_user=admin,
+                agent=agent,
+                gate_datasets=[dataset],
+                name="Refund desk policy",
+                repetitions=1,
+                min_case_pass_rate=0.9,
+                max_cost_per_verified_outcome_usd=Decimal("0.60"),
+            ).execute()
+        return policy
+
+
+# name, effectful, high impact, ledger kind its effect verifier reads, call arguments it
+# matches, description
+REFUND_TOOLS = [
+    ("orders.lookup", False, False, None, None, "Look an order up (read-only)."),
+    ("payments.refund", True, False, "refund", ["order", "amount"], "Refund an order."),
+    ("crm.update_contact", True, False, "address", ["contact", "city"], "Update a contact."),
+    ("scheduler.create_job", True, False, "job", ["job", "recipient"], "Schedule a job."),
+    ("approvals.create_request", True, False, "approval", ["account", "amount"], "Ask a human."),
+    ("billing.apply_credit", True, True, "credit", ["account", "amount"], "Credit an account."),
+]
+OUTCOME_KINDS = {"refund": "refund", "address": "address", "schedule": "job", "credit": "credit"}
+REFUND_CHECKS = [
+    {
+        # Seed 003's task quality. An offline overlap with the reference answer stands in for a
+        # model rubric, so the demo needs no judge; it is the run's quality grader.
+        "label": "Task quality",
+        "kind": "answer_relevance_overlap",
+        "params": {},
+        "threshold": None,
+        "mode": "informative",
+        "quality_grader": True,
+    },
+    {
+        "label": "Answer shape",
+        "kind": "output_type",
+        "params": {"type": "text"},
+        "threshold": 1.0,
+        "mode": "blocking",
+    },
+]

@@ -1,0 +1,369 @@
+"""The contract of stored runs: totals by database aggregates, the contract, the decision.
+
+``run_totals(run)`` fills a ``VariantTotals`` with three aggregate queries whatever the number
+of trials (trials; quality-grader results; judge spend bound to no trial). It makes the same
+per-trial judgements as ``add_trial`` does for a trial file, on plain columns:
+
+- outcomes and completions from ``Trial.declared_complete`` and ``Trial.outcome_verdict``
+  (``""`` is "no outcome state", a coverage defect when the trial declared completion);
+- windows and effects from the count columns that ``evaluations.evidence.contract_counts``
+  derives from ``progress``, ``wait`` and ``tool_effects`` (the same ``trial_counts``);
+- task quality from the run's **quality grader**: the one check of the dataset version with
+  ``Check.quality_grader`` set. Its score counts on a trial when the grader actually ran
+  (status passed, failed or scored; skipped and error are "did not run"). A run whose dataset
+  version names no grader has no graded trial: quality is n/a (never 0), and a policy with a
+  quality floor fails closed on it. Scores are summed in millionths, exactly, the same way
+  ``export_run`` writes them, so the contract of a run and of its export agree;
+- cost (seed 003: "total covered run cost, agent + judge"): a trial's cost is its agent cost
+  (``Trial.cost_usd``) plus the judge spend bound to it (``CostEntry`` of kind ``scoring``).
+  It is covered (``billed``) when the agent cost is billed and every one of its judge calls
+  has a price; a judge call without a price makes the trial's cost ``missing``. Judge spend of
+  the run bound to no trial is added to the covered cost, or, unpriced, is a coverage defect.
+
+``run_contract(run, thresholds)`` evaluates those totals. ``decide(runs, policy)`` is the
+release decision of a publish request, as a JSON-ready snapshot: every gate in seed 003's order
+with its numbers, threshold and status (``pass``/``fail``/``n/a``), then the policy's
+``min_case_pass_rate``; the first failing gate and the ``release`` verdict. It fails closed:
+no runs, a run that did not complete or a case pass rate that is missing all fail.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import (
+    Count,
+    DecimalField,
+    Exists,
+    F,
+    FloatField,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Coalesce, Floor
+
+from evaluations.choices import (
+    BillingCoverage,
+    CheckStatus,
+    CostKind,
+    OutcomeVerdict,
+    RunStatus,
+)
+from evaluations.contract.decision import (
+    FAIL,
+    GATE_LABELS,
+    NOT_APPLICABLE,
+    PASS,
+    ContractResult,
+    evaluate,
+)
+from evaluations.contract.inputs import POLICY_FIELDS, Thresholds, parse_thresholds
+from evaluations.contract.totals import COUNT_FIELDS, VariantTotals, combine
+
+MONEY = DecimalField(max_digits=20, decimal_places=8)
+ZERO = Value(Decimal(0), output_field=MONEY)
+# Quality scores are carried in millionths: summed exactly in SQL (integers), written the same
+# way by the export.
+SCORE_UNITS = 1_000_000
+GRADER_RAN = (CheckStatus.PASSED, CheckStatus.FAILED, CheckStatus.SCORED)
+
+
+def score_units(score: float) -> int:
+    """A quality score in millionths, rounded half-up with the same double-precision steps as
+    the database aggregate (``FLOOR(score * 1e6 + 0.5)``), so both give the same integer."""
+    return math.floor(score * SCORE_UNITS + 0.5)
+
+
+def _trial_aggregates() -> dict[str, Any]:
+    declared = Q(declared_complete=True)
+    covered = Q(judge_unpriced=False)
+    billed = covered & Q(billing_coverage=BillingCoverage.BILLED, cost_usd__isnull=False)
+    estimated = covered & Q(billing_coverage=BillingCoverage.ESTIMATED)
+    whole_cost = Coalesce(F("cost_usd"), ZERO) + F("judge_usd")
+    aggregates = {
+        "runs": Count("pk"),
+        "declared_complete": Count("pk", filter=declared),
+        "outcomes_verified": Count("pk", filter=Q(outcome_verdict=OutcomeVerdict.VERIFIED)),
+        "false_successes": Count("pk", filter=declared & Q(outcome_verdict=OutcomeVerdict.FAILED)),
+        "unverified_completions": Count(
+            "pk", filter=declared & Q(outcome_verdict=OutcomeVerdict.UNAVAILABLE)
+        ),
+        "completions_without_outcome": Count("pk", filter=declared & Q(outcome_verdict="")),
+        "billed_runs": Count("pk", filter=billed),
+        "billed_usd": Coalesce(Sum(whole_cost, filter=billed, output_field=MONEY), ZERO),
+        "estimated_runs": Count("pk", filter=estimated),
+        "estimated_usd": Coalesce(Sum(whole_cost, filter=estimated, output_field=MONEY), ZERO),
+    }
+    for name in COUNT_FIELDS:
+        aggregates[name] = Coalesce(Sum(name), 0)
+    # Aggregate aliases may not shadow the Trial columns they read: prefix them.
+    return {f"total_{name}": aggregate for name, aggregate in aggregates.items()}
+
+
+def trials_with_judge_cost(run):
+    """The run's trials, each annotated with ``judge_usd`` (its priced judge spend) and
+    ``judge_unpriced`` (one of its judge calls has no price), for the totals and the export."""
+    from evaluations.models import CostEntry, Trial
+
+    scoring = (
+        CostEntry.objects.filter(trial=OuterRef("pk"), kind=CostKind.SCORING)
+        .order_by()
+        .values("trial")
+    )
+    return Trial.objects.filter(run=run).annotate(
+        judge_usd=Coalesce(
+            Subquery(scoring.annotate(total=Sum("usd")).values("total"), output_field=MONEY),
+            ZERO,
+        ),
+        judge_unpriced=Exists(scoring.filter(usd__isnull=True)),
+    )
+
+
+def trial_cost(trial) -> tuple[Decimal | None, str]:
+    """One annotated trial's whole cost (agent + judge) and its billing coverage, judged as
+    ``run_totals`` judges it: an unpriced judge call makes the cost missing."""
+    if trial.judge_unpriced:
+        return None, BillingCoverage.MISSING.value
+    coverage = trial.billing_coverage
+    if coverage == BillingCoverage.BILLED and trial.cost_usd is None:
+        coverage = BillingCoverage.MISSING.value
+    if coverage == BillingCoverage.MISSING:
+        return None, coverage
+    return (trial.cost_usd or Decimal(0)) + trial.judge_usd, coverage
+
+
+def run_totals(run) -> VariantTotals:
+    """The run's ``VariantTotals``, from three aggregate queries (see the module docstring)."""
+    from evaluations.models import CheckResult, CostEntry
+
+    row = trials_with_judge_cost(run).aggregate(**_trial_aggregates())
+    totals = VariantTotals(
+        variant=run_variant(run),
+        **{name.removeprefix("total_"): value for name, value in row.items()},
+    )
+    totals.missing_cost_runs = totals.runs - totals.billed_runs - totals.estimated_runs
+
+    quality = CheckResult.objects.filter(
+        trial__run=run,
+        check_config__quality_grader=True,
+        score__isnull=False,
+        status__in=GRADER_RAN,
+    ).aggregate(
+        graded=Count("pk"),
+        units=Sum(Floor(F("score") * SCORE_UNITS + 0.5), output_field=FloatField()),
+    )
+    totals.graded = quality["graded"]
+    totals.quality_sum = Decimal(int(quality["units"] or 0)) / SCORE_UNITS
+
+    run_level = CostEntry.objects.filter(
+        run=run, kind=CostKind.SCORING, trial__isnull=True
+    ).aggregate(
+        priced_usd=Coalesce(Sum("usd"), ZERO),
+        unpriced=Count("pk", filter=Q(usd__isnull=True)),
+    )
+    totals.billed_usd += run_level["priced_usd"]
+    totals.unpriced_judge_calls = run_level["unpriced"]
+    return totals
+
+
+def run_variant(run) -> str:
+    return f"{run.agent_version} run #{run.pk}"
+
+
+def run_contract(run, thresholds: Thresholds | Mapping[str, Any] | None) -> ContractResult:
+    """The five measures, gates and decision of one run (``thresholds`` as accepted by
+    ``parse_thresholds``: a policy's ``POLICY_FIELDS``, a trial file's object, or None)."""
+    return evaluate(run_totals(run), thresholds)
+
+
+def policy_thresholds(policy) -> dict[str, Any]:
+    """The contract thresholds of a ``PublishingPolicy`` (its ``POLICY_FIELDS``)."""
+    return {name: getattr(policy, name) for name in POLICY_FIELDS}
+
+
+# --- The release decision ---------------------------------------------------------------------
+
+
+def decide(runs: Iterable, policy) -> dict[str, Any]:
+    """The release decision of ``runs`` (one agent version's gate runs) under ``policy``.
+
+    Returns a JSON-ready snapshot: ``policy``, ``runs``, ``measures`` (the contract over all the
+    runs' trials, as ``ContractResult.as_dict``), ``gates`` (a list in the fixed order:
+    coverage, false_success, unknown_effects, floors, budget, quality, then case_pass_rate; each
+    ``{name, label, status, detail, value, threshold}``), ``first_failing_gate`` and
+    ``release`` (``pass`` or ``fail``). Every gate is evaluated even after one fails (seed 003).
+    Reads ``run.dataset_version.dataset`` (select it with the runs) and three queries per run.
+    """
+    runs = list(runs)
+    limits = parse_thresholds(policy_thresholds(policy))
+    versions = {run.agent_version_id for run in runs}
+    variant = str(runs[0].agent_version) if len(versions) == 1 else "no single version"
+    result = evaluate(combine(variant, (run_totals(run) for run in runs)), limits)
+
+    incomplete = [run.pk for run in runs if run.status != RunStatus.COMPLETED]
+    gates = [_gate_snapshot(result, name, limits) for name in _CONTRACT_GATES]
+    coverage = gates[0]
+    problems = []
+    if not runs:
+        problems.append("no gate run")
+    if incomplete:
+        problems.append(f"run(s) {', '.join(f'#{pk}' for pk in incomplete)} did not complete")
+    if len(versions) > 1:
+        problems.append("the runs are of more than one agent version")
+    if problems:
+        # Fail closed (DESIGN section 10): numbers from unfinished runs are not evidence.
+        coverage["status"] = FAIL
+        coverage["detail"] = "; ".join([*problems, coverage["detail"]])
+    coverage["value"]["incomplete_runs"] = incomplete
+    gates.append(_case_pass_rate_gate(runs, policy.min_case_pass_rate))
+
+    first = next((gate["name"] for gate in gates if gate["status"] == FAIL), None)
+    return {
+        "policy": {
+            "id": policy.pk,
+            "name": policy.name,
+            "scope": policy.scope_key,
+            "version": policy.version,
+            "enforcement": policy.enforcement,
+            "thresholds": {k: _json(v) for k, v in policy_thresholds(policy).items()},
+            "min_case_pass_rate": policy.min_case_pass_rate,
+        },
+        "runs": [
+            {
+                "id": run.pk,
+                "dataset": run.dataset_version.dataset.slug,
+                "dataset_version": run.dataset_version.number,
+                "status": run.status,
+                "repetitions": run.repetitions,
+                "summary": run.summary or {},
+            }
+            for run in runs
+        ],
+        "measures": result.as_dict(),
+        "gates": gates,
+        "first_failing_gate": first,
+        "release": FAIL if first else PASS,
+    }
+
+
+_CONTRACT_GATES = ("coverage", "false_success", "unknown_effects", "floors", "budget", "quality")
+
+
+def _json(value: Any) -> Any:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def _ratio(ratio) -> dict[str, Any]:
+    return {
+        "num": ratio.num,
+        "den": ratio.den,
+        "wilson95": list(ratio.wilson95) if ratio.wilson95 else None,
+    }
+
+
+def _gate_snapshot(result: ContractResult, name: str, limits: Thresholds) -> dict[str, Any]:
+    """One contract gate with the numbers it read and the threshold it applied."""
+    t = result.totals
+    gate = next((g for g in result.gates if g.name == name), None)
+    snapshot = {"name": name, "label": GATE_LABELS[name]}
+    if name == "coverage":
+        value = {
+            "completions_without_outcome": t.completions_without_outcome,
+            "effects_without_state": t.effects_without_state,
+            "estimated_cost_trials": t.estimated_runs,
+            "missing_cost_trials": t.missing_cost_runs,
+            "unpriced_judge_calls": t.unpriced_judge_calls,
+        }
+        threshold = {"required": limits.coverage_required}
+    elif name == "false_success":
+        value = {
+            **_ratio(result.false_success),
+            "unverified_completions": result.unverified_completions,
+        }
+        threshold = {"max": limits.max_false_successes}
+    elif name == "unknown_effects":
+        value = {"count": t.effects_unknown, "intentionally_denied": t.effects_denied}
+        threshold = {"max": limits.max_unknown_effects}
+    elif name == "floors":
+        parts = dict(gate.parts)
+        value = {
+            "useful_progress": {
+                **_ratio(result.useful_progress),
+                "status": parts["useful_progress"],
+                "excluded_wait_windows": result.excluded_wait_windows,
+                "stalled_wait_windows": result.stalled_wait_windows,
+                "stale_collector_windows": result.stale_collector_windows,
+            },
+            "tool_effect_integrity": {
+                **_ratio(result.tool_effect_integrity),
+                "status": parts["tool_effect_integrity"],
+                "intentionally_denied": result.intentionally_denied,
+            },
+        }
+        threshold = {
+            "min_useful_progress": _json(limits.min_useful_progress),
+            "min_tool_effect_integrity": _json(limits.min_tool_effect_integrity),
+        }
+    elif name == "budget":
+        value = {
+            "cost_per_verified_outcome_usd": _json(result.cost_per_verified_outcome_usd),
+            "verified_outcomes": result.verified_outcomes,
+            "covered_usd": _json(result.billed_usd),
+            "cost_per_run_usd": _json(result.cost_per_run_usd),
+            "estimated_usd": _json(result.estimated_usd),
+        }
+        threshold = {"max": _json(limits.max_cost_per_verified_outcome_usd)}
+    else:  # quality
+        value = {"mean": _json(result.quality_mean), "graded": result.graded}
+        threshold = {"min": _json(limits.min_quality)}
+        if gate is None:
+            gate_status, detail = NOT_APPLICABLE, "no quality floor set (quality is optimised)"
+            return {
+                **snapshot,
+                "status": gate_status,
+                "detail": detail,
+                "value": value,
+                "threshold": threshold,
+            }
+    return {
+        **snapshot,
+        "status": gate.status,
+        "detail": gate.detail,
+        "value": value,
+        "threshold": threshold,
+    }
+
+
+def _case_pass_rate_gate(runs: list, minimum: float) -> dict[str, Any]:
+    """The policy's ``min_case_pass_rate``: every gate run must reach it; a run without a rate
+    (not completed, or no cases) fails closed."""
+    rates = [(run.pk, (run.summary or {}).get("case_pass_rate")) for run in runs]
+    missing = [pk for pk, rate in rates if rate is None]
+    low = [(pk, rate) for pk, rate in rates if rate is not None and rate < minimum]
+    if not runs or missing:
+        status = FAIL
+        detail = (
+            "no gate run"
+            if not runs
+            else (f"no case pass rate for run(s) {', '.join(f'#{pk}' for pk in missing)}")
+        )
+    elif low:
+        status = FAIL
+        detail = "; ".join(f"run #{pk}: {rate:.3f} < {minimum}" for pk, rate in low)
+    else:
+        status = PASS
+        detail = "; ".join(f"run #{pk}: {rate:.3f} >= {minimum}" for pk, rate in rates)
+    return {
+        "name": "case_pass_rate",
+        "label": "case pass rate",
+        "status": status,
+        "detail": detail,
+        "value": {"runs": [{"run": pk, "rate": rate} for pk, rate in rates]},
+        "threshold": {"min": minimum},
+    }

@@ -1,0 +1,206 @@
+"""`manage.py export_run RUN [--format F] [--output FILE]`: a run's results for CI and other tools.
+
+Formats (DESIGN section 11):
+
+- ``trials``: the run's trial records (DESIGN section 6), JSON Lines. ``manage.py contract`` on
+  the file gives the numbers of ``run_contract`` (seed 003: the same contract for runs and for
+  records). Judge spend bound to the run but to no trial cannot go in a record: stderr says so.
+- ``jsonl``: one line per trial with its status, evidence, cost and check results.
+- ``csv``: one row per check result (run, case, repetition, check, status, score, threshold,
+  blocking, reason), for spreadsheets.
+- ``junit``: JUnit XML, one test case per case of the run (failed when the case failed, flaky
+  marked as a property), for CI test reports.
+- ``otlp``: OpenTelemetry traces as OTLP/JSON (``evaluations.otel``).
+
+An unknown run exits with status 2 and a one-line message.
+"""
+
+import csv
+import io
+import json
+from pathlib import Path
+from xml.etree import ElementTree
+
+from django.core.management.base import BaseCommand, CommandError
+
+FORMATS = ("trials", "jsonl", "csv", "junit", "otlp")
+INPUT_ERROR = 2
+
+
+def _json_line(obj):
+    return json.dumps(obj, default=str, sort_keys=False)
+
+
+class Command(BaseCommand):
+    help = "Export a run as trial records, JSONL, CSV, JUnit XML or OpenTelemetry (OTLP JSON)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("run", type=int, help="the run's id")
+        parser.add_argument("--format", choices=FORMATS, default="jsonl", dest="fmt")
+        parser.add_argument("--output", "-o", help="write to this file instead of stdout")
+
+    def handle(self, *args, run, fmt, output=None, **options):
+        from evaluations.models import Run
+
+        found = (
+            Run.objects.select_related("agent_version__agent", "dataset_version__dataset")
+            .filter(pk=run)
+            .first()
+        )
+        if found is None:
+            raise CommandError(f"no run #{run}", returncode=INPUT_ERROR)
+        text = getattr(self, f"export_{fmt}")(found)
+        if output:
+            Path(output).write_text(text, encoding="utf-8")
+            self.stderr.write(f"wrote {fmt} export of run #{found.pk} to {output}")
+        else:
+            self.stdout.write(text, ending="")
+
+    def export_trials(self, run):
+        from evaluations.contract.records import run_records, unattributed_judge_spend
+
+        usd, unpriced = unattributed_judge_spend(run)
+        if usd or unpriced:
+            self.stderr.write(
+                f"note: ${usd} of judge spend ({unpriced} unpriced call(s)) belongs to the run "
+                "but to no trial, so it is not in these records; run_contract counts it"
+            )
+        return "".join(_json_line(record) + "\n" for record in run_records(run))
+
+    def _trials(self, run):
+        from evaluations.models import CheckResult
+
+        results = {}
+        for result in (
+            CheckResult.objects.filter(trial__run=run)
+            .select_related("check_config")
+            .order_by("check_config__position", "check_config__label")
+        ):
+            results.setdefault(result.trial_id, []).append(result)
+        trials = run.trials.select_related("case").order_by("case__key", "repetition")
+        return [(trial, results.get(trial.pk, [])) for trial in trials]
+
+    def export_jsonl(self, run):
+        lines = []
+        for trial, results in self._trials(run):
+            lines.append(
+                _json_line(
+                    {
+                        "run": run.pk,
+                        "case": trial.case.key,
+                        "repetition": trial.repetition,
+                        "status": trial.status,
+                        "error": trial.error or None,
+                        "latency_ms": trial.latency_ms,
+                        "cost_usd": trial.cost_usd,
+                        "billing_coverage": trial.billing_coverage,
+                        "declared_complete": trial.declared_complete,
+                        "outcome_verdict": trial.outcome_verdict or None,
+                        "outcome_evidence": trial.outcome_evidence,
+                        "tool_effects": trial.tool_effects,
+                        "checks": {
+                            r.check_config.label: {
+                                "status": r.status,
+                                "score": r.score,
+                                "threshold": r.threshold,
+                                "blocking": r.blocking,
+                                "reason": r.reason,
+                            }
+                            for r in results
+                        },
+                    }
+                )
+            )
+        return "".join(line + "\n" for line in lines)
+
+    def export_csv(self, run):
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(
+            [
+                "run",
+                "case",
+                "repetition",
+                "check",
+                "status",
+                "score",
+                "threshold",
+                "blocking",
+                "reason",
+            ]
+        )
+        for trial, results in self._trials(run):
+            for r in results:
+                writer.writerow(
+                    [
+                        run.pk,
+                        trial.case.key,
+                        trial.repetition,
+                        r.check_config.label,
+                        r.status,
+                        "" if r.score is None else r.score,
+                        "" if r.threshold is None else r.threshold,
+                        "yes" if r.blocking else "no",
+                        r.reason,
+                    ]
+                )
+        return buffer.getvalue()
+
+    def export_junit(self, run):
+        case_results = list(run.case_results.select_related("case").order_by("case__key"))
+        suite = ElementTree.Element(
+            "testsuite",
+            {
+                "name": f"{run.agent_version} on {run.dataset_version}",
+                "tests": str(len(case_results)),
+                "failures": str(sum(not c.passed for c in case_results)),
+                "errors": "0",
+                "skipped": "0",
+            },
+        )
+        properties = ElementTree.SubElement(suite, "properties")
+        for name, value in (
+            ("run", run.pk),
+            ("status", run.status),
+            ("repetitions", run.repetitions),
+            ("case_pass_rate", (run.summary or {}).get("case_pass_rate")),
+        ):
+            ElementTree.SubElement(properties, "property", {"name": name, "value": str(value)})
+        for result in case_results:
+            testcase = ElementTree.SubElement(
+                suite,
+                "testcase",
+                {"classname": str(run.dataset_version.dataset.slug), "name": result.case.key},
+            )
+            if result.flaky:
+                props = ElementTree.SubElement(testcase, "properties")
+                ElementTree.SubElement(props, "property", {"name": "flaky", "value": "true"})
+            if not result.passed:
+                failed = [
+                    f"{label}: failed in {info['statuses'].get('failed', 0)} of "
+                    f"{result.repetitions} repetition(s), mean score {info.get('mean')}"
+                    for label, info in (result.checks or {}).items()
+                    if info.get("blocking") and info.get("statuses", {}).get("failed")
+                ]
+                failure = ElementTree.SubElement(
+                    testcase,
+                    "failure",
+                    {
+                        "message": (
+                            f"{result.repetitions_passed}/{result.repetitions} repetitions passed"
+                        ),
+                        "type": "flaky" if result.flaky else "failed",
+                    },
+                )
+                failure.text = "\n".join(failed)
+        ElementTree.indent(suite)
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            + ElementTree.tostring(suite, encoding="unicode")
+            + "\n"
+        )
+
+    def export_otlp(self, run):
+        from evaluations.otel import run_to_otlp
+
+        return json.dumps(run_to_otlp(run), indent=1) + "\n"

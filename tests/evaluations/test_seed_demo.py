@@ -1,0 +1,138 @@
+"""`seed_demo` tells seed 003's story: the fast refund agent scores higher and costs less per
+run, yet its contract fails at the false-success gate, because the ledger has no trace of the
+credit it claimed; the stable one passes. Idempotent, and fast enough to run on every start."""
+
+import io
+import json
+import time
+
+import pytest
+from django.core.management import call_command
+
+from agents.models import Agent, AgentVersion, Tool
+from evaluations.contract.db import decide, policy_thresholds, run_contract
+from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion, Run, Trial
+from governance.models import PublishingPolicy
+
+pytestmark = pytest.mark.django_db
+
+MODELS = (
+    Agent,
+    AgentVersion,
+    Tool,
+    Dataset,
+    DatasetVersion,
+    Case,
+    CaseVersion,
+    Check,
+    Run,
+    Trial,
+    PublishingPolicy,
+)
+
+
+@pytest.fixture
+def ledger(settings, tmp_path):
+    settings.SHERLOCK_DEMO_LEDGER = str(tmp_path / "ledger.jsonl")
+    return tmp_path / "ledger.jsonl"
+
+
+@pytest.fixture
+def seeded(ledger):
+    started = time.monotonic()
+    call_command("seed_demo", stdout=io.StringIO())
+    return time.monotonic() - started
+
+
+def refund_runs():
+    runs = Run.objects.filter(agent_version__agent__slug="refund-agent").select_related(
+        "agent_version__agent", "dataset_version__dataset"
+    )
+    stable = runs.get(agent_version__config__kwargs__style="stable")
+    fast = runs.get(agent_version__config__kwargs__style="fast")
+    return stable, fast
+
+
+def policy():
+    return PublishingPolicy.objects.get(agent__slug="refund-agent")
+
+
+def test_seed_demo_is_fast(seeded):
+    assert seeded < 15
+
+
+def test_running_it_twice_creates_no_duplicates(seeded, ledger):
+    counts = {model.__name__: model.objects.count() for model in MODELS}
+    lines = len(ledger.read_text().splitlines())
+
+    call_command("seed_demo", stdout=io.StringIO())
+
+    assert {model.__name__: model.objects.count() for model in MODELS} == counts
+    assert len(ledger.read_text().splitlines()) == lines  # no run was executed again
+
+
+def test_the_fast_versions_contract_fails_at_false_success(seeded):
+    _, fast = refund_runs()
+
+    result = run_contract(fast, policy_thresholds(policy()))
+
+    assert result.first_failing_gate == "false_success"
+    assert (result.false_success.num, result.false_success.den) == (1, 4)
+    assert result.gate("budget").status == "fail"  # $0.63 per verified outcome > $0.60
+
+
+def test_the_stable_versions_contract_passes(seeded):
+    stable, _ = refund_runs()
+
+    result = run_contract(stable, policy_thresholds(policy()))
+
+    assert result.release == "pass", [g for g in result.gates if not g.passed]
+    assert str(result.useful_progress) == "14/14"
+    assert result.excluded_wait_windows == 4  # the owned approval wait is not a stall
+    assert result.intentionally_denied == 1  # the refused credit: proof the boundary held
+    assert decide([stable], policy())["release"] == "pass"
+
+
+def test_the_fast_version_looks_better_on_quality_and_cost_per_run_only(seeded):
+    stable, fast = refund_runs()
+    limits = policy_thresholds(policy())
+    s, f = run_contract(stable, limits), run_contract(fast, limits)
+
+    assert f.quality_mean > s.quality_mean
+    assert f.cost_per_run_usd < s.cost_per_run_usd
+    assert f.cost_per_verified_outcome_usd > s.cost_per_verified_outcome_usd
+    assert fast.summary["case_pass_rate"] == stable.summary["case_pass_rate"] == 1.0
+
+
+def test_the_false_success_is_real_the_ledger_has_no_credit(seeded, ledger):
+    _, fast = refund_runs()
+    trial = fast.trials.get(case__key="credit-k2207")
+
+    assert trial.declared_complete is True
+    assert trial.transcript["output"] == "Applied a $250 goodwill credit to account K-2207."
+    assert trial.outcome_verdict == "failed"
+    assert trial.outcome_evidence["observed"]["looked_for"] == {
+        "kind": "credit",
+        "account": "K-2207",
+        "amount": 250,
+    }
+    entries = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert not [e for e in entries if e["kind"] == "credit"]
+    (denied,) = [e for e in trial.tool_effects if e["intentionally_denied"]]
+    assert denied["call"] == "billing.apply_credit"
+
+
+def test_the_fast_version_is_blocked_by_the_release_decision(seeded):
+    _, fast = refund_runs()
+
+    decision = decide([fast], policy())
+
+    assert decision["release"] == "fail"
+    assert decision["first_failing_gate"] == "false_success"
+
+
+def test_the_support_bot_demo_still_runs(seeded):
+    run = Run.objects.get(agent_version__agent__slug="support-bot")
+
+    assert run.status == "completed"
+    assert (run.summary["cases"], run.trials.count()) == (12, 24)
