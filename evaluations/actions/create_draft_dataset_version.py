@@ -6,6 +6,8 @@ from agents.actions.base import Action
 from agents.audit import audit
 from agents.errors import ActionConflict, ActionDenied
 from agents.permissions import user_can
+from evaluations.actions.edit_cases import CONTENT_FIELDS
+from evaluations.actions.edit_checks import EDITABLE_FIELDS as CHECK_FIELDS
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
 
 
@@ -31,42 +33,14 @@ class CreateDraftDatasetVersion(Action):
         draft = DatasetVersion.objects.create(dataset=self.dataset, number=number, note=self.note)
         if source is not None:
             Check.objects.bulk_create(
-                Check(
-                    dataset_version=draft,
-                    **{
-                        f: getattr(c, f)
-                        for f in (
-                            "label",
-                            "kind",
-                            "params",
-                            "threshold",
-                            "mode",
-                            "judge_model",
-                            "requires_calibration",
-                            "min_labels",
-                            "kappa_floor",
-                            "position",
-                        )
-                    },
-                )
+                Check(dataset_version=draft, **{f: getattr(c, f) for f in CHECK_FIELDS})
                 for c in source.checks.all()
             )
             CaseVersion.objects.bulk_create(
                 CaseVersion(
                     dataset_version=draft,
                     case_id=cv.case_id,
-                    **{
-                        f: getattr(cv, f)
-                        for f in (
-                            "input",
-                            "expected",
-                            "contexts",
-                            "expected_tools",
-                            "outcome_check",
-                            "tags",
-                            "overrides",
-                        )
-                    },
+                    **{f: getattr(cv, f) for f in CONTENT_FIELDS},
                 )
                 for cv in source.case_versions.all()
             )

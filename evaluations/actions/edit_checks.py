@@ -20,6 +20,7 @@ EDITABLE_FIELDS = (
     "mode",
     "judge_model",
     "requires_calibration",
+    "quality_grader",
     "min_labels",
     "kappa_floor",
     "position",
