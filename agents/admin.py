@@ -1,9 +1,54 @@
-"""Admin for agents: governed fields (version state, live version) are read-only here; they
-change only through the publishing actions."""
+"""Admin for agents: scoped to what the user may see and change, with governed fields (version
+state, live version) read-only; they change only through the publishing actions, whose admin
+actions governance adds (`governance.admin`, since agents may not import governance).
+
+Django's admin never checks object permissions by itself: `has_change_permission(request,
+obj)` asks `user.has_perm(codename)` without the object, so a role granted for one agent would
+be invisible and a global role would reach every object. `ScopedAdminMixin` answers both
+questions through `agents.permissions` (global OR object grant) instead.
+"""
 
 from django.contrib import admin
 
+from agents.actions.create_agent import CreateAgent
+from agents.actions.create_draft_version import CreateDraftVersion
 from agents.models import Agent, AgentVersion, Tool
+from agents.permissions import user_can
+
+
+class ScopedAdminMixin:
+    """Changelists start from `for_user`; `has_*_permission(request, obj)` ask `user_can` on the
+    governed object. Without an object, a permission means "holds it on at least one object"
+    (a Publisher of one agent sees the Agents page, with that one agent on it)."""
+
+    # admin verb -> the permission action on the governed object (None: never)
+    scope_actions = {"view": "view", "change": "change", "delete": "delete"}
+
+    def governed(self, obj):
+        return obj
+
+    def governed_queryset(self, request, action):
+        raise NotImplementedError
+
+    def _may(self, request, what, obj):
+        action = self.scope_actions.get(what)
+        if action is None:
+            return False
+        if obj is None:
+            return self.governed_queryset(request, action).exists()
+        return user_can(request.user, action, self.governed(obj))
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        return self._may(request, "view", obj) or self._may(request, "change", obj)
+
+    def has_change_permission(self, request, obj=None):
+        return self._may(request, "change", obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._may(request, "delete", obj)
 
 
 class VersionInline(admin.TabularInline):
@@ -17,9 +62,12 @@ class VersionInline(admin.TabularInline):
     def has_add_permission(self, request, obj=None):
         return False
 
+    def has_change_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = ["slug", "name", "live_version", "owner", "created_at"]
     list_select_related = ["live_version", "owner"]
     search_fields = ["slug", "name"]
@@ -28,30 +76,81 @@ class AgentAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     inlines = [VersionInline]
 
+    def governed_queryset(self, request, action):
+        return Agent.objects.for_user(request.user, action)
+
     def get_queryset(self, request):
         return Agent.objects.for_user(request.user, "view").select_related("live_version", "owner")
 
+    def has_add_permission(self, request):
+        return request.user.has_perm("agents.add_agent")
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        agent = CreateAgent(
+            acting_user=request.user, slug=obj.slug, name=obj.name, description=obj.description
+        ).execute()
+        obj.pk, obj.owner_id, obj.created_at = agent.pk, agent.owner_id, agent.created_at
+
 
 @admin.register(AgentVersion)
-class AgentVersionAdmin(admin.ModelAdmin):
+class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
+    """Versions are scoped by their agent: seeing one needs `view` on the agent, changing a
+    draft's notes or config needs `build` on it, and versions are never deleted (their runs and
+    decisions point at them)."""
+
+    scope_actions = {"view": "view", "change": "build", "delete": None}
     list_display = ["__str__", "state", "adapter", "created_by", "created_at"]
     list_filter = ["state", "adapter"]
     list_select_related = ["agent", "created_by"]
     search_fields = ["agent__slug", "notes"]
-    readonly_fields = ["state", "config_hash", "created_by", "created_at"]
+    readonly_fields = ["number", "state", "config_hash", "created_by", "created_at"]
     raw_id_fields = ["agent"]
     filter_horizontal = ["tools", "denied_tools"]
 
-    def get_queryset(self, request):
-        from agents.models import Agent
+    def governed(self, obj):
+        return obj.agent
 
-        agents = Agent.objects.for_user(request.user, "view")
-        return super().get_queryset(request).filter(agent__in=agents)
+    def governed_queryset(self, request, action):
+        return Agent.objects.for_user(request.user, action)
+
+    def get_queryset(self, request):
+        return AgentVersion.objects.for_user(request.user, "view").select_related(
+            "agent", "created_by"
+        )
+
+    def has_add_permission(self, request):
+        return self._may(request, "change", None)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "agent":  # a draft may only be added to an agent one builds
+            kwargs["queryset"] = Agent.objects.for_user(request.user, "build")
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(self.readonly_fields)
+        if obj is not None:
+            fields.append("agent")
+            if obj.is_frozen:
+                fields += ["adapter", "config", "tools", "denied_tools"]
+        return fields
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            obj.created_by = request.user
-        super().save_model(request, obj, form, change)
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        version = CreateDraftVersion(
+            acting_user=request.user,
+            agent=obj.agent,
+            adapter=obj.adapter,
+            config=obj.config,
+            notes=obj.notes,
+            tools=form.cleaned_data.get("tools", ()),
+            denied_tools=form.cleaned_data.get("denied_tools", ()),
+        ).execute()
+        obj.pk, obj.number, obj.created_by = version.pk, version.number, version.created_by
 
 
 @admin.register(Tool)

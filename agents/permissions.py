@@ -38,3 +38,16 @@ class ScopedQuerySet(models.QuerySet):
         return get_objects_for_user(
             user, name, klass=self, accept_global_perms=True, with_superuser=True
         )
+
+
+class AgentScopedQuerySet(models.QuerySet):
+    """Rows that belong to an agent (versions, publish requests, bypasses): a user sees them
+    when they may see the agent, so one grant (global or per agent) scopes them all."""
+
+    agent_path = "agent"
+
+    def for_user(self, user, action="view"):
+        from agents.models import Agent
+
+        agents = Agent.objects.for_user(user, action)
+        return self.filter(**{f"{self.agent_path}__in": agents})

@@ -1,9 +1,64 @@
-"""Admin for governance: policies are editable by Admins; requests, decisions, bypasses and the
-audit log are read-only here (they change only through the governance actions)."""
+"""Admin for governance. Every change goes through a governance action: the publishing verbs
+are admin actions on versions, requests and bypasses; policies are created and changed (a new
+version each time) by the policy actions; roles are granted and revoked on a user's "Roles"
+page. Requests, decisions, bypasses and the audit log are otherwise read-only.
 
-from django.contrib import admin
+Rights cannot be edited behind the actions' back: the user page shows groups, permissions and
+the superuser flag read-only, the group page is read-only, and django-guardian's object
+permission screens (`GuardedModelAdmin`) are not mounted, since they let any staff user who
+may change a model grant themselves rights on it (django-guardian #756).
+"""
 
+import io
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from agents.admin import AgentVersionAdmin as BaseAgentVersionAdmin
+from agents.admin import ScopedAdminMixin
+from agents.audit import audit
+from agents.errors import ActionError
+from agents.models import Agent, AgentVersion
+from evaluations.models import Dataset
+from governance.actions._policy import POLICY_FIELDS
+from governance.actions.approve_bypass import ApproveBypass
+from governance.actions.change_policy import ChangePolicy
+from governance.actions.create_policy import CreatePolicy
+from governance.actions.deny_bypass import DenyBypass
+from governance.actions.grant_role import GrantRole
+from governance.actions.publish_version import PublishVersion
+from governance.actions.request_bypass import RequestBypass
+from governance.actions.request_publication import RequestPublication
+from governance.actions.retire_version import RetireVersion
+from governance.actions.revoke_bypass import RevokeBypass
+from governance.actions.revoke_role import RevokeRole
+from governance.actions.rollback_version import RollBackVersion
+from governance.audit_export import write_entries
+from governance.choices import Role
 from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
+from governance.roles import OBJECT_PERMS, is_global_admin, scoped_roles
+
+
+def run_verb(modeladmin, request, objects, make_action, done):
+    """Run one action per selected object; each success or refusal becomes a message (the
+    refusal is audited by the action itself)."""
+    for obj in objects:
+        try:
+            make_action(obj).execute()
+        except ActionError as exc:
+            modeladmin.message_user(request, f"{obj}: {exc}", messages.ERROR)
+        else:
+            modeladmin.message_user(request, f"{obj}: {done}.", messages.SUCCESS)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -17,37 +72,462 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class VerbPermissions:
+    """`has_<verb>_permission(request)`: the user holds the verb on at least one agent. Admin
+    actions declare them, so a button is shown only to those who could use it somewhere; the
+    action still decides, object by object, and audits a refusal."""
+
+    def _holds_somewhere(self, request, verb):
+        return Agent.objects.for_user(request.user, verb).exists()
+
+    def has_build_permission(self, request):
+        return self._holds_somewhere(request, "build") or self._holds_somewhere(request, "publish")
+
+    def has_publish_permission(self, request):
+        return self._holds_somewhere(request, "publish")
+
+    def has_bypass_permission(self, request):
+        return self._holds_somewhere(request, "bypass")
+
+
+class AgentScopedReadOnlyAdmin(VerbPermissions, ScopedAdminMixin, ReadOnlyAdmin):
+    """Rows that belong to an agent, seen by whoever may see the agent; changed only by
+    actions."""
+
+    scope_actions = {"view": "view", "change": None, "delete": None}
+
+    def governed_queryset(self, request, action):
+        return Agent.objects.for_user(request.user, action)
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .filter(pk__in=self.model.objects.for_user(request.user, "view").values("pk"))
+        )
+
+    def has_add_permission(self, request):
+        return False
+
+
+# --- Versions: the publishing verbs ---------------------------------------------------------
+
+admin.site.unregister(AgentVersion)
+
+
+@admin.register(AgentVersion)
+class AgentVersionAdmin(VerbPermissions, BaseAgentVersionAdmin):
+    actions = ["request_publication", "publish", "retire", "roll_back"]
+    list_display = [*BaseAgentVersionAdmin.list_display, "publish_page"]
+
+    @admin.display(description="gate")
+    def publish_page(self, obj):
+        url = reverse("governance:publish", args=[obj.pk])
+        return format_html('<a href="{}">publish page</a>', url)
+
+    @admin.action(description="Request publication (start the gate runs)", permissions=["build"])
+    def request_publication(self, request, queryset):
+        run_verb(
+            self,
+            request,
+            queryset,
+            lambda v: RequestPublication(acting_user=request.user, agent_version=v),
+            "publication requested, gate runs started",
+        )
+
+    @admin.action(description="Publish (gate passed or bypassed)", permissions=["publish"])
+    def publish(self, request, queryset):
+        run_verb(
+            self,
+            request,
+            queryset,
+            lambda v: PublishVersion(acting_user=request.user, agent_version=v),
+            "published",
+        )
+
+    @admin.action(description="Retire", permissions=["publish"])
+    def retire(self, request, queryset):
+        run_verb(
+            self,
+            request,
+            queryset,
+            lambda v: RetireVersion(acting_user=request.user, agent_version=v),
+            "retired",
+        )
+
+    @admin.action(description="Roll back to this retired version", permissions=["publish"])
+    def roll_back(self, request, queryset):
+        run_verb(
+            self,
+            request,
+            queryset,
+            lambda v: RollBackVersion(acting_user=request.user, agent_version=v),
+            "rolled back to",
+        )
+
+
+# --- Policies -------------------------------------------------------------------------------
+
+
+class PolicyForm(forms.ModelForm):
+    """Asks the policy action whether it would accept the change, so a refusal is shown on the
+    form instead of failing inside the admin's transaction."""
+
+    class Meta:
+        model = PublishingPolicy
+        fields = ["agent", *POLICY_FIELDS, "gate_datasets"]
+
+    def make_action(self, user):
+        fields = {
+            name: self.cleaned_data[name] for name in POLICY_FIELDS if name in self.cleaned_data
+        }
+        datasets = list(self.cleaned_data.get("gate_datasets") or [])
+        if self.instance.pk is None:
+            return CreatePolicy(
+                acting_user=user,
+                agent=self.cleaned_data.get("agent"),
+                gate_datasets=datasets,
+                **fields,
+            )
+        original = PublishingPolicy.objects.get(pk=self.instance.pk)
+        return ChangePolicy(
+            acting_user=user, policy=original, changes=fields, gate_datasets=datasets
+        )
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            self.make_action(self.user).check()
+        except ActionError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return cleaned
+
+    def _post_clean(self):
+        # The model's own validation runs in the action (on the row it will write); skipping it
+        # here keeps the form from validating the old row's uniqueness.
+        pass
+
+
 @admin.register(PublishingPolicy)
 class PublishingPolicyAdmin(admin.ModelAdmin):
+    """Saving writes version 1 (new scope) or the next version (an existing one) through the
+    policy actions; older versions are shown read-only, as the decisions that used them."""
+
+    form = PolicyForm
     list_display = ["name", "scope_key", "version", "enforcement", "min_case_pass_rate"]
-    list_filter = ["enforcement"]
+    list_filter = ["enforcement", "scope_key"]
     readonly_fields = ["scope_key", "version", "created_by", "created_at"]
     filter_horizontal = ["gate_datasets"]
     raw_id_fields = ["agent"]
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*self.readonly_fields, "agent"] if obj is not None else self.readonly_fields
+
+    def has_add_permission(self, request):
+        return is_global_admin(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        if not is_global_admin(request.user):
+            return False
+        return obj is None or PublishingPolicy.objects.current(obj.scope_key).pk == obj.pk
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        saved = form.make_action(request.user).execute()
+        obj.pk, obj.version, obj.scope_key = saved.pk, saved.version, saved.scope_key
+
+    def save_related(self, request, form, formsets, change):
+        """The action already set the gate datasets on the row it wrote."""
+
+
+# --- Publish requests and bypasses -----------------------------------------------------------
+
+
+class BypassReasonForm(forms.Form):
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
+        help_text="Why this gate must be bypassed: at least 30 characters of real explanation.",
+        required=False,
+    )
+
+
+class BypassInline(admin.TabularInline):
+    model = Bypass
+    fields = ["state", "requested_by", "approved_by", "reason", "expires_at", "used_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(PublishRequest)
-class PublishRequestAdmin(ReadOnlyAdmin):
+class PublishRequestAdmin(AgentScopedReadOnlyAdmin):
     list_display = ["__str__", "state", "requested_by", "decided_at", "created_at"]
     list_filter = ["state"]
     list_select_related = ["agent_version__agent", "requested_by"]
+    inlines = [BypassInline]
+    actions = ["publish", "request_bypass"]
+
+    def governed(self, obj):
+        return obj.agent_version.agent
+
+    @admin.action(description="Publish the version", permissions=["publish"])
+    def publish(self, request, queryset):
+        run_verb(
+            self,
+            request,
+            queryset,
+            lambda r: PublishVersion(acting_user=request.user, agent_version=r.agent_version),
+            "published",
+        )
+
+    @admin.action(description="Request a bypass of the blocked decision", permissions=["bypass"])
+    def request_bypass(self, request, queryset):
+        form = BypassReasonForm(request.POST if "apply" in request.POST else None)
+        if "apply" in request.POST and form.is_valid():
+            run_verb(
+                self,
+                request,
+                queryset,
+                lambda r: RequestBypass(
+                    acting_user=request.user, publish_request=r, reason=form.cleaned_data["reason"]
+                ),
+                "bypass requested",
+            )
+            return None
+        return TemplateResponse(
+            request,
+            "admin/governance/bypass_reason.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Request a bypass",
+                "form": form,
+                "objects": queryset,
+                "action": "request_bypass",
+                "opts": self.model._meta,
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            },
+        )
 
 
 @admin.register(Bypass)
-class BypassAdmin(ReadOnlyAdmin):
+class BypassAdmin(AgentScopedReadOnlyAdmin):
     list_display = ["__str__", "publish_request", "requested_by", "approved_by", "expires_at"]
     list_filter = ["state"]
     list_select_related = ["publish_request__agent_version__agent", "requested_by", "approved_by"]
+    actions = ["approve", "deny", "revoke"]
+
+    def governed(self, obj):
+        return obj.publish_request.agent_version.agent
+
+    def _verb(self, request, queryset, action_class, done):
+        run_verb(
+            self,
+            request,
+            queryset,
+            lambda b: action_class(acting_user=request.user, bypass=b),
+            done,
+        )
+
+    @admin.action(description="Approve (a second Admin)", permissions=["bypass"])
+    def approve(self, request, queryset):
+        self._verb(request, queryset, ApproveBypass, "approved")
+
+    @admin.action(description="Deny", permissions=["bypass"])
+    def deny(self, request, queryset):
+        self._verb(request, queryset, DenyBypass, "denied")
+
+    @admin.action(description="Revoke", permissions=["bypass"])
+    def revoke(self, request, queryset):
+        self._verb(request, queryset, RevokeBypass, "revoked")
+
+
+# --- The audit log ---------------------------------------------------------------------------
 
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdmin):
     list_display = ["sequence", "at", "actor_repr", "action", "target_type", "target_repr", "ip"]
-    list_filter = ["action", "target_type", ("at", admin.DateFieldListFilter)]
+    list_filter = [
+        ("actor_repr", admin.AllValuesFieldListFilter),
+        "action",
+        "target_type",
+        ("at", admin.DateFieldListFilter),
+    ]
     search_fields = ["actor_repr", "action", "target_repr", "reason", "request_id"]
     date_hierarchy = "at"
+    actions = ["export_csv", "export_jsonl"]
 
     def has_view_permission(self, request, obj=None):
-        return request.user.is_active and (
-            request.user.is_superuser or request.user.has_perm("governance.view_auditentry")
+        return request.user.is_active and request.user.has_perm("governance.view_auditentry")
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def _export(self, request, queryset, fmt, content_type):
+        buffer = io.StringIO()
+        count = write_entries(queryset.order_by("sequence"), fmt, buffer)
+        audit(
+            "governance.audit.export",
+            actor=request.user,
+            after={"format": fmt, "entries": count},
+            reason="admin export",
         )
+        response = HttpResponse(buffer.getvalue(), content_type=content_type)
+        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+        response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.{fmt}"'
+        return response
+
+    @admin.action(description="Export selected entries as CSV", permissions=["view"])
+    def export_csv(self, request, queryset):
+        return self._export(request, queryset, "csv", "text/csv; charset=utf-8")
+
+    @admin.action(description="Export selected entries as JSON Lines", permissions=["view"])
+    def export_jsonl(self, request, queryset):
+        return self._export(request, queryset, "jsonl", "application/jsonl; charset=utf-8")
+
+
+# --- Users, groups and roles -----------------------------------------------------------------
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)
+    agent = forms.ModelChoiceField(
+        Agent.objects.all(), required=False, to_field_name="slug", help_text="Only this agent."
+    )
+    dataset = forms.ModelChoiceField(
+        Dataset.objects.all(), required=False, to_field_name="slug", help_text="Only this dataset."
+    )
+    reason = forms.CharField(required=False)
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("agent") and cleaned.get("dataset"):
+            raise forms.ValidationError("Choose an agent or a dataset, not both.")
+        return cleaned
+
+    @property
+    def scope(self):
+        return self.cleaned_data.get("agent") or self.cleaned_data.get("dataset")
+
+
+User = get_user_model()
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class SherlockUserAdmin(UserAdmin):
+    """Django's user admin with rights read-only; roles change on the user's Roles page."""
+
+    readonly_fields = ["is_superuser", "groups", "user_permissions", "roles", "last_login"]
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is None:
+            return super().get_fieldsets(request, obj)
+        return [
+            (None, {"fields": ["username", "password"]}),
+            ("Personal info", {"fields": ["first_name", "last_name", "email"]}),
+            (
+                "Rights (granted on the Roles page)",
+                {"fields": ["is_active", "is_staff", "is_superuser", "roles"]},
+            ),
+            ("Important dates", {"fields": ["last_login", "date_joined"]}),
+        ]
+
+    @admin.display(description="roles")
+    def roles(self, obj):
+        url = reverse("admin:auth_user_roles", args=[obj.pk])
+        return format_html('{} <a href="{}">Manage roles</a>', describe_roles(obj) or "none", url)
+
+    def get_urls(self):
+        return [
+            path(
+                "<int:user_id>/roles/",
+                self.admin_site.admin_view(self.roles_view),
+                name="auth_user_roles",
+            ),
+            *super().get_urls(),
+        ]
+
+    def roles_view(self, request, user_id):
+        if not is_global_admin(request.user):
+            raise PermissionDenied
+        target = get_object_or_404(User, pk=user_id)
+        form = RoleForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            verb = GrantRole if "grant" in request.POST else RevokeRole
+            try:
+                verb(
+                    acting_user=request.user,
+                    user=target,
+                    role=form.cleaned_data["role"],
+                    obj=form.scope,
+                    reason=form.cleaned_data["reason"],
+                ).execute()
+            except ActionError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+            else:
+                self.message_user(request, "Roles changed.", messages.SUCCESS)
+            return redirect("admin:auth_user_roles", user_id)
+        return TemplateResponse(
+            request,
+            "admin/governance/user_roles.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": f"Roles of {target}",
+                "target": target,
+                "roles": describe_roles(target),
+                "form": form,
+                "opts": User._meta,
+            },
+        )
+
+
+def describe_roles(user):
+    """ "Publisher (global), Builder (agent support-bot)" for the user page."""
+    parts = [f"{name} (global)" for name in user.groups.values_list("name", flat=True)]
+    from guardian.shortcuts import get_objects_for_user
+
+    for model in (Agent, Dataset):
+        model_name = model._meta.model_name
+        codenames = {
+            f"{model._meta.app_label}.{p}"
+            for perms in OBJECT_PERMS.values()
+            for p in perms.get(model_name, [])
+        }
+        objects = get_objects_for_user(
+            user, codenames, klass=model, any_perm=True, accept_global_perms=False, use_groups=False
+        )
+        for obj in objects:
+            for role in sorted(scoped_roles(user, obj)):
+                parts.append(f"{role} ({model_name} {obj})")
+    return ", ".join(parts)
+
+
+@admin.register(Group)
+class ReadOnlyGroupAdmin(GroupAdmin):
+    """The four role groups are defined in code (governance.roles, migration 0002)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class GovernanceConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "governance"
+
+    def ready(self):
+        from governance import receivers
+
+        receivers.connect()

@@ -34,7 +34,14 @@ REQUEST_TRANSITIONS = {
         RequestState.SUPERSEDED,
     },
     RequestState.PASSED: {RequestState.PUBLISHED, RequestState.SUPERSEDED, RequestState.REJECTED},
-    RequestState.BLOCKED: {RequestState.BYPASSED, RequestState.SUPERSEDED, RequestState.REJECTED},
+    # blocked -> published only under an `advisory` policy (report only); otherwise a blocked
+    # request is published through a bypass, and ends `bypassed`.
+    RequestState.BLOCKED: {
+        RequestState.PUBLISHED,
+        RequestState.BYPASSED,
+        RequestState.SUPERSEDED,
+        RequestState.REJECTED,
+    },
 }
 
 
@@ -56,3 +63,4 @@ BYPASS_TRANSITIONS = {
     },
     BypassState.APPROVED: {BypassState.USED, BypassState.EXPIRED, BypassState.REVOKED},
 }
+BYPASS_ACTIVE = {BypassState.REQUESTED, BypassState.APPROVED}

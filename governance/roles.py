@@ -5,6 +5,9 @@ the same verbs as guardian object permissions on that object (`grant_role` in go
 actions); `OBJECT_PERMS` lists which verbs a scoped grant carries.
 """
 
+import contextlib
+import contextvars
+
 from governance.choices import Role
 
 _CRUD = ("add", "change", "delete", "view")
@@ -74,3 +77,48 @@ def sync_role_groups(apps):
         group, _ = group_model.objects.get_or_create(name=role.value)
         perms = list(all_app_perms) + lookup(ADMIN_EXTRA) if names is None else lookup(names)
         group.permissions.set(perms)
+
+
+def is_global_admin(user):
+    """Roles and publishing policies are managed by global Admins only: a role granted for one
+    agent carries that agent's verbs, never the right to hand out rights."""
+    if user is None or not user.is_active:
+        return False
+    return user.is_superuser or user.groups.filter(name=Role.ADMIN.value).exists()
+
+
+def scoped_perms(role, obj):
+    """The guardian codenames a grant of `role` on `obj` carries, or None when the role has no
+    meaning for that kind of object (an Editor of an agent)."""
+    return OBJECT_PERMS.get(Role(role), {}).get(obj._meta.model_name)
+
+
+def scoped_roles(user, obj):
+    """The roles `user` holds on `obj` through object permissions (all of a role's verbs), as
+    plain strings."""
+    from guardian.shortcuts import get_user_perms
+
+    held = set(get_user_perms(user, obj))
+    return {
+        role.value
+        for role in Role
+        if (perms := scoped_perms(role, obj)) is not None and set(perms) <= held
+    }
+
+
+# Set while GrantRole/RevokeRole change memberships and object permissions: they write their own
+# `governance.role.*` entries, so the catch-all receivers (governance.receivers) stay quiet.
+_role_action = contextvars.ContextVar("sherlock_role_action", default=False)
+
+
+@contextlib.contextmanager
+def role_action():
+    token = _role_action.set(True)
+    try:
+        yield
+    finally:
+        _role_action.reset(token)
+
+
+def in_role_action():
+    return _role_action.get()

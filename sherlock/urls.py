@@ -9,5 +9,6 @@ urlpatterns = [
     path("api/v1/", include("sherlock.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("governance/", include("governance.urls")),
     path("", include("evaluations.urls")),
 ]

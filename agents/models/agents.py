@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from agents.choices import Adapter, VersionState
-from agents.permissions import ScopedQuerySet
+from agents.permissions import AgentScopedQuerySet, ScopedQuerySet
 
 
 def config_hash(adapter, config):
@@ -101,6 +101,8 @@ class AgentVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AgentScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["agent", "-number"]

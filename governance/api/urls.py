@@ -1,4 +1,16 @@
 from rest_framework.routers import DefaultRouter
 
+from governance.api.views import (
+    AuditEntryViewSet,
+    BypassViewSet,
+    PublishRequestViewSet,
+    VersionVerbViewSet,
+)
+
 router = DefaultRouter()
+# Shares the `versions` prefix with agents.api: only the detail verbs are routed here.
+router.register("versions", VersionVerbViewSet, basename="version-verb")
+router.register("publish-requests", PublishRequestViewSet, basename="publishrequest")
+router.register("bypasses", BypassViewSet, basename="bypass")
+router.register("audit", AuditEntryViewSet, basename="auditentry")
 urlpatterns = router.urls

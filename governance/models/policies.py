@@ -7,6 +7,16 @@ from django.db.models import Q
 from governance.choices import Enforcement
 
 
+class PolicyQuerySet(models.QuerySet):
+    def current(self, scope_key):
+        """The newest version of one scope ("global" or "agent:<id>"), or None."""
+        return self.filter(scope_key=scope_key).order_by("-version").first()
+
+    def in_force_for(self, agent):
+        """The policy that governs `agent`: its own newest version, else the global one."""
+        return self.current(f"agent:{agent.pk}") or self.current("global")
+
+
 class PublishingPolicy(models.Model):
     """One version of a publishing policy, global (`agent` null) or for one agent.
 
@@ -45,6 +55,8 @@ class PublishingPolicy(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PolicyQuerySet.as_manager()
 
     class Meta:
         ordering = ["scope_key", "-version"]

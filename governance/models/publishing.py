@@ -4,7 +4,16 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from agents.permissions import AgentScopedQuerySet
 from governance.choices import BypassState, RequestState
+
+
+class PublishRequestQuerySet(AgentScopedQuerySet):
+    agent_path = "agent_version__agent"
+
+
+class BypassQuerySet(AgentScopedQuerySet):
+    agent_path = "publish_request__agent_version__agent"
 
 
 class PublishRequest(models.Model):
@@ -32,6 +41,8 @@ class PublishRequest(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PublishRequestQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -69,6 +80,8 @@ class Bypass(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     used_at = models.DateTimeField(null=True, blank=True)
+
+    objects = BypassQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

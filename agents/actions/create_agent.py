@@ -1,0 +1,36 @@
+"""CreateAgent: a Builder registers a new agent."""
+
+from agents.actions.base import Action
+from agents.audit import audit
+from agents.errors import ActionDenied, ActionInvalid
+from agents.models import Agent
+
+
+class CreateAgent(Action):
+    """Register an agent (global Builder or Admin: a role scoped to one agent cannot create
+    others). The creator becomes its owner; its versions are added with `CreateDraftVersion`."""
+
+    def __init__(self, *, acting_user, slug, name, description=""):
+        super().__init__(acting_user=acting_user)
+        self.slug = slug
+        self.name = name
+        self.description = description
+
+    def check(self):
+        user = self.acting_user
+        if user is None or not user.is_active or not user.has_perm("agents.add_agent"):
+            raise ActionDenied("You may not create agents (Builder role needed).")
+        if Agent.objects.filter(slug=self.slug).exists():
+            raise ActionInvalid(f"An agent with slug {self.slug!r} exists.", field="slug")
+
+    def perform(self):
+        agent = Agent.objects.create(
+            slug=self.slug, name=self.name, description=self.description, owner=self.acting_user
+        )
+        audit(
+            "agents.agent.create",
+            actor=self.acting_user,
+            target=agent,
+            after={"slug": agent.slug, "name": agent.name},
+        )
+        return agent

@@ -1,0 +1,98 @@
+"""The agents API: agents and their versions, listed through `for_user` (a user who may not
+see an object gets 404). Creating goes through the actions. The publishing verbs on a version
+(`request-publication`, `publish`, `retire`, `rollback`) are governance's and live in
+`governance.api.views`, under the same `/versions/{id}/` path."""
+
+import django_filters
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.response import Response
+
+from agents.actions.create_agent import CreateAgent
+from agents.actions.create_draft_version import CreateDraftVersion
+from agents.api.serializers import (
+    AgentInputSerializer,
+    AgentSerializer,
+    AgentVersionInputSerializer,
+    AgentVersionSerializer,
+    ErrorSerializer,
+)
+from agents.choices import VersionState
+from agents.models import Agent, AgentVersion
+
+REFUSED = {
+    400: OpenApiResponse(ErrorSerializer, description="Invalid input."),
+    403: OpenApiResponse(ErrorSerializer, description="Your role does not allow this."),
+}
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Agents you may see"),
+    retrieve=extend_schema(summary="One agent"),
+)
+class AgentViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = AgentSerializer
+    lookup_field = "slug"
+    queryset = Agent.objects.none()  # the schema's model; requests use get_queryset
+
+    def get_queryset(self):
+        return Agent.objects.for_user(self.request.user, "view").select_related("owner")
+
+    @extend_schema(
+        summary="Register an agent (Builder)",
+        request=AgentInputSerializer,
+        responses={201: AgentSerializer, **REFUSED},
+    )
+    def create(self, request, *args, **kwargs):
+        data = AgentInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        agent = CreateAgent(acting_user=request.user, **data.validated_data).execute()
+        return Response(AgentSerializer(agent).data, status=status.HTTP_201_CREATED)
+
+
+class VersionFilter(django_filters.FilterSet):
+    agent = django_filters.CharFilter(field_name="agent__slug")
+    state = django_filters.ChoiceFilter(choices=VersionState.choices)
+
+    class Meta:
+        model = AgentVersion
+        fields = ["agent", "state"]
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Agent versions you may see"),
+    retrieve=extend_schema(summary="One agent version"),
+)
+class AgentVersionViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = AgentVersionSerializer
+    filterset_class = VersionFilter
+    queryset = AgentVersion.objects.none()
+
+    def get_queryset(self):
+        return (
+            AgentVersion.objects.for_user(self.request.user, "view")
+            .select_related("agent", "created_by")
+            .order_by("agent__slug", "-number")
+        )
+
+    @extend_schema(
+        summary="Create a draft version (Builder)",
+        request=AgentVersionInputSerializer,
+        responses={201: AgentVersionSerializer, **REFUSED},
+    )
+    def create(self, request, *args, **kwargs):
+        data = AgentVersionInputSerializer(data=request.data, context={"request": request})
+        data.is_valid(raise_exception=True)
+        version = CreateDraftVersion(acting_user=request.user, **data.validated_data).execute()
+        version = self.get_queryset().get(pk=version.pk)
+        return Response(AgentVersionSerializer(version).data, status=status.HTTP_201_CREATED)

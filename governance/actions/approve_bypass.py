@@ -1,0 +1,33 @@
+"""ApproveBypass: a second Admin agrees to a requested bypass."""
+
+from agents.errors import ActionConflict, ActionDenied
+from governance.actions._bypass_verb import BypassVerb
+from governance.bypass_rules import void_reason
+from governance.choices import BypassState
+
+
+class ApproveBypass(BypassVerb):
+    """Approve a `requested` bypass (Admin). When the policy requires a second Admin, the
+    approver must be a different Admin from the requester (four eyes; a bypass whose policy
+    needs no second Admin is approved when requested). The bypass must still speak about the
+    request's current decision and the version's current configuration."""
+
+    verb = "approve"
+    to_state = BypassState.APPROVED
+
+    def check(self):
+        super().check()
+        request = self.bypass.publish_request
+        if (
+            request.policy.bypass_requires_second_admin
+            and self.bypass.requested_by_id == self.acting_user.pk
+        ):
+            raise ActionDenied(
+                "A second, different Admin must approve this bypass.", code="same_admin"
+            )
+        problem = void_reason(self.bypass, request, request.agent_version)
+        if problem:
+            raise ActionConflict(problem, code="bypass_void")
+
+    def extra_fields(self):
+        return {"approved_by": self.acting_user}

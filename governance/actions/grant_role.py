@@ -1,0 +1,77 @@
+"""GrantRole: an Admin gives a user a role, globally or for one agent or dataset."""
+
+from django.contrib.auth.models import Group
+from guardian.shortcuts import assign_perm
+
+from agents.audit import audit
+from agents.errors import ActionConflict, ActionDenied, ActionInvalid
+from governance.actions.base import GovernanceAction
+from governance.choices import Role
+from governance.roles import is_global_admin, role_action, scoped_perms, scoped_roles
+
+
+def describe_scope(obj):
+    if obj is None:
+        return "global"
+    return {"type": f"{obj._meta.app_label}.{obj._meta.model_name}", "id": obj.pk, "repr": str(obj)}
+
+
+class GrantRole(GovernanceAction):
+    """Grant `role` to `user`: globally (membership of the role's group) or for one agent or
+    dataset (the role's verbs as guardian object permissions, `governance.roles.OBJECT_PERMS`).
+
+    This and `RevokeRole` are the only ways rights change in Sherlock: the admin's user and
+    group screens show memberships read-only and guardian's permission screens are not mounted,
+    so a staff user cannot grant themselves rights (django-guardian #756). Only a global Admin
+    grants; an Admin for one agent holds that agent's verbs, not the right to hand them out.
+    """
+
+    noun = "role"
+    verb = "grant"
+
+    def __init__(self, *, acting_user, user, role, obj=None, reason=""):
+        super().__init__(acting_user=acting_user)
+        self.user = user
+        self.role = role
+        self.obj = obj
+        self.reason = reason
+
+    def refusal_target(self):
+        return self.user
+
+    def check(self):
+        if not is_global_admin(self.acting_user):
+            raise ActionDenied("Only an Admin may grant roles.")
+        if self.role not in Role.values:
+            raise ActionInvalid(f"{self.role!r} is not a role", field="role")
+        if self.obj is None:
+            if self.user.groups.filter(name=self.role).exists():
+                raise ActionConflict(f"{self.user} is already a {self.role}.", code="already_held")
+            return
+        if scoped_perms(self.role, self.obj) is None:
+            raise ActionInvalid(
+                f"A {self.role} cannot be granted for a {self.obj._meta.verbose_name}.",
+                field="role",
+            )
+        if self.role in scoped_roles(self.user, self.obj):
+            raise ActionConflict(
+                f"{self.user} is already a {self.role} of {self.obj}.", code="already_held"
+            )
+
+    def perform(self):
+        with role_action():
+            if self.obj is None:
+                self.user.groups.add(Group.objects.get(name=self.role))
+                perms = []
+            else:
+                perms = scoped_perms(self.role, self.obj)
+                for codename in perms:
+                    assign_perm(codename, self.user, self.obj)
+        audit(
+            "governance.role.grant",
+            actor=self.acting_user,
+            target=self.user,
+            after={"role": self.role, "scope": describe_scope(self.obj), "perms": perms},
+            reason=self.reason,
+        )
+        return self.user

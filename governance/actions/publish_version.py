@@ -1,0 +1,222 @@
+"""PublishVersion: the one path to a live version (DESIGN section 10.6)."""
+
+from django.utils import timezone
+
+from agents.audit import audit
+from agents.choices import VersionState
+from agents.errors import ActionConflict, ActionDenied
+from agents.models import Agent, AgentVersion
+from agents.permissions import user_can
+from governance.actions.base import GovernanceAction
+from governance.actions.expire_bypass import ExpireBypass
+from governance.bypass_rules import void_reason
+from governance.choices import BypassState, Enforcement, RequestState
+from governance.decision import PASS, release_of
+from governance.models import Bypass, PublishingPolicy, PublishRequest
+
+# How a version cleared the gate; recorded in the audit entry.
+PASSED, ADVISORY, BYPASS = "passed", "advisory", "bypass"
+
+
+class PublishVersion(GovernanceAction):
+    """Make a draft version live and retire the previous live version, atomically.
+
+    Admin actions, the API, the publish page and commands all call this; nothing else sets
+    `Agent.live_version`. Inside one transaction, with the agent row locked, it re-checks
+    everything on fresh rows: the Publisher's right on this agent, separation of duties (the
+    version's creator may not publish it when the policy says so), and the decision of the
+    version's current publish request, which must be for this exact configuration and made
+    under the policy still in force. Then the gate:
+
+    - decision passed: publish;
+    - blocked under an `advisory` policy: publish (report only), and say so in the audit;
+    - blocked under a `soft` policy: only with an approved bypass bound to this decision and
+      config hash, not expired; it is used up here (single use);
+    - blocked under a `hard` policy: nobody may publish.
+
+    `RollBackVersion` is the same path for a retired version.
+    """
+
+    noun = "version"
+    verb = "publish"
+    from_state = VersionState.DRAFT
+
+    def __init__(self, *, acting_user, agent_version, reason=""):
+        super().__init__(acting_user=acting_user)
+        self.agent_version = agent_version
+        self.reason = reason
+        self.request = None
+        self.route = None
+        self.bypass = None
+
+    def refusal_target(self):
+        return self.agent_version
+
+    def current_request(self):
+        return (
+            PublishRequest.objects.filter(agent_version=self.agent_version)
+            .exclude(state=RequestState.SUPERSEDED)
+            .select_related("policy")
+            .order_by("-pk")
+            .first()
+        )
+
+    def prepare(self):
+        # Touching a bypass expires it if its time is up; committed even if we are refused.
+        request = self.current_request()
+        if request is not None:
+            for bypass in request.bypasses.filter(state=BypassState.APPROVED):
+                ExpireBypass(bypass=bypass).execute()
+
+    def lock(self):
+        self.agent = Agent.objects.select_for_update().get(pk=self.agent_version.agent_id)
+        self.agent_version = AgentVersion.objects.select_related("agent").get(
+            pk=self.agent_version.pk
+        )
+
+    def check(self):
+        user, version = self.acting_user, self.agent_version
+        agent = version.agent
+        if not user_can(user, "publish", agent):
+            raise ActionDenied(
+                "You may not publish versions of this agent (Publisher role needed)."
+            )
+        self.check_state(version)
+        request = self.current_request()
+        if request is None:
+            raise ActionConflict(
+                "This version has no publish request; request publication first.",
+                code="no_request",
+            )
+        if request.state == RequestState.EVALUATING:
+            raise ActionConflict(
+                "The gate runs of this version are still evaluating.", code="evaluating"
+            )
+        if request.state not in (RequestState.PASSED, RequestState.BLOCKED):
+            raise ActionConflict(
+                f"The publish request is {request.state}; request publication again.",
+                code="request_closed",
+            )
+        if request.config_hash != version.config_hash:
+            raise ActionConflict(
+                "The version's configuration changed since its decision.", code="stale_decision"
+            )
+        in_force = PublishingPolicy.objects.in_force_for(agent)
+        if in_force is None or in_force.pk != request.policy_id:
+            raise ActionConflict(
+                f"The publishing policy changed since this decision (now {in_force}); "
+                "request publication again.",
+                code="stale_decision",
+            )
+        policy = request.policy
+        if policy.creator_may_not_publish and version.created_by_id == user.pk:
+            raise ActionDenied(
+                "Separation of duties: the creator of a version may not publish it.",
+                code="separation_of_duties",
+            )
+        self.request = request
+        self.route, self.bypass = self.clearance(request, policy, version)
+
+    def check_state(self, version):
+        if version.state == VersionState.PUBLISHED:
+            raise ActionConflict("This version is already published.", code="already_published")
+        if version.state != self.from_state:
+            raise ActionConflict(
+                "This version is retired; roll back to publish it again.", code="retired"
+            )
+
+    def clearance(self, request, policy, version):
+        """How the decision lets this version through, or ActionConflict."""
+        if release_of(request.decision) == PASS:
+            return PASSED, None
+        failing = request.decision.get("first_failing_gate") or "unknown"
+        if policy.enforcement == Enforcement.ADVISORY:
+            return ADVISORY, None
+        if policy.enforcement == Enforcement.HARD:
+            raise ActionConflict(
+                f"The gate blocked this version ({failing}) and the policy is hard: "
+                "no bypass is possible.",
+                code="blocked",
+            )
+        bypass = request.bypasses.filter(state=BypassState.APPROVED).order_by("-pk").first()
+        if bypass is None:
+            raise ActionConflict(
+                f"The gate blocked this version ({failing}); publishing it needs an approved "
+                "bypass.",
+                code="blocked",
+            )
+        problem = void_reason(bypass, request, version)
+        if problem:
+            raise ActionConflict(problem, code="bypass_void")
+        return BYPASS, bypass
+
+    def perform(self):
+        now = timezone.now()
+        version, agent, request, user = (
+            self.agent_version,
+            self.agent,
+            self.request,
+            self.acting_user,
+        )
+        previous = agent.live_version_id
+        for old in AgentVersion.objects.filter(agent=agent, state=VersionState.PUBLISHED).exclude(
+            pk=version.pk
+        ):
+            AgentVersion.objects.filter(pk=old.pk, state=VersionState.PUBLISHED).update(
+                state=VersionState.RETIRED
+            )
+            audit(
+                "governance.version.retire",
+                actor=user,
+                target=old,
+                before={"state": VersionState.PUBLISHED, "live": old.pk == previous},
+                after={"state": VersionState.RETIRED, "live": False},
+                reason=f"replaced by v{version.number}",
+            )
+        if (
+            AgentVersion.objects.filter(pk=version.pk, state=self.from_state).update(
+                state=VersionState.PUBLISHED
+            )
+            != 1
+        ):
+            raise ActionConflict("The version changed state meanwhile.", code="conflict")
+        Agent.objects.filter(pk=agent.pk).update(live_version=version)
+        if self.bypass is not None:
+            if (
+                Bypass.objects.filter(pk=self.bypass.pk, state=BypassState.APPROVED).update(
+                    state=BypassState.USED, used_at=now
+                )
+                != 1
+            ):
+                raise ActionConflict("The bypass was used or revoked meanwhile.", code="conflict")
+            audit(
+                "governance.bypass.use",
+                actor=user,
+                target=self.bypass,
+                before={"state": BypassState.APPROVED},
+                after={"state": BypassState.USED, "agent_version": version.pk},
+                reason=self.bypass.reason,
+            )
+        new_state = RequestState.BYPASSED if self.bypass else RequestState.PUBLISHED
+        PublishRequest.objects.filter(pk=request.pk, state=request.state).update(
+            state=new_state, published_at=now, published_by=user
+        )
+        audit(
+            f"governance.version.{self.verb}",
+            actor=user,
+            target=version,
+            before={"state": self.from_state, "live_version": previous},
+            after={
+                "state": VersionState.PUBLISHED,
+                "live_version": version.pk,
+                "publish_request": request.pk,
+                "request_state": new_state,
+                "release": release_of(request.decision),
+                "cleared_by": self.route,
+                "bypass": self.bypass.pk if self.bypass else None,
+                "policy": {"id": request.policy_id, "version": request.policy.version},
+            },
+            reason=self.reason,
+        )
+        version.state = VersionState.PUBLISHED
+        return version

@@ -1,0 +1,131 @@
+"""RequestBypass: an Admin overrides one blocked decision, with a substantive reason."""
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from agents.audit import audit
+from agents.errors import ActionConflict, ActionDenied
+from agents.models import Agent
+from agents.permissions import user_can
+from governance.actions.base import GovernanceAction, substantive_reason
+from governance.actions.expire_bypass import ExpireBypass
+from governance.choices import BYPASS_ACTIVE, BypassState, Enforcement, RequestState
+from governance.models import Bypass, PublishRequest
+
+
+class RequestBypass(GovernanceAction):
+    """Ask to override the blocked decision of `publish_request` (Admin only: the bypass right
+    is separate from the publish right, so a Publisher has none).
+
+    The bypass is bound to that decision snapshot and to the version's config hash, expires after
+    the policy's `bypass_expiry_hours`, and is used once, by the publish action. When the policy
+    requires a second Admin it waits in `requested` for a different Admin's approval; otherwise
+    the request is its own approval (both steps are audited). A `hard` policy cannot be bypassed;
+    an `advisory` one needs no bypass. Every refusal is audited (`governance.bypass.refused`).
+    """
+
+    noun = "bypass"
+    verb = "request"
+
+    def __init__(self, *, acting_user, publish_request, reason):
+        super().__init__(acting_user=acting_user)
+        self.publish_request = publish_request
+        self.reason = reason
+
+    def refusal_target(self):
+        return self.publish_request
+
+    def prepare(self):
+        for bypass in Bypass.objects.filter(
+            publish_request=self.publish_request, state__in=BYPASS_ACTIVE
+        ):
+            ExpireBypass(bypass=bypass).execute()
+
+    def lock(self):
+        Agent.objects.select_for_update().filter(
+            pk=self.publish_request.agent_version.agent_id
+        ).first()
+        self.publish_request = PublishRequest.objects.select_related(
+            "policy", "agent_version__agent"
+        ).get(pk=self.publish_request.pk)
+
+    def check(self):
+        self.check_without_reason()
+        self.reason = substantive_reason(self.reason)
+
+    def check_without_reason(self):
+        """Everything but the reason: what a page asks before showing the bypass form."""
+        request = self.publish_request
+        version = request.agent_version
+        if not user_can(self.acting_user, "bypass", version.agent):
+            raise ActionDenied(
+                "Only an Admin may bypass a gate; Publishers and Builders have no bypass right.",
+                code="bypass_denied",
+            )
+        if request.state != RequestState.BLOCKED:
+            raise ActionConflict(
+                f"Only a blocked decision can be bypassed; this request is {request.state}.",
+                code="not_blocked",
+            )
+        policy = request.policy
+        if policy.enforcement == Enforcement.HARD:
+            raise ActionConflict(
+                "The policy is hard: its gate cannot be bypassed.", code="hard_policy"
+            )
+        if policy.enforcement == Enforcement.ADVISORY:
+            raise ActionConflict(
+                "The policy is advisory: a blocked decision does not block publishing.",
+                code="advisory_policy",
+            )
+        if request.config_hash != version.config_hash:
+            raise ActionConflict(
+                "The version's configuration changed since its decision.", code="stale_decision"
+            )
+        if request.bypasses.filter(state__in=BYPASS_ACTIVE).exists():
+            raise ActionConflict(
+                "A bypass of this decision is already requested or approved.",
+                code="already_requested",
+            )
+
+    def perform(self):
+        request, user = self.publish_request, self.acting_user
+        policy = request.policy
+        now = timezone.now()
+        second_admin = policy.bypass_requires_second_admin
+        bypass = Bypass.objects.create(
+            publish_request=request,
+            requested_by=user,
+            reason=self.reason,
+            state=BypassState.REQUESTED if second_admin else BypassState.APPROVED,
+            approved_by=None if second_admin else user,
+            decided_at=None if second_admin else now,
+            decision=request.decision,
+            config_hash=request.config_hash,
+            expires_at=now + timedelta(hours=policy.bypass_expiry_hours),
+        )
+        audit(
+            "governance.bypass.request",
+            actor=user,
+            target=bypass,
+            after={
+                "state": BypassState.REQUESTED,
+                "publish_request": request.pk,
+                "agent_version": request.agent_version_id,
+                "config_hash": bypass.config_hash,
+                "first_failing_gate": request.decision.get("first_failing_gate"),
+                "expires_at": bypass.expires_at,
+                "requires_second_admin": second_admin,
+            },
+            reason=self.reason,
+        )
+        if not second_admin:
+            audit(
+                "governance.bypass.approve",
+                actor=user,
+                target=bypass,
+                before={"state": BypassState.REQUESTED},
+                after={"state": BypassState.APPROVED},
+                reason="the policy does not require a second Admin",
+            )
+        return bypass

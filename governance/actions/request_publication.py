@@ -1,0 +1,156 @@
+"""RequestPublication: a Builder asks for a version to go live; the gate runs start."""
+
+from django.utils import timezone
+
+from agents.audit import audit
+from agents.choices import VersionState
+from agents.errors import ActionConflict, ActionDenied
+from agents.models import Agent, AgentVersion
+from agents.permissions import user_can
+from evaluations.actions.start_run import StartRun
+from evaluations.choices import RunPurpose
+from governance.actions.base import GovernanceAction
+from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
+from governance.models import Bypass, PublishingPolicy, PublishRequest
+
+
+class RequestPublication(GovernanceAction):
+    """Open a publish request for `agent_version` and start the gate runs of the policy in force
+    for its agent (the agent's own policy wins over the global one): one run per gate dataset,
+    on its latest frozen version, with the policy's repetitions (DESIGN section 10.1).
+
+    A draft is requested by a Builder. A retired version may be requested again, by a Builder
+    or a Publisher: rolling back goes through the same gate. Asking again for a version whose
+    earlier request was decided supersedes that request (and voids its bypasses); a request
+    still evaluating is not duplicated. The decision is made when the runs finish
+    (`governance.receivers`).
+    """
+
+    noun = "request"
+    verb = "create"
+
+    def __init__(self, *, acting_user, agent_version):
+        super().__init__(acting_user=acting_user)
+        self.agent_version = agent_version
+        self.policy = None
+        self.datasets = []
+
+    def refusal_target(self):
+        return self.agent_version
+
+    def lock(self):
+        # The agent row is the lock every publishing verb takes, so a request cannot interleave
+        # with a publish of the same agent.
+        Agent.objects.select_for_update().filter(pk=self.agent_version.agent_id).first()
+        self.agent_version = AgentVersion.objects.select_related("agent").get(
+            pk=self.agent_version.pk
+        )
+
+    def check(self):
+        version, user = self.agent_version, self.acting_user
+        agent = version.agent
+        if version.state == VersionState.RETIRED:
+            if not (user_can(user, "build", agent) or user_can(user, "publish", agent)):
+                raise ActionDenied(
+                    "You may not request publication of this agent's versions "
+                    "(Builder or Publisher role needed)."
+                )
+        elif not user_can(user, "build", agent):
+            raise ActionDenied(
+                "You may not request publication of this agent's versions (Builder role needed)."
+            )
+        if version.state == VersionState.PUBLISHED:
+            raise ActionConflict("This version is already published.", code="already_published")
+        self.policy = PublishingPolicy.objects.in_force_for(agent)
+        if self.policy is None:
+            raise ActionConflict(
+                "No publishing policy is in force for this agent; an Admin must create one.",
+                code="no_policy",
+            )
+        self.datasets = []
+        for dataset in self.policy.gate_datasets.order_by("slug"):
+            frozen = dataset.latest_frozen
+            if frozen is None:
+                raise ActionConflict(
+                    f"Gate dataset {dataset.slug} has no frozen version to evaluate against.",
+                    code="no_frozen_dataset",
+                )
+            self.datasets.append(frozen)
+        if not self.datasets:
+            raise ActionConflict(
+                f"The policy in force ({self.policy}) names no gate dataset.",
+                code="no_gate_datasets",
+            )
+        if version.publish_requests.filter(state=RequestState.EVALUATING).exists():
+            raise ActionConflict(
+                "A publish request for this version is already evaluating.",
+                code="already_evaluating",
+            )
+
+    def perform(self):
+        version, policy = self.agent_version, self.policy
+        self._supersede_earlier_requests()
+        request = PublishRequest.objects.create(
+            agent_version=version,
+            requested_by=self.acting_user,
+            policy=policy,
+            config_hash=version.config_hash,
+        )
+        # The gate runs are the system's: the requester's right was checked above, and a
+        # Builder scoped to this agent need not see the gate datasets.
+        runs = [
+            StartRun(
+                acting_user=None,
+                agent_version=version,
+                dataset_version=dataset_version,
+                repetitions=policy.repetitions,
+                purpose=RunPurpose.GATE,
+            ).execute()
+            for dataset_version in self.datasets
+        ]
+        request.runs.set(runs)
+        audit(
+            "governance.request.create",
+            actor=self.acting_user,
+            target=request,
+            after={
+                "state": request.state,
+                "agent_version": version.pk,
+                "version_state": version.state,
+                "config_hash": version.config_hash,
+                "policy": {"id": policy.pk, "scope": policy.scope_key, "version": policy.version},
+                "runs": [run.pk for run in runs],
+            },
+        )
+        return request
+
+    def _supersede_earlier_requests(self):
+        earlier = list(
+            self.agent_version.publish_requests.filter(
+                state__in=[RequestState.PASSED, RequestState.BLOCKED]
+            )
+        )
+        for old in earlier:
+            PublishRequest.objects.filter(pk=old.pk, state=old.state).update(
+                state=RequestState.SUPERSEDED
+            )
+            audit(
+                "governance.request.supersede",
+                actor=self.acting_user,
+                target=old,
+                before={"state": old.state},
+                after={"state": RequestState.SUPERSEDED},
+                reason="publication was requested again",
+            )
+            for bypass in Bypass.objects.filter(publish_request=old, state__in=BYPASS_ACTIVE):
+                Bypass.objects.filter(pk=bypass.pk, state=bypass.state).update(
+                    state=BypassState.REVOKED, decided_at=timezone.now()
+                )
+                audit(
+                    "governance.bypass.revoke",
+                    actor=self.acting_user,
+                    target=bypass,
+                    before={"state": bypass.state},
+                    after={"state": BypassState.REVOKED},
+                    reason=f"its publish request #{old.pk} was superseded",
+                )

@@ -1,0 +1,40 @@
+"""The gate decision of a publish request, made once its gate runs have finished.
+
+`make_decision(publish_request)` is the one place that turns runs and a policy into a decision
+snapshot; everything else (the request's state, publish, bypass, the `gate` command, the API)
+reads the snapshot through `release_of` and `gate_rows`. The snapshot is stored on the request
+and a bypass is bound to it, so it carries every number, the runs and the policy version used.
+
+The decision itself is the five-metric contract's (`evaluations.contract.db.decide`): every gate
+of seed 003 in its fixed order, then the policy's `min_case_pass_rate`, the first failing gate
+and the `release` verdict. It fails closed: no run, a run that did not complete, or a number
+that cannot be computed fails its gate; nothing passes by default (DESIGN section 10.5).
+"""
+
+from django.utils import timezone
+
+from evaluations.contract.db import decide
+
+PASS = "pass"
+FAIL = "fail"
+
+
+def make_decision(publish_request):
+    """The decision snapshot for `publish_request`: gates, first failing gate, release verdict,
+    the runs and the policy version, stamped with the config hash it was made for."""
+    runs = publish_request.runs.select_related("dataset_version__dataset", "agent_version__agent")
+    decision = decide(list(runs.order_by("pk")), publish_request.policy)
+    decision["config_hash"] = publish_request.config_hash
+    decision["decided_at"] = timezone.now().isoformat()
+    return decision
+
+
+def release_of(decision):
+    """ "pass" or "fail" for a stored snapshot; anything unreadable is a fail (fail closed)."""
+    return PASS if (decision or {}).get("release") == PASS else FAIL
+
+
+def gate_rows(decision):
+    """The gates of a snapshot as (name, status, detail) rows, for tables and the CLI."""
+    gates = (decision or {}).get("gates") or []
+    return [(g.get("name", "?"), g.get("status", FAIL), g.get("detail", "")) for g in gates]

@@ -1,0 +1,58 @@
+"""`manage.py export_audit --format csv|jsonl`: the audit log, oldest first, for review."""
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils.dateparse import parse_datetime
+
+from agents.audit import audit
+from governance.audit_export import FORMATS, write_entries
+from governance.models import AuditEntry
+
+
+class Command(BaseCommand):
+    help = "Export audit entries as CSV or JSON Lines (to stdout, or --output FILE)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--format", choices=sorted(FORMATS), default="jsonl")
+        parser.add_argument("--output", help="write to this file instead of stdout")
+        parser.add_argument("--actor", help="username of the actor")
+        parser.add_argument("--action", help="an action code, or a prefix ending in '.'")
+        parser.add_argument("--target-type", help="e.g. agents.agentversion")
+        parser.add_argument("--since", help="ISO date-time, inclusive")
+        parser.add_argument("--until", help="ISO date-time, inclusive")
+
+    def handle(self, *args, **opts):
+        entries = AuditEntry.objects.order_by("sequence")
+        if opts["actor"]:
+            entries = entries.filter(actor_repr=opts["actor"])
+        if opts["action"]:
+            action = opts["action"]
+            entries = (
+                entries.filter(action__startswith=action)
+                if action.endswith(".")
+                else entries.filter(action=action)
+            )
+        if opts["target_type"]:
+            entries = entries.filter(target_type=opts["target_type"])
+        for name, lookup in (("since", "at__gte"), ("until", "at__lte")):
+            if opts[name]:
+                moment = parse_datetime(opts[name])
+                if moment is None:
+                    raise CommandError(f"--{name}: {opts[name]!r} is not an ISO date-time")
+                entries = entries.filter(**{lookup: moment})
+        if opts["output"]:
+            with open(opts["output"], "w", newline="", encoding="utf-8") as out:
+                count = write_entries(entries, opts["format"], out)
+            self.stderr.write(f"{count} entries written to {opts['output']}")
+        else:
+            count = write_entries(entries, opts["format"], self.stdout)
+        # Reading the whole trail out is itself worth a line in it.
+        audit(
+            "governance.audit.export",
+            after={"format": opts["format"], "entries": count, "filters": _filters(opts)},
+            reason="manage.py export_audit",
+        )
+
+
+def _filters(opts):
+    names = ("actor", "action", "target_type", "since", "until")
+    return {name: opts[name] for name in names if opts.get(name)}

@@ -1,0 +1,142 @@
+"""`manage.py gate AGENT_SLUG`: the CI gate. Exit 0 passed, 1 blocked, 2 error."""
+
+import time
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from agents.choices import VersionState
+from agents.errors import ActionError
+from agents.models import Agent
+from evaluations.choices import RUN_TERMINAL
+from governance.actions.decide_publish_request import DecidePublishRequest
+from governance.actions.request_publication import RequestPublication
+from governance.choices import Enforcement, RequestState
+from governance.decision import PASS, gate_rows, release_of
+from governance.models import PublishingPolicy, PublishRequest
+
+ERROR = 2
+
+
+class Command(BaseCommand):
+    help = (
+        "Request (with --user) or read the gate decision of an agent version (default: its "
+        "newest draft), wait for its runs, print the gate table. Exit 0 when it passed, 1 when "
+        "it is blocked, 2 on error (unknown agent or version, timeout, a refused request)."
+    )
+
+    def add_arguments(self, parser):
+        # `--version N` is the agent's version here; Django's own `--version` (its release
+        # number) gives way to it.
+        parser._optionals.conflict_handler = "resolve"
+        parser.add_argument("agent_slug")
+        parser.add_argument("--version", type=int, help="version number (default: newest draft)")
+        parser.add_argument(
+            "--wait", type=float, default=600, help="seconds to wait for the gate runs (600)"
+        )
+        parser.add_argument(
+            "--user", help="request publication as this user (a Builder) when none is current"
+        )
+        parser.add_argument("--poll", type=float, default=1.0, help="seconds between checks (1)")
+
+    def handle(self, *args, agent_slug, version, wait, user, poll, **options):
+        agent = Agent.objects.filter(slug=agent_slug).first()
+        if agent is None:
+            raise CommandError(f"no agent {agent_slug!r}", returncode=ERROR)
+        versions = agent.versions.order_by("-number")
+        target = (
+            versions.filter(number=version).first()
+            if version is not None
+            else versions.filter(state=VersionState.DRAFT).first()
+        )
+        if target is None:
+            which = f"version {version}" if version is not None else "draft version"
+            raise CommandError(f"{agent_slug} has no {which}", returncode=ERROR)
+        request = self.current_request(agent, target, user)
+        request = self.wait_for_decision(request, wait, poll)
+        self.print_table(agent, target, request)
+        release = release_of(request.decision)
+        if release == PASS:
+            return
+        if request.policy.enforcement == Enforcement.ADVISORY:
+            self.stdout.write("advisory policy: the gate failed, but it only reports.")
+            return
+        raise SystemExit(1)
+
+    def current_request(self, agent, version, username):
+        request = (
+            PublishRequest.objects.filter(agent_version=version)
+            .exclude(state__in=[RequestState.SUPERSEDED, RequestState.REJECTED])
+            .select_related("policy")
+            .order_by("-pk")
+            .first()
+        )
+        in_force = PublishingPolicy.objects.in_force_for(agent)
+        fresh = (
+            request is not None
+            and request.config_hash == version.config_hash
+            and (
+                request.state not in (RequestState.PASSED, RequestState.BLOCKED)
+                or (in_force is not None and request.policy_id == in_force.pk)
+            )
+        )
+        if fresh:
+            return request
+        if not username:
+            why = "no publish request" if request is None else "a stale decision"
+            raise CommandError(
+                f"{version} has {why}; pass --user USERNAME to request publication",
+                returncode=ERROR,
+            )
+        acting = get_user_model().objects.filter(username=username).first()
+        if acting is None:
+            raise CommandError(f"no user named {username!r}", returncode=ERROR)
+        try:
+            created = RequestPublication(acting_user=acting, agent_version=version).execute()
+        except ActionError as exc:
+            raise CommandError(f"request refused: {exc}", returncode=ERROR) from None
+        self.stdout.write(f"requested publication of {version}: publish request #{created.pk}")
+        return created
+
+    def wait_for_decision(self, request, wait, poll):
+        deadline = time.monotonic() + max(wait, 0)
+        while True:
+            request = PublishRequest.objects.select_related("policy").get(pk=request.pk)
+            if request.state != RequestState.EVALUATING:
+                return request
+            statuses = list(request.runs.values_list("status", flat=True))
+            if all(status in RUN_TERMINAL for status in statuses):
+                # The runs are done but no decision was stored (a lost `run_finished`): make it.
+                DecidePublishRequest(publish_request_id=request.pk).execute()
+                continue
+            if time.monotonic() >= deadline:
+                done = sum(status in RUN_TERMINAL for status in statuses)
+                raise CommandError(
+                    f"timed out after {wait:g}s: {done}/{len(statuses)} gate runs finished "
+                    f"(publish request #{request.pk})",
+                    returncode=ERROR,
+                )
+            time.sleep(max(0.05, min(poll, deadline - time.monotonic())))
+
+    def print_table(self, agent, version, request):
+        decision = request.decision
+        policy = request.policy
+        write = self.stdout.write
+        write(
+            f"{agent.slug} v{version.number} - publish request #{request.pk} ({request.state}) - "
+            f"policy {policy.name} v{policy.version} ({policy.enforcement})"
+        )
+        runs = decision.get("runs") or []
+        for run in runs:
+            write(
+                f"  run #{run.get('id')} on {run.get('dataset')} v{run.get('dataset_version')}: "
+                f"{run.get('status')}"
+            )
+        rows = gate_rows(decision)
+        width = max([len(name) for name, _, _ in rows] + [4])
+        write(f"  {'gate':<{width}}  {'status':<6}  detail")
+        for name, status, detail in rows:
+            write(f"  {name:<{width}}  {status:<6}  {detail}")
+        failing = decision.get("first_failing_gate")
+        verdict = "pass" if release_of(decision) == PASS else f"blocked (first failing: {failing})"
+        write(f"release: {verdict}")

@@ -1,0 +1,11 @@
+from django.urls import path
+
+from governance import views
+
+app_name = "governance"
+urlpatterns = [
+    path("versions/<int:pk>/", views.publish_page, name="publish"),
+    path("versions/<int:pk>/bypass/", views.request_bypass, name="request-bypass"),
+    path("versions/<int:pk>/<slug:verb>/", views.version_verb, name="version-verb"),
+    path("bypasses/<int:pk>/<slug:verb>/", views.bypass_verb, name="bypass-verb"),
+]

@@ -1,0 +1,220 @@
+"""The governance API: each verb through DRF with token authentication, for every persona of the
+role matrix (allowed -> 2xx, visible but not allowed -> 403 with the reason, not visible -> 404),
+409 when the state forbids it, the decision with every gate, the Admin-only audit log, and
+constant query counts on the lists."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agents.choices import VersionState
+from governance.actions.publish_version import PublishVersion
+from governance.actions.request_bypass import RequestBypass
+from governance.choices import BypassState
+from governance.models import AuditEntry
+from tests import factories
+from tests.governance.conftest import (
+    PERSONAS,
+    REASON,
+    api_client,
+    finish_gate_runs,
+    make_version,
+    persona_id,
+)
+
+BUILDERS = {("Builder", "global"), ("Builder", "here"), ("Admin", "global"), ("Admin", "here")}
+PUBLISHERS = {
+    ("Publisher", "global"),
+    ("Publisher", "here"),
+    ("Admin", "global"),
+    ("Admin", "here"),
+}
+ADMINS = {("Admin", "global"), ("Admin", "here")}
+
+matrix = pytest.mark.parametrize("role,scope", PERSONAS, ids=persona_id)
+
+
+def expected(role, scope, allowed, success):
+    """2xx for the allowed; 403 for who sees the agent but may not act; 404 for the rest."""
+    if (role, scope) in allowed:
+        return success
+    sees_agent = scope == "global" or (scope == "here" and role != "Editor")
+    return 403 if sees_agent else 404
+
+
+@matrix
+def test_request_publication_through_the_api(role, scope, persona, good_version, policy):
+    response = api_client(persona(role, scope)).post(
+        f"/api/v1/versions/{good_version.pk}/request-publication/"
+    )
+    assert response.status_code == expected(role, scope, BUILDERS, 201), response.json()
+    if response.status_code == 201:
+        assert response.json()["state"] == "evaluating"
+        assert len(response.json()["runs"]) == 1
+    assert good_version.publish_requests.exists() == (response.status_code == 201)
+
+
+@matrix
+def test_publish_through_the_api(role, scope, persona, passed_request, good_version):
+    response = api_client(persona(role, scope)).post(f"/api/v1/versions/{good_version.pk}/publish/")
+    assert response.status_code == expected(role, scope, PUBLISHERS, 200), response.json()
+    good_version.refresh_from_db()
+    published = good_version.state == VersionState.PUBLISHED
+    assert published == (response.status_code == 200)
+    if response.status_code == 403:
+        assert response.json()["code"] == "permission_denied"
+        assert "Publisher role needed" in response.json()["detail"]
+
+
+@matrix
+def test_bypass_through_the_api(role, scope, persona, blocked_request):
+    user = persona(role, scope)
+    response = api_client(user).post(
+        f"/api/v1/publish-requests/{blocked_request.pk}/bypass/", {"reason": REASON}
+    )
+    assert response.status_code == expected(role, scope, ADMINS, 201), response.json()
+    assert blocked_request.bypasses.exists() == (response.status_code == 201)
+    refused = AuditEntry.objects.filter(action="governance.bypass.refused", actor_id=user.pk)
+    assert refused.exists() == (response.status_code == 403)
+
+
+@pytest.fixture
+def pending_bypass(blocked_request, policy, admin_user):
+    policy.bypass_requires_second_admin = True
+    policy.save(update_fields=["bypass_requires_second_admin"])
+    return RequestBypass(
+        acting_user=admin_user, publish_request=blocked_request, reason=REASON
+    ).execute()
+
+
+@matrix
+def test_approve_a_bypass_through_the_api(role, scope, persona, pending_bypass):
+    response = api_client(persona(role, scope)).post(
+        f"/api/v1/bypasses/{pending_bypass.pk}/approve/"
+    )
+    assert response.status_code == expected(role, scope, ADMINS, 200), response.json()
+    pending_bypass.refresh_from_db()
+    approved = pending_bypass.state == BypassState.APPROVED
+    assert approved == (response.status_code == 200)
+
+
+@pytest.mark.parametrize("verb", ["deny", "revoke"])
+def test_an_admin_denies_or_revokes_a_bypass_through_the_api(verb, pending_bypass, db):
+    other = factories.user("other-admin", role="Admin")
+    response = api_client(other).post(
+        f"/api/v1/bypasses/{pending_bypass.pk}/{verb}/", {"reason": "no"}
+    )
+    assert response.status_code == 200
+    assert response.json()["state"] == {"deny": "denied", "revoke": "revoked"}[verb]
+
+
+def test_publishing_a_blocked_version_answers_409_with_the_reason(
+    publisher, blocked_request, bad_version
+):
+    response = api_client(publisher).post(f"/api/v1/versions/{bad_version.pk}/publish/")
+    assert response.status_code == 409
+    assert response.json()["code"] == "blocked"
+    assert "false_success" in response.json()["detail"]
+
+
+def test_publishing_twice_answers_409(publisher, passed_request, good_version):
+    client = api_client(publisher)
+    assert client.post(f"/api/v1/versions/{good_version.pk}/publish/").status_code == 200
+    again = client.post(f"/api/v1/versions/{good_version.pk}/publish/")
+    assert (again.status_code, again.json()["code"]) == (409, "already_published")
+
+
+def test_a_bypass_without_a_reason_answers_400_and_is_audited(admin_user, blocked_request):
+    response = api_client(admin_user).post(f"/api/v1/publish-requests/{blocked_request.pk}/bypass/")
+    assert response.status_code == 400
+    assert response.json()["field"] == "reason"
+    assert AuditEntry.objects.get(action="governance.bypass.refused").after["code"] == "invalid"
+
+
+def test_retire_and_rollback_through_the_api(publisher, author, passed_request, good_version):
+    client = api_client(publisher)
+    client.post(f"/api/v1/versions/{good_version.pk}/publish/")
+    retired = client.post(f"/api/v1/versions/{good_version.pk}/retire/", {"reason": "incident"})
+    assert (retired.status_code, retired.json()["state"]) == (200, "retired")
+    again = api_client(publisher).post(f"/api/v1/versions/{good_version.pk}/request-publication/")
+    assert again.status_code == 201
+    finish_gate_runs(good_version.publish_requests.get(pk=again.json()["id"]))
+    back = client.post(f"/api/v1/versions/{good_version.pk}/rollback/")
+    assert (back.status_code, back.json()["state"], back.json()["is_live"]) == (
+        200,
+        "published",
+        True,
+    )
+
+
+def test_the_publish_request_shows_the_decision_with_every_gate(builder, blocked_request):
+    body = api_client(builder).get(f"/api/v1/publish-requests/{blocked_request.pk}/").json()
+    assert body["state"] == "blocked"
+    assert body["decision"]["first_failing_gate"] == "false_success"
+    gates = {g["name"]: g for g in body["decision"]["gates"]}
+    assert gates["false_success"]["value"]["num"] == 2
+    assert gates["false_success"]["threshold"] == {"max": 0}
+    assert body["policy"]["version"] == 1 and body["runs"][0]["status"] == "completed"
+
+
+def test_a_user_who_may_not_see_the_agent_gets_404_for_its_requests(
+    outsider, persona, blocked_request
+):
+    for user in (outsider, persona("Publisher", "other")):
+        client = api_client(user)
+        assert client.get(f"/api/v1/publish-requests/{blocked_request.pk}/").status_code == 404
+        assert client.get("/api/v1/publish-requests/").json()["count"] == 0
+
+
+def test_lists_take_a_constant_number_of_queries(
+    django_assert_num_queries, admin_user, author, agent, evaluate, blocked_request
+):
+    client = api_client(admin_user)
+
+    def count(url):
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        return len(queries)
+
+    urls = ["/api/v1/publish-requests/", "/api/v1/bypasses/", "/api/v1/audit/"]
+    RequestBypass(acting_user=admin_user, publish_request=blocked_request, reason=REASON).execute()
+    before = [count(url) for url in urls]
+    for _ in range(3):
+        request = evaluate(make_version(agent, author, good=False), author, passed=False)
+        RequestBypass(acting_user=admin_user, publish_request=request, reason=REASON).execute()
+    for url, queries in zip(urls, before, strict=True):
+        with django_assert_num_queries(queries):
+            client.get(url)
+
+
+# --- the audit log ------------------------------------------------------------------------------
+
+
+@matrix
+def test_only_admins_read_the_audit_log(role, scope, persona):
+    response = api_client(persona(role, scope)).get("/api/v1/audit/")
+    assert response.status_code == (200 if (role, scope) == ("Admin", "global") else 403)
+
+
+def test_the_audit_log_filters_by_actor_action_target_type_and_date(
+    admin_user, publisher, passed_request, good_version
+):
+    PublishVersion(acting_user=publisher, agent_version=good_version).execute()
+    client = api_client(admin_user)
+    published = client.get("/api/v1/audit/", {"actor": "publisher"}).json()["results"]
+    assert [e["action"] for e in published] == ["governance.version.publish"]
+    by_prefix = client.get("/api/v1/audit/", {"action_prefix": "governance.request."}).json()
+    assert {e["action"] for e in by_prefix["results"]} == {
+        "governance.request.create",
+        "governance.request.decide",
+    }
+    versions = client.get("/api/v1/audit/", {"target_type": "agents.agentversion"}).json()
+    assert {e["target_id"] for e in versions["results"]} == {str(good_version.pk)}
+    entry = AuditEntry.objects.get(action="governance.version.publish")
+    window = {"since": entry.at.isoformat(), "until": entry.at.isoformat()}
+    assert [e["sequence"] for e in client.get("/api/v1/audit/", window).json()["results"]] == [
+        entry.sequence
+    ]
+    assert (
+        client.get("/api/v1/audit/", {"action": "governance.version.publish"}).json()["count"] == 1
+    )

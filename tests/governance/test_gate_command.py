@@ -1,0 +1,78 @@
+"""`manage.py gate`: the CI gate reads or requests a version's decision, waits for its runs and
+exits 0 (passed), 1 (blocked) or 2 (error)."""
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from governance.choices import Enforcement, RequestState
+from governance.models import PublishRequest
+
+
+def gate(*args):
+    """Run the command; returns (exit code, stdout)."""
+    from io import StringIO
+
+    out = StringIO()
+    try:
+        call_command("gate", *args, stdout=out)
+    except SystemExit as exit_:
+        return exit_.code, out.getvalue()
+    except CommandError as error:
+        return error.returncode, str(error)
+    return 0, out.getvalue()
+
+
+def test_a_passed_decision_exits_0_and_prints_the_gate_table(passed_request):
+    code, out = gate("support-bot")
+    assert code == 0
+    assert "publish request #" in out and "case_pass_rate" in out
+    assert "release: pass" in out
+
+
+def test_a_blocked_decision_exits_1_and_names_the_first_failing_gate(blocked_request):
+    code, out = gate("support-bot", "--version", "1")
+    assert code == 1
+    assert "release: blocked (first failing: false_success)" in out
+
+
+def test_an_advisory_policy_reports_a_blocked_decision_but_exits_0(policy, blocked_request):
+    policy.enforcement = Enforcement.ADVISORY
+    policy.save(update_fields=["enforcement"])
+    code, out = gate("support-bot", "--version", "1")
+    assert code == 0 and "advisory" in out
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("no-such-bot",), "no agent"),
+        (("support-bot", "--version", "9"), "has no version 9"),
+        (("support-bot",), "pass --user"),
+        (("support-bot", "--user", "nobody"), "no user named"),
+        (("support-bot", "--user", "publisher"), "request refused"),
+    ],
+)
+def test_errors_exit_2(args, message, good_version, policy, publisher):
+    code, out = gate(*args)
+    assert code == 2
+    assert message in out
+
+
+def test_waiting_for_runs_that_do_not_finish_times_out_with_2(good_version, policy, author):
+    code, out = gate("support-bot", "--user", "author", "--wait", "0")
+    assert code == 2 and "timed out" in out
+    assert PublishRequest.objects.get().state == RequestState.EVALUATING
+
+
+@pytest.mark.slow
+def test_it_requests_waits_for_the_real_gate_runs_and_reports(live_db, policy, author, agent):
+    # `echo` reports no cost, so the contract's coverage gate blocks it (fail closed).
+    from tests.governance.conftest import make_version
+
+    make_version(agent, author, good=True)
+    code, out = gate("support-bot", "--user", "author", "--wait", "60", "--poll", "0.1")
+    assert code == 1, out
+    assert "requested publication of support-bot v1" in out
+    assert "release: blocked (first failing: coverage)" in out
+    assert PublishRequest.objects.get().state == RequestState.BLOCKED
