@@ -6,4 +6,10 @@ class EvaluationsConfig(AppConfig):
     name = "evaluations"
 
     def ready(self):
+        from django_q.signals import post_spawn
+
         from evaluations import system_checks  # noqa: F401  (registers the start-up checks)
+        from evaluations.engine import reap_on_worker_start
+
+        # Each django-q2 worker process reaps once when it starts (engine.reap_on_worker_start).
+        post_spawn.connect(reap_on_worker_start, dispatch_uid="sherlock-reap-on-worker-start")

@@ -9,5 +9,5 @@ def run_shard(run_id, trial_ids):
 
 
 def reap_expired_leases():
-    """Periodic: hand trials whose worker died (lease ran out) back to the queue."""
-    return engine.reap_expired_leases()
+    """Periodic (the `sherlock-reaper` schedule): hand back what dead workers left behind."""
+    return engine.reap()

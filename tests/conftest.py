@@ -70,10 +70,16 @@ def _audit_triggers(action):
 
 @pytest.fixture
 def _audit_triggers_restored(django_db_blocker):
-    """Set up before `transactional_db`, so torn down after its flush: puts the triggers back."""
+    """Set up before `transactional_db`, so torn down after its flush: puts the triggers back,
+    and the role groups that the flush emptied (the next transactional test needs them)."""
     yield
     with django_db_blocker.unblock():
         _audit_triggers("up")
+        from django.apps import apps
+
+        from governance.roles import sync_role_groups
+
+        sync_role_groups(apps)
 
 
 @pytest.fixture

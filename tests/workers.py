@@ -1,4 +1,5 @@
-"""Start and stop real `qcluster` worker processes against the test database."""
+"""Start, kill and stop real `qcluster` worker processes against the test database, and the
+agent they run in those tests."""
 
 import contextlib
 import os
@@ -8,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +26,16 @@ def test_database_url():
             auth += f":{s['PASSWORD']}"
         return f"postgres://{auth}@{host}:{port}/{s['NAME']}"
     return f"sqlite:///{s['NAME']}"
+
+
+@pytest.fixture
+def broker_mode():
+    """Tasks go to the real broker (the ORM, here), not in-process."""
+    from django_q.conf import Conf
+
+    Conf.SYNC = False
+    yield
+    Conf.SYNC = True
 
 
 def start_cluster(log_path, **env):
@@ -45,6 +57,7 @@ def start_cluster(log_path, **env):
         start_new_session=True,  # its own process group, so we can stop all its children
     )
     process.log_file = log
+    process.log_path = log_path
     return process
 
 
@@ -62,10 +75,52 @@ def stop_cluster(process, sig=signal.SIGTERM, timeout=30):
     process.log_file.close()
 
 
-def wait_for(predicate, timeout=90, interval=0.2):
+def kill_cluster(process):
+    """SIGKILL the cluster's whole process group at once (by its pid, which is the group's id):
+    the main process, the sentinel and every worker die mid-flight, like a machine that lost
+    power. Returns once none of them is left."""
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
+    assert wait_for(lambda: not _group_alive(process.pid), timeout=10)
+    process.log_file.close()
+
+
+def _group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def clusters_idle(broker):
+    """How many clusters report themselves ready and idle through the broker (Redis only: the
+    ORM broker keeps these stats in each process's own cache)."""
+    from django_q.conf import Conf
+    from django_q.status import Stat
+
+    return sum(stat.status == Conf.IDLE for stat in Stat.get_all(broker=broker))
+
+
+def wait_for(predicate, timeout=90, interval=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return True
         time.sleep(interval)
     return False
+
+
+def logged_agent(case, **_):
+    """An agent under test for worker processes: writes one line per call to the file named by
+    SHERLOCK_TEST_AGENT_LOG (when the call starts), then works for SHERLOCK_TEST_AGENT_DELAY."""
+    with open(os.environ["SHERLOCK_TEST_AGENT_LOG"], "a") as log:
+        log.write(f"{case['id']}\n")
+    time.sleep(float(os.environ.get("SHERLOCK_TEST_AGENT_DELAY", "0.05")))
+    return {"output": f"done by {os.getpid()}", "tool_calls": []}
+
+
+def agent_calls(path):
+    """The case ids the logged agent was called with, one per call."""
+    path = Path(path)
+    return path.read_text().split() if path.exists() else []

@@ -4,7 +4,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from evaluations.api import checks
+from evaluations.api import checks, compare, runs
 
 router = DefaultRouter()
 router.register("datasets", checks.DatasetViewSet, basename="dataset")
@@ -12,9 +12,12 @@ router.register("dataset-versions", checks.DatasetVersionViewSet, basename="data
 router.register("checks", checks.CheckViewSet, basename="check")
 router.register("cases", checks.CaseViewSet, basename="case")
 router.register("check-results", checks.CheckResultLabelViewSet, basename="checkresult")
+router.register("runs", runs.RunViewSet, basename="run")
 
 urlpatterns = [
     # Before the router, or `checks/<pk>/` would swallow "preview".
     path("checks/preview/", checks.CheckPreviewView.as_view(), name="check-preview"),
+    # Before the router too, or `runs/<pk>/` would swallow "compare".
+    path("runs/compare/", compare.RunComparisonView.as_view(), name="run-compare"),
 ]
 urlpatterns += router.urls

@@ -156,7 +156,7 @@ class Trial(models.Model):
         indexes = [models.Index(fields=["run", "status"])]
 
     def __str__(self):
-        return f"{self.case_version.case.key} #{self.repetition}"
+        return f"{self.case.key} #{self.repetition}"
 
 
 class CheckResult(models.Model):

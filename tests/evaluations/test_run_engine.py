@@ -234,3 +234,42 @@ def test_admin_can_browse_the_run_its_cases_and_trials(
         assert response.status_code == 200, url
     page = client.get(f"/admin/evaluations/trial/{trial.pk}/change/").content.decode()
     assert "Shape" in page and "passed" in page
+
+
+def test_a_shard_helps_with_the_runs_other_pending_trials(
+    builder, version, dataset_version, django_capture_on_commit_callbacks
+):
+    """A shard whose own trials are done takes the run's other pending trials, so no thread
+    waits idle for the end of its shard; the shards behind it then find nothing to do."""
+    from evaluations.engine import run_shard
+
+    with django_capture_on_commit_callbacks(execute=False):  # no shard enqueued
+        run = StartRun(
+            acting_user=builder, agent_version=version, dataset_version=dataset_version
+        ).execute()
+    first, *others = run.trials.order_by("pk").values_list("pk", flat=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert run_shard(run.pk, [first]) == 8
+        assert run_shard(run.pk, others) == 0
+    run.refresh_from_db()
+    assert run.status == "completed"
+    assert set(run.trials.values_list("attempts", flat=True)) == {1}
+
+
+def test_a_trial_taken_over_by_another_worker_writes_nothing_of_its_own(
+    builder, version, dataset_version, django_capture_on_commit_callbacks
+):
+    from evaluations.engine import Shard, execute_trial, write_finished
+
+    with django_capture_on_commit_callbacks(execute=False):
+        run = StartRun(
+            acting_user=builder, agent_version=version, dataset_version=dataset_version
+        ).execute()
+    trial = run.trials.select_related("case_version__case", "run__agent_version").first()
+    finished = execute_trial(Shard.load(trial.run), trial)
+    assert finished.attempt == 1
+    # Our lease ran out meanwhile and another worker claimed the trial (attempt 2).
+    Trial.objects.filter(pk=trial.pk).update(attempts=2)
+    assert write_finished([finished]) == 0
+    assert not CheckResult.objects.filter(trial=trial).exists()
+    assert Run.objects.get(pk=run.pk).trials_done == 0

@@ -1,0 +1,119 @@
+"""What every adapter shares: the error type, config validation, secrets, and the transcript.
+
+An adapter turns one case into one transcript (docs/adapters.md). `prepare(version)` does the
+per-version work once (imports, tool lists, HTTP clients) and returns a `PreparedAgent` whose
+`call(case, repetition=...)` the run engine calls from many threads at once, so prepared agents
+hold no per-call state.
+"""
+
+import json
+import os
+import re
+import time
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+
+class AgentCallError(Exception):
+    """The agent under test failed to answer; the trial ends in `error`, its checks too."""
+
+
+class PreparedAgent:
+    """One agent version, ready to be called. Subclasses implement `_call`.
+
+    `model` is the model the version runs on when the config names one: the cost ledger prices
+    the agent's token usage with it when the transcript does not report a cost.
+    """
+
+    model = None
+
+    def call(self, case, *, repetition=1):
+        """Run one case; return a transcript dict with `latency_ms` (measured if not given)."""
+        started = time.perf_counter()
+        result = self._call(case, repetition)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        transcript = dict(result) if isinstance(result, dict) else {"output": result}
+        transcript.setdefault("latency_ms", round(elapsed_ms, 3))
+        return transcript
+
+    def _call(self, case, repetition):
+        raise NotImplementedError
+
+
+# --- config validation ------------------------------------------------------------------------
+
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+# A value read from the environment when the agent is called, never stored in the config.
+SECRET = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["env"],
+    "properties": {
+        "env": {"type": "string", "pattern": ENV_NAME},
+        "prefix": {"type": "string"},
+    },
+}
+
+HEADERS = {
+    "type": "object",
+    "additionalProperties": {"anyOf": [{"type": "string"}, SECRET]},
+}
+
+# Header names whose values are credentials: they must come from the environment.
+_SECRET_HEADER = re.compile(r"authorization|token|secret|password|cookie|api[-_]?key", re.I)
+
+
+def validate_schema(schema, config):
+    """Raise ValueError("config.<field>: <problem>") for the first error of `config`."""
+    error = best_match(Draft202012Validator(schema).iter_errors(config))
+    if error is None:
+        return
+    path = ["config", *(str(part) for part in error.absolute_path)]
+    message = error.message
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in error.instance]
+        path.append(missing[0] if missing else "?")
+        message = "is required"
+    elif error.validator == "additionalProperties":
+        known = set(error.schema.get("properties", {}))
+        extra = sorted(name for name in error.instance if name not in known)
+        path.append(extra[0] if extra else "?")
+        message = "is not a known setting"
+    elif error.validator == "anyOf" and error.schema is HEADERS["additionalProperties"]:
+        message = 'must be a string or {"env": "VARIABLE", "prefix": "..."}'
+    raise ValueError(f"{'.'.join(path)}: {message}")
+
+
+def validate_headers(headers, where):
+    """Refuse a credential written into the config: it would be stored and shown in the admin."""
+    for name, value in (headers or {}).items():
+        if isinstance(value, str) and _SECRET_HEADER.search(name):
+            raise ValueError(
+                f"{where}.{name}: a credential must be named by environment variable, "
+                f'e.g. {{"env": "SUPPORT_BOT_TOKEN", "prefix": "Bearer "}}, never stored'
+            )
+
+
+def resolve_secret(spec, where):
+    """The value of a `{"env", "prefix"}` secret, read now; AgentCallError when it is unset."""
+    value = os.environ.get(spec["env"])
+    if value is None:
+        raise AgentCallError(f"{where}: environment variable {spec['env']} is not set")
+    return spec.get("prefix", "") + value
+
+
+def resolve_headers(headers, where):
+    return {
+        name: value if isinstance(value, str) else resolve_secret(value, f"{where}.{name}")
+        for name, value in (headers or {}).items()
+    }
+
+
+def case_text(case):
+    """The case input as the agent reads it: a string as is, other JSON compactly."""
+    value = case.get("input")
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,100 @@
+"""`http`: the agent is a service; Sherlock POSTs each case to it and reads the transcript back.
+
+Config `{"url": "https://...", "timeout": 30, "headers": {...}}`. The request body is
+`{"id", "input", "repetition"}`: the case's id and input only, never its expected answer or
+reference contexts (those are the answer key). The answer must be a JSON object in the
+transcript format (docs/checks.md); a JSON string is taken as the output. Header values that are
+credentials are named by environment variable (`{"env": "SUPPORT_BOT_TOKEN", "prefix": "Bearer
+"}`) and read at call time, so a version's config never holds a secret.
+"""
+
+import json
+import os
+import threading
+
+import httpx2
+
+from agents.adapters.base import (
+    HEADERS,
+    AgentCallError,
+    PreparedAgent,
+    resolve_headers,
+    validate_headers,
+)
+
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url"],
+    "properties": {
+        "url": {"type": "string", "pattern": "^https?://"},
+        "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
+        "headers": HEADERS,
+        "model": {"type": "string", "minLength": 1},
+    },
+}
+
+DEFAULT_TIMEOUT = 30.0
+
+
+def validate(config):
+    validate_headers(config.get("headers"), "config.headers")
+
+
+_clients = {}
+_clients_lock = threading.Lock()
+
+
+def shared_client():
+    """One connection pool per process, shared by every thread (keep-alive to the agent).
+
+    Keyed by pid: django-q2 forks its workers, and a pool must not cross a fork.
+    """
+    pid = os.getpid()
+    client = _clients.get(pid)
+    if client is None:
+        with _clients_lock:
+            client = _clients.get(pid)
+            if client is None:
+                limits = httpx2.Limits(max_connections=256, max_keepalive_connections=64)
+                client = _clients[pid] = httpx2.Client(limits=limits)
+    return client
+
+
+def post_json(url, body, *, headers, timeout, what):
+    """POST JSON, return the decoded answer; every failure is an AgentCallError naming `what`."""
+    try:
+        response = shared_client().post(url, json=body, headers=headers, timeout=timeout)
+    except httpx2.TimeoutException:
+        raise AgentCallError(f"{what}: no answer within {timeout:g} s") from None
+    except httpx2.HTTPError as exc:
+        raise AgentCallError(f"{what}: {type(exc).__name__}: {exc}") from None
+    if response.status_code >= 400:
+        raise AgentCallError(f"{what}: HTTP {response.status_code}: {response.text[:300]}")
+    try:
+        return response.json()
+    except ValueError:
+        raise AgentCallError(f"{what}: the answer is not JSON: {response.text[:300]!r}") from None
+
+
+class HttpAgent(PreparedAgent):
+    def __init__(self, version):
+        config = version.config
+        self.url = config["url"]
+        self.timeout = float(config.get("timeout", DEFAULT_TIMEOUT))
+        self.headers = config.get("headers") or {}
+        self.model = config.get("model")
+
+    def _call(self, case, repetition):
+        body = {"id": case.get("id"), "input": case.get("input"), "repetition": repetition}
+        headers = resolve_headers(self.headers, "config.headers")
+        answer = post_json(
+            self.url, body, headers=headers, timeout=self.timeout, what=f"POST {self.url}"
+        )
+        if isinstance(answer, str):
+            return {"output": answer}
+        if not isinstance(answer, dict):
+            raise AgentCallError(
+                f"POST {self.url}: expected a transcript object, got {json.dumps(answer)[:200]}"
+            )
+        return answer

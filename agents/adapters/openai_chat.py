@@ -1,0 +1,276 @@
+"""`openai_chat`: a tool-using chat loop against any OpenAI-compatible endpoint.
+
+The version's model, system prompt and tools go to the endpoint; every tool call the model asks
+for is executed by a Python callable or an HTTP endpoint named in the config, and the result
+goes back to the model, until it answers without a tool call (or `max_turns` is reached). The
+transcript records each call with its arguments and result.
+
+A version's `denied_tools` (its tool policy refuses these high-impact tools) are offered to the
+model like the others, so that a model that reaches for one is seen doing so, but the adapter
+never executes them: the model gets a refusal as the tool result, and the call is recorded
+with `"denied": true` (seed 003: an intentionally denied call is proof a boundary worked).
+
+Config (docs/adapters.md):
+
+    {"base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini",
+     "api_key": {"env": "OPENAI_API_KEY"}, "system_prompt": "...", "temperature": 0,
+     "max_turns": 8, "timeout": 60, "max_retries": 2,
+     "tools": {"kb.search": {"callable": "pkg.tools.search"},
+               "orders.lookup": {"url": "https://tools.internal/orders", "headers": {...}}}}
+"""
+
+import json
+import os
+import re
+import threading
+
+import httpx2
+import openai
+from django.utils.module_loading import import_string
+
+from agents.adapters.base import (
+    HEADERS,
+    SECRET,
+    AgentCallError,
+    PreparedAgent,
+    case_text,
+    resolve_headers,
+    resolve_secret,
+    validate_headers,
+)
+from agents.adapters.http_endpoint import DEFAULT_TIMEOUT, post_json
+
+_EXECUTOR = {
+    "oneOf": [
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["callable"],
+            "properties": {"callable": {"type": "string", "minLength": 1}},
+        },
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["url"],
+            "properties": {
+                "url": {"type": "string", "pattern": "^https?://"},
+                "headers": HEADERS,
+                "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
+            },
+        },
+    ]
+}
+
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["base_url", "model"],
+    "properties": {
+        "base_url": {"type": "string", "pattern": "^https?://"},
+        "model": {"type": "string", "minLength": 1},
+        "api_key": SECRET,
+        "system_prompt": {"type": "string"},
+        "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+        "seed": {"type": "integer"},
+        "max_turns": {"type": "integer", "minimum": 1, "maximum": 50},
+        "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
+        "max_retries": {"type": "integer", "minimum": 0, "maximum": 10},
+        "tools": {"type": "object", "additionalProperties": _EXECUTOR},
+    },
+}
+
+DEFAULT_MAX_TURNS = 8
+REFUSAL = (
+    "Refused: the tool policy of this agent version denies {name!r}. The call was not "
+    "executed; continue without it."
+)
+
+
+def validate(config):
+    for name, executor in (config.get("tools") or {}).items():
+        where = f"config.tools.{name}"
+        validate_headers(executor.get("headers"), f"{where}.headers")
+        if "callable" in executor:
+            try:
+                import_string(executor["callable"])
+            except ImportError as exc:
+                raise ValueError(f"{where}.callable: cannot import: {exc}") from None
+
+
+_clients = {}
+_clients_lock = threading.Lock()
+
+
+def sdk_client(base_url, api_key, timeout, max_retries):
+    """One SDK client (one connection pool) per process and endpoint, shared by all threads."""
+    key = (os.getpid(), base_url, api_key, timeout, max_retries)
+    client = _clients.get(key)
+    if client is None:
+        with _clients_lock:
+            client = _clients.get(key)
+            if client is None:
+                client = _clients[key] = openai.OpenAI(
+                    base_url=base_url,
+                    api_key=api_key or "sk-none",  # many local servers need none; the SDK does
+                    timeout=timeout,
+                    max_retries=max_retries,
+                )
+    return client
+
+
+_WIRE_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class OpenAIChatAgent(PreparedAgent):
+    """The prepared chat loop: tools listed once per version, executors imported once."""
+
+    def __init__(self, version):
+        config = version.config
+        self.config = config
+        self.model = config["model"]
+        self.max_turns = int(config.get("max_turns", DEFAULT_MAX_TURNS))
+        self.timeout = float(config.get("timeout", 60))
+        self.denied = {tool.name for tool in version.denied_tools.all()}
+        offered = {tool.name: tool for tool in version.tools.all()}
+        offered.update({tool.name: tool for tool in version.denied_tools.all()})
+        # OpenAI function names allow [a-zA-Z0-9_-] only; Sherlock's tools are "kb.search".
+        self.by_wire_name = {}
+        self.tool_specs = []
+        for name, tool in sorted(offered.items()):
+            wire = _WIRE_NAME.sub("_", name)[:64]
+            while wire in self.by_wire_name:
+                wire = f"{wire[:60]}_{len(self.by_wire_name)}"
+            self.by_wire_name[wire] = name
+            parameters = tool.arguments_schema or {"type": "object", "properties": {}}
+            self.tool_specs.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": wire,
+                        "description": tool.description or name,
+                        "parameters": parameters,
+                    },
+                }
+            )
+        self.executors = {}
+        for name, executor in (config.get("tools") or {}).items():
+            if "callable" in executor:
+                self.executors[name] = import_string(executor["callable"])
+            else:
+                self.executors[name] = executor
+
+    def _client(self):
+        api_key = self.config.get("api_key")
+        key = resolve_secret(api_key, "config.api_key") if api_key else None
+        return sdk_client(
+            self.config["base_url"], key, self.timeout, int(self.config.get("max_retries", 2))
+        )
+
+    def _call(self, case, repetition):
+        client = self._client()
+        messages = []
+        if self.config.get("system_prompt"):
+            messages.append({"role": "system", "content": self.config["system_prompt"]})
+        messages.append({"role": "user", "content": case_text(case)})
+        request = {"model": self.model}
+        for name in ("temperature", "seed"):
+            if name in self.config:
+                request[name] = self.config[name]
+        if self.tool_specs:
+            request["tools"] = self.tool_specs
+        tool_calls, usage, cost, turns = [], {"prompt_tokens": 0, "completion_tokens": 0}, None, 0
+        transcript = {"model": self.model}
+        while True:
+            turns += 1
+            response = self._complete(client, {**request, "messages": messages})
+            reported = response.get("usage") or {}
+            usage["prompt_tokens"] += reported.get("prompt_tokens") or 0
+            usage["completion_tokens"] += reported.get("completion_tokens") or 0
+            # Some gateways (OpenRouter, LiteLLM) report what the call was billed.
+            if isinstance(reported.get("cost"), (int, float)):
+                cost = (cost or 0) + reported["cost"]
+            try:
+                choice = response["choices"][0]
+                message = choice["message"]
+            except (KeyError, IndexError, TypeError):
+                raise AgentCallError(f"{self.model}: the response has no message") from None
+            if not message.get("tool_calls"):
+                transcript["output"] = message.get("content")
+                transcript["finish_reason"] = choice.get("finish_reason")
+                break
+            messages.append({k: v for k, v in message.items() if v is not None})
+            for call in message["tool_calls"]:
+                record = self._run_tool(call)
+                tool_calls.append(record)
+                result = record["result"]
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.get("id"),
+                        "content": result if isinstance(result, str) else json.dumps(result),
+                    }
+                )
+            if turns >= self.max_turns:
+                transcript["output"] = message.get("content")
+                transcript["stopped"] = f"max_turns ({self.max_turns}) reached"
+                break
+        transcript.update(tool_calls=tool_calls, usage=usage, turns=turns)
+        if cost is not None:
+            transcript["cost_usd"] = cost
+        return transcript
+
+    def _complete(self, client, body):
+        """One chat completion, as the JSON dict the endpoint sent.
+
+        The SDK's documented low-level `post` rather than `chat.completions.create`: the same
+        client, pool, auth, retries, timeouts and errors, without building typed models that
+        we would turn straight back into dicts (a few ms of CPU per call, in a worker that
+        makes thousands). The judge client does the same (evaluations/judge/client.py).
+        """
+        try:
+            raw = client.post("/chat/completions", body=body, cast_to=httpx2.Response)
+            response = json.loads(raw.content)
+        except openai.APIError as exc:
+            raise AgentCallError(f"{self.model} at {self.config['base_url']}: {exc}") from exc
+        except ValueError as exc:
+            raise AgentCallError(f"{self.model}: the response is not JSON: {exc}") from exc
+        if not isinstance(response, dict):
+            raise AgentCallError(f"{self.model}: the response is not a JSON object")
+        return response
+
+    def _run_tool(self, call):
+        function = call.get("function") or {}
+        name = self.by_wire_name.get(function.get("name"), function.get("name"))
+        record = {
+            "id": call.get("id"),
+            "name": name,
+            "arguments": function.get("arguments"),
+            "denied": False,
+        }
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except ValueError as exc:
+            return {**record, "result": {"error": f"arguments are not JSON: {exc}"}, "error": True}
+        record["arguments"] = arguments
+        if name in self.denied:
+            return {**record, "result": REFUSAL.format(name=name), "denied": True}
+        executor = self.executors.get(name)
+        if executor is None:
+            known = "offered" if name in self.by_wire_name.values() else "unknown"
+            error = f"no executor configured for the {known} tool {name!r}"
+            return {**record, "result": {"error": error}, "error": True}
+        try:
+            if callable(executor):
+                result = executor(arguments)
+            else:
+                headers = resolve_headers(executor.get("headers"), f"config.tools.{name}.headers")
+                result = post_json(
+                    executor["url"],
+                    arguments,
+                    headers=headers,
+                    timeout=float(executor.get("timeout", DEFAULT_TIMEOUT)),
+                    what=f"tool {name}",
+                )
+        except Exception as exc:  # a failing tool is the model's problem to handle, not ours
+            return {**record, "result": {"error": f"{type(exc).__name__}: {exc}"}, "error": True}
+        return {**record, "result": result}

@@ -1,0 +1,307 @@
+"""Run throughput: N cases x k repetitions x m model checks through the real path (issue 4).
+
+StartRun in this process plans the run and enqueues its shards; two `qcluster` processes (one
+worker process each, `SHERLOCK_RUN_CONCURRENCY` = C / 2 threads each) execute them against
+PostgreSQL, through Redis when it answers (else django-q2's ORM broker). The agent under test is
+an `openai_chat` version and the m checks are `custom` checks (distinct criteria, so the
+judge's cache cannot merge them), all served by the loopback OpenAI-compatible server
+(tests/llm_server.py) with a fixed latency L per call, in this process.
+
+Calls: every request the server answers, agent and judge alike: N x k x (1 + m).
+Concurrency C: calls in flight across the whole run. A trial makes its calls one after the
+other (its checks read the agent's answer), so C trial threads in all keep C calls in flight.
+Ideal: max(calls x L / C, (1 + m) x L), the second being the critical path of one trial.
+The ratio is wall / ideal, the wall time running from StartRun to the run's `completed`.
+Per-trial overhead: the mean of (finished_at - started_at) over trials, minus (1 + m) x L: the
+engine's own time per trial (claim, scoring, writes, waiting for the GIL or the database).
+Peak memory: the largest peak RSS (VmHWM) among the worker processes.
+
+Target on a 2-core machine: ratio <= 1.25 at N=500, k=3, m=4, L=200 ms, C=32, and within 10 %
+of that at N=2000. Uses its own database (`sherlock_bench`, created and dropped here) on the
+local PostgreSQL, and Redis database 14 (only its queue key is touched). The last line is
+machine-readable: `ratio=R wall_s=W ideal_s=I calls=N`.
+
+    .venv/bin/python bench/run_throughput.py [--cases 500] [--reps 3] [--checks 4]
+        [--latency-ms 200] [--concurrency 32] [--shard-size 64]
+"""
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PG = "postgres://postgres@127.0.0.1:5432"
+REDIS = "redis://127.0.0.1:6379/14"
+OUTPUT = "Thank you for asking. Your refund was approved and will arrive within 3 days."
+
+
+def responder(request):
+    """The agent gets a fixed answer; a judge (custom rubric) grades it and quotes it."""
+    from tests.llm_server import Reply
+
+    if not request.get("response_format"):
+        return Reply(content=OUTPUT, usage=(120, 20))
+    return Reply(
+        content={"quotes": [OUTPUT[:30]], "reason": "It meets the criterion.", "score": 1},
+        usage=(400, 30),
+    )
+
+
+def recreate_database(name):
+    import psycopg
+
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_database(name):
+    import psycopg
+
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def redis_answers():
+    import redis
+
+    try:
+        return redis.Redis.from_url(REDIS, socket_connect_timeout=0.5).ping()
+    except redis.RedisError:
+        return False
+
+
+def group_pids(pgid):
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    pids.append(int(entry.name))
+            except ProcessLookupError:
+                continue
+    return pids
+
+
+def peak_rss_mb(pid):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except FileNotFoundError:
+        pass
+    return 0.0
+
+
+def seed(args, server_url):
+    from decimal import Decimal
+
+    from django.contrib.auth.models import Group, User
+    from django.utils import timezone
+
+    from agents.models import Agent, AgentVersion
+    from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion, ModelPrice
+
+    builder = User.objects.create_user("bench-builder", is_staff=True)
+    builder.groups.add(Group.objects.get(name="Builder"))
+    agent = Agent.objects.create(slug="bench-bot", name="Bench bot")
+    version = AgentVersion.objects.create(
+        agent=agent,
+        number=1,
+        adapter="openai_chat",
+        config={"base_url": server_url, "model": "bench-agent", "max_retries": 0},
+    )
+    dataset = Dataset.objects.create(slug="bench", name="Bench")
+    dataset_version = DatasetVersion.objects.create(dataset=dataset, number=1)
+    for i in range(args.checks):
+        Check.objects.create(
+            dataset_version=dataset_version,
+            label=f"Criterion {i + 1}",
+            kind="custom",
+            params={
+                "label": f"Criterion {i + 1}",
+                "criterion": f"The answer meets house rule number {i + 1}.",
+                "anchors": "0 = it does not, 1 = it does",
+            },
+            threshold=0.5,
+            position=i,
+        )
+    cases = Case.objects.bulk_create(
+        Case(dataset=dataset, key=f"case-{i:05}") for i in range(args.cases)
+    )
+    CaseVersion.objects.bulk_create(
+        CaseVersion(dataset_version=dataset_version, case=case, input=f"Where is my refund? (#{i})")
+        for i, case in enumerate(cases)
+    )
+    dataset_version.frozen_at = timezone.now()
+    dataset_version.save(update_fields=["frozen_at"])
+    for model in ("bench-agent", "bench-judge"):
+        ModelPrice.objects.create(
+            model=model,
+            usd_per_million_input=Decimal("0.15"),
+            usd_per_million_output=Decimal("0.6"),
+        )
+    return builder, version, dataset_version
+
+
+def start_workers(args, env):
+    processes = []
+    for n in range(args.workers):
+        log = open(f"/tmp/sherlock-bench-worker-{n}.log", "wb")  # noqa: SIM115
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, str(ROOT / "manage.py"), "qcluster"],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
+    # Ready when each cluster has its sentinel, worker, monitor and pusher (5 processes).
+    deadline = time.monotonic() + 60
+    while any(len(group_pids(p.pid)) < 5 for p in processes):
+        if time.monotonic() > deadline:
+            raise SystemExit("the workers did not start; see /tmp/sherlock-bench-worker-*.log")
+        time.sleep(0.2)
+    time.sleep(1.0)  # their start-up reaper pass and first broker poll
+    return processes
+
+
+def stop_workers(processes):
+    for process in processes:
+        try:
+            os.kill(process.pid, signal.SIGTERM)
+            process.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=500)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--checks", type=int, default=4)
+    parser.add_argument("--latency-ms", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=32, help="calls in flight in all")
+    parser.add_argument("--workers", type=int, default=2, help="qcluster processes")
+    parser.add_argument("--shard-size", type=int, help="default: 4 rounds of a worker's threads")
+    parser.add_argument("--database", default="sherlock_bench")
+    parser.add_argument("--keep-db", action="store_true")
+    args = parser.parse_args()
+    per_worker = max(1, args.concurrency // args.workers)
+    shard_size = args.shard_size or 4 * per_worker
+    latency = args.latency_ms / 1000
+
+    from tests.llm_server import LLMServer
+
+    recreate_database(args.database)
+    use_redis = redis_answers()
+    server = LLMServer(latency=latency, responder=responder, record=False, model="bench-judge")
+    server.start()
+    env = {
+        "DATABASE_URL": f"{PG}/{args.database}",
+        "SHERLOCK_WORKERS": "1",
+        "SHERLOCK_RUN_CONCURRENCY": str(per_worker),
+        "SHERLOCK_SHARD_SIZE": str(shard_size),
+        "SHERLOCK_JUDGE_BASE_URL": server.url,
+        "SHERLOCK_JUDGE_MODEL": "bench-judge",
+        "SHERLOCK_JUDGE_TIMEOUT": "30",
+        "LOG_LEVEL": "WARNING",
+    }
+    if use_redis:
+        env["REDIS_URL"] = REDIS
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sherlock.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    from django_q.brokers import get_broker
+
+    if use_redis:
+        get_broker().delete_queue()
+    builder, version, dataset_version = seed(args, server.url)
+    workers = start_workers(args, {**os.environ, **env})
+    try:
+        from evaluations.actions.start_run import StartRun
+        from evaluations.models import Run
+
+        requests_before = server.request_count
+        started = time.perf_counter()
+        run = StartRun(
+            acting_user=builder,
+            agent_version=version,
+            dataset_version=dataset_version,
+            repetitions=args.reps,
+        ).execute()
+        while True:
+            status = Run.objects.values_list("status", flat=True).get(pk=run.pk)
+            if status in ("completed", "failed", "cancelled"):
+                break
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        peak_mb = max((peak_rss_mb(pid) for w in workers for pid in group_pids(w.pid)), default=0.0)
+    finally:
+        stop_workers(workers)
+        server.stop()
+        if use_redis:  # the shards left in the queue: their trials were done by helpers
+            get_broker().delete_queue()
+    report(args, run, wall, server.request_count - requests_before, latency, peak_mb, use_redis)
+    if not args.keep_db:
+        from django.db import connections
+
+        connections.close_all()
+        drop_database(args.database)
+
+
+def report(args, run, wall, served, latency, peak_mb, use_redis):
+    from django.db.models import Avg, F
+
+    from evaluations.models import Run, Trial
+
+    run = Run.objects.get(pk=run.pk)
+    trials = args.cases * args.reps
+    calls = trials * (1 + args.checks)
+    critical_path = (1 + args.checks) * latency
+    ideal = max(calls * latency / args.concurrency, critical_path)
+    mean_trial = Trial.objects.filter(run=run).aggregate(d=Avg(F("finished_at") - F("started_at")))
+    overhead_ms = mean_trial["d"].total_seconds() * 1000 - critical_path * 1000
+    workers = sorted(set(Trial.objects.filter(run=run).values_list("worker", flat=True)))
+    print(
+        f"{args.cases} cases x {args.reps} reps x {args.checks} model checks, "
+        f"L={args.latency_ms} ms, C={args.concurrency} "
+        f"({args.workers} workers x {args.concurrency // args.workers} threads), "
+        f"broker={'redis' if use_redis else 'orm'}"
+    )
+    print(
+        f"run #{run.pk}: {run.status}, {run.trials_done}/{run.trials_total} trials, "
+        f"{run.trials_error} errors, spend ${run.spend_usd:.4f} (judge ${run.judge_spend_usd:.4f})"
+        f"; estimated before it started: {run.estimate['calls']} calls, "
+        f"${run.estimate['usd_known']:.4f} known, unknown: {run.estimate['price_missing'] or '-'}"
+    )
+    print(
+        f"trials per worker: {[Trial.objects.filter(run=run, worker=w).count() for w in workers]}"
+    )
+    print(f"calls: {calls} planned, {served} served by the loopback server")
+    spread = calls * latency / args.concurrency
+    print(
+        f"wall: {wall:.2f} s; ideal: {ideal:.2f} s = max(calls x L / C = {spread:.2f} s, "
+        f"critical path {critical_path:.2f} s)"
+    )
+    print(f"per-trial overhead: {overhead_ms:.1f} ms; peak worker RSS: {peak_mb:.0f} MB")
+    print(f"ratio={wall / ideal:.3f} wall_s={wall:.2f} ideal_s={ideal:.2f} calls={calls}")
+
+
+if __name__ == "__main__":
+    main()

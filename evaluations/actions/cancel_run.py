@@ -1,0 +1,66 @@
+"""CancelRun: stop a queued or running run; what is running finishes, nothing new starts."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.actions.base import Action
+from agents.audit import audit
+from agents.errors import ActionConflict, ActionDenied
+from agents.permissions import user_can
+from evaluations.choices import RUN_TRANSITIONS, RunStatus, TrialStatus
+from evaluations.models import Run, Trial
+
+
+class CancelRun(Action):
+    """Cancel `run`: a Builder of its agent or an Admin (who holds every agent's build right).
+
+    Compare-and-set from `queued`/`running` to `cancelled`, in the same transaction as turning
+    its pending trials into `cancelled` (a worker's claim is a compare-and-set on `pending`, so
+    none of them can start after this commits). Trials already running finish and are kept;
+    the last of them finishes the run (`engine.maybe_finish_run`), which stays `cancelled` and
+    sends `run_finished` once. With none running, the run is finished on commit.
+    """
+
+    def __init__(self, *, acting_user, run):
+        super().__init__(acting_user=acting_user)
+        self.run = run
+
+    def check(self):
+        agent = self.run.agent_version.agent
+        if not user_can(self.acting_user, "build", agent):
+            raise ActionDenied("You may not cancel runs of this agent (Builder role needed).")
+        if RunStatus.CANCELLED not in RUN_TRANSITIONS.get(self.run.status, ()):
+            raise ActionConflict(f"The run is already {self.run.status}.")
+
+    def perform(self):
+        from evaluations.engine import maybe_finish_run
+
+        run = self.run
+        cancellable = [
+            s for s, targets in RUN_TRANSITIONS.items() if RunStatus.CANCELLED in targets
+        ]
+        before = Run.objects.select_for_update().values_list("status", flat=True).get(pk=run.pk)
+        if not Run.objects.filter(pk=run.pk, status__in=cancellable).update(
+            status=RunStatus.CANCELLED
+        ):
+            raise ActionConflict(f"The run is already {before}.")
+        now = timezone.now()
+        cancelled = Trial.objects.filter(run=run, status=TrialStatus.PENDING).update(
+            status=TrialStatus.CANCELLED, finished_at=now
+        )
+        running = Trial.objects.filter(run=run, status=TrialStatus.RUNNING).count()
+        run.status = RunStatus.CANCELLED
+        audit(
+            "evaluations.run.cancel",
+            actor=self.acting_user,
+            target=run,
+            before={"status": before},
+            after={
+                "status": RunStatus.CANCELLED,
+                "trials_cancelled": cancelled,
+                "trials_still_running": running,
+            },
+        )
+        run_id = run.pk
+        transaction.on_commit(lambda: maybe_finish_run(run_id))
+        return run

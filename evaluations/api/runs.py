@@ -1,0 +1,144 @@
+"""API for runs: start one, follow its progress and cost, cancel it.
+
+Progress (trials done of total, errors, spend so far with the judge's share) lives on the run
+and is updated by the engine as trials finish, so reading it costs one query however large the
+run is. Every list starts from `Run.objects.for_user` (a run is visible with its agent); a run
+the user may not see is a 404. Starting and cancelling go through the actions, which decide
+who may (403) and whether the run may (409).
+"""
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from agents.models import Agent, AgentVersion
+from evaluations.actions.cancel_run import CancelRun
+from evaluations.actions.start_run import StartRun
+from evaluations.models import Dataset, DatasetVersion, Run
+
+_ERROR = OpenApiResponse(description='`{"detail", "code"}` (and `field` for a 400)')
+
+
+class ProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField(source="trials_done")
+    total = serializers.IntegerField(source="trials_total")
+    errors = serializers.IntegerField(source="trials_error")
+    percent = serializers.SerializerMethodField()
+
+    def get_percent(self, run) -> float:
+        return round(100 * run.trials_done / run.trials_total, 1) if run.trials_total else 0.0
+
+
+class SpendSerializer(serializers.Serializer):
+    """Spend so far. `usd` counts priced calls only; `unpriced_calls` are the agent and judge
+    calls whose cost is unknown (no `ModelPrice`, no reported cost): "price missing", not $0."""
+
+    usd = serializers.DecimalField(source="spend_usd", max_digits=14, decimal_places=8)
+    judge_usd = serializers.DecimalField(source="judge_spend_usd", max_digits=14, decimal_places=8)
+    unpriced_calls = serializers.IntegerField()
+    price_missing = serializers.SerializerMethodField()
+
+    def get_price_missing(self, run) -> bool:
+        return run.unpriced_calls > 0
+
+
+class RunSerializer(serializers.ModelSerializer):
+    agent = serializers.SlugRelatedField(
+        source="agent_version.agent", slug_field="slug", read_only=True
+    )
+    agent_version_number = serializers.IntegerField(source="agent_version.number", read_only=True)
+    dataset = serializers.SlugRelatedField(
+        source="dataset_version.dataset", slug_field="slug", read_only=True
+    )
+    dataset_version_number = serializers.IntegerField(
+        source="dataset_version.number", read_only=True
+    )
+    requested_by = serializers.StringRelatedField()
+    progress = ProgressSerializer(source="*", read_only=True)
+    spend = SpendSerializer(source="*", read_only=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "agent",
+            "agent_version",
+            "agent_version_number",
+            "dataset",
+            "dataset_version",
+            "dataset_version_number",
+            "repetitions",
+            "purpose",
+            "status",
+            "progress",
+            "spend",
+            "estimate",
+            "summary",
+            "requested_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class StartRunSerializer(serializers.Serializer):
+    """What `POST /runs/` takes. Versions the user may not see do not exist, for them."""
+
+    agent_version = serializers.PrimaryKeyRelatedField(queryset=AgentVersion.objects.none())
+    dataset_version = serializers.PrimaryKeyRelatedField(queryset=DatasetVersion.objects.none())
+    repetitions = serializers.IntegerField(default=1, min_value=1, max_value=100)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        request = self.context.get("request")  # absent when the schema generator builds it
+        if request is None:
+            return
+        user = request.user
+        self.fields["agent_version"].queryset = AgentVersion.objects.filter(
+            agent__in=Agent.objects.for_user(user)
+        ).select_related("agent")
+        self.fields["dataset_version"].queryset = DatasetVersion.objects.filter(
+            dataset__in=Dataset.objects.for_user(user)
+        )
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Runs the user may see, newest first, with their progress"),
+    retrieve=extend_schema(summary="One run: progress, spend so far, estimate and summary"),
+)
+class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Runs. `POST /runs/` starts one (StartRun), `POST /runs/{id}/cancel/` cancels it."""
+
+    serializer_class = RunSerializer
+    filterset_fields = ["status", "purpose", "agent_version", "dataset_version"]
+
+    def get_queryset(self):
+        return (
+            Run.objects.for_user(self.request.user)
+            .select_related("agent_version__agent", "dataset_version__dataset", "requested_by")
+            .order_by("-created_at", "-id")
+        )
+
+    @extend_schema(
+        summary="Start a run",
+        request=StartRunSerializer,
+        responses={201: RunSerializer, 400: _ERROR, 403: _ERROR},
+    )
+    def create(self, request):
+        body = StartRunSerializer(data=request.data, context={"request": request})
+        body.is_valid(raise_exception=True)
+        run = StartRun(acting_user=request.user, **body.validated_data).execute()
+        run = self.get_queryset().get(pk=run.pk)
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Cancel a run: pending trials are cancelled, running ones finish",
+        request=None,
+        responses={200: RunSerializer, 403: _ERROR, 409: _ERROR},
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        run = CancelRun(acting_user=request.user, run=self.get_object()).execute()
+        return Response(RunSerializer(self.get_queryset().get(pk=run.pk)).data)

@@ -1,0 +1,334 @@
+"""The four adapters against real loopback servers: each config is validated with the field at
+fault named, each call returns a transcript in the documented format, and each failure of the
+agent is an `AgentCallError` (the trial's error), never a crash of the worker."""
+
+import json
+import time
+
+import pytest
+
+from agents.adapters import AgentCallError, call_agent, prepare, validate_config
+from agents.adapters.replay import read_jsonl
+from agents.models import AgentVersion, Tool
+from tests import factories
+from tests.agents.loopback_agent import LoopbackAgent
+from tests.llm_server import Reply, server_error, tool_call
+
+CASE = {
+    "id": "refund-1",
+    "input": "Refund order 1182.",
+    "expected": {"output": "Refunded."},
+    "contexts": ["the answer key"],
+    "expected_tools": [],
+    "tags": [],
+}
+
+
+def version(adapter, config, tools=(), denied=()):
+    validate_config(adapter, config)
+    obj = AgentVersion.objects.create(
+        agent=factories.agent(), number=1, adapter=adapter, config=config
+    )
+    obj.tools.set(tools)
+    obj.denied_tools.set(denied)
+    return obj
+
+
+# --- config validation ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "adapter, config, field",
+    [
+        ("python", {}, "config.callable: is required"),
+        ("python", {"callable": "tests.nowhere.agent"}, "config.callable: cannot import"),
+        ("python", {"callable": "tests.agents_under_test.echo", "kwarg": 1}, "config.kwarg"),
+        ("http", {"url": "ftp://agent"}, "config.url"),
+        ("http", {"url": "http://agent", "timeout": 0}, "config.timeout"),
+        ("http", {"url": "http://agent", "headers": {"X-Team": 7}}, "config.headers.X-Team"),
+        (
+            "http",
+            {"url": "http://agent", "headers": {"Authorization": "Bearer sk-live-123"}},
+            "config.headers.Authorization: a credential must be named by environment variable",
+        ),
+        (
+            "http",
+            {"url": "http://agent", "headers": {"Authorization": {"env": "not a name"}}},
+            "config.headers.Authorization.env",
+        ),
+        ("openai_chat", {"base_url": "http://llm/v1"}, "config.model: is required"),
+        ("openai_chat", {"base_url": "http://x", "model": "m", "max_turns": 0}, "config.max_turns"),
+        (
+            "openai_chat",
+            {"base_url": "http://llm/v1", "model": "m", "api_key": "sk-live-123"},
+            "config.api_key",
+        ),
+        (
+            "openai_chat",
+            {"base_url": "http://llm/v1", "model": "m", "tools": {"kb.search": {"callable": "x"}}},
+            "config.tools.kb.search.callable: cannot import",
+        ),
+        ("replay", {"transcripts": {}}, "config.transcripts"),
+        ("replay", {"transcripts": {"c1": "just text"}}, "config.transcripts.c1"),
+        ("carrier_pigeon", {}, "adapter: unknown adapter"),
+    ],
+)
+def test_a_bad_config_is_refused_naming_the_field(adapter, config, field):
+    with pytest.raises(ValueError) as excinfo:
+        validate_config(adapter, config)
+    assert str(excinfo.value).startswith(field), excinfo.value
+
+
+# --- python -----------------------------------------------------------------------------------
+
+
+def test_python_adapter_calls_the_callable_with_the_case_and_measures_latency(db):
+    agent = version("python", {"callable": "tests.agents_under_test.echo"})
+    transcript = call_agent(agent, CASE)
+    assert transcript["output"] == "You said: Refund order 1182."
+    assert transcript["latency_ms"] >= 0
+
+
+def test_python_adapter_turns_the_agents_exception_into_an_agent_error(db):
+    agent = version("python", {"callable": "tests.agents_under_test.scripted"})
+    with pytest.raises(AgentCallError, match="RuntimeError: boom"):
+        call_agent(agent, {**CASE, "input": {"raise": "boom"}})
+
+
+# --- http -------------------------------------------------------------------------------------
+
+
+def test_http_adapter_posts_the_case_and_reads_the_transcript_back(db, monkeypatch):
+    monkeypatch.setenv("SUPPORT_BOT_TOKEN", "s3cret")
+    answer = {"output": "Refunded.", "tool_calls": [{"name": "refunds.create"}], "cost_usd": 0.01}
+    with LoopbackAgent(lambda request: (200, answer)) as service:
+        config = {
+            "url": f"{service.url}/agent",
+            "headers": {
+                "Authorization": {"env": "SUPPORT_BOT_TOKEN", "prefix": "Bearer "},
+                "X-Team": "support",
+            },
+        }
+        agent = version("http", config)
+        transcript = call_agent(agent, CASE, repetition=2)
+    assert transcript["output"] == "Refunded." and transcript["cost_usd"] == 0.01
+    assert transcript["latency_ms"] > 0
+    [request] = service.requests
+    # The case's id and input, never its answer key.
+    assert request["body"] == {"id": "refund-1", "input": "Refund order 1182.", "repetition": 2}
+    assert request["headers"]["authorization"] == "Bearer s3cret"
+    assert request["headers"]["x-team"] == "support"
+    # The secret lives in the environment only.
+    assert "s3cret" not in json.dumps(AgentVersion.objects.get(pk=agent.pk).config)
+
+
+def test_http_adapter_needs_the_secret_in_the_environment_at_call_time(db, monkeypatch):
+    monkeypatch.delenv("SUPPORT_BOT_TOKEN", raising=False)
+    with LoopbackAgent() as service:
+        agent = version(
+            "http", {"url": service.url, "headers": {"Authorization": {"env": "SUPPORT_BOT_TOKEN"}}}
+        )
+        with pytest.raises(AgentCallError, match="SUPPORT_BOT_TOKEN is not set"):
+            call_agent(agent, CASE)
+        assert service.requests == []
+
+
+def test_http_adapter_gives_up_after_its_timeout(db):
+    def slow(request):
+        time.sleep(1)
+        return 200, {"output": "late"}
+
+    with LoopbackAgent(slow) as service:
+        agent = version("http", {"url": service.url, "timeout": 0.2})
+        started = time.monotonic()
+        with pytest.raises(AgentCallError, match="no answer within 0.2 s"):
+            call_agent(agent, CASE)
+    assert time.monotonic() - started < 0.9
+
+
+@pytest.mark.parametrize(
+    "status, body, message",
+    [(503, {"error": "overloaded"}, "HTTP 503"), (200, [1, 2], "expected a transcript object")],
+)
+def test_http_adapter_reports_a_bad_answer_as_an_agent_error(db, status, body, message):
+    with LoopbackAgent(lambda request: (status, body)) as service:
+        agent = version("http", {"url": service.url})
+        with pytest.raises(AgentCallError, match=message):
+            call_agent(agent, CASE)
+
+
+# --- openai_chat ------------------------------------------------------------------------------
+
+executed = []
+
+
+def kb_search(arguments):
+    executed.append(("kb.search", arguments))
+    return {"hits": ["Refunds take 3 days."]}
+
+
+def delete_account(arguments):
+    executed.append(("accounts.delete", arguments))
+    return "deleted"
+
+
+@pytest.fixture
+def tools(db):
+    executed.clear()
+    search = Tool.objects.create(
+        name="kb.search",
+        description="Search the knowledge base.",
+        arguments_schema={"type": "object", "properties": {"query": {"type": "string"}}},
+    )
+    delete = Tool.objects.create(name="accounts.delete", high_impact=True, effectful=True)
+    return search, delete
+
+
+def chat_config(llm_server, **extra):
+    here = "tests.agents.test_adapters"
+    return {
+        "base_url": llm_server.url,
+        "model": "agent-model",
+        "system_prompt": "You are the support bot.",
+        "max_retries": 0,
+        "tools": {
+            "kb.search": {"callable": f"{here}.kb_search"},
+            "accounts.delete": {"callable": f"{here}.delete_account"},
+        },
+        **extra,
+    }
+
+
+def test_openai_chat_runs_the_tool_loop_and_records_each_call(llm_server, tools, monkeypatch):
+    monkeypatch.setenv("AGENT_API_KEY", "sk-agent")
+    llm_server.script(
+        [
+            tool_call("kb_search", {"query": "refund"}, usage=(50, 10)),
+            Reply(content="Refunds take 3 days.", usage=(80, 12)),
+        ]
+    )
+    agent = version(
+        "openai_chat",
+        chat_config(llm_server, api_key={"env": "AGENT_API_KEY"}),
+        tools=[tools[0]],
+    )
+    transcript = call_agent(agent, CASE)
+    assert transcript["output"] == "Refunds take 3 days."
+    assert transcript["tool_calls"] == [
+        {
+            "id": transcript["tool_calls"][0]["id"],
+            "name": "kb.search",
+            "arguments": {"query": "refund"},
+            "result": {"hits": ["Refunds take 3 days."]},
+            "denied": False,
+        }
+    ]
+    assert transcript["usage"] == {"prompt_tokens": 130, "completion_tokens": 22}
+    assert transcript["model"] == "agent-model" and transcript["turns"] == 2
+    assert executed == [("kb.search", {"query": "refund"})]
+    first, second = llm_server.requests
+    assert first["model"] == "agent-model"
+    assert first["messages"][0] == {"role": "system", "content": "You are the support bot."}
+    assert first["messages"][1] == {"role": "user", "content": "Refund order 1182."}
+    assert [t["function"]["name"] for t in first["tools"]] == ["kb_search"]
+    tool_message = second["messages"][-1]
+    assert tool_message["role"] == "tool"
+    assert json.loads(tool_message["content"]) == {"hits": ["Refunds take 3 days."]}
+    assert llm_server.log[0][2]["authorization"] == "Bearer sk-agent"
+
+
+def test_openai_chat_refuses_a_denied_tool_and_tells_the_model(llm_server, tools):
+    search, delete = tools
+    llm_server.script(
+        [tool_call("accounts_delete", {"account": 7}), Reply(content="I cannot delete it.")]
+    )
+    agent = version("openai_chat", chat_config(llm_server), tools=[search], denied=[delete])
+    transcript = call_agent(agent, CASE)
+    [call] = transcript["tool_calls"]
+    assert call["name"] == "accounts.delete" and call["denied"] is True
+    assert call["arguments"] == {"account": 7}
+    assert "denies 'accounts.delete'" in call["result"]
+    assert executed == []  # never executed
+    # The denied tool was offered, and the model was told it was refused.
+    offered = [t["function"]["name"] for t in llm_server.requests[0]["tools"]]
+    assert offered == ["accounts_delete", "kb_search"]
+    assert "Refused" in llm_server.requests[1]["messages"][-1]["content"]
+    assert transcript["output"] == "I cannot delete it."
+
+
+def test_openai_chat_executes_a_tool_over_http(llm_server, db):
+    tool = Tool.objects.create(name="orders.lookup")
+    with LoopbackAgent(lambda request: (200, {"status": "paid"})) as service:
+        llm_server.script([tool_call("orders_lookup", {"order": "A-1"}), Reply(content="Paid.")])
+        config = chat_config(llm_server, tools={"orders.lookup": {"url": f"{service.url}/orders"}})
+        transcript = call_agent(version("openai_chat", config, tools=[tool]), CASE)
+    assert service.requests[0]["body"] == {"order": "A-1"}
+    assert transcript["tool_calls"][0]["result"] == {"status": "paid"}
+
+
+def test_openai_chat_stops_at_max_turns(llm_server, tools):
+    llm_server.script([tool_call("kb_search", {"query": "x"})] * 3)
+    agent = version("openai_chat", chat_config(llm_server, max_turns=2), tools=[tools[0]])
+    transcript = call_agent(agent, CASE)
+    assert transcript["turns"] == 2 and len(transcript["tool_calls"]) == 2
+    assert transcript["stopped"] == "max_turns (2) reached"
+
+
+def test_openai_chat_endpoint_failure_is_an_agent_error(llm_server, db):
+    llm_server.script([server_error(500)])
+    agent = version("openai_chat", chat_config(llm_server, tools={}))
+    with pytest.raises(AgentCallError, match="agent-model"):
+        call_agent(agent, CASE)
+
+
+# --- replay -----------------------------------------------------------------------------------
+
+JSONL = "\n".join(
+    json.dumps(row)
+    for row in [
+        {"case_id": "refund-1", "transcript": {"output": "first", "latency_ms": 900}},
+        {"case_id": "refund-1", "transcript": {"output": "second", "latency_ms": 700}},
+        {"case_id": "greet", "repetition": 1, "transcript": {"output": "hi"}},
+    ]
+)
+
+
+def test_replay_answers_each_repetition_with_its_own_recording(db):
+    agent = prepare(version("replay", read_jsonl(JSONL.splitlines())))
+    assert agent.call(CASE, repetition=1) == {"output": "first", "latency_ms": 900}
+    assert agent.call(CASE, repetition=2)["output"] == "second"
+    assert "latency_ms" not in agent.call({"id": "greet"}, repetition=1)  # nothing measured
+    with pytest.raises(AgentCallError, match="none for repetition 3"):
+        agent.call(CASE, repetition=3)  # never a reuse of another repetition
+    with pytest.raises(AgentCallError, match="no transcript recorded for case 'other'"):
+        agent.call({"id": "other"}, repetition=1)
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (["{not json"], "line 1: not JSON"),
+        (['{"transcript": {}}'], "line 1: case_id is required"),
+        (['{"case_id": "a", "transcript": "x"}'], "line 1: transcript is required"),
+        (['{"case_id": "a", "repetition": 2, "transcript": {}}'], "repetitions must be 1..n"),
+        ([], "no transcripts"),
+    ],
+)
+def test_read_jsonl_names_the_line_at_fault(lines, message):
+    with pytest.raises(ValueError, match=message):
+        read_jsonl(lines)
+
+
+def test_import_transcripts_creates_a_replay_draft(builder, tmp_path):
+    from django.core.management import call_command
+
+    from governance.models import AuditEntry
+
+    agent = factories.agent("elsewhere-bot")
+    path = tmp_path / "transcripts.jsonl"
+    path.write_text(JSONL)
+    call_command("import_transcripts", agent.slug, str(path), user=builder.username)
+    imported = agent.versions.get()
+    assert imported.adapter == "replay" and imported.state == "draft"
+    assert imported.config["transcripts"]["refund-1"][1]["output"] == "second"
+    assert AuditEntry.objects.filter(action="agents.version.create").exists()
