@@ -4,9 +4,17 @@ Runs, trials, check results, case results, judge calls and the cost ledger are r
 happened: read-only here. A run's page lists its case results; a trial's page its check results.
 """
 
-from django.contrib import admin
-from django.db.models import Count
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q
 
+from agents.errors import ActionError
+from agents.permissions import user_can
+from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
+from evaluations.actions.edit_cases import CONTENT_FIELDS, CreateCase, RemoveCase, UpdateCase
+from evaluations.actions.edit_checks import EDITABLE_FIELDS as CHECK_FIELDS
+from evaluations.actions.edit_checks import CreateCheck, DeleteCheck, UpdateCheck
+from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.models import (
     Case,
     CaseResult,
@@ -23,6 +31,9 @@ from evaluations.models import (
     Trial,
 )
 
+# What a run's __str__ reads: select it with the run, or every row costs queries.
+RUN_RELATED = ["run__agent_version__agent", "run__dataset_version__dataset"]
+
 
 class ReadOnlyMixin:
     def has_add_permission(self, request, obj=None):
@@ -35,47 +46,131 @@ class ReadOnlyMixin:
         return False
 
 
+def visible_datasets(request):
+    return Dataset.objects.for_user(request.user, "view")
+
+
+class DatasetScopedMixin:
+    """Dataset-side admin: changelists show what the user may see; changing needs the Editor
+    verb on that very dataset (global or object grant) and a draft version; every write goes
+    through the evaluations actions, so admin edits are validated and audited like API ones."""
+
+    def dataset_of(self, obj):
+        return obj.dataset_version.dataset
+
+    def version_of(self, obj):
+        return obj.dataset_version
+
+    def may_edit(self, request, obj):
+        if obj is None:
+            return request.user.has_perm("evaluations.edit_dataset") or (
+                Dataset.objects.for_user(request.user, "edit").exists()
+            )
+        return user_can(request.user, "edit", self.dataset_of(obj)) and not (
+            self.version_of(obj).is_frozen
+        )
+
+    def has_add_permission(self, request, obj=None):
+        return self.may_edit(request, None)
+
+    def has_change_permission(self, request, obj=None):
+        return self.may_edit(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self.may_edit(request, obj)
+
+    def run_action(self, request, action):
+        try:
+            return action.execute()
+        except ActionError as exc:
+            raise PermissionDenied(str(exc)) from exc
+
+
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "owner", "created_at"]
     search_fields = ["slug", "name"]
     raw_id_fields = ["owner"]
     prepopulated_fields = {"slug": ["name"]}
+    actions = ["start_draft"]
 
     def get_queryset(self, request):
-        return Dataset.objects.for_user(request.user, "view").select_related("owner")
+        return visible_datasets(request).select_related("owner")
+
+    def has_change_permission(self, request, obj=None):
+        if obj is None:
+            return super().has_change_permission(request)
+        return user_can(request.user, "edit", obj)
+
+    @admin.action(description="Start a new draft version (copy of the last frozen one)")
+    def start_draft(self, request, queryset):
+        for dataset in queryset:
+            try:
+                draft = CreateDraftDatasetVersion(
+                    acting_user=request.user, dataset=dataset
+                ).execute()
+                self.message_user(request, f"{draft} started.")
+            except ActionError as exc:
+                self.message_user(request, f"{dataset}: {exc}", messages.ERROR)
 
 
-class CheckInline(admin.TabularInline):
-    model = Check
-    fields = ["label", "kind", "params", "threshold", "mode", "judge_model", "position"]
-    extra = 0
-
-
-class CaseVersionInline(admin.TabularInline):
-    model = CaseVersion
-    fields = ["case", "input", "tags"]
-    raw_id_fields = ["case"]
+class ReadOnlyInline(admin.TabularInline):
     extra = 0
     show_change_link = True
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class CheckInline(ReadOnlyInline):
+    model = Check
+    fields = [
+        "label",
+        "kind",
+        "params",
+        "threshold",
+        "mode",
+        "judge_model",
+        "quality_grader",
+        "requires_calibration",
+        "position",
+    ]
+    readonly_fields = fields
+
+
+class CaseVersionInline(ReadOnlyInline):
+    model = CaseVersion
+    fields = ["case", "input", "expected_tools", "tags", "overrides"]
+    readonly_fields = fields
 
 
 @admin.register(DatasetVersion)
 class DatasetVersionAdmin(admin.ModelAdmin):
+    """Versions list their cases and checks; edit those on their own pages (through the
+    actions), and freeze a draft with the admin action."""
+
     list_display = ["__str__", "frozen_at", "frozen_by", "n_cases", "n_checks"]
     list_select_related = ["dataset", "frozen_by"]
-    readonly_fields = ["frozen_at", "frozen_by", "created_at"]
+    fields = ["dataset", "number", "note", "created_at", "frozen_at", "frozen_by"]
+    readonly_fields = fields
     inlines = [CheckInline, CaseVersionInline]
+    actions = ["freeze"]
 
     def get_queryset(self, request):
-        datasets = Dataset.objects.for_user(request.user, "view")
         return (
             super()
             .get_queryset(request)
-            .filter(dataset__in=datasets)
+            .filter(dataset__in=visible_datasets(request))
             .annotate(n_cases=Count("case_versions", distinct=True))
             .annotate(n_checks=Count("checks", distinct=True))
         )
+
+    def has_add_permission(self, request):
+        return False  # a draft starts from the dataset's "Start a new draft version" action
 
     @admin.display(ordering="n_cases")
     def n_cases(self, obj):
@@ -85,33 +180,96 @@ class DatasetVersionAdmin(admin.ModelAdmin):
     def n_checks(self, obj):
         return obj.n_checks
 
-    def get_inlines(self, request, obj):
-        # A frozen version is immutable: its cases and checks are shown, not edited.
-        return [] if obj is not None and obj.is_frozen else self.inlines
+    @admin.action(description="Freeze the selected draft versions")
+    def freeze(self, request, queryset):
+        for version in queryset.select_related("dataset"):
+            try:
+                FreezeDatasetVersion(acting_user=request.user, dataset_version=version).execute()
+                self.message_user(request, f"{version.dataset} v{version.number} frozen.")
+            except ActionError as exc:
+                self.message_user(request, f"{version}: {exc}", messages.ERROR)
 
 
 @admin.register(Case)
-class CaseAdmin(admin.ModelAdmin):
+class CaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """A case's stable identity; its content is edited per version (Case versions)."""
+
     list_display = ["key", "dataset", "created_at"]
     list_select_related = ["dataset"]
     search_fields = ["key"]
     list_filter = ["dataset"]
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(dataset__in=visible_datasets(request))
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.has_perm("evaluations.view_case")
+
 
 @admin.register(CaseVersion)
-class CaseVersionAdmin(admin.ModelAdmin):
+class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
     list_display = ["__str__", "dataset_version"]
     list_select_related = ["case", "dataset_version__dataset"]
     raw_id_fields = ["case", "dataset_version"]
     search_fields = ["case__key"]
 
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .filter(dataset_version__dataset__in=visible_datasets(request))
+        )
+
+    def save_model(self, request, obj, form, change):
+        content = {name: getattr(obj, name) for name in CONTENT_FIELDS}
+        if change:
+            changes = {k: v for k, v in content.items() if k in form.changed_data}
+            action = UpdateCase(acting_user=request.user, case_version=obj, **changes)
+        else:
+            action = CreateCase(
+                acting_user=request.user,
+                dataset_version=obj.dataset_version,
+                key=obj.case.key,
+                **content,
+            )
+        saved = self.run_action(request, action)
+        obj.pk = saved.pk
+
+    def delete_model(self, request, obj):
+        self.run_action(request, RemoveCase(acting_user=request.user, case_version=obj))
+
 
 @admin.register(Check)
-class CheckAdmin(admin.ModelAdmin):
+class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
+    """Checks are validated (params against the kind's schema) by the form and again by the
+    action, which audits the change."""
+
     list_display = ["label", "kind", "threshold", "mode", "dataset_version"]
-    list_filter = ["kind", "mode"]
+    list_filter = ["kind", "mode", "requires_calibration"]
     list_select_related = ["dataset_version__dataset"]
     raw_id_fields = ["dataset_version"]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .filter(dataset_version__dataset__in=visible_datasets(request))
+        )
+
+    def save_model(self, request, obj, form, change):
+        fields = {name: getattr(obj, name) for name in CHECK_FIELDS}
+        if change:
+            changes = {k: v for k, v in fields.items() if k in form.changed_data}
+            action = UpdateCheck(acting_user=request.user, check=obj, **changes)
+        else:
+            action = CreateCheck(
+                acting_user=request.user, dataset_version=obj.dataset_version, **fields
+            )
+        saved = self.run_action(request, action)
+        obj.pk = saved.pk
+
+    def delete_model(self, request, obj):
+        self.run_action(request, DeleteCheck(acting_user=request.user, check=obj))
 
 
 class CaseResultInline(ReadOnlyMixin, admin.TabularInline):
@@ -131,12 +289,30 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "purpose",
         "progress",
         "trials_error",
-        "spend_usd",
+        "spend",
         "created_at",
     ]
     list_filter = ["status", "purpose"]
     list_select_related = ["agent_version__agent", "dataset_version__dataset"]
     inlines = [CaseResultInline]
+    fields = [
+        "agent_version",
+        "dataset_version",
+        "repetitions",
+        "purpose",
+        "status",
+        "progress",
+        "trials_error",
+        "spend",
+        "estimate_view",
+        "summary",
+        "requested_by",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ]
+    readonly_fields = ["progress", "spend", "estimate_view"]
+    actions = ["cancel_runs"]
 
     def get_queryset(self, request):
         return Run.objects.for_user(request.user).select_related(
@@ -146,6 +322,38 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="progress")
     def progress(self, obj):
         return f"{obj.trials_done}/{obj.trials_total}"
+
+    @admin.display(description="spend so far")
+    def spend(self, obj):
+        """Agent and judge; calls without a price are counted, never shown as $0."""
+        text = f"${obj.spend_usd:.4f} (judge ${obj.judge_spend_usd:.4f})"
+        if obj.unpriced_calls:
+            text += f" + price missing for {obj.unpriced_calls} call(s)"
+        return text
+
+    @admin.display(description="estimate before start")
+    def estimate_view(self, obj):
+        estimate = obj.estimate or {}
+        if not estimate:
+            return "-"
+        usd = estimate.get("usd")
+        cost = f"${usd:.4f}" if usd is not None else "price missing"
+        if usd is None and estimate.get("price_missing"):
+            cost += f" ({', '.join(estimate['price_missing'])}; ${estimate['usd_known']:.4f} known)"
+        return f"{estimate.get('calls')} calls ({estimate.get('judge_calls')} judge), {cost}"
+
+    @admin.action(description="Cancel selected runs")
+    def cancel_runs(self, request, queryset):
+        from agents.errors import ActionError
+        from evaluations.actions.cancel_run import CancelRun
+
+        for run in queryset:
+            try:
+                CancelRun(acting_user=request.user, run=run).execute()
+            except ActionError as exc:
+                self.message_user(request, f"Run #{run.pk}: {exc}", messages.ERROR)
+            else:
+                self.message_user(request, f"Run #{run.pk} cancelled.")
 
 
 class CheckResultInline(ReadOnlyMixin, admin.TabularInline):
@@ -159,7 +367,7 @@ class CheckResultInline(ReadOnlyMixin, admin.TabularInline):
 class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "run", "case", "repetition", "status", "latency_ms", "cost_usd"]
     list_filter = ["status"]
-    list_select_related = ["run", "case"]
+    list_select_related = RUN_RELATED + ["case__dataset"]
     search_fields = ["case__key"]
     inlines = [CheckResultInline]
 
@@ -171,20 +379,40 @@ class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
 class CheckResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["trial", "check_config", "score", "status", "blocking"]
     list_filter = ["status", "blocking"]
-    list_select_related = ["trial__case", "check_config"]
+    list_select_related = ["trial__case", "check_config"]  # their __str__ reads no more
+
+    def get_queryset(self, request):
+        runs = Run.objects.for_user(request.user)
+        return super().get_queryset(request).filter(trial__run__in=runs)
 
 
 @admin.register(CaseResult)
 class CaseResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["run", "case", "passed", "flaky", "repetitions_passed", "repetitions"]
     list_filter = ["passed", "flaky"]
-    list_select_related = ["run", "case"]
+    list_select_related = RUN_RELATED + ["case__dataset"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(run__in=Run.objects.for_user(request.user))
+
+
+def _ledger_queryset(request, queryset):
+    """Judge calls and cost entries of the runs the user may see; those tied to no run
+    (previews, summaries) only for global readers."""
+    runs = Run.objects.for_user(request.user)
+    scope = Q(run__in=runs)
+    if request.user.has_perm(f"evaluations.view_{queryset.model._meta.model_name}"):
+        scope |= Q(run__isnull=True)
+    return queryset.filter(scope)
 
 
 @admin.register(JudgeCall)
 class JudgeCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "model", "rubric_id", "status", "cached", "prompt_tokens", "usd"]
     list_filter = ["status", "cached", "model"]
+
+    def get_queryset(self, request):
+        return _ledger_queryset(request, super().get_queryset(request))
 
 
 @admin.register(CostEntry)
@@ -193,6 +421,9 @@ class CostEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ["kind", "day"]
     list_select_related = ["agent"]
 
+    def get_queryset(self, request):
+        return _ledger_queryset(request, super().get_queryset(request))
+
 
 @admin.register(ModelPrice)
 class ModelPriceAdmin(admin.ModelAdmin):
@@ -200,6 +431,13 @@ class ModelPriceAdmin(admin.ModelAdmin):
 
 
 @admin.register(HumanLabel)
-class HumanLabelAdmin(admin.ModelAdmin):
+class HumanLabelAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Read-only: labels are given through `LabelCheckResult` (the API), which records the
+    labelling Editor; a form here could put a label in someone else's name."""
+
     list_display = ["check_result", "labeled_by", "passed", "score", "created_at"]
-    raw_id_fields = ["check_result"]
+    list_select_related = ["check_result__check_config", "check_result__trial__case", "labeled_by"]
+
+    def get_queryset(self, request):
+        runs = Run.objects.for_user(request.user)
+        return super().get_queryset(request).filter(check_result__trial__run__in=runs)

@@ -32,7 +32,9 @@ class EffectiveCheck:
 
     @property
     def blocking(self):
-        return self.mode == CheckMode.BLOCKING
+        # A check disabled for this case is not blocking there: its `skipped` result must not
+        # count as "could not be scored" in the release gate.
+        return self.mode == CheckMode.BLOCKING and not self.disabled
 
 
 def effective_check(check, overrides):

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -284,6 +285,12 @@ class CheckPreviewView(APIView):
         responses={200: PreviewOutputSerializer, 400: OpenApiResponse(description="bad input")},
     )
     def post(self, request):
+        # A preview may spend judge money: only users who work with datasets may ask for one.
+        if not (
+            request.user.has_perm("evaluations.view_check")
+            or Dataset.objects.for_user(request.user).exists()
+        ):
+            raise PermissionDenied("You may not preview checks (no dataset role).")
         body = PreviewInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data

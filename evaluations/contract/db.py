@@ -195,7 +195,8 @@ def decide(runs: Iterable, policy) -> dict[str, Any]:
 
     Returns a JSON-ready snapshot: ``policy``, ``runs``, ``measures`` (the contract over all the
     runs' trials, as ``ContractResult.as_dict``), ``gates`` (a list in the fixed order:
-    coverage, false_success, unknown_effects, floors, budget, quality, then case_pass_rate; each
+    coverage, false_success, unknown_effects, floors, budget, quality, then checks_scored and
+    case_pass_rate; each
     ``{name, label, status, detail, value, threshold}``), ``first_failing_gate`` and
     ``release`` (``pass`` or ``fail``). Every gate is evaluated even after one fails (seed 003).
     Reads ``run.dataset_version.dataset`` (select it with the runs) and three queries per run.
@@ -221,6 +222,7 @@ def decide(runs: Iterable, policy) -> dict[str, Any]:
         coverage["status"] = FAIL
         coverage["detail"] = "; ".join([*problems, coverage["detail"]])
     coverage["value"]["incomplete_runs"] = incomplete
+    gates.append(_checks_scored_gate(runs))
     gates.append(_case_pass_rate_gate(runs, policy.min_case_pass_rate))
 
     first = next((gate["name"] for gate in gates if gate["status"] == FAIL), None)
@@ -337,6 +339,60 @@ def _gate_snapshot(result: ContractResult, name: str, limits: Thresholds) -> dic
         "detail": gate.detail,
         "value": value,
         "threshold": threshold,
+    }
+
+
+def _checks_scored_gate(runs: list) -> dict[str, Any]:
+    """Fail closed on what could not be scored (DESIGN section 10.5). A case's pass does not
+    count skipped or errored checks against it (section 5), so a run whose judge was down, or
+    whose agent crashed on every trial, can show a perfect case pass rate; the release must not
+    rest on that. A check disabled for a case by an override is not blocking there, and does not
+    count. One query for the check results, one for the trials, whatever the run size."""
+    from evaluations.choices import TrialStatus
+    from evaluations.models import CheckResult, Trial
+
+    run_ids = [run.pk for run in runs]
+    unscored = dict(
+        CheckResult.objects.filter(
+            trial__run_id__in=run_ids,
+            blocking=True,
+            status__in=[CheckStatus.ERROR, CheckStatus.SKIPPED],
+        )
+        .values_list("trial__run_id")
+        .annotate(n=Count("pk"))
+    )
+    failed_trials = dict(
+        Trial.objects.filter(run_id__in=run_ids, status=TrialStatus.ERROR)
+        .values_list("run_id")
+        .annotate(n=Count("pk"))
+    )
+    per_run = [
+        {
+            "run": pk,
+            "unscored_blocking": unscored.get(pk, 0),
+            "trials_error": failed_trials.get(pk, 0),
+        }
+        for pk in run_ids
+    ]
+    bad = [r for r in per_run if r["unscored_blocking"] or r["trials_error"]]
+    if not runs:
+        status, detail = FAIL, "no gate run"
+    elif bad:
+        status = FAIL
+        detail = "; ".join(
+            f"run #{r['run']}: {r['unscored_blocking']} blocking check result(s) not scored, "
+            f"{r['trials_error']} trial(s) in error"
+            for r in bad
+        )
+    else:
+        status, detail = PASS, "every blocking check was scored in every trial"
+    return {
+        "name": "checks_scored",
+        "label": "blocking checks scored",
+        "status": status,
+        "detail": detail,
+        "value": {"runs": per_run},
+        "threshold": {"max_unscored_blocking": 0, "max_trials_error": 0},
     }
 
 

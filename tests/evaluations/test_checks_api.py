@@ -275,3 +275,20 @@ def test_builder_cannot_label_results(builder):
         f"/api/v1/check-results/{results[0][0].pk}/label/", {"passed": True}, format="json"
     )
     assert response.status_code == 403
+
+
+@pytest.mark.parametrize("params", [[1], "text", 5])
+def test_params_that_are_not_an_object_answer_400(editor, draft, params):
+    body = {**GOOD, "params": params, "dataset_version": draft.pk}
+    response = api(editor).post("/api/v1/checks/", body, format="json")
+    assert response.status_code == 400 and response.json()["field"] == "params"
+    assert not Check.objects.exists()
+
+
+def test_an_outsider_cannot_spend_judge_money_on_previews(outsider):
+    response = api(outsider).post(
+        "/api/v1/checks/preview/",
+        {"kind": "output_type", "params": {"type": "json"}, "transcript": {"output": "{}"}},
+        format="json",
+    )
+    assert response.status_code == 403

@@ -230,6 +230,7 @@ def test_decide_passes_the_stable_variant_with_every_gate_and_its_numbers():
         "floors",
         "budget",
         "quality",
+        "checks_scored",
         "case_pass_rate",
     ]
     gates = {g["name"]: g for g in decision["gates"]}

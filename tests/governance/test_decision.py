@@ -26,6 +26,7 @@ def test_the_decision_records_every_gate_the_runs_and_the_policy_version(
         "floors",
         "budget",
         "quality",
+        "checks_scored",
         "case_pass_rate",
     ]
     assert all({"status", "detail", "value", "threshold"} <= set(g) for g in decision["gates"])

@@ -1,0 +1,137 @@
+"""The evaluations admin goes through the actions: drafts are edited and audited like in the
+API, frozen versions are immutable, changelists are scoped and keep a constant query count."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from guardian.shortcuts import assign_perm
+
+from evaluations.actions.start_run import StartRun
+from evaluations.models import Check, DatasetVersion
+from governance.models import AuditEntry
+from tests import factories
+
+GOOD = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
+
+
+def form(check, **changes):
+    data = {
+        "dataset_version": check.dataset_version_id,
+        "label": check.label,
+        "kind": check.kind,
+        "params": '{"type": "text"}',
+        "threshold": check.threshold,
+        "mode": check.mode,
+        "judge_model": "",
+        "min_labels": 20,
+        "kappa_floor": 0.6,
+        "position": 0,
+    }
+    data.update(changes)
+    return data
+
+
+@pytest.fixture
+def logged_in(client, password):
+    def login(user):
+        client.login(username=user.username, password=password)
+        return client
+
+    return login
+
+
+def test_editor_changes_a_draft_check_through_the_action(logged_in, editor):
+    draft = factories.dataset_version(cases=[("c1", "x", {})], checks=[GOOD], frozen=False)
+    check = draft.checks.get()
+    response = logged_in(editor).post(
+        f"/admin/evaluations/check/{check.pk}/change/", form(check, threshold="0.5")
+    )
+    assert response.status_code == 302
+    check.refresh_from_db()
+    assert check.threshold == 0.5
+    entry = AuditEntry.objects.get(action="evaluations.check.update")
+    assert entry.before["threshold"] == 1.0 and entry.after["threshold"] == 0.5
+
+
+def test_a_frozen_check_cannot_be_changed_or_deleted_in_the_admin(logged_in, editor):
+    frozen = factories.dataset_version(cases=[("c1", "x", {})], checks=[GOOD])
+    check = frozen.checks.get()
+    client = logged_in(editor)
+    client.post(f"/admin/evaluations/check/{check.pk}/change/", form(check, threshold="0"))
+    response = client.post(f"/admin/evaluations/check/{check.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 403
+    check.refresh_from_db()
+    assert check.threshold == 1.0
+    assert not AuditEntry.objects.filter(action__startswith="evaluations.check").exists()
+
+
+def test_freeze_admin_action_freezes_and_audits(logged_in, editor):
+    draft = factories.dataset_version(cases=[("c1", "x", {})], checks=[GOOD], frozen=False)
+    logged_in(editor).post(
+        "/admin/evaluations/datasetversion/",
+        {"action": "freeze", "_selected_action": [draft.pk]},
+    )
+    draft.refresh_from_db()
+    assert draft.is_frozen
+    assert AuditEntry.objects.filter(action="evaluations.dataset_version.freeze").exists()
+
+
+def test_builder_cannot_freeze_from_the_admin(logged_in, builder):
+    draft = factories.dataset_version(cases=[("c1", "x", {})], frozen=False)
+    logged_in(builder).post(
+        "/admin/evaluations/datasetversion/",
+        {"action": "freeze", "_selected_action": [draft.pk]},
+    )
+    assert not DatasetVersion.objects.get(pk=draft.pk).is_frozen
+
+
+def test_an_editor_of_one_dataset_sees_only_its_checks(db, logged_in):
+    mine = factories.dataset_version(factories.dataset("mine"), checks=[GOOD], frozen=False)
+    factories.dataset_version(factories.dataset("theirs"), checks=[GOOD], frozen=False)
+    scoped = factories.user("scoped-editor")
+    for perm in ("view_dataset", "change_dataset", "edit_dataset"):
+        assign_perm(f"evaluations.{perm}", scoped, mine.dataset)
+    page = logged_in(scoped).get("/admin/evaluations/check/")
+    assert page.status_code == 200
+    assert page.context["cl"].result_count == 1
+    assert Check.objects.count() == 2
+
+
+def test_hand_labels_cannot_be_forged_in_the_admin(logged_in, editor):
+    assert logged_in(editor).get("/admin/evaluations/humanlabel/add/").status_code == 403
+
+
+def _queries(client, url):
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return len(ctx)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/admin/evaluations/trial/",
+        "/admin/evaluations/caseresult/",
+        "/admin/evaluations/checkresult/",
+        "/admin/evaluations/run/",
+        "/admin/evaluations/check/",
+    ],
+)
+def test_changelists_keep_a_constant_number_of_queries(
+    url, logged_in, admin_user, builder, django_capture_on_commit_callbacks
+):
+    client = logged_in(admin_user)
+    version = factories.agent_version(callable_path="tests.agents_under_test.echo")
+
+    def add_run(n, slug):
+        dv = factories.dataset_version(
+            factories.dataset(slug), cases=[(f"c{i}", "q", {}) for i in range(n)], checks=[GOOD]
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            StartRun(acting_user=builder, agent_version=version, dataset_version=dv).execute()
+
+    add_run(2, "small")
+    _queries(client, url)  # warm the session and content-type caches
+    few = _queries(client, url)
+    add_run(10, "big")
+    assert _queries(client, url) == few
