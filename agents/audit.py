@@ -4,8 +4,10 @@ The `AuditEntry` model lives in `governance` (DESIGN section 4), at the top of t
 line, yet actions in every app must write to it in their own transaction ("evaluations.case.update",
 "agents.version.create"). So this module, at the bottom of the line, resolves the model through
 the app registry instead of importing it: the one sanctioned upward reference besides the
-`run_finished` signal. The request id and client address travel in context variables set by
-`governance.middleware.RequestContextMiddleware`, so actions need not be handed the request.
+`run_finished` signal. The request id, the client address and the signed-in user travel in
+context variables set by `governance.middleware.RequestContextMiddleware`, so actions need not be
+handed the request. Actions name their actor themselves; `current_actor()` is for the audit of
+changes no action made (the catch-all receivers of `governance.receivers`).
 """
 
 import contextlib
@@ -17,20 +19,34 @@ from django.conf import settings
 
 _request_id = contextvars.ContextVar("sherlock_request_id", default="")
 _client_ip = contextvars.ContextVar("sherlock_client_ip", default=None)
+_actor = contextvars.ContextVar("sherlock_actor", default=None)
 
 
 @contextlib.contextmanager
-def request_context(*, request_id="", ip=None):
-    tokens = (_request_id.set(request_id), _client_ip.set(ip))
+def request_context(*, request_id="", ip=None, actor=None):
+    """`actor`: the acting user, or a function returning it, called only when an entry asks
+    (`current_actor`)."""
+    tokens = (_request_id.set(request_id), _client_ip.set(ip), _actor.set(actor))
     try:
         yield
     finally:
         _request_id.reset(tokens[0])
         _client_ip.reset(tokens[1])
+        _actor.reset(tokens[2])
 
 
 def current_request_id():
     return _request_id.get()
+
+
+def current_actor():
+    """The signed-in user of the current request, or None (no request, or anonymous)."""
+    actor = _actor.get()
+    if callable(actor):
+        actor = actor()
+    if actor is None or not getattr(actor, "is_authenticated", False):
+        return None
+    return actor
 
 
 def current_ip():

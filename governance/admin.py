@@ -6,15 +6,20 @@ page. Requests, decisions, bypasses and the audit log are otherwise read-only.
 Rights cannot be edited behind the actions' back: the user page shows groups, permissions and
 the superuser flag read-only, the group page is read-only, and django-guardian's object
 permission screens (`GuardedModelAdmin`) are not mounted, since they let any staff user who
-may change a model grant themselves rights on it (django-guardian #756).
+may change a model grant themselves rights on it (django-guardian #756). The user page's
+`is_active` and `is_staff` stay editable (access, not rights) and are audited with the acting
+Admin (`governance.receivers`); only a superuser may set the password of an account that holds
+Admin rights, so the second Admin of a bypass cannot be a colleague whose password another
+Admin just reset.
 """
 
 import io
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin, sensitive_post_parameters_m
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
@@ -46,7 +51,7 @@ from governance.actions.rollback_version import RollBackVersion
 from governance.audit_export import write_entries
 from governance.choices import Role
 from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
-from governance.roles import OBJECT_PERMS, is_global_admin, scoped_roles
+from governance.roles import OBJECT_PERMS, holds_admin_rights, is_global_admin, scoped_roles
 
 
 def run_verb(modeladmin, request, objects, make_action, done):
@@ -59,6 +64,23 @@ def run_verb(modeladmin, request, objects, make_action, done):
             modeladmin.message_user(request, f"{obj}: {exc}", messages.ERROR)
         else:
             modeladmin.message_user(request, f"{obj}: {done}.", messages.SUCCESS)
+
+
+def verb_action(action_class, done, *, description, permission, subject, of=None):
+    """An admin action that runs `action_class` on each selected row: the row (or `of(row)`)
+    is handed to the action as its `subject` keyword, as the acting user's request."""
+
+    @admin.action(description=description, permissions=[permission])
+    def run(modeladmin, request, queryset):
+        run_verb(
+            modeladmin,
+            request,
+            queryset,
+            lambda obj: action_class(acting_user=request.user, **{subject: of(obj) if of else obj}),
+            done,
+        )
+
+    return run
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -125,45 +147,34 @@ class AgentVersionAdmin(VerbPermissions, BaseAgentVersionAdmin):
         url = reverse("governance:publish", args=[obj.pk])
         return format_html('<a href="{}">publish page</a>', url)
 
-    @admin.action(description="Request publication (start the gate runs)", permissions=["build"])
-    def request_publication(self, request, queryset):
-        run_verb(
-            self,
-            request,
-            queryset,
-            lambda v: RequestPublication(acting_user=request.user, agent_version=v),
-            "publication requested, gate runs started",
-        )
-
-    @admin.action(description="Publish (gate passed or bypassed)", permissions=["publish"])
-    def publish(self, request, queryset):
-        run_verb(
-            self,
-            request,
-            queryset,
-            lambda v: PublishVersion(acting_user=request.user, agent_version=v),
-            "published",
-        )
-
-    @admin.action(description="Retire", permissions=["publish"])
-    def retire(self, request, queryset):
-        run_verb(
-            self,
-            request,
-            queryset,
-            lambda v: RetireVersion(acting_user=request.user, agent_version=v),
-            "retired",
-        )
-
-    @admin.action(description="Roll back to this retired version", permissions=["publish"])
-    def roll_back(self, request, queryset):
-        run_verb(
-            self,
-            request,
-            queryset,
-            lambda v: RollBackVersion(acting_user=request.user, agent_version=v),
-            "rolled back to",
-        )
+    request_publication = verb_action(
+        RequestPublication,
+        "publication requested, gate runs started",
+        description="Request publication (start the gate runs)",
+        permission="build",
+        subject="agent_version",
+    )
+    publish = verb_action(
+        PublishVersion,
+        "published",
+        description="Publish (gate passed or bypassed)",
+        permission="publish",
+        subject="agent_version",
+    )
+    retire = verb_action(
+        RetireVersion,
+        "retired",
+        description="Retire",
+        permission="publish",
+        subject="agent_version",
+    )
+    roll_back = verb_action(
+        RollBackVersion,
+        "rolled back to",
+        description="Roll back to this retired version",
+        permission="publish",
+        subject="agent_version",
+    )
 
 
 # --- Policies -------------------------------------------------------------------------------
@@ -285,15 +296,14 @@ class PublishRequestAdmin(AgentScopedReadOnlyAdmin):
     def governed(self, obj):
         return obj.agent_version.agent
 
-    @admin.action(description="Publish the version", permissions=["publish"])
-    def publish(self, request, queryset):
-        run_verb(
-            self,
-            request,
-            queryset,
-            lambda r: PublishVersion(acting_user=request.user, agent_version=r.agent_version),
-            "published",
-        )
+    publish = verb_action(
+        PublishVersion,
+        "published",
+        description="Publish the version",
+        permission="publish",
+        subject="agent_version",
+        of=lambda publish_request: publish_request.agent_version,
+    )
 
     @admin.action(description="Request a bypass of the blocked decision", permissions=["bypass"])
     def request_bypass(self, request, queryset):
@@ -334,26 +344,19 @@ class BypassAdmin(AgentScopedReadOnlyAdmin):
     def governed(self, obj):
         return obj.publish_request.agent_version.agent
 
-    def _verb(self, request, queryset, action_class, done):
-        run_verb(
-            self,
-            request,
-            queryset,
-            lambda b: action_class(acting_user=request.user, bypass=b),
-            done,
-        )
-
-    @admin.action(description="Approve (a second Admin)", permissions=["bypass"])
-    def approve(self, request, queryset):
-        self._verb(request, queryset, ApproveBypass, "approved")
-
-    @admin.action(description="Deny", permissions=["bypass"])
-    def deny(self, request, queryset):
-        self._verb(request, queryset, DenyBypass, "denied")
-
-    @admin.action(description="Revoke", permissions=["bypass"])
-    def revoke(self, request, queryset):
-        self._verb(request, queryset, RevokeBypass, "revoked")
+    approve = verb_action(
+        ApproveBypass,
+        "approved",
+        description="Approve (a second Admin)",
+        permission="bypass",
+        subject="bypass",
+    )
+    deny = verb_action(
+        DenyBypass, "denied", description="Deny", permission="bypass", subject="bypass"
+    )
+    revoke = verb_action(
+        RevokeBypass, "revoked", description="Revoke", permission="bypass", subject="bypass"
+    )
 
 
 # --- The audit log ---------------------------------------------------------------------------
@@ -435,6 +438,16 @@ class SherlockUserAdmin(UserAdmin):
     """Django's user admin with rights read-only; roles change on the user's Roles page."""
 
     readonly_fields = ["is_superuser", "groups", "user_permissions", "roles", "last_login"]
+
+    @sensitive_post_parameters_m
+    def user_change_password(self, request, id, form_url=""):
+        """The admin's "set password" page, which asks no old password: closed (403) to a
+        non-superuser for an account with Admin rights (`holds_admin_rights`). Every password
+        change, here or anywhere, is audited as `auth.user.password_change`."""
+        target = self.get_object(request, unquote(id))
+        if target is not None and not request.user.is_superuser and holds_admin_rights(target):
+            raise PermissionDenied
+        return super().user_change_password(request, id, form_url)
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:

@@ -9,6 +9,7 @@ import json
 
 from django.core.serializers.json import DjangoJSONEncoder
 
+# Every stored field, in this order; the API's audit serializer lists the same ones.
 FIELDS = [
     "sequence",
     "at",

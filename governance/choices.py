@@ -26,6 +26,8 @@ class RequestState(models.TextChoices):
     SUPERSEDED = "superseded", "superseded"
 
 
+# Enforced by `governance.actions._request_state.move_request`, the only writer of a request's
+# state after creation.
 REQUEST_TRANSITIONS = {
     RequestState.EVALUATING: {
         RequestState.PASSED,
@@ -54,6 +56,8 @@ class BypassState(models.TextChoices):
     REVOKED = "revoked", "revoked"
 
 
+# Checked by the Admin's bypass verbs (`governance.actions._bypass_verb`); the system's own
+# moves (expire, use, revoke on supersede) are among these too.
 BYPASS_TRANSITIONS = {
     BypassState.REQUESTED: {
         BypassState.APPROVED,

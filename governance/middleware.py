@@ -1,18 +1,39 @@
-"""Puts the request id and client address where the audit log can find them."""
+"""Puts the request id, the client address and the signed-in user where the audit log can find
+them."""
 
+import re
 import uuid
 
 from agents.audit import client_address, request_context
 
+# What a client may choose as its request id: it is stored in the audit log and echoed in a
+# response header, so anything else (control characters, markup, 10 kB) is replaced.
+REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def request_id_of(request):
+    """The client's `X-Request-ID` when it is a plain token, else a fresh one."""
+    given = request.headers.get("X-Request-ID", "")
+    return given if REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+
 
 class RequestContextMiddleware:
+    """Listed after `AuthenticationMiddleware`. The user is handed to the audit context as a
+    function, read only when an entry is written: `request.user` is lazy (resolving it here
+    would cost a session and a user query on every request), and a DRF token user is known only
+    once the view has authenticated it (DRF then sets `request.user` on this same request)."""
+
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        request_id = request.headers.get("X-Request-ID", "")[:64] or uuid.uuid4().hex
+        request_id = request_id_of(request)
         request.request_id = request_id
-        with request_context(request_id=request_id, ip=client_address(request)):
+        with request_context(
+            request_id=request_id,
+            ip=client_address(request),
+            actor=lambda: getattr(request, "user", None),
+        ):
             response = self.get_response(request)
         response["X-Request-ID"] = request_id
         return response

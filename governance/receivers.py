@@ -6,25 +6,30 @@ travels up the dependency line (DESIGN section 3). The auth receivers close the 
 Wagtail users reported (netbox#11486, #17882; wagtail#14178): logins, failed logins and logouts,
 group memberships, model and object permissions, and the superuser/staff/active flags are
 audited even when they change outside `GrantRole`/`RevokeRole` (a shell, `createsuperuser`, a
-data fix). Inside those two actions the catch-all stays quiet, since they write their own entry.
+data fix), and so is every change of a password hash, whichever view, command or script made it.
+Inside those two actions the catch-all stays quiet, since they write their own entry.
 """
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import is_password_usable
 from django.contrib.auth.models import Group
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
 from guardian.models import GroupObjectPermission, UserObjectPermission
 
-from agents.audit import audit
+from agents.audit import audit, current_actor
 from evaluations.models import Run
 from evaluations.signals import run_finished
 from governance.choices import RequestState
 from governance.roles import in_role_action
 
 PRIVILEGE_FLAGS = ("is_superuser", "is_staff", "is_active")
+WATCHED_USER_FIELDS = (*PRIVILEGE_FLAGS, "password")
 
-# The catch-all entries below have no actor: a change made outside the actions (a shell, a
-# script) has no acting user Sherlock can know, so the entry says "system".
+# The catch-all entries below name as actor the signed-in user of the request that made the
+# change (an Admin unticking `is_staff` in the user admin, resetting a password); a change made
+# outside any request (a shell, a script, a command) has no actor Sherlock can know, and the
+# entry says "system".
 
 
 def decide_when_gate_runs_finish(sender, run_id, status, **kwargs):
@@ -72,6 +77,7 @@ def audit_group_membership(sender, instance, action, reverse, pk_set, **kwargs):
     for user in users:
         audit(
             f"auth.membership.{verb}",
+            actor=current_actor(),
             target=user,
             after={"groups": "all" if action == "post_clear" else groups},
         )
@@ -84,6 +90,7 @@ def audit_model_permissions(sender, instance, action, reverse, pk_set, model, **
     if reverse:
         audit(
             f"auth.permission.{verb}",
+            actor=current_actor(),
             target=("auth.permission", instance.pk, str(instance)),
             after={"holders": sorted(pk_set or [])},
         )
@@ -96,6 +103,7 @@ def audit_model_permissions(sender, instance, action, reverse, pk_set, model, **
     )
     audit(
         f"auth.permission.{verb}",
+        actor=current_actor(),
         target=instance,
         after={"perms": names if action != "post_clear" else "all"},
     )
@@ -105,6 +113,7 @@ def _object_perm_entry(instance, verb):
     holder = getattr(instance, "user", None) or getattr(instance, "group", None)
     audit(
         f"auth.permission.{verb}",
+        actor=current_actor(),
         target=holder,
         after={
             "perms": [
@@ -128,30 +137,56 @@ def audit_object_permission_removed(sender, instance, **kwargs):
         _object_perm_entry(instance, "revoke")
 
 
-def remember_privileges(sender, instance, update_fields=None, **kwargs):
-    if update_fields is not None and not set(update_fields) & set(PRIVILEGE_FLAGS):
+def remember_stored_user(sender, instance, update_fields=None, **kwargs):
+    """Before a user is saved, read the stored flags and password hash it is about to replace
+    (only the watched fields this save writes)."""
+    fields = [
+        name for name in WATCHED_USER_FIELDS if update_fields is None or name in set(update_fields)
+    ]
+    if not fields:
         return
-    stored = (
-        sender.objects.filter(pk=instance.pk).values(*PRIVILEGE_FLAGS).first()
-        if instance.pk
-        else None
-    )
-    instance._privileges_before = stored
+    stored = sender.objects.filter(pk=instance.pk).values(*fields).first() if instance.pk else None
+    # `_password` holds the raw password between `set_password()` and the save; Django clears
+    # it before saving a hash it only upgraded at login. Only how it changed is kept.
+    if not is_password_usable(instance.password):
+        how = "unusable"
+    elif getattr(instance, "_password", None) is not None:
+        how = "set"
+    else:
+        how = "hash"
+    instance._stored_before = (fields, stored, how)
 
 
-def audit_privileges(sender, instance, created, **kwargs):
-    before = getattr(instance, "_privileges_before", None)
-    if not hasattr(instance, "_privileges_before"):
+def audit_user_changes(sender, instance, created, **kwargs):
+    """The privilege flags (`auth.user.privileges`) and the password (`auth.user.password_change`:
+    who changed whose, and how; never a hash) of a saved user, when they changed."""
+    remembered = getattr(instance, "_stored_before", None)
+    if remembered is None:
         return
-    del instance._privileges_before
-    after = {flag: getattr(instance, flag) for flag in PRIVILEGE_FLAGS}
-    if created:
-        if not (instance.is_superuser or instance.is_staff):
-            return
-        before = None
-    elif before == after:
-        return
-    audit("auth.user.privileges", target=instance, before=before, after=after)
+    del instance._stored_before
+    fields, stored, how = remembered
+    flags = [name for name in fields if name in PRIVILEGE_FLAGS]
+    # A new user is worth an entry only when it starts with privileges.
+    if flags and (not created or instance.is_superuser or instance.is_staff):
+        before = None if created or stored is None else {f: stored[f] for f in flags}
+        after = {flag: getattr(instance, flag) for flag in flags}
+        if before != after:
+            audit(
+                "auth.user.privileges",
+                actor=current_actor(),
+                target=instance,
+                before=before,
+                after=after,
+            )
+    if (
+        "password" in fields
+        and not created
+        and stored is not None
+        and stored["password"] != instance.password
+    ):
+        audit(
+            "auth.user.password_change", actor=current_actor(), target=instance, after={"how": how}
+        )
 
 
 def connect():
@@ -178,5 +213,5 @@ def connect():
         post_delete.connect(
             audit_object_permission_removed, sender=model, dispatch_uid=f"gov-rm-{model.__name__}"
         )
-    pre_save.connect(remember_privileges, sender=user_model, dispatch_uid="gov-priv-before")
-    post_save.connect(audit_privileges, sender=user_model, dispatch_uid="gov-priv-after")
+    pre_save.connect(remember_stored_user, sender=user_model, dispatch_uid="gov-user-before")
+    post_save.connect(audit_user_changes, sender=user_model, dispatch_uid="gov-user-after")

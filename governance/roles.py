@@ -8,6 +8,8 @@ actions); `OBJECT_PERMS` lists which verbs a scoped grant carries.
 import contextlib
 import contextvars
 
+from django.db.models import Q
+
 from governance.choices import Role
 
 _CRUD = ("add", "change", "delete", "view")
@@ -85,6 +87,30 @@ def is_global_admin(user):
     if user is None or not user.is_active:
         return False
     return user.is_superuser or user.groups.filter(name=Role.ADMIN.value).exists()
+
+
+def holds_admin_rights(user):
+    """Whether `user` is a superuser or holds the Admin's bypass right anywhere (the Admin
+    group, or Admin of one agent), active or not. Such an account is one of the two Admins of
+    the second-Admin rule, so only a superuser may set its password in the admin: another Admin
+    who could would approve their own bypass under its name."""
+    if user.is_superuser:
+        return True
+    from django.contrib.auth.models import Permission
+    from guardian.models import GroupObjectPermission, UserObjectPermission
+
+    bypass = {
+        "permission__content_type__app_label": "agents",
+        "permission__codename": "bypass_agent",
+    }
+    held_globally = Permission.objects.filter(
+        content_type__app_label="agents", codename="bypass_agent"
+    ).filter(Q(user=user) | Q(group__user=user))
+    return (
+        held_globally.exists()
+        or UserObjectPermission.objects.filter(user=user, **bypass).exists()
+        or GroupObjectPermission.objects.filter(group__user=user, **bypass).exists()
+    )
 
 
 def scoped_perms(role, obj):

@@ -6,6 +6,7 @@ from django.utils import timezone
 from agents.actions.base import Action
 from agents.audit import audit
 from evaluations.choices import RUN_TERMINAL
+from governance.actions._request_state import move_request
 from governance.choices import RequestState
 from governance.decision import PASS, make_decision, release_of
 from governance.models import PublishRequest
@@ -46,10 +47,7 @@ class DecidePublishRequest(Action):
         decision = make_decision(request)
         state = RequestState.PASSED if release_of(decision) == PASS else RequestState.BLOCKED
         decided_at = timezone.now()
-        changed = PublishRequest.objects.filter(
-            pk=request.pk, state=RequestState.EVALUATING
-        ).update(state=state, decision=decision, decided_at=decided_at)
-        if changed != 1:
+        if not move_request(request, state, decision=decision, decided_at=decided_at):
             return None
         request.state, request.decision, request.decided_at = state, decision, decided_at
         audit(

@@ -4,19 +4,12 @@ from django.contrib.auth.models import Group
 from guardian.shortcuts import assign_perm
 
 from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied, ActionInvalid
-from governance.actions.base import GovernanceAction
-from governance.choices import Role
-from governance.roles import is_global_admin, role_action, scoped_perms, scoped_roles
+from agents.errors import ActionConflict, ActionInvalid
+from governance.actions._role_verb import RoleVerb, describe_scope
+from governance.roles import role_action, scoped_perms, scoped_roles
 
 
-def describe_scope(obj):
-    if obj is None:
-        return "global"
-    return {"type": f"{obj._meta.app_label}.{obj._meta.model_name}", "id": obj.pk, "repr": str(obj)}
-
-
-class GrantRole(GovernanceAction):
+class GrantRole(RoleVerb):
     """Grant `role` to `user`: globally (membership of the role's group) or for one agent or
     dataset (the role's verbs as guardian object permissions, `governance.roles.OBJECT_PERMS`).
 
@@ -26,24 +19,9 @@ class GrantRole(GovernanceAction):
     grants; an Admin for one agent holds that agent's verbs, not the right to hand them out.
     """
 
-    noun = "role"
     verb = "grant"
 
-    def __init__(self, *, acting_user, user, role, obj=None, reason=""):
-        super().__init__(acting_user=acting_user)
-        self.user = user
-        self.role = role
-        self.obj = obj
-        self.reason = reason
-
-    def refusal_target(self):
-        return self.user
-
-    def check(self):
-        if not is_global_admin(self.acting_user):
-            raise ActionDenied("Only an Admin may grant roles.")
-        if self.role not in Role.values:
-            raise ActionInvalid(f"{self.role!r} is not a role", field="role")
+    def check_held(self):
         if self.obj is None:
             if self.user.groups.filter(name=self.role).exists():
                 raise ActionConflict(f"{self.user} is already a {self.role}.", code="already_held")

@@ -7,6 +7,7 @@ from agents.choices import VersionState
 from agents.errors import ActionConflict, ActionDenied
 from agents.models import Agent, AgentVersion
 from agents.permissions import user_can
+from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.actions.expire_bypass import ExpireBypass
 from governance.bypass_rules import void_reason
@@ -198,9 +199,8 @@ class PublishVersion(GovernanceAction):
                 reason=self.bypass.reason,
             )
         new_state = RequestState.BYPASSED if self.bypass else RequestState.PUBLISHED
-        PublishRequest.objects.filter(pk=request.pk, state=request.state).update(
-            state=new_state, published_at=now, published_by=user
-        )
+        if not move_request(request, new_state, published_at=now, published_by=user):
+            raise ActionConflict("The publish request changed meanwhile.", code="conflict")
         audit(
             f"governance.version.{self.verb}",
             actor=user,

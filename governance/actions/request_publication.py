@@ -9,6 +9,7 @@ from agents.models import Agent, AgentVersion
 from agents.permissions import user_can
 from evaluations.actions.start_run import StartRun
 from evaluations.choices import RunPurpose
+from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
 from governance.models import Bypass, PublishingPolicy, PublishRequest
@@ -131,9 +132,10 @@ class RequestPublication(GovernanceAction):
             )
         )
         for old in earlier:
-            PublishRequest.objects.filter(pk=old.pk, state=old.state).update(
-                state=RequestState.SUPERSEDED
-            )
+            # The agent row is locked (lock()), so no verb can move these meanwhile; the
+            # compare-and-set still keeps an entry from describing a change that did not happen.
+            if not move_request(old, RequestState.SUPERSEDED):
+                continue
             audit(
                 "governance.request.supersede",
                 actor=self.acting_user,
@@ -143,9 +145,10 @@ class RequestPublication(GovernanceAction):
                 reason="publication was requested again",
             )
             for bypass in Bypass.objects.filter(publish_request=old, state__in=BYPASS_ACTIVE):
-                Bypass.objects.filter(pk=bypass.pk, state=bypass.state).update(
+                if not Bypass.objects.filter(pk=bypass.pk, state=bypass.state).update(
                     state=BypassState.REVOKED, decided_at=timezone.now()
-                )
+                ):
+                    continue
                 audit(
                     "governance.bypass.revoke",
                     actor=self.acting_user,

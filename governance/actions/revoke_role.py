@@ -4,36 +4,19 @@ from django.contrib.auth.models import Group
 from guardian.shortcuts import remove_perm
 
 from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied, ActionInvalid
-from governance.actions.base import GovernanceAction
-from governance.actions.grant_role import describe_scope
-from governance.choices import Role
-from governance.roles import is_global_admin, role_action, scoped_perms, scoped_roles
+from agents.errors import ActionConflict
+from governance.actions._role_verb import RoleVerb, describe_scope
+from governance.roles import role_action, scoped_perms, scoped_roles
 
 
-class RevokeRole(GovernanceAction):
+class RevokeRole(RoleVerb):
     """Revoke `role` from `user`, globally or for one object. For an object grant only the
     verbs no other role the user still holds on that object needs are removed (a Publisher and
     an Admin of the same agent share `view_agent`)."""
 
-    noun = "role"
     verb = "revoke"
 
-    def __init__(self, *, acting_user, user, role, obj=None, reason=""):
-        super().__init__(acting_user=acting_user)
-        self.user = user
-        self.role = role
-        self.obj = obj
-        self.reason = reason
-
-    def refusal_target(self):
-        return self.user
-
-    def check(self):
-        if not is_global_admin(self.acting_user):
-            raise ActionDenied("Only an Admin may revoke roles.")
-        if self.role not in Role.values:
-            raise ActionInvalid(f"{self.role!r} is not a role", field="role")
+    def check_held(self):
         if self.obj is None:
             if not self.user.groups.filter(name=self.role).exists():
                 raise ActionConflict(f"{self.user} is not a {self.role}.", code="not_held")

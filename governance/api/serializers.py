@@ -4,6 +4,7 @@ full), inputs carry only what a verb needs (a reason)."""
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from governance.audit_export import FIELDS as AUDIT_FIELDS
 from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
 
 
@@ -103,20 +104,8 @@ class AuditEntrySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AuditEntry
+        # The export's fields, in its order; the API names the actor by username only.
         fields = [
-            "sequence",
-            "at",
-            "actor",
-            "action",
-            "target_type",
-            "target_id",
-            "target_repr",
-            "before",
-            "after",
-            "reason",
-            "request_id",
-            "ip",
-            "prev_hash",
-            "hash",
+            "actor" if name == "actor_repr" else name for name in AUDIT_FIELDS if name != "actor_id"
         ]
         read_only_fields = fields

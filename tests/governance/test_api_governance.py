@@ -218,3 +218,25 @@ def test_the_audit_log_filters_by_actor_action_target_type_and_date(
     assert (
         client.get("/api/v1/audit/", {"action": "governance.version.publish"}).json()["count"] == 1
     )
+
+
+def test_an_audit_entry_in_the_api_has_the_exports_fields_with_the_actor_by_name(
+    admin_user, passed_request
+):
+    entry = api_client(admin_user).get("/api/v1/audit/").json()["results"][-1]
+    assert list(entry) == [
+        "sequence",
+        "at",
+        "actor",
+        "action",
+        "target_type",
+        "target_id",
+        "target_repr",
+        "before",
+        "after",
+        "reason",
+        "request_id",
+        "ip",
+        "prev_hash",
+        "hash",
+    ]

@@ -59,6 +59,40 @@ def test_errors_exit_2(args, message, good_version, policy, publisher):
     assert message in out
 
 
+def test_an_unexpected_error_exits_2_not_1(monkeypatch, blocked_request):
+    """Exit 1 is the verdict "blocked"; a database that went away is no verdict."""
+    from django.db import OperationalError
+
+    from governance.models import PublishingPolicy
+
+    def down(*args, **kwargs):
+        raise OperationalError("connection failed: server closed\n\tthe connection unexpectedly")
+
+    monkeypatch.setattr(PublishingPolicy.objects, "in_force_for", down)
+    code, out = gate("support-bot", "--version", "1")
+    assert code == 2
+    assert out == (
+        "unexpected error, no verdict: OperationalError: connection failed: server closed "
+        "the connection unexpectedly"
+    )
+
+
+def test_from_the_command_line_an_unexpected_error_is_one_line_on_stderr(monkeypatch, capfd, db):
+    from governance.management.commands import gate as gate_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(gate_module.Agent.objects, "filter", broken)
+    with pytest.raises(SystemExit) as exit_:
+        gate_module.Command().run_from_argv(["manage.py", "gate", "support-bot"])
+    assert exit_.value.code == 2
+    err = capfd.readouterr().err
+    assert err.strip().splitlines() == [
+        "CommandError: unexpected error, no verdict: RuntimeError: a bug"
+    ]
+
+
 def test_waiting_for_runs_that_do_not_finish_times_out_with_2(good_version, policy, author):
     code, out = gate("support-bot", "--user", "author", "--wait", "0")
     assert code == 2 and "timed out" in out

@@ -210,6 +210,55 @@ def test_a_decision_made_under_an_older_policy_version_is_stale(
     assert refused.value.code == "stale_decision"
 
 
+def test_a_publish_request_moved_meanwhile_refuses_the_whole_publish(
+    monkeypatch, publisher, passed_request, good_version
+):
+    # The request's compare-and-set is the last check: losing it rolls the version back too.
+    from governance.actions import publish_version
+
+    monkeypatch.setattr(publish_version, "move_request", lambda *args, **kwargs: False)
+    with pytest.raises(ActionConflict) as refused:
+        PublishVersion(acting_user=publisher, agent_version=good_version).execute()
+    assert refused.value.code == "conflict"
+    good_version.refresh_from_db()
+    assert good_version.state == VersionState.DRAFT
+    assert type(good_version.agent).objects.get(pk=good_version.agent_id).live_version is None
+    assert entries("governance.version.refused").exists()
+    assert not entries("governance.version.publish").exists()
+
+
+@pytest.mark.parametrize(
+    "from_state,to_state",
+    [
+        (RequestState.PUBLISHED, RequestState.SUPERSEDED),
+        (RequestState.SUPERSEDED, RequestState.PASSED),
+        (RequestState.EVALUATING, RequestState.PUBLISHED),
+        (RequestState.PASSED, RequestState.BYPASSED),
+    ],
+)
+def test_a_request_moves_only_along_the_declared_transitions(from_state, to_state, passed_request):
+    from governance.actions._request_state import move_request
+    from governance.models import PublishRequest
+
+    PublishRequest.objects.filter(pk=passed_request.pk).update(state=from_state)
+    passed_request.refresh_from_db()
+    with pytest.raises(ValueError):
+        move_request(passed_request, to_state)
+    passed_request.refresh_from_db()
+    assert passed_request.state == from_state
+
+
+def test_a_request_moved_by_someone_else_is_not_moved_again(passed_request):
+    from governance.actions._request_state import move_request
+    from governance.models import PublishRequest
+
+    stale = PublishRequest.objects.get(pk=passed_request.pk)
+    assert move_request(passed_request, RequestState.SUPERSEDED)
+    assert not move_request(stale, RequestState.PUBLISHED)  # it read `passed`; it is not now
+    stale.refresh_from_db()
+    assert stale.state == RequestState.SUPERSEDED
+
+
 # --- retire and roll back -----------------------------------------------------------------------
 
 

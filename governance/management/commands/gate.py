@@ -22,7 +22,8 @@ class Command(BaseCommand):
     help = (
         "Request (with --user) or read the gate decision of an agent version (default: its "
         "newest draft), wait for its runs, print the gate table. Exit 0 when it passed, 1 when "
-        "it is blocked, 2 on error (unknown agent or version, timeout, a refused request)."
+        "it is blocked, 2 on error (unknown agent or version, timeout, a refused request, or any "
+        "unexpected failure such as an unreachable database)."
     )
 
     def add_arguments(self, parser):
@@ -38,6 +39,21 @@ class Command(BaseCommand):
             "--user", help="request publication as this user (a Builder) when none is current"
         )
         parser.add_argument("--poll", type=float, default=1.0, help="seconds between checks (1)")
+
+    def execute(self, *args, **options):
+        """Exit 1 means "blocked" and nothing else: CI reads it as a verdict. So any failure
+        that is not one of the deliberate outcomes (a database that is down, a bug) exits 2,
+        with one line on stderr instead of a traceback."""
+        try:
+            return super().execute(*args, **options)
+        except CommandError:
+            raise
+        except Exception as exc:
+            message = " ".join(str(exc).split()) or "no message"
+            raise CommandError(
+                f"unexpected error, no verdict: {type(exc).__name__}: {message}"[:500],
+                returncode=ERROR,
+            ) from exc
 
     def handle(self, *args, agent_slug, version, wait, user, poll, **options):
         agent = Agent.objects.filter(slug=agent_slug).first()

@@ -1,0 +1,17 @@
+"""django-q2 tasks of governance: thin and idempotent (STYLE.md item 5)."""
+
+from django.utils import timezone
+
+from governance.actions.expire_bypass import ExpireBypass
+from governance.choices import BYPASS_ACTIVE
+from governance.models import Bypass
+
+
+def expire_bypasses():
+    """Periodic (the `sherlock-bypass-expiry` schedule, migration 0003): mark every requested
+    or approved bypass past its expiry `expired`, so the API and the admin stop showing it as
+    usable. Each one is expired by `ExpireBypass` (compare-and-set, audited with the system as
+    actor), so a tick that overlaps a verb touching the same bypass expires it once. Returns how
+    many this tick expired."""
+    due = Bypass.objects.filter(state__in=BYPASS_ACTIVE, expires_at__lte=timezone.now())
+    return sum(ExpireBypass(bypass=bypass).execute() for bypass in due.only("pk").order_by("pk"))
