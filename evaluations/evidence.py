@@ -21,6 +21,16 @@ statement that is not read-only) or is misconfigured gives ``unavailable`` (outc
 fact, never ``failed`` and never ``verified`` (seed 003: "do not turn unavailable into zero or
 into success").
 
+Verifiers are written by Editors (outcome checks) and Builders (tools) but run with Sherlock's
+own privileges, so what they may reach is the operator's to list (README, configuration):
+``SHERLOCK_VERIFIER_CALLABLES`` (python), ``SHERLOCK_VERIFIER_DATABASES`` (sql; never
+``default``, Sherlock's own database, which holds API tokens and password hashes),
+``SHERLOCK_VERIFIER_HOSTS`` (http) and ``SHERLOCK_VERIFIER_ENV`` (the variables ``headers_env``
+may send, and only to hosts listed by name). ``validate_verifier_spec`` checks a spec against
+them; the case actions call it on save (a 400 naming the field) and ``run_verifier`` calls it
+again before every run, since settings change and rows can be written by other means. A
+refused spec gives no verdict, with the reason.
+
 A verifier is a JSON object with a ``kind``:
 
 ``{"kind": "python", "callable": "pkg.module.fn", "params": {...}, "timeout_s": 10}``
@@ -31,13 +41,17 @@ A verifier is a JSON object with a ``kind``:
     a GET; 2xx: the JSON body is tested with the predicate; 404: the thing is absent, so
     ``failed``; 401/403, other statuses, a network error, a timeout or a body that is not JSON:
     ``unavailable``. ``headers_env`` maps a header to the *name* of an environment variable
-    holding its value (secrets are never stored in a verifier).
+    holding its value (secrets are never stored in a verifier). Redirects are not followed: the
+    target was not checked against the host list, and urllib would forward the headers to it.
 ``{"kind": "sql", "database": "alias", "query": "SELECT ... WHERE id = %s", "params": [...],
 "predicate": P}``
     one read-only ``SELECT`` (or ``WITH``) on a database alias of ``settings.DATABASES``,
     run read-only (PostgreSQL ``transaction_read_only`` in a savepoint; SQLite ``query_only``)
     with a statement timeout. The predicate sees ``{"count": n, "rows": [{column: value}]}``;
     without one, the verdict is ``count >= 1``.
+
+The ``observed`` value kept from an HTTP or SQL verifier is cut to ``MAX_OBSERVED_CHARS`` of JSON:
+evidence shows what was compared, it does not copy the destination into Sherlock.
 
 A predicate ``P`` is ``{"path": "$.rows[0].amount", "op": "eq", "value": 40}``; ``op`` is one of
 ``PREDICATE_OPS`` (``exists`` needs no value). String values in ``url``, ``params`` and a
@@ -62,7 +76,9 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import DatabaseError, connections, transaction
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
+from django.http.request import validate_host
 from django.utils.module_loading import import_string
 
 from evaluations.choices import EffectState, OutcomeVerdict
@@ -74,6 +90,7 @@ VERIFIER_KINDS = ("python", "http", "sql")
 PREDICATE_OPS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "contains", "exists", "truthy")
 DEFAULT_TIMEOUT_S = 10.0
 MAX_HTTP_BODY = 1_000_000
+MAX_OBSERVED_CHARS = 200
 WAIT_KEYS = ("owner", "decision_requested", "decision", "deadline", "resumable")
 
 # Outcome verdicts and effect states share "verified"/"failed"; "no verdict possible" is
@@ -85,6 +102,15 @@ _NO_VERDICT = {OUTCOME: OutcomeVerdict.UNAVAILABLE.value, EFFECT: EffectState.UN
 
 class VerifierUnavailable(Exception):
     """No verdict was possible (misconfigured, refused, timed out, destination unreadable)."""
+
+
+class InvalidVerifier(ValueError):
+    """A verifier spec Sherlock will not run; ``field`` names the key at fault (``database``,
+    ``headers_env.Authorization``), and the message starts with it."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
 
 
 # --- The entry point -------------------------------------------------------------------------
@@ -273,6 +299,18 @@ def tool_effects(agent_version, tool_calls, context: Mapping) -> list[dict]:
     """
     from agents.models import Tool
 
+    if tool_calls is not None and not isinstance(tool_calls, list):
+        # Not a list of calls (a string would iterate as one "call" per character): whatever
+        # the agent did, its effects cannot be known.
+        return [
+            {
+                "call": "?",
+                "call_id": None,
+                "state": EffectState.UNKNOWN.value,
+                "intentionally_denied": False,
+                "evidence": {"reason": f"tool_calls is a {type(tool_calls).__name__}, not a list"},
+            }
+        ]
     calls = [call for call in tool_calls or [] if _call_name(call)]
     if not calls:
         return []
@@ -330,21 +368,18 @@ def run_verifier(spec: Any, context: Mapping, target: str = OUTCOME) -> tuple[st
     """Run one verifier; returns ``(state, evidence)`` and never raises.
 
     ``target`` is ``"outcome"`` (states verified/failed/unavailable) or ``"effect"``
-    (verified/failed/unknown).
+    (verified/failed/unknown). The spec is validated first, against today's allowlists: a spec
+    saved before an allowlist shrank, or written around the actions, reaches nothing.
     """
     started = time.monotonic()
     evidence: dict[str, Any] = {"verifier": describe_verifier(spec)}
     try:
-        if not isinstance(spec, Mapping) or spec.get("kind") not in VERIFIER_KINDS:
-            raise VerifierUnavailable(
-                f"a verifier needs a kind, one of {', '.join(VERIFIER_KINDS)}"
-            )
-        timeout = _timeout(spec)
+        validate_verifier_spec(spec)
         runner = {"python": _run_python, "http": _run_http, "sql": _run_sql}[spec["kind"]]
-        passed, details = runner(spec, context, timeout)
+        passed, details = runner(spec, context, _timeout(spec))
         evidence.update(details)
         state = EffectState.VERIFIED.value if passed else EffectState.FAILED.value
-    except VerifierUnavailable as exc:
+    except (VerifierUnavailable, InvalidVerifier) as exc:
         state = _NO_VERDICT[target]
         evidence["reason"] = str(exc)
     except Exception as exc:  # noqa: BLE001 -- a raising verifier gives no verdict (seed 003)
@@ -355,7 +390,7 @@ def run_verifier(spec: Any, context: Mapping, target: str = OUTCOME) -> tuple[st
 
 
 def describe_verifier(spec: Any) -> str:
-    """A short name for the verifier, kept with its evidence ("sql default: SELECT ...")."""
+    """A short name for the verifier, kept with its evidence ("sql ledger: SELECT ...")."""
     if not isinstance(spec, Mapping):
         return "invalid verifier"
     kind = spec.get("kind")
@@ -364,25 +399,159 @@ def describe_verifier(spec: Any) -> str:
     if kind == "http":
         return f"http GET {spec.get('url')}"
     if kind == "sql":
-        return f"sql {spec.get('database', 'default')}: {spec.get('query')}"
+        return f"sql {spec.get('database')}: {spec.get('query')}"
     return f"unknown verifier kind {kind!r}"
+
+
+# --- Validation: the shape of a spec, and what the operator allows it to reach -----------------
+
+
+def validate_verifier_spec(spec: Any) -> None:
+    """Raise InvalidVerifier (a ValueError naming the field) unless ``spec`` is a well-formed
+    verifier within the operator's allowlists; return None otherwise.
+
+    Cheap and side-effect free except for importing an allowlisted python callable, so that a
+    typo is caught on save rather than on the first run.
+    """
+    if not isinstance(spec, Mapping):
+        raise InvalidVerifier("kind", "a verifier is an object with a kind")
+    if spec.get("kind") not in VERIFIER_KINDS:
+        kinds = ", ".join(VERIFIER_KINDS)
+        raise InvalidVerifier("kind", f"a verifier needs a kind, one of {kinds}")
+    _timeout(spec)
+    {"python": _validate_python, "http": _validate_http, "sql": _validate_sql}[spec["kind"]](spec)
+    predicate = spec.get("predicate")
+    if predicate is not None:
+        if not isinstance(predicate, Mapping):
+            raise InvalidVerifier("predicate", "must be an object {path, op, value}")
+        if predicate.get("op", "eq") not in PREDICATE_OPS:
+            raise InvalidVerifier("predicate.op", f"must be one of {', '.join(PREDICATE_OPS)}")
+        path = predicate.get("path", "$")
+        if not isinstance(path, str) or not path.startswith("$"):
+            raise InvalidVerifier("predicate.path", "must start with $")
 
 
 def _timeout(spec: Mapping) -> float:
     value = spec.get("timeout_s", DEFAULT_TIMEOUT_S)
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 300:
-        raise VerifierUnavailable("timeout_s must be a number of seconds in (0, 300]")
+        raise InvalidVerifier("timeout_s", "must be a number of seconds in (0, 300]")
     return float(value)
 
 
-def _run_python(spec, context, timeout):
+def _validate_python(spec: Mapping) -> None:
+    path = spec.get("callable")
+    if not isinstance(path, str) or not path:
+        raise InvalidVerifier("callable", "must be a dotted path, e.g. pkg.module.fn")
+    # Checked before importing: importing a module runs its code.
+    allowed = settings.SHERLOCK_VERIFIER_CALLABLES
+    if not any(
+        path == entry or (entry.endswith(".") and path.startswith(entry)) for entry in allowed
+    ):
+        raise InvalidVerifier(
+            "callable",
+            f"{path!r} is not allowed (SHERLOCK_VERIFIER_CALLABLES lists the ones that are)",
+        )
     try:
-        fn = import_string(spec.get("callable") or "")
+        fn = import_string(path)
     except ImportError as exc:
-        raise VerifierUnavailable(f"cannot import {spec.get('callable')!r}: {exc}") from None
+        raise InvalidVerifier("callable", f"cannot import {path!r}: {exc}") from None
+    if not callable(fn):
+        raise InvalidVerifier("callable", f"{path!r} is not callable")
+    if not isinstance(spec.get("params") or {}, Mapping):
+        raise InvalidVerifier("params", "must be an object")
+
+
+def _validate_http(spec: Mapping) -> None:
+    headers = spec.get("headers_env") or {}
+    if not isinstance(headers, Mapping):
+        raise InvalidVerifier("headers_env", "must be an object {header: VARIABLE_NAME}")
+    for header, variable in headers.items():
+        if not isinstance(variable, str) or variable not in settings.SHERLOCK_VERIFIER_ENV:
+            raise InvalidVerifier(
+                f"headers_env.{header}",
+                f"{variable!r} is not allowed (SHERLOCK_VERIFIER_ENV lists the variables a "
+                "verifier may send)",
+            )
+    _check_url(spec.get("url"), sends_secrets=bool(headers))
+    if spec.get("predicate") is None:
+        raise InvalidVerifier("predicate", "an HTTP verifier needs a predicate {path, op, value}")
+
+
+def _check_url(url: Any, sends_secrets: bool) -> None:
+    """An http(s) URL whose host is in SHERLOCK_VERIFIER_HOSTS (``*`` allows any host). A
+    verifier that sends environment values as headers needs its host listed by name or domain:
+    ``*`` never lets a secret leave for a host nobody named. Run on the template on save and on
+    the rendered URL at run time (a template value could otherwise pick the host)."""
+    try:
+        split = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    except ValueError:  # "http://[::1" and the like
+        split = None
+    if split is None or split.scheme not in ("http", "https") or not split.hostname:
+        raise InvalidVerifier("url", "must be an http(s) URL")
+    host = f"[{split.hostname}]" if ":" in split.hostname else split.hostname
+    patterns = settings.SHERLOCK_VERIFIER_HOSTS
+    if not validate_host(host, patterns):
+        raise InvalidVerifier(
+            "url", f"host {host} is not allowed (SHERLOCK_VERIFIER_HOSTS lists the ones that are)"
+        )
+    if sends_secrets and not validate_host(host, [p for p in patterns if p != "*"]):
+        raise InvalidVerifier(
+            "url",
+            f"headers_env values are only sent to hosts SHERLOCK_VERIFIER_HOSTS names; {host} "
+            "is only allowed by '*'",
+        )
+
+
+_READ_ONLY_START = re.compile(r"^\s*(select|with)\b", re.IGNORECASE)
+_SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def _read_only_statement(query: Any) -> str:
+    """The query without comments and a trailing semicolon, if it is one SELECT (or WITH); the
+    database's read-only session is what really refuses a write (``_read_only_query``)."""
+    if not isinstance(query, str):
+        raise InvalidVerifier("query", "must be a string")
+    bare = _SQL_COMMENT.sub(" ", query).strip().rstrip(";")
+    if not _READ_ONLY_START.match(bare) or ";" in bare:
+        raise InvalidVerifier("query", "permission denied: only one read-only SELECT is allowed")
+    return bare
+
+
+def _validate_sql(spec: Mapping) -> None:
+    alias = spec.get("database")
+    if alias == DEFAULT_DB_ALIAS:
+        # Even when listed: Sherlock's own database holds API tokens, password hashes and
+        # sessions, and no SELECT filter can tell a ledger query from a token theft.
+        raise InvalidVerifier(
+            "database", "Sherlock's own database ('default') is never readable by a verifier"
+        )
+    if not isinstance(alias, str) or alias not in settings.SHERLOCK_VERIFIER_DATABASES:
+        raise InvalidVerifier(
+            "database",
+            f"{alias!r} is not allowed (SHERLOCK_VERIFIER_DATABASES lists the aliases that are)",
+        )
+    if alias not in connections.settings:
+        raise InvalidVerifier("database", f"no database alias {alias!r}")
+    _read_only_statement(spec.get("query"))
+    if not isinstance(spec.get("params") or [], list | tuple):
+        raise InvalidVerifier("params", "must be an array")
+
+
+def _clip(observed: Any) -> Any:
+    """``observed`` as JSON, or its first MAX_OBSERVED_CHARS characters of JSON text when longer:
+    enough to show what was compared, never a copy of the destination's rows or documents."""
+    text = json.dumps(observed, default=str, ensure_ascii=False)
+    if len(text) <= MAX_OBSERVED_CHARS:
+        return json.loads(text)
+    return text[:MAX_OBSERVED_CHARS] + "…"
+
+
+# --- Running the three kinds -------------------------------------------------------------------
+
+
+def _run_python(spec, context, timeout):
+    fn = import_string(spec["callable"])  # allowlisted and importable: validated just before
     params = spec.get("params") or {}
-    if not isinstance(params, Mapping):
-        raise VerifierUnavailable("params must be an object")
     answer = _call_with_timeout(fn, (dict(context),), dict(params), timeout)
     if isinstance(answer, bool):
         return answer, {}
@@ -426,19 +595,29 @@ def _call_with_timeout(fn, args, kwargs, timeout):
     return value
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Turn a redirect into its 3xx status: the target is not the host that was allowed."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_http = urllib.request.build_opener(_NoRedirects)
+
+
 def _run_http(spec, context, timeout):
     url = render(spec.get("url"), context, quote=True)
-    if not isinstance(url, str) or urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        raise VerifierUnavailable("url must be an http(s) URL")
+    headers_env = spec.get("headers_env") or {}
+    _check_url(url, sends_secrets=bool(headers_env))
     headers = {"Accept": "application/json"}
-    for header, variable in (spec.get("headers_env") or {}).items():
+    for header, variable in headers_env.items():
         value = os.environ.get(variable)
         if value is None:
             raise VerifierUnavailable(f"environment variable {variable} (header {header}) is unset")
         headers[header] = value
     request = urllib.request.Request(url, headers=headers, method="GET")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+        with _http.open(request, timeout=timeout) as response:
             status, body = response.status, response.read(MAX_HTTP_BODY + 1)
     except urllib.error.HTTPError as exc:
         status, body = exc.code, b""
@@ -449,6 +628,8 @@ def _run_http(spec, context, timeout):
         return False, {"url": url, "status": 404, "observed": "absent at the destination"}
     if status in (401, 403):
         raise VerifierUnavailable(f"GET {url}: permission denied ({status})")
+    if 300 <= status < 400:
+        raise VerifierUnavailable(f"GET {url}: redirected ({status}); redirects are not followed")
     if not 200 <= status < 300:
         raise VerifierUnavailable(f"GET {url}: status {status}")
     if len(body) > MAX_HTTP_BODY:
@@ -458,36 +639,22 @@ def _run_http(spec, context, timeout):
     except ValueError:
         raise VerifierUnavailable(f"GET {url}: the body is not JSON") from None
     passed, observed = check_predicate(spec.get("predicate"), document, context)
-    return passed, {"url": url, "status": status, "observed": observed}
-
-
-_READ_ONLY_START = re.compile(r"^\s*(select|with)\b", re.IGNORECASE)
-_SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+    return passed, {"url": url, "status": status, "observed": _clip(observed)}
 
 
 def _run_sql(spec, context, timeout):
-    alias = spec.get("database", "default")
-    if alias not in connections.settings:
-        raise VerifierUnavailable(f"no database alias {alias!r}")
-    query = spec.get("query")
-    if not isinstance(query, str):
-        raise VerifierUnavailable("query must be a string")
-    bare = _SQL_COMMENT.sub(" ", query).strip().rstrip(";")
-    if not _READ_ONLY_START.match(bare) or ";" in bare:
-        raise VerifierUnavailable("permission denied: only one read-only SELECT is allowed")
+    query = _read_only_statement(spec["query"])
     params = render(spec.get("params") or [], context)
-    if not isinstance(params, list | tuple):
-        raise VerifierUnavailable("params must be an array")
-    connection = connections[alias]
+    connection = connections[spec["database"]]
     try:
-        rows, columns = _read_only_query(connection, bare, params, timeout)
+        rows, columns = _read_only_query(connection, query, params, timeout)
     except DatabaseError as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise VerifierUnavailable(f"the query failed: {message}") from None
     found = {"count": len(rows), "rows": [dict(zip(columns, row, strict=False)) for row in rows]}
     predicate = spec.get("predicate") or {"path": "$.count", "op": "gte", "value": 1}
     passed, observed = check_predicate(predicate, found, context)
-    return passed, {"rows": len(rows), "observed": observed}
+    return passed, {"rows": len(rows), "observed": _clip(observed)}
 
 
 def _read_only_query(connection, query, params, timeout, max_rows=100):

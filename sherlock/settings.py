@@ -205,6 +205,85 @@ SHERLOCK_RUN_CONCURRENCY = env_int("SHERLOCK_RUN_CONCURRENCY", 8, minimum=1, max
 SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)
 SHERLOCK_TRIAL_LEASE_SECONDS = env_int("SHERLOCK_TRIAL_LEASE_SECONDS", 600, minimum=5)
 
+# Outcome and effect verifiers (evaluations.evidence) are written by Editors and Builders but run
+# with Sherlock's privileges, so what they may reach is listed here, by the operator; the lists
+# are empty (or the demo's two verifiers) by default. Environment variables a verifier must
+# never send: Sherlock's own secrets (the verifier databases' URL holds their passwords).
+_SHERLOCK_SECRETS = {
+    "SECRET_KEY",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "OPENAI_API_KEY",
+    "SHERLOCK_VERIFIER_DATABASES",
+}
+
+
+def _verifier_databases(name):
+    """`alias=URL,...`: databases SQL verifiers may read, added to DATABASES (give them a
+    read-only role). `default` is refused: Sherlock's own database holds API tokens."""
+    aliases = []
+    for item in env_list(name):
+        alias, sep, url = (part.strip() for part in item.partition("="))
+        if not sep or not (alias.isascii() and alias.isidentifier()):
+            raise ImproperlyConfigured(f"{name}: {item!r} is not alias=URL")
+        if alias in DATABASES:
+            raise ImproperlyConfigured(
+                f"{name}: alias {alias!r} is taken ('default' is Sherlock's own database)"
+            )
+        if urlparse(url).scheme not in ("sqlite", "postgres", "postgresql", "pgsql"):
+            raise ImproperlyConfigured(f"{name}: {alias}'s URL is not a sqlite/postgres URL")
+        try:
+            DATABASES[alias] = dj_database_url.parse(url)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {alias}'s URL is not usable: {exc}") from None
+        aliases.append(alias)
+    return aliases
+
+
+def _verifier_env(name):
+    """Names of environment variables an HTTP verifier may send as headers (`headers_env`)."""
+    names = env_list(name)
+    for variable in names:
+        if not (variable.isascii() and variable.isidentifier()):
+            raise ImproperlyConfigured(f"{name}: {variable!r} is not a variable name")
+        if variable in _SHERLOCK_SECRETS:
+            raise ImproperlyConfigured(f"{name}: {variable} is Sherlock's own secret")
+    return names
+
+
+def _verifier_callables(name, default):
+    """Dotted paths a python verifier may name: `pkg.mod.fn` exactly, or `pkg.mod.` for all."""
+    paths = env_list(name, default)
+    for path in paths:
+        if not all(part.isascii() and part.isidentifier() for part in path.rstrip(".").split(".")):
+            raise ImproperlyConfigured(f"{name}: {path!r} is not a dotted path (or prefix.)")
+    return paths
+
+
+def _verifier_hosts(name):
+    """Hosts HTTP verifiers may call: `crm.internal`, `.example.com` (and its subdomains), an
+    IP, `[::1]`, or `*` for any host (secret headers still go only to hosts named here)."""
+    hosts = env_list(name)
+    for host in hosts:
+        bare = host.removeprefix(".")
+        bracketed = host.startswith("[") and host.endswith("]")
+        if not (
+            host == "*"
+            or bracketed
+            or (bare and all(c.isascii() and (c.isalnum() or c in "-.") for c in bare))
+        ):
+            raise ImproperlyConfigured(f"{name}: {host!r} is not a host name (no scheme or port)")
+    return [host.lower() for host in hosts]
+
+
+SHERLOCK_VERIFIER_DATABASES = _verifier_databases("SHERLOCK_VERIFIER_DATABASES")
+SHERLOCK_VERIFIER_ENV = _verifier_env("SHERLOCK_VERIFIER_ENV")
+SHERLOCK_VERIFIER_CALLABLES = _verifier_callables(
+    "SHERLOCK_VERIFIER_CALLABLES",
+    ["agents.demo.outcome_in_ledger", "agents.demo.effect_in_ledger"],
+)
+SHERLOCK_VERIFIER_HOSTS = _verifier_hosts("SHERLOCK_VERIFIER_HOSTS")
+
 # --- Auth, API ------------------------------------------------------------------------------
 
 AUTHENTICATION_BACKENDS = [

@@ -1,16 +1,21 @@
 """CreateCase, UpdateCase, RemoveCase: an Editor changes the cases of a draft dataset version.
 
 A case's identity (`Case.key`) is stable across versions; its content lives in a
-`CaseVersion` per dataset version. Frozen versions are immutable (ActionConflict).
+`CaseVersion` per dataset version. Frozen versions are immutable (ActionConflict). Content is
+validated before anything is written: overrides change scoring, and an outcome verifier runs
+with Sherlock's privileges (`evaluations.evidence.validate_verifier_spec`).
 """
 
 from django.core.exceptions import ValidationError
+from django.db import transaction
 
 from agents.actions.base import Action
 from agents.audit import audit
 from agents.errors import ActionConflict, ActionDenied, ActionInvalid
 from agents.permissions import user_can
-from evaluations.models import Case, CaseVersion
+from evaluations.choices import CheckMode
+from evaluations.evidence import InvalidVerifier, validate_verifier_spec
+from evaluations.models import Case, CaseVersion, DatasetVersion
 
 CONTENT_FIELDS = (
     "input",
@@ -36,8 +41,23 @@ def snapshot(case_version):
     return {name: getattr(case_version, name) for name in CONTENT_FIELDS}
 
 
+def validate_key(key):
+    """The key as `Case.key` will store it (slug, at most 200 characters), checked before
+    `get_or_create`: PostgreSQL answers a longer key with a DataError, not a validation error."""
+    if not isinstance(key, str):
+        raise ActionInvalid("key: must be a string", field="key")
+    try:
+        Case._meta.get_field("key").clean(key, None)
+    except ValidationError as exc:
+        raise ActionInvalid(f"key: {exc.messages[0]}", field="key") from None
+
+
 def validate_content(fields, checks):
-    """Shape of the case content, and overrides that name existing checks and valid params."""
+    """Shape of the case content, an outcome verifier within the operator's allowlists, and
+    overrides that name existing checks with a valid threshold, mode, `disabled` flag and
+    params (merged over the check's, as scoring merges them). A wrong override is refused, not
+    read leniently: `"disabled": "no"` would disable the check, `"mode": "bogus"` would make
+    it non-blocking (scoring.effective_check)."""
     for name, value in fields.items():
         if name not in CONTENT_FIELDS:
             raise ActionInvalid(f"unknown field {name}", field=name)
@@ -49,6 +69,13 @@ def validate_content(fields, checks):
             raise ActionInvalid(
                 f"expected_tools[{i}]: needs a tool name", field=f"expected_tools[{i}]"
             )
+    if fields.get("outcome_check"):
+        try:
+            validate_verifier_spec(fields["outcome_check"])
+        except InvalidVerifier as exc:
+            raise ActionInvalid(
+                f"outcome_check.{exc}", field=f"outcome_check.{exc.field}"
+            ) from None
     from evaluations.checks import ParamsError, validate_params
 
     by_label = {c.label: c for c in checks}
@@ -63,10 +90,21 @@ def validate_content(fields, checks):
             raise ActionInvalid(f"{where}: unknown key {sorted(extra)[0]}", field=where)
         threshold = override.get("threshold")
         if threshold is not None and not (
-            isinstance(threshold, int | float) and 0 <= threshold <= 1
+            isinstance(threshold, int | float)
+            and not isinstance(threshold, bool)
+            and 0 <= threshold <= 1
         ):
-            raise ActionInvalid(f"{where}.threshold: must be in [0, 1]", field=where)
+            raise ActionInvalid(f"{where}.threshold: must be in [0, 1]", field=f"{where}.threshold")
+        if "mode" in override and override["mode"] not in CheckMode.values:
+            modes = ", ".join(CheckMode.values)
+            raise ActionInvalid(f"{where}.mode: must be one of {modes}", field=f"{where}.mode")
+        if "disabled" in override and not isinstance(override["disabled"], bool):
+            raise ActionInvalid(
+                f"{where}.disabled: must be true or false", field=f"{where}.disabled"
+            )
         if "params" in override:
+            if not isinstance(override["params"], dict):
+                raise ActionInvalid(f"{where}.params: must be an object", field=f"{where}.params")
             check = by_label[label]
             try:
                 validate_params(check.kind, {**check.params, **override["params"]})
@@ -77,7 +115,22 @@ def validate_content(fields, checks):
 
 
 class _CaseAction(Action):
+    """What the three case verbs share: the Editor role, and a draft version.
+
+    `execute()` locks the version row before checking it, so the check reads the committed
+    `frozen_at`, not the caller's copy: `FreezeDatasetVersion` updates that row, so a freeze and
+    a case edit are serialized, and an edit that lost the race is refused (ActionConflict)
+    instead of changing a frozen version."""
+
     dataset_version = None
+
+    def execute(self):
+        with transaction.atomic():
+            self.dataset_version = DatasetVersion.objects.select_for_update().get(
+                pk=self.dataset_version.pk
+            )
+            self.check()
+            return self.perform()
 
     def check(self):
         if not user_can(self.acting_user, "edit", self.dataset_version.dataset):
@@ -99,12 +152,9 @@ class CreateCase(_CaseAction):
         self.content = content
 
     def perform(self):
+        validate_key(self.key)
         validate_content(self.content, list(self.dataset_version.checks.all()))
         case, _ = Case.objects.get_or_create(dataset=self.dataset_version.dataset, key=self.key)
-        try:
-            case.full_clean()
-        except ValidationError as exc:
-            raise ActionInvalid(f"key: {exc.messages[0]}", field="key") from None
         if CaseVersion.objects.filter(dataset_version=self.dataset_version, case=case).exists():
             raise ActionInvalid(f"key: case {self.key!r} is already in this version", field="key")
         case_version = CaseVersion.objects.create(

@@ -41,9 +41,9 @@ def normalize_call(item) -> dict:
 
     Accepts our transcript shape, OpenAI's {"function": {"name", "arguments"}} and Vertex's
     {"tool_name", "tool_input"}; arguments sent as a JSON string (OpenAI does) are parsed.
+    Anything else is a ValueError: a bare string is not read as a name, because a string where
+    a list belongs would otherwise become one "call" per character (see `call_list`).
     """
-    if isinstance(item, str):
-        return {"name": item, "arguments": None, "denied": False}
     if not isinstance(item, dict):
         raise ValueError(f"a tool call must be an object, got {item!r}")
     function = item.get("function") if isinstance(item.get("function"), dict) else {}
@@ -91,6 +91,18 @@ def arguments_match(expected_args, actual_args, how: str) -> bool:
     return same_value(expected_args, actual_args)
 
 
+def call_list(value, what: str) -> list[dict]:
+    """`value` as normalized calls; ValueError unless it is a list of call objects.
+
+    Iterating whatever came is how `"tool_calls": "email.send"` once passed a forbidden-tool
+    guardrail: a string iterates as characters, and no character is `email.send`. A malformed
+    list is a fault to look at (an `error` verdict), never evidence that nothing was called.
+    """
+    if not isinstance(value, list):
+        raise ValueError(f"{what} must be a list of tool calls, got {type(value).__name__}")
+    return [normalize_call(item) for item in value]
+
+
 def recorded_calls(transcript: dict, params: dict) -> list[dict] | None:
     """The calls to judge, or None when the transcript does not record tool calls at all.
 
@@ -102,7 +114,7 @@ def recorded_calls(transcript: dict, params: dict) -> list[dict] | None:
     calls = transcript.get("tool_calls")
     if calls is None:
         return None
-    normalized = [normalize_call(c) for c in calls]
+    normalized = call_list(calls, "tool_calls")
     if not params.get("count_denied", True):
         normalized = [c for c in normalized if not c["denied"]]
     return normalized
@@ -351,10 +363,10 @@ class ToolsUsed(CheckKind):
 
     def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
         wanted = params.get("tools") or case.get("expected_tools")
-        if not wanted:
+        if wanted is None or wanted == []:
             return skipped("no expected tools (set params.tools or the case's expected_tools)")
         try:
-            wanted = [normalize_call(t) for t in wanted]
+            wanted = call_list(wanted, "expected tools")
         except ValueError as exc:
             return errored(f"expected tools are invalid: {exc}")
         try:
@@ -445,7 +457,7 @@ class Trajectory(CheckKind):
         if metric != "single_tool_use" and reference is None:
             return skipped("the case has no reference trajectory (expected.trajectory)")
         try:
-            reference = [normalize_call(c) for c in reference or []]
+            reference = call_list(reference if reference is not None else [], "the reference")
         except ValueError as exc:
             return errored(f"reference trajectory is invalid: {exc}")
         try:

@@ -8,6 +8,7 @@ import hashlib
 import json
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -140,12 +141,17 @@ class Check(models.Model):
     label = models.CharField(max_length=100)
     kind = models.CharField(max_length=50)
     params = models.JSONField(default=dict, blank=True)
-    threshold = models.FloatField(null=True, blank=True)
+    # Validators report a bad value on its field; the constraints below keep the database honest.
+    threshold = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
     mode = models.CharField(max_length=12, choices=CheckMode.choices, default=CheckMode.BLOCKING)
     judge_model = models.CharField(max_length=200, blank=True)
     requires_calibration = models.BooleanField(default=False)
     min_labels = models.PositiveIntegerField(default=20)
-    kappa_floor = models.FloatField(default=0.6)
+    kappa_floor = models.FloatField(
+        default=0.6, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
     position = models.PositiveIntegerField(default=0)
     # Seed 003: task quality is "the sum of quality scores over the trials where the quality
     # grader actually ran". The grader is named, not guessed from a kind: at most one check per
@@ -168,6 +174,10 @@ class Check(models.Model):
                 condition=Q(threshold__isnull=True) | Q(threshold__gte=0, threshold__lte=1),
                 name="check_threshold_in_unit_interval",
             ),
+            models.CheckConstraint(
+                condition=Q(kappa_floor__gte=0, kappa_floor__lte=1),
+                name="check_kappa_floor_in_unit_interval",
+            ),
             models.CheckConstraint(condition=Q(mode__in=CheckMode.values), name="check_mode_valid"),
         ]
 
@@ -188,6 +198,8 @@ class Check(models.Model):
 
         from evaluations.checks import ParamsError, UnknownCheckKind, validate_params
 
+        if self.params is not None and not isinstance(self.params, dict):
+            raise ValidationError({"params": "must be a JSON object"})
         params = dict(self.params or {})
         if self.kind == "custom":
             # The custom check's label is the check's own label (the results column header):

@@ -1,10 +1,18 @@
 """Publishing policies: the rules a version's evaluation must satisfy before it is published."""
 
+from decimal import Decimal
+
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
 from governance.choices import Enforcement
+
+# Rates and floors are fractions of a denominator (DESIGN section 6): a floor of 7 blocks every
+# release, and -3 lets every one through. Validators name the field in a form or an action's
+# error; the CheckConstraints below refuse the same values from any other writer.
+UNIT_INTERVAL = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 
 
 class PolicyQuerySet(models.QuerySet):
@@ -33,7 +41,7 @@ class PublishingPolicy(models.Model):
     version = models.PositiveIntegerField(default=1)
     gate_datasets = models.ManyToManyField("evaluations.Dataset", blank=True, related_name="+")
     repetitions = models.PositiveIntegerField(default=1)
-    min_case_pass_rate = models.FloatField(default=1.0)
+    min_case_pass_rate = models.FloatField(default=1.0, validators=UNIT_INTERVAL)
     enforcement = models.CharField(
         max_length=10, choices=Enforcement.choices, default=Enforcement.SOFT
     )
@@ -41,12 +49,20 @@ class PublishingPolicy(models.Model):
     coverage_required = models.BooleanField(default=True)
     max_false_successes = models.PositiveIntegerField(default=0)
     max_unknown_effects = models.PositiveIntegerField(default=0)
-    min_useful_progress = models.FloatField(null=True, blank=True, default=0.9)
-    min_tool_effect_integrity = models.FloatField(null=True, blank=True, default=0.95)
-    max_cost_per_verified_outcome_usd = models.DecimalField(
-        max_digits=12, decimal_places=4, null=True, blank=True
+    min_useful_progress = models.FloatField(
+        null=True, blank=True, default=0.9, validators=UNIT_INTERVAL
     )
-    min_quality = models.FloatField(null=True, blank=True)
+    min_tool_effect_integrity = models.FloatField(
+        null=True, blank=True, default=0.95, validators=UNIT_INTERVAL
+    )
+    max_cost_per_verified_outcome_usd = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+    )
+    min_quality = models.FloatField(null=True, blank=True, validators=UNIT_INTERVAL)
     # Separation of duties and bypass options.
     creator_may_not_publish = models.BooleanField(default=True)
     bypass_requires_second_admin = models.BooleanField(default=False)
@@ -66,6 +82,25 @@ class PublishingPolicy(models.Model):
             models.CheckConstraint(
                 condition=Q(min_case_pass_rate__gte=0, min_case_pass_rate__lte=1),
                 name="policy_pass_rate_in_unit_interval",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_useful_progress__isnull=True)
+                | Q(min_useful_progress__gte=0, min_useful_progress__lte=1),
+                name="policy_progress_floor_in_unit_interval",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_tool_effect_integrity__isnull=True)
+                | Q(min_tool_effect_integrity__gte=0, min_tool_effect_integrity__lte=1),
+                name="policy_effect_floor_in_unit_interval",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_quality__isnull=True) | Q(min_quality__gte=0, min_quality__lte=1),
+                name="policy_quality_floor_in_unit_interval",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_cost_per_verified_outcome_usd__isnull=True)
+                | Q(max_cost_per_verified_outcome_usd__gte=0),
+                name="policy_cost_budget_not_negative",
             ),
             models.CheckConstraint(condition=Q(repetitions__gte=1), name="policy_repetitions_min"),
             models.CheckConstraint(

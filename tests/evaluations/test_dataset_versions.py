@@ -13,8 +13,15 @@ from tests import factories
 
 CHECKS = [
     {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0},
-    {"label": "Complete", "kind": "completeness", "params": {}, "threshold": 0.5,
-     "quality_grader": True, "requires_calibration": True, "judge_model": "judge-x"},
+    {
+        "label": "Complete",
+        "kind": "completeness",
+        "params": {},
+        "threshold": 0.5,
+        "quality_grader": True,
+        "requires_calibration": True,
+        "judge_model": "judge-x",
+    },
 ]
 
 
@@ -51,8 +58,9 @@ def test_freezing_makes_a_draft_immutable_and_is_audited(editor, frozen):
     FreezeDatasetVersion(acting_user=editor, dataset_version=draft, note="v2").execute()
     draft.refresh_from_db()
     assert draft.is_frozen and draft.frozen_by == editor
-    assert AuditEntry.objects.filter(action="evaluations.dataset_version.freeze",
-                                     target_id=str(draft.pk)).exists()
+    assert AuditEntry.objects.filter(
+        action="evaluations.dataset_version.freeze", target_id=str(draft.pk)
+    ).exists()
     with pytest.raises(ActionConflict):
         FreezeDatasetVersion(acting_user=editor, dataset_version=draft).execute()
 

@@ -4,19 +4,49 @@ a verifier that raises, times out or is refused gives `unavailable`/`unknown`, n
 import json
 import threading
 import time
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from agents.models import Tool
-from evaluations.evidence import collect_evidence, run_verifier
+from evaluations.evidence import MAX_OBSERVED_CHARS, collect_evidence, run_verifier
 from evaluations.models import Run, Trial
 from tests import factories
 
 pytestmark = pytest.mark.django_db
 
 LEDGER = {"A-1001": 40}  # what the "destination" holds, read by the python verifiers below
+LEDGER_DB = "ledger"  # the database alias the SQL verifiers below read
+
+
+@contextmanager
+def ledger_database():
+    """Register the `ledger` alias for verifiers (Sherlock's own `default` is never readable).
+
+    It stands in for a read-only replica of a destination by sharing the test database's
+    connection: the test's own, uncommitted rows are visible to the verifier, and the
+    read-only session is exercised on SQLite and PostgreSQL alike."""
+    connections.settings[LEDGER_DB] = connections.settings[DEFAULT_DB_ALIAS]
+    connections[LEDGER_DB] = connections[DEFAULT_DB_ALIAS]
+    try:
+        yield LEDGER_DB
+    finally:
+        del connections[LEDGER_DB]
+        del connections.settings[LEDGER_DB]
+
+
+@pytest.fixture(autouse=True)
+def _verifiers_allowed(settings, db):
+    """The operator allows what these tests name: this module's functions, the loopback host
+    and the ledger database (see test_verifier_security.py for what is refused)."""
+    settings.SHERLOCK_VERIFIER_CALLABLES = ["tests.evaluations.test_evidence."]
+    settings.SHERLOCK_VERIFIER_HOSTS = ["127.0.0.1"]
+    settings.SHERLOCK_VERIFIER_DATABASES = [LEDGER_DB]
+    with ledger_database():
+        yield
 
 
 # --- Verifiers the cases name (importable by path) -------------------------------------------
@@ -160,7 +190,7 @@ def test_collect_evidence_never_raises_and_fails_closed_on_every_tool_call():
 
 
 def sql(query, **extra):
-    return {"kind": "sql", "database": "default", "query": query, **extra}
+    return {"kind": "sql", "database": LEDGER_DB, "query": query, **extra}
 
 
 def test_a_sql_verifier_reads_the_destination_with_template_values():
@@ -443,3 +473,36 @@ def test_a_wait_that_does_not_name_everything_is_a_stall(missing):
 
     assert (evidence["active_windows"], evidence["windows_with_evidence_delta"]) == (5, 1)
     assert (evidence["stalled_wait_windows"], evidence["excluded_wait_windows"]) == (3, 0)
+
+
+# --- Malformed transcripts and large destinations ------------------------------------------------
+
+
+def test_tool_calls_that_are_not_a_list_are_one_unknown_effect_not_one_per_character():
+    trial = make_trial(tools=[tool("email.send", verifier=python("refund_for_call"))])
+
+    evidence = collect_evidence(trial, {"declared_complete": True, "tool_calls": "email.send"})
+
+    assert [(e["call"], e["state"]) for e in evidence["tool_effects"]] == [("?", "unknown")]
+    assert evidence["tool_effects"][0]["evidence"]["reason"] == "tool_calls is a str, not a list"
+    assert evidence["effects_unknown"] == 1
+
+
+def test_a_sql_verifier_keeps_only_a_clip_of_what_it_observed():
+    note = "confidential " * 100
+    verifier = sql("SELECT %s AS note", params=[note], predicate={"path": "$.rows", "op": "exists"})
+
+    state, evidence = run_verifier(verifier, {})
+
+    assert state == "verified"
+    assert len(evidence["observed"]) == MAX_OBSERVED_CHARS + 1
+    assert evidence["observed"].endswith("…")
+    assert note not in json.dumps(evidence)
+
+
+def test_a_short_observed_value_keeps_its_type():
+    verifier = sql(
+        "SELECT 40 AS amount", predicate={"path": "$.rows[0].amount", "op": "eq", "value": 40}
+    )
+
+    assert run_verifier(verifier, {})[1]["observed"] == 40

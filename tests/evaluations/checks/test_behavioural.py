@@ -320,3 +320,61 @@ def test_trajectory_single_tool_use_requires_tool_name():
     with pytest.raises(ParamsError) as error:
         validate_params("trajectory", {"metric": "single_tool_use"})
     assert error.value.field == "tool_name"
+
+
+# --- malformed tool calls: an error to look at, never a pass ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "tool_calls",
+    ["email.send", {"name": "email.send"}, ["email.send"], [{"name": 5}], [None]],
+    ids=["string", "object", "list-of-strings", "non-string-name", "null-item"],
+)
+def test_a_forbidden_tool_guardrail_is_an_error_when_tool_calls_are_malformed(tool_calls):
+    verdict = run(
+        "tools_used", {"tools": ["email.send"], "forbidden": True}, {"tool_calls": tool_calls}
+    )
+
+    assert (verdict.outcome, verdict.score) == ("error", None)
+    assert verdict.reason.startswith("the transcript's tool calls are invalid")
+
+
+def test_tool_calls_given_as_a_string_are_named_as_such():
+    verdict = run("tools_used", {"tools": ["email.send"]}, {"tool_calls": "email.send"})
+
+    assert verdict.reason == (
+        "the transcript's tool calls are invalid: tool_calls must be a list of tool calls, got str"
+    )
+
+
+@pytest.mark.parametrize(
+    "expected_tools", ["search_orders", {"name": "search_orders"}, ["search_orders"]]
+)
+def test_tools_used_is_an_error_when_the_cases_expected_tools_are_malformed(expected_tools):
+    verdict = run("tools_used", {}, CALLS, {"expected_tools": expected_tools})
+
+    assert (verdict.outcome, verdict.score) == ("error", None)
+    assert verdict.reason.startswith("expected tools are invalid")
+
+
+@pytest.mark.parametrize("trajectory", ["AB", {"name": "A"}, ["A", "B"]])
+def test_trajectory_is_an_error_when_the_reference_is_malformed(trajectory):
+    verdict = run(
+        "trajectory",
+        {"metric": "recall"},
+        calls("A", "B"),
+        {"expected": {"trajectory": trajectory}},
+    )
+
+    assert (verdict.outcome, verdict.score) == ("error", None)
+    assert verdict.reason.startswith("reference trajectory is invalid")
+
+
+@pytest.mark.parametrize("metric", ["precision", "single_tool_use"])
+def test_trajectory_is_an_error_when_tool_calls_are_not_a_list(metric):
+    params = {"metric": metric, **({"tool_name": "A"} if metric == "single_tool_use" else {})}
+
+    verdict = run("trajectory", params, {"tool_calls": "A"}, reference("A"))
+
+    assert (verdict.outcome, verdict.score) == ("error", None)
+    assert "tool_calls must be a list" in verdict.reason

@@ -1,0 +1,182 @@
+"""A case's content is validated before anything is written: an override that would silently
+change scoring is refused naming its field, a key is checked before it reaches the database, and
+an edit that lost a race with a freeze is refused. A check's threshold and kappa floor are
+fractions, refused on their field outside [0, 1] and by the database."""
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from agents.errors import ActionConflict, ActionInvalid
+from evaluations.actions.edit_cases import CreateCase, RemoveCase, UpdateCase
+from evaluations.actions.edit_checks import CreateCheck
+from evaluations.models import Case, CaseVersion, Check, DatasetVersion
+from governance.models import AuditEntry
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+SHAPE = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
+
+
+def api(user):
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def draft(db):
+    return factories.dataset_version(cases=[("c1", "hello", {})], checks=[SHAPE], frozen=False)
+
+
+def update_overrides(editor, draft, override):
+    case_version = draft.case_versions.get()
+    return UpdateCase(
+        acting_user=editor, case_version=case_version, overrides={"Shape": override}
+    ).execute()
+
+
+# --- Overrides ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ({"mode": "bogus"}, "overrides.Shape.mode"),
+        ({"disabled": "yes"}, "overrides.Shape.disabled"),
+        ({"disabled": 0}, "overrides.Shape.disabled"),
+        ({"threshold": True}, "overrides.Shape.threshold"),
+        ({"threshold": 5}, "overrides.Shape.threshold"),
+        ({"params": ["type", "json"]}, "overrides.Shape.params"),
+        ({"params": {"type": "nonsense"}}, "overrides.Shape.params"),
+    ],
+)
+def test_an_override_that_would_silently_change_scoring_is_refused(editor, draft, override, field):
+    with pytest.raises(ActionInvalid) as refused:
+        update_overrides(editor, draft, override)
+
+    assert refused.value.field == field
+    assert draft.case_versions.get().overrides == {}
+    assert not AuditEntry.objects.filter(action="evaluations.case.update").exists()
+
+
+def test_the_api_answers_a_bogus_mode_with_400_naming_the_field(editor, draft):
+    case_version = draft.case_versions.get()
+
+    response = api(editor).patch(
+        f"/api/v1/cases/{case_version.pk}/",
+        {"overrides": {"Shape": {"mode": "bogus"}}},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert response.json()["field"] == "overrides.Shape.mode"
+
+
+def test_a_well_formed_override_is_kept(editor, draft):
+    override = {"mode": "informative", "disabled": False, "threshold": 0.5, "params": {}}
+
+    case_version = update_overrides(editor, draft, override)
+
+    assert case_version.overrides == {"Shape": override}
+
+
+# --- Keys -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["k" * 201, "refund me", "refund/1", 42])
+def test_a_key_that_cannot_be_stored_is_refused_before_any_row_is_written(editor, draft, key):
+    with pytest.raises(ActionInvalid) as refused:
+        CreateCase(acting_user=editor, dataset_version=draft, key=key, input="x").execute()
+
+    assert refused.value.field == "key"
+    assert list(Case.objects.values_list("key", flat=True)) == ["c1"]
+
+
+def test_the_api_answers_a_300_character_key_with_400_not_a_database_error(editor, draft):
+    body = {"dataset_version": draft.pk, "key": "k" * 300, "input": "x"}
+
+    response = api(editor).post("/api/v1/cases/", body, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["field"] == "key"
+    assert not Case.objects.filter(key="k" * 300).exists()
+
+
+def test_a_key_of_200_slug_characters_is_accepted(editor, draft):
+    key = "k" * 200
+
+    case_version = CreateCase(acting_user=editor, dataset_version=draft, key=key).execute()
+
+    assert case_version.case.key == key
+
+
+# --- A freeze that lands between the check and the write ------------------------------------------
+
+
+def freeze_behind_the_callers_back(draft):
+    DatasetVersion.objects.filter(pk=draft.pk).update(frozen_at=timezone.now())
+
+
+@pytest.mark.parametrize(
+    "make_action",
+    [
+        lambda editor, draft, cv: CreateCase(acting_user=editor, dataset_version=draft, key="new"),
+        lambda editor, draft, cv: UpdateCase(acting_user=editor, case_version=cv, input="changed"),
+        lambda editor, draft, cv: RemoveCase(acting_user=editor, case_version=cv),
+    ],
+    ids=["create", "update", "remove"],
+)
+def test_a_case_action_holding_a_stale_draft_is_refused_once_the_version_is_frozen(
+    editor, draft, make_action
+):
+    case_version = draft.case_versions.get()
+    action = make_action(editor, draft, case_version)  # reads the version while it is a draft
+    freeze_behind_the_callers_back(draft)
+
+    with pytest.raises(ActionConflict) as refused:
+        action.execute()
+
+    assert refused.value.code == "version_frozen"
+    assert list(CaseVersion.objects.values_list("case__key", "input")) == [("c1", "hello")]
+
+
+# --- Check bounds -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"threshold": 5}, "threshold"),
+        ({"threshold": -0.1}, "threshold"),
+        ({"kappa_floor": 9}, "kappa_floor"),
+        ({"kappa_floor": -1}, "kappa_floor"),
+    ],
+)
+def test_a_check_bound_outside_the_unit_interval_is_refused_on_its_field(editor, fields, field):
+    draft = factories.dataset_version(cases=[("c1", "hello", {})], frozen=False)
+
+    with pytest.raises(ActionInvalid) as refused:
+        CreateCheck(acting_user=editor, dataset_version=draft, **{**SHAPE, **fields}).execute()
+
+    assert refused.value.field == field
+    assert not Check.objects.exists()
+
+
+@pytest.mark.parametrize("fields", [{"threshold": 5}, {"kappa_floor": 9}])
+def test_the_api_names_the_field_of_a_check_bound_out_of_range(editor, fields):
+    draft = factories.dataset_version(cases=[("c1", "hello", {})], frozen=False)
+    body = {**SHAPE, "dataset_version": draft.pk, **fields}
+
+    response = api(editor).post("/api/v1/checks/", body, format="json")
+
+    assert response.status_code == 400
+    assert set(response.json()) == set(fields)
+    assert not Check.objects.exists()
+
+
+def test_the_database_refuses_a_kappa_floor_out_of_range(draft):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Check.objects.create(dataset_version=draft, label="Judge", kind="custom", kappa_floor=9)
