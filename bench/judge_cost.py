@@ -5,8 +5,8 @@ against the loopback OpenAI-compatible server (tests/llm_server.py), through the
 client (official OpenAI SDK, database recording, cache), once at 0 ms and once at 200 ms of
 server latency, and prints judge calls, prompt and completion tokens per case, the client CPU
 per call (CPU time of the scoring thread, which includes building prompts, the SDK request,
-parsing and validating the answer, and recording the JudgeCall and CostEntry rows) and the
-wall time.
+parsing and validating the answer, the cache look-up, and storing the JudgeCall rows the way
+the run engine does, in one batch per trial) and the wall time.
 
 Reference, measured on this kind of machine with the same kind of fake server (issue 3):
 RAGAS 0.4.3 spends 7 calls + 2 embedding calls and 6,942 prompt tokens per case (its newer API:
@@ -136,13 +136,20 @@ def setup_django(db_path):
 
 
 def measure(server, cases, latency_s):
+    from django.db import transaction
+
     from evaluations.checks import evaluate, validate_params
+    from evaluations.engine import _judge_recorder, _ledger, _store_judge_calls
     from evaluations.judge import JudgeClient
     from evaluations.models import JudgeCall
 
     server.latency = latency_s
     before_requests = server.request_count
-    judge = JudgeClient(base_url=server.url, api_key="sk-bench", model="bench-judge")
+    # The engine's recording path: a trial's judge calls are held with it and stored in one
+    # batch with the trial (evaluations.engine), so that write is part of what we measure.
+    judge = JudgeClient(
+        base_url=server.url, api_key="sk-bench", model="bench-judge", recorder=_judge_recorder
+    )
     params = {kind: validate_params(kind, {}) for kind in KINDS}
     first_call = JudgeCall.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
     cpu = 0.0
@@ -150,11 +157,17 @@ def measure(server, cases, latency_s):
     started = time.perf_counter()
     for case, transcript in cases:
         bound = judge.bind(repetition=int(case["id"].split("-")[1]) + int(latency_s * 1000))
+        _ledger.calls = held = []
         for kind in KINDS:
             t0 = time.thread_time()
             verdict = evaluate(kind, params[kind], case, transcript, judge=bound)
             cpu += time.thread_time() - t0
             statuses[verdict.outcome] = statuses.get(verdict.outcome, 0) + 1
+        _ledger.calls = None
+        t0 = time.thread_time()
+        with transaction.atomic():
+            _store_judge_calls(held)
+        cpu += time.thread_time() - t0
     wall = time.perf_counter() - started
     calls = JudgeCall.objects.filter(pk__gt=first_call, cached=False)
     n_calls = calls.count()
