@@ -81,6 +81,7 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.http.request import validate_host
 from django.utils.module_loading import import_string
 
+from agents.imports import is_allowed
 from evaluations.choices import EffectState, OutcomeVerdict
 from evaluations.contract import read_trial, trial_counts
 
@@ -443,10 +444,7 @@ def _validate_python(spec: Mapping) -> None:
     if not isinstance(path, str) or not path:
         raise InvalidVerifier("callable", "must be a dotted path, e.g. pkg.module.fn")
     # Checked before importing: importing a module runs its code.
-    allowed = settings.SHERLOCK_VERIFIER_CALLABLES
-    if not any(
-        path == entry or (entry.endswith(".") and path.startswith(entry)) for entry in allowed
-    ):
+    if not is_allowed(path, settings.SHERLOCK_VERIFIER_CALLABLES):
         raise InvalidVerifier(
             "callable",
             f"{path!r} is not allowed (SHERLOCK_VERIFIER_CALLABLES lists the ones that are)",

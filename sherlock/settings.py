@@ -283,6 +283,9 @@ SHERLOCK_VERIFIER_CALLABLES = _verifier_callables(
     ["agents.demo.outcome_in_ledger", "agents.demo.effect_in_ledger"],
 )
 SHERLOCK_VERIFIER_HOSTS = _verifier_hosts("SHERLOCK_VERIFIER_HOSTS")
+# Python callables an agent version may name (the `python` adapter, `openai_chat` tool
+# executors): Builders write those configs, and the code runs in the workers.
+SHERLOCK_AGENT_CALLABLES = _verifier_callables("SHERLOCK_AGENT_CALLABLES", ["agents.demo."])
 
 # --- Auth, API ------------------------------------------------------------------------------
 

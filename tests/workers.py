@@ -13,6 +13,7 @@ import pytest
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
+TEST_AGENT_CALLABLES = "agents.demo.,tests."
 
 
 def test_database_url():
@@ -47,6 +48,8 @@ def start_cluster(log_path, **env):
         **env,
     }
     environment.pop("SHERLOCK_Q_SYNC", None)
+    # The agents under test live in tests/: let the workers import them (as conftest does).
+    environment.setdefault("SHERLOCK_AGENT_CALLABLES", TEST_AGENT_CALLABLES)
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "manage.py"), "qcluster"],

@@ -26,7 +26,6 @@ import threading
 
 import httpx2
 import openai
-from django.utils.module_loading import import_string
 
 from agents.adapters.base import (
     HEADERS,
@@ -39,6 +38,7 @@ from agents.adapters.base import (
     validate_headers,
 )
 from agents.adapters.http_endpoint import DEFAULT_TIMEOUT, post_json
+from agents.imports import import_allowed
 
 _EXECUTOR = {
     "oneOf": [
@@ -92,9 +92,9 @@ def validate(config):
         validate_headers(executor.get("headers"), f"{where}.headers")
         if "callable" in executor:
             try:
-                import_string(executor["callable"])
-            except ImportError as exc:
-                raise ValueError(f"{where}.callable: cannot import: {exc}") from None
+                import_allowed(executor["callable"], "SHERLOCK_AGENT_CALLABLES")
+            except ValueError as exc:
+                raise ValueError(f"{where}.callable: {exc}") from None
 
 
 _clients = {}
@@ -155,7 +155,12 @@ class OpenAIChatAgent(PreparedAgent):
         self.executors = {}
         for name, executor in (config.get("tools") or {}).items():
             if "callable" in executor:
-                self.executors[name] = import_string(executor["callable"])
+                try:
+                    self.executors[name] = import_allowed(
+                        executor["callable"], "SHERLOCK_AGENT_CALLABLES"
+                    )
+                except ValueError as exc:  # settings changed since the version was saved
+                    raise AgentCallError(f"config.tools.{name}.callable: {exc}") from None
             else:
                 self.executors[name] = executor
 

@@ -5,9 +5,8 @@ case dict (docs/checks.md, "The case") and the kwargs, and returns a transcript 
 other value, taken as the output. It runs in the worker's threads, so it must be thread-safe.
 """
 
-from django.utils.module_loading import import_string
-
 from agents.adapters.base import AgentCallError, PreparedAgent
+from agents.imports import import_allowed
 
 SCHEMA = {
     "type": "object",
@@ -23,14 +22,17 @@ SCHEMA = {
 
 def validate(config):
     try:
-        import_string(config["callable"])
-    except ImportError as exc:
-        raise ValueError(f"config.callable: cannot import {config['callable']!r}: {exc}") from None
+        import_allowed(config["callable"], "SHERLOCK_AGENT_CALLABLES")
+    except ValueError as exc:
+        raise ValueError(f"config.callable: {exc}") from None
 
 
 class PythonAgent(PreparedAgent):
     def __init__(self, version):
-        self.function = import_string(version.config["callable"])
+        try:
+            self.function = import_allowed(version.config["callable"], "SHERLOCK_AGENT_CALLABLES")
+        except ValueError as exc:  # settings changed since the version was saved
+            raise AgentCallError(f"config.callable: {exc}") from None
         self.kwargs = version.config.get("kwargs") or {}
         self.model = version.config.get("model")
 

@@ -65,7 +65,11 @@ def version(adapter, config, tools=(), denied=()):
         ),
         (
             "openai_chat",
-            {"base_url": "http://llm/v1", "model": "m", "tools": {"kb.search": {"callable": "x"}}},
+            {
+                "base_url": "http://llm/v1",
+                "model": "m",
+                "tools": {"kb.search": {"callable": "tests.nowhere.tool"}},
+            },
             "config.tools.kb.search.callable: cannot import",
         ),
         ("replay", {"transcripts": {}}, "config.transcripts"),
@@ -332,3 +336,23 @@ def test_import_transcripts_creates_a_replay_draft(builder, tmp_path):
     assert imported.adapter == "replay" and imported.state == "draft"
     assert imported.config["transcripts"]["refund-1"][1]["output"] == "second"
     assert AuditEntry.objects.filter(action="agents.version.create").exists()
+
+
+def test_a_callable_outside_the_allowlist_is_refused_before_it_is_imported(settings):
+    """Builders write agent configs, and the code runs in the workers: only what the operator
+    lists (SHERLOCK_AGENT_CALLABLES) may be named."""
+    from agents.adapters import validate_config
+
+    settings.SHERLOCK_AGENT_CALLABLES = ["agents.demo."]
+    with pytest.raises(ValueError, match="config.callable: 'subprocess.run' is not allowed"):
+        validate_config("python", {"callable": "subprocess.run"})
+    with pytest.raises(ValueError, match="config.tools.shell.callable"):
+        validate_config(
+            "openai_chat",
+            {
+                "model": "m",
+                "base_url": "http://127.0.0.1:1/v1",
+                "tools": {"shell": {"callable": "subprocess.run"}},
+            },
+        )
+    assert validate_config("python", {"callable": "agents.demo.support_bot"})
