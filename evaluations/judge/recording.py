@@ -99,19 +99,38 @@ def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
 
 
 def lookup_cached(cache_key: str) -> CachedAnswer | None:
-    """The newest successful stored call with this key, as a cache entry (one indexed query)."""
+    """The newest successful stored call with this key, as a cache entry (one indexed query).
+
+    Runs once per ask that misses the in-process cache, so it is one plain SQL statement (the
+    same one the ORM would write for `filter(...).order_by("-id").values_list(...).first()`)
+    rather than a queryset built and compiled on every call.
+    """
     from evaluations.models import JudgeCall
 
-    row = (
-        JudgeCall.objects.filter(cache_key=cache_key, status=JudgeCall.Status.OK)
-        .order_by("-id")  # ids grow with time: the newest answer
-        .values_list("id", "raw_answer")
-        .first()
-    )
+    alias = router.db_for_read(JudgeCall)
+    connection = connections[alias]
+    sql = _lookup_sql.get(connection.vendor)
+    if sql is None:
+        qn = connection.ops.quote_name
+        meta = JudgeCall._meta
+        pk = qn(meta.pk.column)
+        sql = _lookup_sql[connection.vendor] = (
+            f"SELECT {pk}, {qn(meta.get_field('raw_answer').column)} "
+            f"FROM {qn(meta.db_table)} "
+            f"WHERE {qn(meta.get_field('cache_key').column)} = %s "
+            f"AND {qn(meta.get_field('status').column)} = %s "
+            f"ORDER BY {pk} DESC LIMIT 1"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [cache_key, str(JudgeCall.Status.OK)])
+        row = cursor.fetchone()
     if row is None:
         return None
     call_id, raw = row
     return CachedAnswer(raw=raw, source_call_id=call_id)
+
+
+_lookup_sql: dict[str, str] = {}
 
 
 class MemoryRecorder:

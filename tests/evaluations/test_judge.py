@@ -21,6 +21,7 @@ from evaluations.judge import (
     get_default_judge,
     reset_default_judges,
 )
+from evaluations.judge.cache import canonical_json, sha256
 from evaluations.models import CostEntry, JudgeCall, ModelPrice, Run, Trial
 from tests import factories
 from tests.judge_fixtures import JUDGE_MODEL
@@ -87,7 +88,13 @@ def test_a_valid_answer_is_data_with_one_recorded_call(judge, llm_server):
     assert call.raw_answer == answer.raw
     assert call.response["choices"][0]["message"]["content"] == answer.raw
     assert len(call.prompt_hash) == len(call.cache_key) == 64
-    assert call.request == llm_server.requests[0]
+    # Stored as sent, but for the schema, kept by its hash (the rubric's own, id and version).
+    sent = llm_server.requests[0]
+    stored_format = call.request["response_format"]["json_schema"]
+    assert {**call.request, "response_format": sent["response_format"]} == sent
+    assert stored_format["schema"] == {
+        "sha256": sha256(canonical_json(sent["response_format"]["json_schema"]["schema"]))
+    }
 
 
 def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_seed(llm_server):
