@@ -79,11 +79,29 @@ class DatasetScopedMixin:
     def has_delete_permission(self, request, obj=None):
         return self.may_edit(request, obj)
 
+    edited_fields = ()  # the content fields the actions take
+
+    def get_queryset(self, request):
+        datasets = visible_datasets(request)
+        return super().get_queryset(request).filter(dataset_version__dataset__in=datasets)
+
     def run_action(self, request, action):
         try:
             return action.execute()
         except ActionError as exc:
             raise PermissionDenied(str(exc)) from exc
+
+    def save_model(self, request, obj, form, change):
+        fields = {name: getattr(obj, name) for name in self.edited_fields}
+        if change:
+            changes = {k: v for k, v in fields.items() if k in form.changed_data}
+            action = self.update_action(request, obj, changes)
+        else:
+            action = self.create_action(request, obj, fields)
+        obj.pk = self.run_action(request, action).pk
+
+    def delete_model(self, request, obj):
+        self.run_action(request, self.delete_action(request, obj))
 
 
 @admin.register(Dataset)
@@ -212,31 +230,21 @@ class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
     list_select_related = ["case", "dataset_version__dataset"]
     raw_id_fields = ["case", "dataset_version"]
     search_fields = ["case__key"]
+    edited_fields = CONTENT_FIELDS
 
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .filter(dataset_version__dataset__in=visible_datasets(request))
+    def create_action(self, request, obj, fields):
+        return CreateCase(
+            acting_user=request.user,
+            dataset_version=obj.dataset_version,
+            key=obj.case.key,
+            **fields,
         )
 
-    def save_model(self, request, obj, form, change):
-        content = {name: getattr(obj, name) for name in CONTENT_FIELDS}
-        if change:
-            changes = {k: v for k, v in content.items() if k in form.changed_data}
-            action = UpdateCase(acting_user=request.user, case_version=obj, **changes)
-        else:
-            action = CreateCase(
-                acting_user=request.user,
-                dataset_version=obj.dataset_version,
-                key=obj.case.key,
-                **content,
-            )
-        saved = self.run_action(request, action)
-        obj.pk = saved.pk
+    def update_action(self, request, obj, changes):
+        return UpdateCase(acting_user=request.user, case_version=obj, **changes)
 
-    def delete_model(self, request, obj):
-        self.run_action(request, RemoveCase(acting_user=request.user, case_version=obj))
+    def delete_action(self, request, obj):
+        return RemoveCase(acting_user=request.user, case_version=obj)
 
 
 @admin.register(Check)
@@ -248,28 +256,16 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
     list_filter = ["kind", "mode", "requires_calibration"]
     list_select_related = ["dataset_version__dataset"]
     raw_id_fields = ["dataset_version"]
+    edited_fields = CHECK_FIELDS
 
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .filter(dataset_version__dataset__in=visible_datasets(request))
-        )
+    def create_action(self, request, obj, fields):
+        return CreateCheck(acting_user=request.user, dataset_version=obj.dataset_version, **fields)
 
-    def save_model(self, request, obj, form, change):
-        fields = {name: getattr(obj, name) for name in CHECK_FIELDS}
-        if change:
-            changes = {k: v for k, v in fields.items() if k in form.changed_data}
-            action = UpdateCheck(acting_user=request.user, check=obj, **changes)
-        else:
-            action = CreateCheck(
-                acting_user=request.user, dataset_version=obj.dataset_version, **fields
-            )
-        saved = self.run_action(request, action)
-        obj.pk = saved.pk
+    def update_action(self, request, obj, changes):
+        return UpdateCheck(acting_user=request.user, check=obj, **changes)
 
-    def delete_model(self, request, obj):
-        self.run_action(request, DeleteCheck(acting_user=request.user, check=obj))
+    def delete_action(self, request, obj):
+        return DeleteCheck(acting_user=request.user, check=obj)
 
 
 class CaseResultInline(ReadOnlyMixin, admin.TabularInline):

@@ -135,3 +135,27 @@ def test_changelists_keep_a_constant_number_of_queries(
     few = _queries(client, url)
     add_run(10, "big")
     assert _queries(client, url) == few
+
+
+def test_editor_changes_a_draft_case_through_the_action(logged_in, editor):
+    draft = factories.dataset_version(cases=[("c1", "old question", {})], frozen=False)
+    case = draft.case_versions.get()
+    response = logged_in(editor).post(
+        f"/admin/evaluations/caseversion/{case.pk}/change/",
+        {
+            "dataset_version": draft.pk,
+            "case": case.case_id,
+            "input": '"new question"',
+            "expected": "{}",
+            "contexts": "[]",
+            "expected_tools": "[]",
+            "outcome_check": "{}",
+            "tags": "[]",
+            "overrides": "{}",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    case.refresh_from_db()
+    assert case.input == "new question"
+    entry = AuditEntry.objects.get(action="evaluations.case.update")
+    assert entry.before["input"] == "old question" and entry.after["input"] == "new question"
