@@ -24,12 +24,15 @@ from agents import demo
 from agents.actions.create_draft_version import CreateDraftVersion
 from agents.models import Agent, Tool
 from evaluations import engine
+from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
+from evaluations.actions.edit_cases import CreateCase
+from evaluations.actions.edit_checks import CreateCheck
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.start_run import StartRun
 from evaluations.choices import RunStatus
 from evaluations.contract import render_table
 from evaluations.contract.db import policy_thresholds, run_contract
-from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion, Run
+from evaluations.models import Dataset, Run
 from governance.actions.create_policy import CreatePolicy
 from governance.choices import Role
 from governance.models import PublishingPolicy
@@ -84,6 +87,32 @@ CHECKS = [
 ]
 
 PASSWORD = "sherlock-{}"
+
+
+def frozen_dataset(editor, *, slug, name, description, note, checks, cases):
+    """The dataset's latest frozen version, or a first one built and frozen by `editor` through
+    the same actions as the admin and the API (validated and audited)."""
+    dataset, _ = Dataset.objects.get_or_create(
+        slug=slug, defaults={"name": name, "owner": editor, "description": description}
+    )
+    frozen = dataset.latest_frozen
+    if frozen is not None:
+        return frozen
+    draft = (
+        dataset.versions.filter(frozen_at__isnull=True).first()
+        or CreateDraftDatasetVersion(acting_user=editor, dataset=dataset, note=note).execute()
+    )
+    existing_checks = set(draft.checks.values_list("label", flat=True))
+    for position, fields in enumerate(checks):
+        if fields["label"] not in existing_checks:
+            CreateCheck(
+                acting_user=editor, dataset_version=draft, position=position, **fields
+            ).execute()
+    existing_cases = set(draft.case_versions.values_list("case__key", flat=True))
+    for fields in cases:
+        if fields["key"] not in existing_cases:
+            CreateCase(acting_user=editor, dataset_version=draft, **fields).execute()
+    return FreezeDatasetVersion(acting_user=editor, dataset_version=draft, note=note).execute()
 
 
 class Command(BaseCommand):
@@ -169,34 +198,12 @@ class Command(BaseCommand):
         return agent, list(agent.versions.order_by("number"))
 
     def seed_dataset(self, editor):
-        dataset, _ = Dataset.objects.get_or_create(
-            slug="support-basics",
-            defaults={
-                "name": "Support basics",
-                "owner": editor,
-                "description": "Everyday support questions with the tools they need.",
-            },
-        )
-        frozen = dataset.latest_frozen
-        if frozen is not None:
-            return frozen
-        version, _ = DatasetVersion.objects.get_or_create(
-            dataset=dataset, frozen_at=None, defaults={"number": 1, "note": "Demo cases"}
-        )
-        for position, (label, kind, params, threshold, mode) in enumerate(CHECKS):
-            check = Check(
-                dataset_version=version,
-                label=label,
-                kind=kind,
-                params=params,
-                threshold=threshold,
-                mode=mode,
-                position=position,
-            )
-            check.clean()
-            check.save()
+        checks = [
+            {"label": label, "kind": kind, "params": params, "threshold": threshold, "mode": mode}
+            for label, kind, params, threshold, mode in CHECKS
+        ]
+        cases = []
         for key, question, tools in CASES:
-            case, _ = Case.objects.get_or_create(dataset=dataset, key=key)
             overrides = {}
             if isinstance(question, dict):
                 overrides["Answer shape"] = {
@@ -206,28 +213,35 @@ class Command(BaseCommand):
                 # Nothing to expect: the check does not apply here (rather than a skip that the
                 # release gate would rightly count as "could not be scored").
                 overrides["Expected tools"] = {"disabled": True}
-            CaseVersion.objects.create(
-                dataset_version=version,
-                case=case,
-                input=question,
-                expected_tools=[{"name": name} for name in tools],
-                tags=["json"] if isinstance(question, dict) else [],
-                overrides=overrides,
+            cases.append(
+                {
+                    "key": key,
+                    "input": question,
+                    "expected_tools": [{"name": name} for name in tools],
+                    "tags": ["json"] if isinstance(question, dict) else [],
+                    "overrides": overrides,
+                }
             )
-        return FreezeDatasetVersion(
-            acting_user=editor, dataset_version=version, note="Demo cases"
-        ).execute()
+        return frozen_dataset(
+            editor,
+            slug="support-basics",
+            name="Support basics",
+            description="Everyday support questions with the tools they need.",
+            note="Demo cases",
+            checks=checks,
+            cases=cases,
+        )
 
     def seed_policy(self, admin, agent, dataset):
-        policy = PublishingPolicy.objects.filter(agent__isnull=True).first()
+        policy = PublishingPolicy.objects.filter(agent__isnull=True).order_by("-version").first()
         if policy is None:
-            policy = PublishingPolicy.objects.create(
+            policy = CreatePolicy(
+                acting_user=admin,
+                gate_datasets=[dataset],
                 name="Default publishing policy",
-                created_by=admin,
                 repetitions=2,
                 min_case_pass_rate=0.9,
-            )
-            policy.gate_datasets.add(dataset)
+            ).execute()
         return policy
 
     # --- seed 003: the refund desk ---------------------------------------------------------
@@ -306,46 +320,35 @@ class Command(BaseCommand):
         return agent, list(agent.versions.order_by("number"))
 
     def seed_refund_dataset(self, editor):
-        dataset, _ = Dataset.objects.get_or_create(
-            slug="refund-desk",
-            defaults={
-                "name": "Refund desk",
-                "owner": editor,
-                "description": "Tasks whose outcome is checked in the ledger (seed 003).",
-            },
-        )
-        frozen = dataset.latest_frozen
-        if frozen is not None:
-            return frozen
-        version, _ = DatasetVersion.objects.get_or_create(
-            dataset=dataset, frozen_at=None, defaults={"number": 1, "note": "Seed 003's tasks"}
-        )
-        for position, fields in enumerate(REFUND_CHECKS):
-            check = Check(dataset_version=version, position=position, **fields)
-            check.clean()
-            check.save()
+        cases = []
         for key, task in demo.REFUND_DESK_TASKS.items():
-            case, _ = Case.objects.get_or_create(dataset=dataset, key=key)
             expected_fields = {
                 name: task[name]
                 for name in ("order", "amount", "contact", "city", "job", "recipient", "account")
                 if name in task
             }
-            CaseVersion.objects.create(
-                dataset_version=version,
-                case=case,
-                input={k: v for k, v in task.items() if k != "reference"},
-                expected={"output": task["reference"]},
-                outcome_check={
-                    "kind": "python",
-                    "callable": "agents.demo.outcome_in_ledger",
-                    "params": {"kind": OUTCOME_KINDS[task["action"]], **expected_fields},
-                },
-                tags=[task["action"]],
+            cases.append(
+                {
+                    "key": key,
+                    "input": {k: v for k, v in task.items() if k != "reference"},
+                    "expected": {"output": task["reference"]},
+                    "outcome_check": {
+                        "kind": "python",
+                        "callable": "agents.demo.outcome_in_ledger",
+                        "params": {"kind": OUTCOME_KINDS[task["action"]], **expected_fields},
+                    },
+                    "tags": [task["action"]],
+                }
             )
-        return FreezeDatasetVersion(
-            acting_user=editor, dataset_version=version, note="Seed 003's tasks"
-        ).execute()
+        return frozen_dataset(
+            editor,
+            slug="refund-desk",
+            name="Refund desk",
+            description="Tasks whose outcome is checked in the ledger (seed 003).",
+            note="Seed 003's tasks",
+            checks=REFUND_CHECKS,
+            cases=cases,
+        )
 
     def seed_refund_policy(self, admin, agent, dataset):
         policy = PublishingPolicy.objects.filter(agent=agent).order_by("-version").first()
