@@ -28,9 +28,11 @@ import random
 import re
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx2
 import openai
@@ -50,6 +52,7 @@ from evaluations.judge.recording import (
     lookup_cached,
     record_calls,
 )
+from evaluations.judge.transport import KeepAliveTransport
 
 if TYPE_CHECKING:
     from evaluations.checks.rubrics import Rubric
@@ -155,9 +158,26 @@ def openai_client(base_url: str, api_key: str | None, timeout: float = 60) -> op
                     # max_retries=0 on the SDK: we do our own retries, to honour Retry-After
                     # and to record every attempt.
                     max_retries=0,
+                    http_client=_http_client(base_url),
                 )
                 _sdk_clients[key] = client
     return client
+
+
+def _http_client(base_url: str) -> httpx2.Client | None:
+    """The SDK's HTTP client: its defaults, over our keep-alive transport (`transport.py`,
+    a third of httpcore2's CPU per request) unless `SHERLOCK_JUDGE_TRANSPORT=httpx` or an
+    environment proxy applies to the URL (the lean transport speaks no proxy; httpx2 does).
+    None means the SDK's own default client."""
+    if getattr(settings, "SHERLOCK_JUDGE_TRANSPORT", "keepalive") != "keepalive":
+        return None
+    url = urlsplit(base_url)
+    proxies = urllib.request.getproxies_environment()
+    if (proxies.get(url.scheme) or proxies.get("all")) and not (
+        urllib.request.proxy_bypass_environment(url.hostname or "", proxies)
+    ):
+        return None
+    return openai.DefaultHttpxClient(transport=KeepAliveTransport())
 
 
 class _Poster:
@@ -168,15 +188,17 @@ class _Poster:
     read timeout, retry count 0 since its retries are off), URL and timeout: about 40% of the
     client's CPU per call. Here the SDK builds one template request with its own machinery,
     and each call copies it with the new body and Content-Length, then goes through the SDK's
-    own send (auth retry, provider hooks) and maps errors to the same SDK exceptions as
-    `post`. A client with per-request behaviour (an API key provider, workload identity, a
-    provider runtime, an idempotency header, custom auth) keeps using `post` itself.
+    own send (auth retry, provider hooks), or straight to our transport when nothing in
+    between would act on it, and maps errors to the same SDK exceptions as `post`. A client
+    with per-request behaviour (an API key provider, workload identity, a provider runtime, an
+    idempotency header, custom auth) keeps using `post` itself.
     """
 
     def __init__(self, sdk: openai.OpenAI, timeout: float):
         self.sdk = sdk
         self.timeout = timeout
         self.headers: list[tuple[bytes, bytes]] | None = None
+        self.transport: KeepAliveTransport | None = None
         try:
             self._build_template()
         except Exception:  # whatever it is, `post` raises it in the caller's try
@@ -209,9 +231,31 @@ class _Poster:
         self.extensions = dict(template.extensions)
         self.length_at = lengths[0]
         self.length_key = headers[self.length_at][0]
+        # Straight to our keep-alive transport when the httpx2 client around it would do
+        # nothing to this request: no auth, no event hooks, no cookies (the SDK sets its
+        # headers itself). What it skips then is the SDK's auth-retry hook (none without a
+        # provider, checked above) and httpx2's redirect following: a 3xx is an HTTP error.
+        # The request then goes out as bytes: the template's head with the body's length.
+        client = sdk._client
+        transport = client._transport_for_url(template.url)
+        plain = client.auth is None and not any(client.event_hooks.values()) and not client.cookies
+        if plain and isinstance(transport, KeepAliveTransport):
+            self.transport = transport
+            fixed = [pair for i, pair in enumerate(headers) if i != self.length_at]
+            self.head = b"".join(
+                [
+                    b"POST %s HTTP/1.1\r\n" % template.url.raw_path,
+                    *(b"%s: %s\r\n" % pair for pair in fixed),
+                    self.length_key,
+                    b": ",
+                ]
+            )
+            if self.head.count(b"\n") != len(fixed) + 1 or b"\r\n" * 2 in self.head:
+                self.transport = None  # a CR or LF inside a header: httpx2 will refuse it
         self.headers = headers
 
-    def __call__(self, body: dict) -> httpx2.Response:
+    def __call__(self, body: dict) -> bytes:
+        """The body of the judge's 2xx answer (decoded), or the SDK's exception for it."""
         sdk = self.sdk
         if self.headers is None:
             return sdk.post(
@@ -219,29 +263,53 @@ class _Poster:
                 body=body,
                 cast_to=httpx2.Response,
                 options={"timeout": self.timeout},
-            )
+            ).content
         content = openapi_dumps(body)
-        headers = self.headers.copy()
-        headers[self.length_at] = (self.length_key, str(len(content)).encode())
-        request = httpx2.Request(
-            "POST", self.url, headers=headers, content=content, extensions=self.extensions
-        )
+        request = None
         # As the SDK's `request` does with its own retries off.
         try:
-            response = sdk._send_request(request, stream=False)
+            if self.transport is not None:
+                raw = self.transport.exchange(
+                    self.url,
+                    b"%s%d\r\n\r\n%s" % (self.head, len(content), content),
+                    self.extensions["timeout"],
+                )
+                if 200 <= raw.status < 300 and not _encoded(raw.headers):
+                    return raw.body
+                request = self._request(content)
+                response = raw.to_httpx(request)
+                response.read()
+            else:
+                request = self._request(content)
+                response = sdk._send_request(request, stream=False)
         except timeout_exceptions() as err:
-            raise openai.APITimeoutError(request=request) from err
+            raise openai.APITimeoutError(request=request or self._request(content)) from err
         except openai.OpenAIError:
             raise
         except request_exceptions() as err:
-            raise openai.APIConnectionError(request=request) from err
+            raise openai.APIConnectionError(request=request or self._request(content)) from err
         try:
             response.raise_for_status()
         except status_exceptions() as err:
             if not err.response.is_closed:
                 err.response.read()
             raise sdk._make_status_error_from_response(err.response) from None
-        return response
+        return response.content
+
+    def _request(self, content: bytes) -> httpx2.Request:
+        headers = self.headers.copy()
+        headers[self.length_at] = (self.length_key, str(len(content)).encode())
+        return httpx2.Request(
+            "POST", self.url, headers=headers, content=content, extensions=self.extensions
+        )
+
+
+def _encoded(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a body has a Content-Encoding other than identity (httpx2 decodes those)."""
+    return any(
+        name.lower() == b"content-encoding" and value.strip().lower() not in (b"", b"identity")
+        for name, value in headers
+    )
 
 
 _posters: dict[tuple[int, float], _Poster] = {}
@@ -751,8 +819,7 @@ class JudgeClient:
                 # The SDK's low-level `post` rather than `chat.completions.create` (no typed
                 # params transform, no pydantic models we would dump straight back), with the
                 # request's fixed part built once (`_Poster`). The wire request is the same.
-                raw_response = _poster(core.sdk, core.timeout)(request)
-                payload = json.loads(raw_response.content)
+                payload = json.loads(_poster(core.sdk, core.timeout)(request))
                 if not isinstance(payload, dict):
                     raise ValueError("the response body is not a JSON object")
                 return payload, (time.perf_counter() - started) * 1000
