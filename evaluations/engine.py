@@ -50,12 +50,12 @@ from evaluations.models import (
     CaseResult,
     CheckResult,
     CostEntry,
-    JudgeCall,
     ModelPrice,
     Run,
     Trial,
 )
 from evaluations.signals import run_finished
+from sherlock.bulk import insert
 
 log = logging.getLogger("sherlock.engine")
 
@@ -544,11 +544,11 @@ def write_finished(batch):
         if not kept:
             return 0
         _store_judge_calls([call for item in kept for call in item.judge_calls])
-        CostEntry.objects.bulk_create([cost for item in kept for cost in item.costs])
+        insert([cost for item in kept for cost in item.costs])
         results = [result for item in kept for result in item.results]
         for result in results:
             result.judge_call_ids = [call.pk for call in result.calls if call.pk is not None]
-        CheckResult.objects.bulk_create(results)
+        insert(results)
         totals = {name: sum(item.counters[name] for item in kept) for name in kept[0].counters}
         Run.objects.filter(pk=kept[0].trial.run_id).update(
             **{name: F(name) + value for name, value in totals.items()}
@@ -620,7 +620,7 @@ def _store_judge_calls(calls):
     by another check of the same trial can name the stored call it came from."""
     if not calls:
         return
-    JudgeCall.objects.bulk_create([call for call in calls if not call.cached])
+    insert([call for call in calls if not call.cached])
     cached = [call for call in calls if call.cached]
     if not cached:
         return
@@ -629,7 +629,7 @@ def _store_judge_calls(calls):
         response = call.response or {}
         if response.get("cached_from") is None and call.cache_key in stored:
             call.response = {**response, "cached_from": stored[call.cache_key]}
-    JudgeCall.objects.bulk_create(cached)
+    insert(cached)
 
 
 # --- finishing -------------------------------------------------------------------------------
