@@ -13,6 +13,7 @@ Formats of the case and transcript a check reads are in docs/checks.md.
 from __future__ import annotations
 
 import copy
+import json
 import traceback
 
 from jsonschema import Draft202012Validator
@@ -68,7 +69,7 @@ def validate_params(kind: str, params: dict | None) -> dict:
     params = {} if params is None else params
     if not isinstance(params, dict):
         raise ParamsError("params", "must be an object")
-    errors = list(Draft202012Validator(cls.params_schema).iter_errors(params))
+    errors = list(_params_validator(cls).iter_errors(params))
     if errors:
         # A misspelt or unknown param explains the other errors it causes (a missing required
         # field, a conditional that no longer applies): name it first.
@@ -89,7 +90,7 @@ def evaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge
     """
     try:
         cls = get_kind(kind)
-        normalized = validate_params(kind, params)
+        normalized = _validated(kind, params)
     except (UnknownCheckKind, ParamsError) as exc:
         return errored(f"invalid check: {exc}")
     try:
@@ -99,6 +100,37 @@ def evaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge
             f"check {kind} failed: {type(exc).__name__}: {exc}",
             {"traceback": traceback.format_exc(limit=5)},
         )
+
+
+_normalized: dict[tuple[str, str], dict] = {}
+_NORMALIZED_MAX = 1024
+
+
+def _validated(kind: str, params) -> dict:
+    """`validate_params`, remembered: the engine scores the same few check configurations on
+    every trial. The normalized params it returns are shared, and checks only read them."""
+    try:
+        key = (kind, json.dumps(params, sort_keys=True, separators=(",", ":")))
+    except (TypeError, ValueError):  # not JSON: validation words the problem
+        return validate_params(kind, params)
+    normalized = _normalized.get(key)
+    if normalized is None:
+        normalized = validate_params(kind, params)
+        if len(_normalized) >= _NORMALIZED_MAX:
+            _normalized.clear()
+        _normalized[key] = normalized
+    return normalized
+
+
+_validators: dict[type, Draft202012Validator] = {}
+
+
+def _params_validator(cls: type[CheckKind]) -> Draft202012Validator:
+    # Built once per kind: params are validated on every trial the engine scores.
+    validator = _validators.get(cls)
+    if validator is None or validator.schema is not cls.params_schema:
+        validator = _validators[cls] = Draft202012Validator(cls.params_schema)
+    return validator
 
 
 def _params_error(error) -> ParamsError:
