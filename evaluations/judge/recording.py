@@ -20,7 +20,7 @@ from django.db import connections, router, transaction
 from django.utils import timezone
 
 from evaluations.judge.cache import CachedAnswer
-from sherlock.bulk import insert
+from sherlock.bulk import fetch_all, insert
 
 if TYPE_CHECKING:
     from evaluations.models import JudgeCall
@@ -105,52 +105,34 @@ def lookup_cached(cache_key: str) -> CachedAnswer | None:
 
     Runs once per ask that misses the in-process cache, so it is one plain SQL statement (the
     same one the ORM would write for `filter(...).order_by("-id").values_list(...).first()`),
-    built once, rather than a queryset built and compiled on every call. On SQLite and
-    PostgreSQL it goes to the driver's own cursor (in Django's connection and transaction, with
-    Django's error mapping), which leaves the statement out of Django's query log: after each
-    wait for the judge, the ORM's cursor layers cost more CPU than the query itself.
+    built once, rather than a queryset built and compiled on every call, and it goes out
+    through `sherlock.bulk.fetch_all` (the driver's cursor unless queries are being logged).
     """
     from evaluations.models import JudgeCall
 
     alias = router.db_for_read(JudgeCall)
     connection = connections[alias]
-    statements = _lookup_sql.get(alias)
-    if statements is None:
+    sql = _lookup_sql.get(alias)
+    if sql is None:
         qn = connection.ops.quote_name
         meta = JudgeCall._meta
         pk = qn(meta.pk.column)
-        sql = (
+        sql = _lookup_sql[alias] = (
             f"SELECT {pk}, {qn(meta.get_field('raw_answer').column)} "
             f"FROM {qn(meta.db_table)} "
             f"WHERE {qn(meta.get_field('cache_key').column)} = %s "
             f"AND {qn(meta.get_field('status').column)} = %s "
             f"ORDER BY {pk} DESC LIMIT 1"
         )
-        # The driver's own parameter style: sqlite3 takes ?, psycopg takes %s as Django does.
-        driver_sql = {"sqlite": sql.replace("%s", "?"), "postgresql": sql}.get(connection.vendor)
-        statements = _lookup_sql[alias] = (sql, driver_sql)
-    sql, driver_sql = statements
-    params = (cache_key, str(JudgeCall.Status.OK))
-    if driver_sql is not None and not connection.queries_logged:
-        connection.ensure_connection()
-        with connection.wrap_database_errors:
-            cursor = connection.connection.cursor()
-            try:
-                cursor.execute(driver_sql, params)
-                row = cursor.fetchone()
-            finally:
-                cursor.close()
-    else:  # DEBUG or a test counting queries: through Django's cursor, so that it is logged
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
+    rows = fetch_all(connection, sql, (cache_key, str(JudgeCall.Status.OK)))
+    row = rows[0] if rows else None
     if row is None:
         return None
     call_id, raw = row
     return CachedAnswer(raw=raw, source_call_id=call_id)
 
 
-_lookup_sql: dict[str, tuple[str, str | None]] = {}
+_lookup_sql: dict[str, str] = {}
 
 
 class MemoryRecorder:
