@@ -246,3 +246,44 @@ def test_every_rubric_template_renders_and_keeps_braces_in_values(rubric):
 def test_rubrics_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         RUBRICS["rag.claims"].version = 2
+
+
+RICH_CASE = {
+    "input": "Which city is largest?",
+    "expected": {"output": "Tokyo", "table": [{"a": 1}]},
+    "contexts": ["Tokyo is the largest city.", "Paris is in France."],
+    "expected_tools": ["search"],
+}
+RICH_TRANSCRIPT = {
+    "output": '{"mark": "arc", "answer": "Tokyo"}',
+    "contexts": ["Tokyo is the largest city.", "Paris is in France."],
+    "tool_calls": [{"name": "search", "arguments": {"to": "x"}}],
+    "latency_ms": 100,
+    "table": [{"a": 1.05}],
+}
+
+
+@pytest.mark.parametrize("kind", list(REGISTRY))
+def test_evaluate_remembers_params_without_letting_a_check_change_them(kind):
+    # evaluate() remembers normalized params per (kind, params) and shares them between
+    # trials: a check that changed them would change every later trial's params.
+    given = EXAMPLE_PARAMS[kind]
+    first = evaluate(kind, given, RICH_CASE, RICH_TRANSCRIPT)
+    remembered = checks._normalized[
+        (kind, checks.json.dumps(given, sort_keys=True, separators=(",", ":")))
+    ]
+    assert remembered == validate_params(kind, given)
+    second = evaluate(kind, given, RICH_CASE, RICH_TRANSCRIPT)
+    assert remembered == validate_params(kind, given)
+    assert (second.outcome, second.score, second.reason) == (
+        first.outcome,
+        first.score,
+        first.reason,
+    )
+
+
+def test_evaluate_validates_params_that_changed_since_the_last_call():
+    params = {"max_ms": 2000}
+    assert evaluate("latency", params, {}, {"latency_ms": 3}).outcome == "scored"
+    params["max_ms"] = "fast"  # the caller's dict changed: a new key, validated again
+    assert evaluate("latency", params, {}, {"latency_ms": 3}).outcome == "error"
