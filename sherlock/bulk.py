@@ -57,7 +57,7 @@ def _plain_type(field: models.Field) -> type | None:
 @cache
 def _plan(model: type[models.Model], alias: str):
     """(fields with their plain types, the statement's head, its RETURNING clause, the
-    relation fields), or None for a model `bulk_create` must handle."""
+    relation fields, the fields), or None for a model `bulk_create` must handle."""
     connection = connections[alias]
     meta = model._meta
     if not connection.features.can_return_rows_from_bulk_insert:
@@ -83,12 +83,12 @@ def _plan(model: type[models.Model], alias: str):
     # pre_save fills the time in.
     auto = {f for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)}
     plain = [(f, f.attname, _plain_type(f), f.null and f not in auto) for f in fields]
-    return plain, head, returning, [f for f in fields if f.is_relation]
+    return plain, head, returning, [f for f in fields if f.is_relation], fields
 
 
 @cache
 def _statement(model: type[models.Model], alias: str, rows: int) -> str:
-    fields, head, returning, _ = _plan(model, alias)
+    fields, head, returning, *_ = _plan(model, alias)
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     return head + ", ".join([row] * rows) + " " + returning
 
@@ -113,13 +113,13 @@ def insert(objs: list[models.Model], using: str | None = None) -> list[models.Mo
     plan = _plan(model, alias)
     if plan is None or any(obj.pk is not None for obj in objs):
         return model._default_manager.using(alias).bulk_create(objs)
-    fields, _, _, relations = plan
+    fields, _, _, relations, model_fields = plan
     if relations:  # as bulk_create: a related object saved since it was assigned gives its id
         for obj in objs:
             if any(field.is_cached(obj) for field in relations):
                 obj._prepare_related_fields_for_save("bulk_create", fields=relations)
     connection = connections[alias]
-    size = max(connection.ops.bulk_batch_size([f for f, *_ in fields], objs), 1)
+    size = max(connection.ops.bulk_batch_size(model_fields, objs), 1)
     pk = model._meta.pk
     with transaction.atomic(using=alias, savepoint=False):
         for start in range(0, len(objs), size):

@@ -898,7 +898,8 @@ class JudgeClient:
                 "cache_key": question.cache_key,
                 "cached": cached,
                 "attempt": attempt,
-                "status": JudgeCall.Status.ERROR if error else JudgeCall.Status.OK,
+                # The plain value, which the bulk INSERT passes through as it is.
+                "status": (JudgeCall.Status.ERROR if error else JudgeCall.Status.OK).value,
                 "error": error or "",
                 "request": _stored_request(request, question.prepared),
                 "response": response,
