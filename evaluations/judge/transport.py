@@ -71,6 +71,8 @@ def _framing(headers: list[tuple[bytes, bytes]]) -> tuple[bool, int | None, set[
     if b"transfer-encoding" in values:
         if [v.lower() for v in values[b"transfer-encoding"]] != [b"chunked"]:
             raise httpx2.RemoteProtocolError("Unsupported Transfer-Encoding.")
+        if b"content-length" in values:  # RFC 9112 6.3: chunked wins, and the connection ends
+            options.add(b"close")
         return True, None, options
     lengths = {n.strip() for v in values.get(b"content-length", ()) for n in v.split(b",")}
     if len(lengths) > 1 or not all(length.isdigit() for length in lengths):
@@ -224,7 +226,7 @@ class KeepAliveTransport(httpx2.BaseTransport):
         *,
         verify: ssl.SSLContext | bool = True,
         max_keepalive: int = 100,
-        keepalive_expiry: float = 5.0,
+        keepalive_expiry: float = 4.0,
     ) -> None:
         self._verify = verify
         self._ssl_context: ssl.SSLContext | None = None  # built on the first https connection
@@ -271,7 +273,17 @@ class KeepAliveTransport(httpx2.BaseTransport):
         conn = None
         try:
             conn = self._checkout(key) or self._connect(key, timeouts.get("connect"))
-            send(conn, timeouts.get("write"))
+            try:
+                send(conn, timeouts.get("write"))
+            except httpx2.WriteError as unsent:
+                # A server may answer before it has read the whole body (a 401, a 413) and
+                # close: that answer is the outcome, not the broken pipe.
+                try:
+                    response, _ = conn.read_response(method, timeouts.get("read"))
+                except httpx2.TransportError:
+                    raise unsent from None
+                conn.sock.close()
+                return response
             response, reusable = conn.read_response(method, timeouts.get("read"))
         except BaseException:
             if conn is not None:
@@ -302,7 +314,9 @@ class KeepAliveTransport(httpx2.BaseTransport):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if scheme == "https":
                 if self._ssl_context is None:  # a race builds it twice, harmlessly
-                    self._ssl_context = httpx2.create_ssl_context(self._verify)
+                    context = httpx2.create_ssl_context(self._verify)
+                    context.set_alpn_protocols(["http/1.1"])
+                    self._ssl_context = context
                 sock = self._ssl_context.wrap_socket(sock, server_hostname=host)
         except OSError as exc:  # ssl.SSLError (certificate checks too) is an OSError
             if sock is not None:

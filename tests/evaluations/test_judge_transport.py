@@ -542,3 +542,31 @@ def test_https_with_hostname_check(certificate):
         # The certificate names localhost only: by IP address the hostname check fails.
         with pytest.raises(httpx2.ConnectError, match="certificate|match"):
             client.get(server.url)
+
+
+def test_an_answer_before_the_whole_body_was_sent_is_the_outcome(transport):
+    # A gateway that refuses after the headers (a 401, a 413) and closes while the body is still
+    # being sent: the client gets that answer, not a broken pipe it would retry.
+    refusal = reply("401 Unauthorized", b'{"error": "bad key"}', "Connection: close")
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def refuse() -> None:
+        conn, _ = server.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            conn.sendall(refusal)
+            time.sleep(0.05)
+
+    threading.Thread(target=refuse, daemon=True).start()
+    url = httpx2.URL(f"http://127.0.0.1:{server.getsockname()[1]}/v1/chat/completions")
+    body = b"x" * 12_000_000
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(
+        body
+    )
+    try:
+        raw = transport.exchange(url, head + body, {"connect": 2, "read": 2, "write": 2})
+    finally:
+        server.close()
+    assert (raw.status, raw.body) == (401, b'{"error": "bad key"}')
