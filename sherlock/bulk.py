@@ -86,6 +86,9 @@ def _plan(model: type[models.Model], alias: str):
     return plain, head, returning, [f for f in fields if f.is_relation], fields
 
 
+_MAX_ROWS = 256  # rows per statement, which also bounds the statements kept below
+
+
 @cache
 def _statement(model: type[models.Model], alias: str, rows: int) -> str:
     fields, head, returning, *_ = _plan(model, alias)
@@ -119,7 +122,7 @@ def insert(objs: list[models.Model], using: str | None = None) -> list[models.Mo
             if any(field.is_cached(obj) for field in relations):
                 obj._prepare_related_fields_for_save("bulk_create", fields=relations)
     connection = connections[alias]
-    size = max(connection.ops.bulk_batch_size(model_fields, objs), 1)
+    size = min(max(connection.ops.bulk_batch_size(model_fields, objs), 1), _MAX_ROWS)
     pk = model._meta.pk
     with transaction.atomic(using=alias, savepoint=False):
         for start in range(0, len(objs), size):
@@ -146,7 +149,11 @@ def fetch_all(connection, sql: str, params) -> list[tuple]:
     capture on, through Django's cursor, so that the statement is logged as usual.
     """
     vendor = connection.vendor
-    if connection.queries_logged or vendor not in ("sqlite", "postgresql"):
+    if (
+        connection.queries_logged
+        or connection.execute_wrappers  # instrumentation (APM, tracing) sees every query
+        or vendor not in ("sqlite", "postgresql")
+    ):
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
@@ -156,6 +163,11 @@ def fetch_all(connection, sql: str, params) -> list[tuple]:
         driver_sql = sql.replace("%s", "?") if vendor == "sqlite" else sql
         if len(_driver_sql) < 1024:
             _driver_sql[(vendor, sql)] = driver_sql
+    # What Django's cursor() checks first: not another thread's connection, not a transaction
+    # already marked for rollback, a live connection.
+    connection.validate_thread_sharing()
+    connection.validate_no_broken_transaction()
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     with connection.wrap_database_errors:
         cursor = connection.connection.cursor()

@@ -28,11 +28,9 @@ import random
 import re
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import httpx2
 import openai
@@ -166,18 +164,21 @@ def openai_client(base_url: str, api_key: str | None, timeout: float = 60) -> op
 
 def _http_client(base_url: str) -> httpx2.Client | None:
     """The SDK's HTTP client: its defaults, over our keep-alive transport (`transport.py`,
-    a third of httpcore2's CPU per request) unless `SHERLOCK_JUDGE_TRANSPORT=httpx` or an
-    environment proxy applies to the URL (the lean transport speaks no proxy; httpx2 does).
-    None means the SDK's own default client."""
+    a third of httpcore2's CPU per request) unless `SHERLOCK_JUDGE_TRANSPORT=httpx` or a proxy
+    from the environment applies to the URL: the lean transport speaks no proxy, so that
+    client keeps httpx2's, decided by httpx2's own rules. None means the SDK's own default."""
     if getattr(settings, "SHERLOCK_JUDGE_TRANSPORT", "keepalive") != "keepalive":
         return None
-    url = urlsplit(base_url)
-    proxies = urllib.request.getproxies_environment()
-    if (proxies.get(url.scheme) or proxies.get("all")) and not (
-        urllib.request.proxy_bypass_environment(url.hostname or "", proxies)
-    ):
-        return None
+    plain = openai.DefaultHttpxClient()
+    if plain._transport_for_url(httpx2.URL(base_url)) is not plain._transport:
+        return plain  # a proxy mount matched
+    plain.close()
     return openai.DefaultHttpxClient(transport=KeepAliveTransport())
+
+
+# RFC 9110 field names (tokens) and values (visible characters, space, tab; obs-text).
+_FIELD_NAME = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_FIELD_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 
 
 class _Poster:
@@ -250,8 +251,8 @@ class _Poster:
                     b": ",
                 ]
             )
-            if self.head.count(b"\n") != len(fixed) + 1 or b"\r\n" * 2 in self.head:
-                self.transport = None  # a CR or LF inside a header: httpx2 will refuse it
+            if not all(_FIELD_NAME.fullmatch(k) and _FIELD_VALUE.fullmatch(v) for k, v in fixed):
+                self.transport = None  # httpx2 refuses such a header (a key ending in CR...)
         self.headers = headers
 
     def __call__(self, body: dict) -> bytes:

@@ -11,12 +11,15 @@ import sys
 import threading
 from pathlib import Path
 
+import httpx2
+import openai
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
 from evaluations.judge import MemoryRecorder
-from evaluations.judge.client import HTTP_ERROR, _http_client, _poster
+from evaluations.judge.client import CONNECTION, HTTP_ERROR, _http_client, _poster, openai_client
 from evaluations.judge.recording import lookup_cached
 from evaluations.judge.transport import KeepAliveTransport
 from evaluations.models import JudgeCall
@@ -112,20 +115,45 @@ def test_the_fast_path_goes_through_our_transport_and_sends_what_the_sdk_sends(
     assert llm_server.requests[-2] == llm_server.requests[-1]
 
 
+def uses_our_transport(base_url):
+    client = _http_client(base_url)
+    return client is not None and isinstance(
+        client._transport_for_url(httpx2.URL(base_url)), KeepAliveTransport
+    )
+
+
 def test_an_environment_proxy_gets_the_sdk_default_transport(monkeypatch, settings):
-    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
-    assert isinstance(_http_client("http://judge.internal/v1")._transport, KeepAliveTransport)
+        monkeypatch.delenv(name.lower(), raising=False)
+    assert uses_our_transport("http://judge.internal/v1")
 
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
-    assert _http_client("http://judge.internal/v1") is None
-    assert _http_client("https://judge.internal/v1") is not None  # no HTTPS_PROXY set
+    assert not uses_our_transport("http://judge.internal/v1")
+    assert uses_our_transport("https://judge.internal/v1")  # no HTTPS_PROXY set
 
     monkeypatch.setenv("NO_PROXY", "judge.internal")
-    assert _http_client("http://judge.internal/v1") is not None
+    assert uses_our_transport("http://judge.internal/v1")
+
+    # httpx2's rules decide, not urllib's: here httpx2 still proxies the bare domain.
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", ".corp.example")
+    plain = openai.DefaultHttpxClient()
+    url = httpx2.URL("https://corp.example/v1")
+    proxied = plain._transport_for_url(url) is not plain._transport
+    assert uses_our_transport("https://corp.example/v1") is not proxied
 
     settings.SHERLOCK_JUDGE_TRANSPORT = "httpx"
     assert _http_client("http://judge.internal/v1") is None
+
+
+def test_a_header_httpx2_would_refuse_keeps_the_sdk_path(llm_server):
+    # A key read from a CRLF .env file ends in CR: httpx2 refuses to send it, and so must we.
+    poster = _poster(openai_client(llm_server.url, "sk-abc\r", 1.0), 1.0)
+    assert poster.headers is not None and poster.transport is None
+    answer = fast_judge(llm_server, api_key="sk-abc\r").ask(RELEVANCE, VARIABLES)
+    assert not answer.ok and answer.error_code == CONNECTION
+    assert llm_server.requests == []
 
 
 def test_a_gzip_encoded_answer_is_decoded():
@@ -175,6 +203,15 @@ def test_the_cache_lookup_shows_in_the_query_log_when_queries_are_logged(judge, 
     # Unlogged, it goes to the driver's cursor: same answer, a miss is None.
     assert lookup_cached(stored.cache_key).source_call_id == stored.calls[0].pk
     assert lookup_cached("0" * 64) is None
+
+
+@pytest.mark.django_db
+def test_the_driver_cursor_refuses_a_transaction_marked_for_rollback():
+    # As Django's own cursor does: after an error inside atomic(), no further statement.
+    with transaction.atomic():
+        transaction.set_rollback(True)
+        with pytest.raises(TransactionManagementError):
+            lookup_cached("0" * 64)
 
 
 def test_an_unknown_transport_setting_stops_start_up():
