@@ -609,10 +609,31 @@ class Writer:
         except Exception:
             log.exception("writing %s trials failed; writing them one by one", len(batch))
         for item in batch:
+            _forget_ids(item)
             try:
                 self.written += write_finished([item])
             except Exception:  # left running: the reaper hands it back when its lease ends
                 log.exception("writing trial %s failed", item.trial.pk)
+
+
+def _forget_ids(item):
+    """Undo what a rolled-back write left on a trial's unsaved objects: the ids it gave them,
+    and the references to those ids, so that writing the trial again inserts new rows rather
+    than rows with ids another writer may have taken since (SQLite hands rolled-back ids out
+    again)."""
+    paid = {call.pk for call in item.judge_calls if not call.cached and call.pk is not None}
+    for obj in (*item.judge_calls, *item.costs, *item.results):
+        obj.pk = None
+        obj._state.adding = True
+    for call in item.judge_calls:
+        response = call.response or {}
+        if call.cached and response.get("cached_from") in paid:
+            call.response = {**response, "cached_from": None}
+    for cost in item.costs:
+        if CostEntry.judge_call.field.is_cached(cost):
+            cost.judge_call = cost.judge_call  # its id again None: taken when it is written
+    for result in item.results:
+        result.judge_call_ids = []
 
 
 def _store_judge_calls(calls):

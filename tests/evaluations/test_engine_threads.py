@@ -155,3 +155,51 @@ def test_one_trial_that_cannot_be_written_does_not_sink_its_batch(live_db, build
     statuses = dict(Trial.objects.filter(run=run).values_list("case__key", "status"))
     assert statuses == {"good": "completed", "broken": "running"}  # the reaper's, later
     assert CheckResult.objects.filter(trial__run=run).count() == 1
+
+
+def test_a_trial_written_again_after_a_failed_batch_takes_new_ids(live_db, builder, monkeypatch):
+    # The failed batch gave the good trial's rows ids, then rolled back. SQLite hands those ids
+    # out again: if another worker takes one before the trial is written alone, writing it
+    # with its old ids would fail, and a trial that ran fine would wait for the reaper.
+    from django_q.conf import Conf
+
+    from evaluations import engine
+    from evaluations.engine import Shard, Writer, execute_trial
+    from evaluations.models import CostEntry, Trial
+
+    version = factories.agent_version()
+    dataset_version = factories.dataset_version(
+        cases=[("good", "q", {}), ("broken", "q", {})],
+        checks=[{"label": "Shape", "kind": "output_type", "params": {"type": "text"}}],
+    )
+    Conf.SYNC = False
+    try:
+        run = StartRun(
+            acting_user=builder, agent_version=version, dataset_version=dataset_version
+        ).execute()
+    finally:
+        Conf.SYNC = True
+    trials = list(run.trials.select_related("case_version__case", "run__agent_version"))
+    shard = Shard.load(trials[0].run)
+    broken, good = (execute_trial(shard, t) for t in sorted(trials, key=lambda t: t.case.key))
+    assert good.costs  # the agent's cost line: a row the batch gives an id to
+    broken.results[0].score = 5  # outside [0, 1]: the database refuses the row
+    write_finished = engine.write_finished
+    meanwhile = []
+
+    def another_worker_writes_first(batch):
+        if len(batch) == 1 and not meanwhile:  # as many rows as the batch gave out, and one
+            for _ in range(len(broken.costs) + len(good.costs) + 1):
+                meanwhile.append(CostEntry.objects.create(kind="agent", day=run.created_at.date()))
+        return write_finished(batch)
+
+    monkeypatch.setattr(engine, "write_finished", another_worker_writes_first)
+    writer = Writer(capacity=4)
+    writer.put(broken)
+    writer.put(good)
+    assert writer.close() == 1
+    statuses = dict(Trial.objects.filter(run=run).values_list("case__key", "status"))
+    assert statuses == {"good": "completed", "broken": "running"}
+    stored = CostEntry.objects.filter(trial=good.trial).values_list("pk", flat=True)
+    assert sorted(stored) == sorted(cost.pk for cost in good.costs)
+    assert not {entry.pk for entry in meanwhile} & set(stored)
