@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from django.db import connections
 
 from evaluations.engine import run_shard
 from evaluations.models import Run, Trial
@@ -73,15 +74,19 @@ def server(live_db, tmp_path):
 @pytest.fixture
 def browser(monkeypatch):
     # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-    # still synchronous and safe.
+    # still synchronous and safe. They run in Playwright's context, where Django keeps a
+    # connection of its own: closed here, or PostgreSQL could not drop the test database.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
-        yield browser
-        browser.close()
+        try:
+            yield browser
+        finally:
+            browser.close()
+            connections.close_all()
 
 
 def test_a_person_watches_a_run_finish_and_reads_its_grid(server, browser):
