@@ -73,6 +73,18 @@ class Tool(models.Model):
     def __str__(self):
         return self.name
 
+    def clean(self):
+        """A verifier is checked when it is saved (shape, and the operator's allowlists), so a
+        typo shows in the form, not as an unverifiable effect on the next run."""
+        super().clean()
+        if self.verifier:
+            from evaluations.evidence import InvalidVerifier, validate_verifier_spec
+
+            try:
+                validate_verifier_spec(self.verifier)
+            except InvalidVerifier as exc:
+                raise ValidationError({"verifier": str(exc)}) from None
+
 
 class AgentVersion(models.Model):
     """An immutable snapshot of an agent's configuration: `draft` -> `published` -> `retired`.
