@@ -126,11 +126,12 @@ def test_finishing_happens_once_when_workers_race_for_it(live_db, builder):
     assert run.status == "completed" and run.summary["cases"] == 5
 
 
-def test_one_trial_that_cannot_be_written_does_not_sink_its_batch(live_db, builder):
+def run_with_a_broken_trial(builder):
+    """A run of two trials, executed but not written: `good`, and `broken`, whose check result
+    the database refuses (a score outside [0, 1])."""
     from django_q.conf import Conf
 
-    from evaluations.engine import Shard, Writer, execute_trial
-    from evaluations.models import Trial
+    from evaluations.engine import Shard, execute_trial
 
     version = factories.agent_version()
     dataset_version = factories.dataset_version(
@@ -147,7 +148,15 @@ def test_one_trial_that_cannot_be_written_does_not_sink_its_batch(live_db, build
     trials = list(run.trials.select_related("case_version__case", "run__agent_version"))
     shard = Shard.load(trials[0].run)
     broken, good = (execute_trial(shard, t) for t in sorted(trials, key=lambda t: t.case.key))
-    broken.results[0].score = 5  # outside [0, 1]: the database refuses the row
+    broken.results[0].score = 5
+    return run, broken, good
+
+
+def test_one_trial_that_cannot_be_written_does_not_sink_its_batch(live_db, builder):
+    from evaluations.engine import Writer
+    from evaluations.models import Trial
+
+    run, broken, good = run_with_a_broken_trial(builder)
     writer = Writer(capacity=4)
     writer.put(broken)
     writer.put(good)
@@ -161,29 +170,12 @@ def test_a_trial_written_again_after_a_failed_batch_takes_new_ids(live_db, build
     # The failed batch gave the good trial's rows ids, then rolled back. SQLite hands those ids
     # out again: if another worker takes one before the trial is written alone, writing it
     # with its old ids would fail, and a trial that ran fine would wait for the reaper.
-    from django_q.conf import Conf
-
     from evaluations import engine
-    from evaluations.engine import Shard, Writer, execute_trial
+    from evaluations.engine import Writer
     from evaluations.models import CostEntry, Trial
 
-    version = factories.agent_version()
-    dataset_version = factories.dataset_version(
-        cases=[("good", "q", {}), ("broken", "q", {})],
-        checks=[{"label": "Shape", "kind": "output_type", "params": {"type": "text"}}],
-    )
-    Conf.SYNC = False
-    try:
-        run = StartRun(
-            acting_user=builder, agent_version=version, dataset_version=dataset_version
-        ).execute()
-    finally:
-        Conf.SYNC = True
-    trials = list(run.trials.select_related("case_version__case", "run__agent_version"))
-    shard = Shard.load(trials[0].run)
-    broken, good = (execute_trial(shard, t) for t in sorted(trials, key=lambda t: t.case.key))
+    run, broken, good = run_with_a_broken_trial(builder)
     assert good.costs  # the agent's cost line: a row the batch gives an id to
-    broken.results[0].score = 5  # outside [0, 1]: the database refuses the row
     write_finished = engine.write_finished
     meanwhile = []
 
