@@ -51,10 +51,10 @@ class ScopedAdminMixin:
         return self._may(request, "delete", obj)
 
 
-class VersionInline(admin.TabularInline):
-    model = AgentVersion
-    fields = ["number", "state", "adapter", "config_hash", "created_by", "created_at"]
-    readonly_fields = fields
+class ReadOnlyInline(admin.TabularInline):
+    """Rows shown under their parent, each a link to its own page; none added, changed or
+    deleted there (versions, cases and checks change through their actions)."""
+
     extra = 0
     show_change_link = True
     can_delete = False
@@ -64,6 +64,12 @@ class VersionInline(admin.TabularInline):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+class VersionInline(ReadOnlyInline):
+    model = AgentVersion
+    fields = ["number", "state", "adapter", "config_hash", "created_by", "created_at"]
+    readonly_fields = fields
 
 
 @admin.register(Agent)

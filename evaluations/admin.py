@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 
+from agents.admin import ReadOnlyInline
 from agents.errors import ActionError
 from agents.permissions import user_can
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
@@ -130,18 +131,6 @@ class DatasetAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{draft} started.")
             except ActionError as exc:
                 self.message_user(request, f"{dataset}: {exc}", messages.ERROR)
-
-
-class ReadOnlyInline(admin.TabularInline):
-    extra = 0
-    show_change_link = True
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class CheckInline(ReadOnlyInline):
