@@ -2,11 +2,19 @@
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from rest_framework.test import APIClient
 
 from agents.models import Agent, AgentVersion
 from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion
 
 PASSWORD = "correct horse battery staple"
+
+
+def api(user):
+    """An API client authenticated as `user` (no token: the API's permissions still apply)."""
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
 
 
 def user(username, role=None, **extra):

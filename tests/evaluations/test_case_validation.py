@@ -6,7 +6,6 @@ fractions, refused on their field outside [0, 1] and by the database."""
 import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from agents.errors import ActionConflict, ActionInvalid
 from evaluations.actions.edit_cases import CreateCase, RemoveCase, UpdateCase
@@ -14,16 +13,11 @@ from evaluations.actions.edit_checks import CreateCheck
 from evaluations.models import Case, CaseVersion, Check, DatasetVersion
 from governance.models import AuditEntry
 from tests import factories
+from tests.factories import api
 
 pytestmark = pytest.mark.django_db
 
 SHAPE = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
-
-
-def api(user):
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture

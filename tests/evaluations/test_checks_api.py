@@ -2,17 +2,11 @@
 through actions (403 / 409), the preview endpoint, hand labels and calibration."""
 
 import pytest
-from rest_framework.test import APIClient
 
 from evaluations.models import Check, CheckResult, Run, Trial
 from governance.models import AuditEntry
 from tests import factories
-
-
-def api(user):
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
+from tests.factories import api
 
 
 @pytest.fixture

@@ -11,16 +11,11 @@ from evaluations.actions.import_trials import ImportTrials
 from evaluations.models import CaseResult
 from tests import factories
 from tests.evaluations.contract_runs import empty_run, import_seed_variant, seed_records
+from tests.factories import api
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/runs/compare/"
-
-
-def api(user):
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture

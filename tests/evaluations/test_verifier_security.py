@@ -13,7 +13,6 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from agents.errors import ActionInvalid
 from evaluations.actions.edit_cases import CreateCase, UpdateCase
@@ -27,16 +26,11 @@ from evaluations.models import Case, CaseVersion
 from governance.models import AuditEntry
 from tests import factories
 from tests.evaluations.test_evidence import LEDGER_DB, ledger_database, make_trial
+from tests.factories import api
 
 pytestmark = pytest.mark.django_db
 
 HERE = "tests.evaluations.test_verifier_security"
-
-
-def api(user):
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture
