@@ -1,7 +1,7 @@
 """Judge economy: what the four RAG checks cost per case (issue 3, point 8).
 
 Runs faithfulness, answer_relevance, context_precision and context_recall on 20 RAG cases
-against the loopback OpenAI-compatible server (tests/llm_server.py), through the real judge
+against the loopback OpenAI-compatible server (tests/support/llm_server.py), through the real judge
 client (official OpenAI SDK, database recording, cache), once at 0 ms and once at 200 ms of
 server latency, and prints judge calls, prompt and completion tokens per case, the client CPU
 per call (CPU time of the scoring thread, which includes building prompts, the SDK request,
@@ -64,7 +64,7 @@ def count(pattern, text):
 
 def responder(request):
     """Coherent answers per rubric: one verdict per numbered item the prompt holds."""
-    from tests.llm_server import Reply
+    from tests.support.llm_server import Reply
 
     name = request["response_format"]["json_schema"]["name"]
     prompt = request["messages"][-1]["content"]
@@ -224,7 +224,7 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         setup_django(Path(tmp) / "bench.sqlite3")
-        from tests.llm_server import LLMServer
+        from tests.support.llm_server import LLMServer
 
         cases = [make_case(i) for i in range(args.cases)]
         with LLMServer(model="bench-judge", responder=responder) as server:

@@ -5,7 +5,7 @@ worker process each, `SHERLOCK_RUN_CONCURRENCY` = C / 2 threads each) execute th
 PostgreSQL, through Redis when it answers (else django-q2's ORM broker). The agent under test is
 an `openai_chat` version and the m checks are `custom` checks (distinct criteria, so the
 judge's cache cannot merge them), all served by the loopback OpenAI-compatible server
-(tests/llm_server.py) with a fixed latency L per call, in this process.
+(tests/support/llm_server.py) with a fixed latency L per call, in this process.
 
 Calls: every request the server answers, agent and judge alike: N x k x (1 + m).
 Concurrency C: calls in flight across the whole run. A trial makes its calls one after the
@@ -44,7 +44,7 @@ OUTPUT = "Thank you for asking. Your refund was approved and will arrive within 
 
 def responder(request):
     """The agent gets a fixed answer; a judge (custom rubric) grades it and quotes it."""
-    from tests.llm_server import Reply
+    from tests.support.llm_server import Reply
 
     if not request.get("response_format"):
         return Reply(content=OUTPUT, usage=(120, 20))
@@ -202,7 +202,7 @@ def main():
     shard_size = args.shard_size or 4 * per_worker
     latency = args.latency_ms / 1000
 
-    from tests.llm_server import LLMServer
+    from tests.support.llm_server import LLMServer
 
     recreate_database(args.database)
     use_redis = redis_answers()

@@ -8,9 +8,6 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 
-from agents.admin import ReadOnlyInline
-from agents.errors import ActionError
-from agents.permissions import user_can
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.actions.edit_cases import CONTENT_FIELDS, CreateCase, RemoveCase, UpdateCase
 from evaluations.actions.edit_checks import EDITABLE_FIELDS as CHECK_FIELDS
@@ -31,20 +28,12 @@ from evaluations.models import (
     Run,
     Trial,
 )
+from sherlock.core.admin import ReadOnlyInline, ReadOnlyMixin
+from sherlock.core.errors import ActionError
+from sherlock.core.permissions import user_can
 
 # What a run's __str__ reads: select it with the run, or every row costs queries.
 RUN_RELATED = ["run__agent_version__agent", "run__dataset_version__dataset"]
-
-
-class ReadOnlyMixin:
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 def visible_datasets(request):
@@ -329,7 +318,6 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     @admin.action(description="Cancel selected runs")
     def cancel_runs(self, request, queryset):
-        from agents.errors import ActionError
         from evaluations.actions.cancel_run import CancelRun
 
         for run in queryset:

@@ -81,9 +81,9 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.http.request import validate_host
 from django.utils.module_loading import import_string
 
-from agents.imports import is_allowed
 from evaluations.choices import EffectState, OutcomeVerdict
 from evaluations.contract import read_trial, trial_counts
+from sherlock.core.imports import is_allowed
 
 log = logging.getLogger("sherlock.evidence")
 

@@ -15,13 +15,7 @@ from django.utils import timezone
 from agents.models import Agent
 from evaluations.choices import RUN_TERMINAL, CostKind
 from evaluations.models import CaseResult, CostEntry, Run
-
-
-def render_page(request, template, context, partial=None):
-    """The full page, or only `partial` when htmx asks for a piece of it."""
-    if partial and getattr(request, "htmx", False):
-        return render(request, partial, context)
-    return render(request, template, context)
+from sherlock.core.htmx import render_page
 
 
 def home(request):

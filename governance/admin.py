@@ -30,9 +30,6 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from agents.admin import AgentVersionAdmin as BaseAgentVersionAdmin
-from agents.admin import ScopedAdminMixin
-from agents.audit import audit
-from agents.errors import ActionError
 from agents.models import Agent, AgentVersion
 from evaluations.models import Dataset
 from governance.actions._policy import POLICY_FIELDS
@@ -52,6 +49,9 @@ from governance.audit_export import write_entries
 from governance.choices import Role
 from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
 from governance.roles import OBJECT_PERMS, holds_admin_rights, is_global_admin, scoped_roles
+from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionError
 
 
 def run_verb(modeladmin, request, objects, make_action, done):
@@ -83,15 +83,8 @@ def verb_action(action_class, done, *, description, permission, subject, of=None
     return run
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    pass
 
 
 class VerbPermissions:

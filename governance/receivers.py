@@ -17,11 +17,11 @@ from django.contrib.auth.signals import user_logged_in, user_logged_out, user_lo
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
 from guardian.models import GroupObjectPermission, UserObjectPermission
 
-from agents.audit import audit, current_actor
 from evaluations.models import Run
 from evaluations.signals import run_finished
 from governance.choices import RequestState
 from governance.roles import in_role_action
+from sherlock.core.audit import audit, current_actor
 
 PRIVILEGE_FLAGS = ("is_superuser", "is_staff", "is_active")
 WATCHED_USER_FIELDS = (*PRIVILEGE_FLAGS, "password")

@@ -10,9 +10,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from agents.errors import ActionError
 from agents.models import AgentVersion
-from evaluations.views import render_page
 from governance.actions.approve_bypass import ApproveBypass
 from governance.actions.deny_bypass import DenyBypass
 from governance.actions.publish_version import PublishVersion
@@ -24,6 +22,8 @@ from governance.actions.rollback_version import RollBackVersion
 from governance.choices import BYPASS_ACTIVE, RequestState
 from governance.decision import gate_rows, release_of
 from governance.models import Bypass, PublishRequest
+from sherlock.core.errors import ActionError
+from sherlock.core.htmx import render_page
 
 VERSION_VERBS = {
     "request": RequestPublication,

@@ -115,7 +115,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "governance.middleware.RequestContextMiddleware",
+    "sherlock.core.middleware.RequestContextMiddleware",
 ]
 
 ROOT_URLCONF = "sherlock.urls"
@@ -320,7 +320,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": env_str("SHERLOCK_API_RATE", "2000/min")},
-    "EXCEPTION_HANDLER": "sherlock.api.exception_handler",
+    "EXCEPTION_HANDLER": "sherlock.core.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Sherlock API",

@@ -6,10 +6,10 @@ import pytest
 from django.contrib.auth.hashers import make_password
 from django.db import connection
 
-from tests import factories
-from tests.workers import TEST_AGENT_CALLABLES
+from tests.support import factories
+from tests.support.workers import TEST_AGENT_CALLABLES
 
-pytest_plugins = ["tests.judge_fixtures"]
+pytest_plugins = ["tests.support.judge_fixtures"]
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -24,7 +24,7 @@ def _sync_tasks():
 @pytest.fixture(autouse=True)
 def _fast_hasher(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    # The agents under test live in tests/ (tests.workers passes the same to real workers).
+    # The agents under test live in tests/ (tests.support.workers passes the same to real workers).
     settings.SHERLOCK_AGENT_CALLABLES = TEST_AGENT_CALLABLES.split(",")
 
 

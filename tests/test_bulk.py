@@ -13,7 +13,7 @@ from django.utils import timezone
 from evaluations.choices import CheckStatus, CostKind
 from evaluations.models import CheckResult, CostEntry, JudgeCall, Run, Trial
 from sherlock.bulk import insert
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

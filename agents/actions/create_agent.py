@@ -1,9 +1,9 @@
 """CreateAgent: a Builder registers a new agent."""
 
-from agents.actions.base import Action
-from agents.audit import audit
-from agents.errors import ActionDenied, ActionInvalid
 from agents.models import Agent
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionDenied, ActionInvalid
 
 
 class CreateAgent(Action):

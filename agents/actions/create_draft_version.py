@@ -2,12 +2,12 @@
 
 from django.db.models import Max
 
-from agents.actions.base import Action
 from agents.adapters import validate_config
-from agents.audit import audit
-from agents.errors import ActionDenied, ActionInvalid
 from agents.models import Agent, AgentVersion
-from agents.permissions import user_can
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.permissions import user_can
 
 
 class CreateDraftVersion(Action):

@@ -38,7 +38,7 @@ from agents.adapters.base import (
     validate_headers,
 )
 from agents.adapters.http_endpoint import DEFAULT_TIMEOUT, post_json
-from agents.imports import import_allowed
+from sherlock.core.imports import import_allowed
 
 _EXECUTOR = {
     "oneOf": [

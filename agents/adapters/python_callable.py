@@ -6,7 +6,7 @@ other value, taken as the output. It runs in the worker's threads, so it must be
 """
 
 from agents.adapters.base import AgentCallError, PreparedAgent
-from agents.imports import import_allowed
+from sherlock.core.imports import import_allowed
 
 SCHEMA = {
     "type": "object",

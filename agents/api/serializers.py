@@ -9,7 +9,7 @@ from agents.models import Agent, AgentVersion
 
 
 class ErrorSerializer(serializers.Serializer):
-    """What every refused call answers (sherlock.api.exception_handler)."""
+    """What every refused call answers (sherlock.core.api.exception_handler)."""
 
     detail = serializers.CharField()
     code = serializers.CharField()

@@ -8,13 +8,19 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from agents.choices import Adapter, VersionState
-from agents.permissions import AgentScopedQuerySet, ScopedQuerySet
+from sherlock.core.permissions import ScopedQuerySet, ScopedThroughQuerySet
 
 
 def config_hash(adapter, config):
     """A stable hash of what a version is: its adapter and canonical config."""
     canonical = json.dumps({"adapter": adapter, "config": config}, sort_keys=True, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class AgentScopedQuerySet(ScopedThroughQuerySet):
+    """Rows that belong to an agent: visible to whoever may see the agent."""
+
+    scope_path = "agent"
 
 
 class Agent(models.Model):

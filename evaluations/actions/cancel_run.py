@@ -3,12 +3,12 @@
 from django.db import transaction
 from django.utils import timezone
 
-from agents.actions.base import Action
-from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied
-from agents.permissions import user_can
 from evaluations.choices import RUN_TRANSITIONS, RunStatus, TrialStatus
 from evaluations.models import Run, Trial
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied
+from sherlock.core.permissions import user_can
 
 
 class CancelRun(Action):

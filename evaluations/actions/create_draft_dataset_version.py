@@ -2,13 +2,13 @@
 
 from django.db.models import Max
 
-from agents.actions.base import Action
-from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied
-from agents.permissions import user_can
 from evaluations.actions.edit_cases import CONTENT_FIELDS
 from evaluations.actions.edit_checks import EDITABLE_FIELDS as CHECK_FIELDS
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied
+from sherlock.core.permissions import user_can
 
 
 class CreateDraftDatasetVersion(Action):

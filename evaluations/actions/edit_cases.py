@@ -9,13 +9,13 @@ with Sherlock's privileges (`evaluations.evidence.validate_verifier_spec`).
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from agents.actions.base import Action
-from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied, ActionInvalid
-from agents.permissions import user_can
 from evaluations.choices import CheckMode
 from evaluations.evidence import InvalidVerifier, validate_verifier_spec
 from evaluations.models import Case, CaseVersion, DatasetVersion
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.permissions import user_can
 
 CONTENT_FIELDS = (
     "input",

@@ -6,11 +6,11 @@ the field, e.g. `params.schema`), and frozen versions are immutable (ActionConfl
 
 from django.core.exceptions import ValidationError
 
-from agents.actions.base import Action
-from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied, ActionInvalid
-from agents.permissions import user_can
 from evaluations.models import Check
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.permissions import user_can
 
 EDITABLE_FIELDS = (
     "label",

@@ -2,11 +2,11 @@
 
 from django.utils import timezone
 
-from agents.actions.base import Action
-from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied, ActionInvalid
-from agents.permissions import user_can
 from evaluations.models import DatasetVersion
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.permissions import user_can
 
 
 class FreezeDatasetVersion(Action):

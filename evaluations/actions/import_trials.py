@@ -33,10 +33,6 @@ from typing import Any
 from django.utils import timezone
 from django.utils.text import slugify
 
-from agents.actions.base import Action
-from agents.audit import audit
-from agents.errors import ActionDenied, ActionInvalid
-from agents.permissions import user_can
 from evaluations.choices import CheckMode, CheckStatus, RunPurpose, RunStatus, TrialStatus
 from evaluations.contract import (
     ContractInputError,
@@ -54,6 +50,10 @@ from evaluations.models import (
     Run,
     Trial,
 )
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.permissions import user_can
 
 IMPORTED_GRADER_LABEL = "Task quality (imported)"
 

@@ -1,10 +1,10 @@
 """LabelCheckResult: an Editor labels a check result by hand, to calibrate a model check."""
 
-from agents.actions.base import Action
-from agents.audit import audit
-from agents.errors import ActionDenied, ActionInvalid
-from agents.permissions import user_can
 from evaluations.models import HumanLabel
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.permissions import user_can
 
 
 class LabelCheckResult(Action):

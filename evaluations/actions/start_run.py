@@ -7,12 +7,12 @@ from django.db import transaction
 from django.db.models import Avg, Count
 from django.utils import timezone
 
-from agents.actions.base import Action
-from agents.audit import audit
-from agents.errors import ActionDenied, ActionInvalid
-from agents.permissions import user_can
 from evaluations.choices import RunPurpose, TrialStatus
 from evaluations.models import CaseVersion, CheckResult, JudgeCall, ModelPrice, Run, Trial
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.permissions import user_can
 
 
 class StartRun(Action):

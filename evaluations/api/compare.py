@@ -23,10 +23,10 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.errors import ActionInvalid
 from evaluations.contract import DEFAULT_THRESHOLDS, format_cells, render_table
 from evaluations.contract.db import run_contract
 from evaluations.models import CaseResult, Check, Run
+from sherlock.core.errors import ActionInvalid
 
 
 class RunBriefSerializer(serializers.ModelSerializer):

@@ -12,8 +12,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from agents.permissions import ScopedQuerySet
 from evaluations.choices import CheckMode
+from sherlock.core.permissions import ScopedQuerySet
 
 
 class Dataset(models.Model):

@@ -2,14 +2,14 @@
 
 from django.utils import timezone
 
-from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied
 from agents.models import Agent
-from agents.permissions import user_can
 from governance.actions.base import GovernanceAction
 from governance.actions.expire_bypass import ExpireBypass
 from governance.choices import BYPASS_TRANSITIONS
 from governance.models import Bypass
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied
+from sherlock.core.permissions import user_can
 
 
 class BypassVerb(GovernanceAction):

@@ -2,7 +2,7 @@
 
 from django.core.exceptions import ValidationError
 
-from agents.errors import ActionInvalid
+from sherlock.core.errors import ActionInvalid
 
 # Every rule a policy carries; `agent` (the scope) and `version` are not edited, they are the
 # row's identity.

@@ -1,9 +1,9 @@
 """The shared shape of the two verbs that change a user's roles."""
 
-from agents.errors import ActionDenied, ActionInvalid
 from governance.actions.base import GovernanceAction
 from governance.choices import Role
 from governance.roles import is_global_admin
+from sherlock.core.errors import ActionDenied, ActionInvalid
 
 
 def describe_scope(obj):

@@ -1,9 +1,9 @@
 """ApproveBypass: a second Admin agrees to a requested bypass."""
 
-from agents.errors import ActionConflict, ActionDenied
 from governance.actions._bypass_verb import BypassVerb
 from governance.bypass_rules import void_reason
 from governance.choices import BypassState
+from sherlock.core.errors import ActionConflict, ActionDenied
 
 
 class ApproveBypass(BypassVerb):

@@ -7,7 +7,7 @@ refusal rolls that transaction back; `execute()` writes it after the rollback, o
 connection (autocommit in a request, so it commits on its own). Callers must therefore not wrap
 `execute()` in a transaction of their own if they want refusals kept.
 
-Two hooks complete the template of `agents.actions.base.Action`:
+Two hooks complete the template of `sherlock.core.actions.Action`:
 
 - `prepare()` runs before the transaction and commits on its own: work that must outlive a
   refusal that may follow (an expired bypass becomes `expired` when it is touched);
@@ -19,9 +19,9 @@ import re
 
 from django.db import transaction
 
-from agents.actions.base import Action
-from agents.audit import audit
-from agents.errors import ActionError, ActionInvalid
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionError, ActionInvalid
 
 MIN_REASON_LENGTH = 30
 

@@ -1,11 +1,11 @@
 """ChangePolicy: an Admin changes a publishing policy, which writes its next version."""
 
-from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied, ActionInvalid
 from governance.actions._policy import POLICY_FIELDS, snapshot, validate
 from governance.actions.base import GovernanceAction
 from governance.models import PublishingPolicy
 from governance.roles import is_global_admin
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
 
 
 class ChangePolicy(GovernanceAction):

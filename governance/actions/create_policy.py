@@ -1,11 +1,11 @@
 """CreatePolicy: an Admin writes the first version of a publishing policy for a scope."""
 
-from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied
 from governance.actions._policy import POLICY_FIELDS, snapshot, validate
 from governance.actions.base import GovernanceAction
 from governance.models import PublishingPolicy
 from governance.roles import is_global_admin
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied
 
 
 class CreatePolicy(GovernanceAction):

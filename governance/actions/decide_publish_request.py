@@ -3,13 +3,13 @@
 from django.db import transaction
 from django.utils import timezone
 
-from agents.actions.base import Action
-from agents.audit import audit
 from evaluations.choices import RUN_TERMINAL
 from governance.actions._request_state import move_request
 from governance.choices import RequestState
 from governance.decision import PASS, make_decision, release_of
 from governance.models import PublishRequest
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
 
 
 class DecidePublishRequest(Action):

@@ -3,10 +3,10 @@
 from django.db import transaction
 from django.utils import timezone
 
-from agents.actions.base import Action
-from agents.audit import audit
 from governance.choices import BYPASS_ACTIVE, BypassState
 from governance.models import Bypass
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
 
 
 class ExpireBypass(Action):

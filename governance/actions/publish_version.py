@@ -2,11 +2,8 @@
 
 from django.utils import timezone
 
-from agents.audit import audit
 from agents.choices import VersionState
-from agents.errors import ActionConflict, ActionDenied
 from agents.models import Agent, AgentVersion
-from agents.permissions import user_can
 from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.actions.expire_bypass import ExpireBypass
@@ -14,6 +11,9 @@ from governance.bypass_rules import void_reason
 from governance.choices import BypassState, Enforcement, RequestState
 from governance.decision import PASS, release_of
 from governance.models import Bypass, PublishingPolicy, PublishRequest
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied
+from sherlock.core.permissions import user_can
 
 # How a version cleared the gate; recorded in the audit entry.
 PASSED, ADVISORY, BYPASS = "passed", "advisory", "bypass"

@@ -4,14 +4,14 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from agents.audit import audit
-from agents.errors import ActionConflict, ActionDenied
 from agents.models import Agent
-from agents.permissions import user_can
 from governance.actions.base import GovernanceAction, substantive_reason
 from governance.actions.expire_bypass import ExpireBypass
 from governance.choices import BYPASS_ACTIVE, BypassState, Enforcement, RequestState
 from governance.models import Bypass, PublishRequest
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied
+from sherlock.core.permissions import user_can
 
 
 class RequestBypass(GovernanceAction):

@@ -2,17 +2,17 @@
 
 from django.utils import timezone
 
-from agents.audit import audit
 from agents.choices import VersionState
-from agents.errors import ActionConflict, ActionDenied
 from agents.models import Agent, AgentVersion
-from agents.permissions import user_can
 from evaluations.actions.start_run import StartRun
 from evaluations.choices import RunPurpose
 from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
 from governance.models import Bypass, PublishingPolicy, PublishRequest
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied
+from sherlock.core.permissions import user_can
 
 
 class RequestPublication(GovernanceAction):

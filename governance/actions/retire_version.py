@@ -1,11 +1,11 @@
 """RetireVersion: take the live version out of service without a replacement."""
 
-from agents.audit import audit
 from agents.choices import VersionState
-from agents.errors import ActionConflict, ActionDenied
 from agents.models import Agent, AgentVersion
-from agents.permissions import user_can
 from governance.actions.base import GovernanceAction
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict, ActionDenied
+from sherlock.core.permissions import user_can
 
 
 class RetireVersion(GovernanceAction):

@@ -3,10 +3,10 @@
 from django.contrib.auth.models import Group
 from guardian.shortcuts import remove_perm
 
-from agents.audit import audit
-from agents.errors import ActionConflict
 from governance.actions._role_verb import RoleVerb, describe_scope
 from governance.roles import role_action, scoped_perms, scoped_roles
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionConflict
 
 
 class RevokeRole(RoleVerb):

@@ -1,8 +1,8 @@
 """RollBackVersion: publish an earlier, retired version again, through the same gate."""
 
 from agents.choices import VersionState
-from agents.errors import ActionConflict
 from governance.actions.publish_version import PublishVersion
+from sherlock.core.errors import ActionConflict
 
 
 class RollBackVersion(PublishVersion):

@@ -4,16 +4,16 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from agents.permissions import AgentScopedQuerySet
+from agents.models import AgentScopedQuerySet
 from governance.choices import BypassState, RequestState
 
 
 class PublishRequestQuerySet(AgentScopedQuerySet):
-    agent_path = "agent_version__agent"
+    scope_path = "agent_version__agent"
 
 
 class BypassQuerySet(AgentScopedQuerySet):
-    agent_path = "publish_request__agent_version__agent"
+    scope_path = "publish_request__agent_version__agent"
 
 
 class PublishRequest(models.Model):

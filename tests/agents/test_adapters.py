@@ -10,9 +10,9 @@ import pytest
 from agents.adapters import AgentCallError, call_agent, prepare, validate_config
 from agents.adapters.replay import read_jsonl
 from agents.models import AgentVersion, Tool
-from tests import factories
-from tests.agents.loopback_agent import LoopbackAgent
-from tests.llm_server import Reply, server_error, tool_call
+from tests.support import factories
+from tests.support.llm_server import Reply, server_error, tool_call
+from tests.support.loopback_agent import LoopbackAgent
 
 CASE = {
     "id": "refund-1",
@@ -42,7 +42,11 @@ def version(adapter, config, tools=(), denied=()):
     [
         ("python", {}, "config.callable: is required"),
         ("python", {"callable": "tests.nowhere.agent"}, "config.callable: cannot import"),
-        ("python", {"callable": "tests.agents_under_test.echo", "kwarg": 1}, "config.kwarg"),
+        (
+            "python",
+            {"callable": "tests.support.agents_under_test.echo", "kwarg": 1},
+            "config.kwarg",
+        ),
         ("http", {"url": "ftp://agent"}, "config.url"),
         ("http", {"url": "http://agent", "timeout": 0}, "config.timeout"),
         ("http", {"url": "http://agent", "headers": {"X-Team": 7}}, "config.headers.X-Team"),
@@ -87,14 +91,14 @@ def test_a_bad_config_is_refused_naming_the_field(adapter, config, field):
 
 
 def test_python_adapter_calls_the_callable_with_the_case_and_measures_latency(db):
-    agent = version("python", {"callable": "tests.agents_under_test.echo"})
+    agent = version("python", {"callable": "tests.support.agents_under_test.echo"})
     transcript = call_agent(agent, CASE)
     assert transcript["output"] == "You said: Refund order 1182."
     assert transcript["latency_ms"] >= 0
 
 
 def test_python_adapter_turns_the_agents_exception_into_an_agent_error(db):
-    agent = version("python", {"callable": "tests.agents_under_test.scripted"})
+    agent = version("python", {"callable": "tests.support.agents_under_test.scripted"})
     with pytest.raises(AgentCallError, match="RuntimeError: boom"):
         call_agent(agent, {**CASE, "input": {"raise": "boom"}})
 

@@ -8,15 +8,15 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import AgentVersion
 from governance.models import AuditEntry
-from tests import factories
-from tests.governance.conftest import (  # noqa: F401 - the role matrix's fixtures
+from tests.governance.conftest import (  # noqa: F401 - fixtures
     agent,
-    api_client,
     gate_dataset,
     other_agent,
     other_dataset,
     persona,
 )
+from tests.support import factories
+from tests.support.governance import api_client
 
 
 def test_a_global_role_lists_every_agent_and_a_scoped_one_only_its_own(persona, agent, other_agent):
@@ -54,7 +54,7 @@ def test_a_scoped_builder_creates_drafts_of_its_agent_only(persona, agent, other
     body = {
         "agent": "support-bot",
         "adapter": "python",
-        "config": {"callable": "tests.agents_under_test.echo"},
+        "config": {"callable": "tests.support.agents_under_test.echo"},
     }
     created = client.post("/api/v1/versions/", body, format="json")
     assert created.status_code == 201, created.json()
@@ -68,7 +68,7 @@ def test_a_publisher_may_not_create_drafts(publisher, agent):
     body = {
         "agent": agent.slug,
         "adapter": "python",
-        "config": {"callable": "tests.agents_under_test.echo"},
+        "config": {"callable": "tests.support.agents_under_test.echo"},
     }
     assert api_client(publisher).post("/api/v1/versions/", body, format="json").status_code == 403
 

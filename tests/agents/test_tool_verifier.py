@@ -4,7 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from agents.models import Tool
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db  # full_clean checks the name is unique
 

@@ -17,9 +17,9 @@ from django.db import connections
 
 from evaluations.engine import run_shard
 from evaluations.models import Run, Trial
-from tests import factories
-from tests.workers import ROOT, wait_for
-from tests.workers import test_database_url as worker_database_url
+from tests.support import factories
+from tests.support.workers import ROOT, wait_for
+from tests.support.workers import test_database_url as worker_database_url
 
 CHROMIUM = "/usr/bin/chromium"
 playwright = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
@@ -91,7 +91,7 @@ def browser(monkeypatch):
 
 def test_a_person_watches_a_run_finish_and_reads_its_grid(server, browser):
     factories.user("builder", role="Builder")
-    version = factories.agent_version(callable_path="tests.agents_under_test.echo")
+    version = factories.agent_version(callable_path="tests.support.agents_under_test.echo")
     dataset_version = factories.dataset_version(
         cases=[
             ("greeting", "hello", {"expected_tools": [{"name": "kb.search"}]}),

@@ -9,7 +9,7 @@ from guardian.shortcuts import assign_perm
 from evaluations.actions.start_run import StartRun
 from evaluations.models import Check, DatasetVersion
 from governance.models import AuditEntry
-from tests import factories
+from tests.support import factories
 
 GOOD = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
 
@@ -121,7 +121,7 @@ def test_changelists_keep_a_constant_number_of_queries(
     url, logged_in, admin_user, builder, django_capture_on_commit_callbacks
 ):
     client = logged_in(admin_user)
-    version = factories.agent_version(callable_path="tests.agents_under_test.echo")
+    version = factories.agent_version(callable_path="tests.support.agents_under_test.echo")
 
     def add_run(n, slug):
         dv = factories.dataset_version(

@@ -4,14 +4,14 @@ do it, and a run that already ended cannot be cancelled."""
 
 import pytest
 
-from agents.errors import ActionConflict, ActionDenied
 from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.start_run import StartRun
 from evaluations.engine import run_shard
 from evaluations.models import CaseResult, Run, Trial
 from evaluations.signals import run_finished
 from governance.models import AuditEntry
-from tests import factories
+from sherlock.core.errors import ActionConflict, ActionDenied
+from tests.support import factories
 
 SHAPE = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
 during_call = {}

@@ -7,13 +7,13 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agents.errors import ActionConflict, ActionInvalid
 from evaluations.actions.edit_cases import CreateCase, RemoveCase, UpdateCase
 from evaluations.actions.edit_checks import CreateCheck
 from evaluations.models import Case, CaseVersion, Check, DatasetVersion
 from governance.models import AuditEntry
-from tests import factories
-from tests.factories import api
+from sherlock.core.errors import ActionConflict, ActionInvalid
+from tests.support import factories
+from tests.support.factories import api
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ import pytest
 
 from evaluations.models import Check, CheckResult, Run, Trial
 from governance.models import AuditEntry
-from tests import factories
-from tests.factories import api
+from tests.support import factories
+from tests.support.factories import api
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 from evaluations.actions.start_run import StartRun
 from evaluations.contract.db import decide
 from governance.models import PublishingPolicy
-from tests import factories
+from tests.support import factories
 
 JUDGED = {"label": "Faithful", "kind": "faithfulness", "params": {}, "threshold": 0.9}
 SHAPE = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
@@ -46,7 +46,10 @@ def test_a_blocking_model_check_without_a_judge_blocks_the_release(
 ):
     settings.SHERLOCK_JUDGE_BASE_URL = ""
     run = run_of(
-        builder, django_capture_on_commit_callbacks, "tests.agents_under_test.echo", [JUDGED, SHAPE]
+        builder,
+        django_capture_on_commit_callbacks,
+        "tests.support.agents_under_test.echo",
+        [JUDGED, SHAPE],
     )
     assert run.summary["case_pass_rate"] == 1.0  # section 5: skipped does not fail the case
     decision = decide([run], policy)
@@ -64,7 +67,7 @@ def test_an_agent_that_crashes_on_every_trial_blocks_the_release(
     run = run_of(
         builder,
         django_capture_on_commit_callbacks,
-        "tests.agents_under_test.scripted",
+        "tests.support.agents_under_test.scripted",
         [SHAPE],
         cases=[("c1", {"raise": "boom"}, {})],
     )
@@ -80,7 +83,7 @@ def test_a_check_disabled_by_an_override_does_not_block(
     run = run_of(
         builder,
         django_capture_on_commit_callbacks,
-        "tests.agents_under_test.echo",
+        "tests.support.agents_under_test.echo",
         [JUDGED, SHAPE],
         cases=[("c1", "q", {"overrides": {"Faithful": {"disabled": True}}})],
     )
@@ -95,7 +98,7 @@ def test_informative_checks_that_could_not_be_scored_do_not_block(
     run = run_of(
         builder,
         django_capture_on_commit_callbacks,
-        "tests.agents_under_test.echo",
+        "tests.support.agents_under_test.echo",
         [{**JUDGED, "mode": "informative"}, SHAPE],
     )
     assert gate(decide([run], policy), "checks_scored")["status"] == "pass"

@@ -9,9 +9,9 @@ from rest_framework.test import APIClient
 
 from evaluations.actions.import_trials import ImportTrials
 from evaluations.models import CaseResult
-from tests import factories
-from tests.evaluations.contract_runs import empty_run, import_seed_variant, seed_records
-from tests.factories import api
+from tests.support import factories
+from tests.support.contract_runs import empty_run, import_seed_variant, seed_records
+from tests.support.factories import api
 
 pytestmark = pytest.mark.django_db
 

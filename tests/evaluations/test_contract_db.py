@@ -12,7 +12,7 @@ from evaluations.contract import compute_contract, parse_thresholds
 from evaluations.contract.db import decide, run_contract, run_totals
 from evaluations.models import CostEntry
 from governance.models import PublishingPolicy
-from tests.evaluations.contract_runs import (
+from tests.support.contract_runs import (
     GRADER,
     POLICY_THRESHOLDS,
     add_trial,

@@ -4,12 +4,12 @@ frozen version (cases with their overrides, and checks with every setting)."""
 import pytest
 from django.db import IntegrityError, transaction
 
-from agents.errors import ActionConflict, ActionDenied, ActionInvalid
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.models import DatasetVersion
 from governance.models import AuditEntry
-from tests import factories
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from tests.support import factories
 
 CHECKS = [
     {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0},

@@ -11,8 +11,8 @@ from evaluations.actions.start_run import StartRun
 from evaluations.engine import maybe_finish_run
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
 from evaluations.signals import run_finished
-from tests import factories
-from tests.llm_server import Fault
+from tests.support import factories
+from tests.support.llm_server import Fault
 
 CONCURRENCY = 4
 

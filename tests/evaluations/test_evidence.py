@@ -14,7 +14,7 @@ from django.utils import timezone
 from agents.models import Tool
 from evaluations.evidence import MAX_OBSERVED_CHARS, collect_evidence, run_verifier
 from evaluations.models import Run, Trial
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

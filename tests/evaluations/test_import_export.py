@@ -20,8 +20,8 @@ from evaluations.choices import CostKind, RunPurpose
 from evaluations.contract import compute_contract, load_document
 from evaluations.contract.db import run_contract
 from evaluations.models import CostEntry, Dataset, DatasetVersion, Run, Trial
-from tests import factories
-from tests.evaluations.contract_runs import FIXTURE, import_seed_variant, seed_records
+from tests.support import factories
+from tests.support.contract_runs import FIXTURE, import_seed_variant, seed_records
 
 pytestmark = pytest.mark.django_db
 

@@ -23,9 +23,17 @@ from evaluations.judge import (
 )
 from evaluations.judge.cache import canonical_json, sha256
 from evaluations.models import CostEntry, JudgeCall, ModelPrice, Run, Trial
-from tests import factories
-from tests.judge_fixtures import JUDGE_MODEL
-from tests.llm_server import Fault, Reply, hang, malformed, rate_limited, refusal, server_error
+from tests.support import factories
+from tests.support.judge_fixtures import JUDGE_MODEL
+from tests.support.llm_server import (
+    Fault,
+    Reply,
+    hang,
+    malformed,
+    rate_limited,
+    refusal,
+    server_error,
+)
 
 RELEVANCE = Rubric(
     id="test.relevance",

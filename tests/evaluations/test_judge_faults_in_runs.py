@@ -6,8 +6,8 @@ import pytest
 
 from evaluations.actions.start_run import StartRun
 from evaluations.models import CaseResult, CheckResult, JudgeCall
-from tests import factories
-from tests.llm_server import hang, malformed, rate_limited, refusal, server_error
+from tests.support import factories
+from tests.support.llm_server import hang, malformed, rate_limited, refusal, server_error
 
 CHECKS = [
     {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0},
@@ -23,7 +23,7 @@ CHECKS = [
 @pytest.fixture
 def one_case_run(builder, django_capture_on_commit_callbacks):
     def start():
-        version = factories.agent_version(callable_path="tests.agents_under_test.echo")
+        version = factories.agent_version(callable_path="tests.support.agents_under_test.echo")
         dataset_version = factories.dataset_version(cases=[("greet", "hello", {})], checks=CHECKS)
         with django_capture_on_commit_callbacks(execute=True):
             run = StartRun(

@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from evaluations.judge.transport import KeepAliveTransport
-from tests.llm_server import hang, rate_limited, server_error
+from tests.support.llm_server import hang, rate_limited, server_error
 
 MESSAGES = [{"role": "user", "content": "Is the answer supported?"}]
 

@@ -24,7 +24,7 @@ from evaluations.judge.recording import lookup_cached
 from evaluations.judge.transport import KeepAliveTransport
 from evaluations.models import JudgeCall
 from tests.evaluations.test_judge import GOOD, RELEVANCE, VARIABLES, fast_judge
-from tests.judge_fixtures import JUDGE_MODEL
+from tests.support.judge_fixtures import JUDGE_MODEL
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

@@ -15,7 +15,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from tests.llm_server import (
+from tests.support.llm_server import (
     Fault,
     LLMServer,
     Reply,

@@ -14,7 +14,7 @@ from evaluations.choices import CheckStatus, TrialStatus
 from evaluations.evidence import contract_counts
 from evaluations.models import CheckResult, Trial
 from evaluations.otel import EVALUATION_EVENT, GENAI_ATTRIBUTES, SCHEMA_URL, run_to_otlp
-from tests.evaluations.contract_runs import GRADER, empty_run, import_seed_variant
+from tests.support.contract_runs import GRADER, empty_run, import_seed_variant
 
 pytestmark = pytest.mark.django_db
 

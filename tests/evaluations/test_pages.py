@@ -9,14 +9,14 @@ from django.test.utils import CaptureQueriesContext
 
 from evaluations.actions.start_run import StartRun
 from evaluations.models import CostEntry, Run
-from tests import factories
+from tests.support import factories
 
 CHECKS = [{"label": "Tools", "kind": "tools_used", "params": {}, "threshold": 1.0}]
 
 
 @pytest.fixture
 def finished_run(builder, django_capture_on_commit_callbacks):
-    version = factories.agent_version(callable_path="tests.agents_under_test.flaky")
+    version = factories.agent_version(callable_path="tests.support.agents_under_test.flaky")
     dataset_version = factories.dataset_version(
         cases=[("alternating", "q", {"expected_tools": [{"name": "kb.search"}]})], checks=CHECKS
     )
@@ -69,7 +69,7 @@ def test_run_list_and_grid_keep_a_constant_number_of_queries(
     client, builder, password, django_capture_on_commit_callbacks
 ):
     client = login(client, builder, password)
-    version = factories.agent_version(callable_path="tests.agents_under_test.echo")
+    version = factories.agent_version(callable_path="tests.support.agents_under_test.echo")
 
     def add_run(n_cases):
         dv = factories.dataset_version(

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from evaluations.actions.start_run import StartRun
 from evaluations.models import CheckResult, Run, Trial
-from tests import factories, workers
-from tests.workers import agent_calls, kill_cluster, start_cluster, stop_cluster, wait_for
+from tests.support import factories, workers
+from tests.support.workers import agent_calls, kill_cluster, start_cluster, stop_cluster, wait_for
 
 pytestmark = pytest.mark.slow
 broker_mode = workers.broker_mode
@@ -19,7 +19,7 @@ broker_mode = workers.broker_mode
 
 def test_a_real_worker_process_runs_an_evaluation(live_db, broker_mode, tmp_path):
     builder = factories.user("builder", role="Builder")
-    version = factories.agent_version(callable_path="tests.agents_under_test.slow")
+    version = factories.agent_version(callable_path="tests.support.agents_under_test.slow")
     dataset_version = factories.dataset_version(
         cases=[(f"case-{i}", f"question {i}", {}) for i in range(6)],
         checks=[
@@ -52,7 +52,7 @@ def test_a_killed_cluster_loses_nothing_and_a_finished_trial_never_runs_again(
 ):
     settings.SHERLOCK_SHARD_SIZE = 2  # StartRun cuts the shards here: ten tasks of two trials
     builder = factories.user("builder", role="Builder")
-    version = factories.agent_version(callable_path="tests.workers.logged_agent")
+    version = factories.agent_version(callable_path="tests.support.workers.logged_agent")
     dataset_version = factories.dataset_version(
         cases=[(f"case-{i:02}", f"question {i}", {}) for i in range(20)],
         checks=[

@@ -12,7 +12,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.engine import MAX_ATTEMPTS, reap
 from evaluations.models import CheckResult, Run, Trial
 from evaluations.signals import run_finished
-from tests import factories
+from tests.support import factories
 
 SHAPE = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
 

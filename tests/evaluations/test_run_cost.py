@@ -10,8 +10,8 @@ import pytest
 from agents.models import Agent
 from evaluations.actions.start_run import StartRun
 from evaluations.models import CheckResult, CostEntry, JudgeCall, ModelPrice, Trial
-from tests import factories
-from tests.judge_fixtures import JUDGE_MODEL
+from tests.support import factories
+from tests.support.judge_fixtures import JUDGE_MODEL
 
 CUSTOM = {
     "label": "Polite",
@@ -175,7 +175,7 @@ def test_start_run_estimates_calls_and_cost_before_it_starts(
 def test_the_estimate_learns_from_the_same_checks_recent_calls(
     builder, judge_settings, llm_server, two_cases, django_capture_on_commit_callbacks
 ):
-    from tests.llm_server import Reply
+    from tests.support.llm_server import Reply
 
     price(JUDGE_MODEL, "1.00", "1.00")
     price("agent-model", "1.00", "1.00")

@@ -6,7 +6,7 @@ import pytest
 from evaluations.actions.start_run import StartRun
 from evaluations.models import CaseResult, CheckResult, Run, Trial
 from governance.models import AuditEntry
-from tests import factories
+from tests.support import factories
 
 SCHEMA = {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}
 
@@ -40,7 +40,7 @@ def scripted_case(key, expected_tools=(), overrides=None, **spec):
 
 @pytest.fixture
 def version(builder):
-    return factories.agent_version(callable_path="tests.agents_under_test.scripted")
+    return factories.agent_version(callable_path="tests.support.agents_under_test.scripted")
 
 
 @pytest.fixture
@@ -153,7 +153,7 @@ def test_an_agent_failure_is_an_error_not_a_failed_case(
 
 
 def test_repetitions_mean_scores_and_flag_flaky_cases(builder, django_capture_on_commit_callbacks):
-    version = factories.agent_version(callable_path="tests.agents_under_test.flaky")
+    version = factories.agent_version(callable_path="tests.support.agents_under_test.flaky")
     dataset_version = factories.dataset_version(
         cases=[("alternating", "q", {"expected_tools": [{"name": "kb.search"}]})],
         checks=[{"label": "Tools", "kind": "tools_used", "params": {}, "threshold": 1.0}],
@@ -202,7 +202,7 @@ def test_a_finished_trial_is_never_executed_again(
 
 
 def test_outsider_cannot_start_a_run(outsider, version, dataset_version):
-    from agents.errors import ActionDenied
+    from sherlock.core.errors import ActionDenied
 
     with pytest.raises(ActionDenied):
         StartRun(

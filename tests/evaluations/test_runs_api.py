@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from evaluations.actions.start_run import StartRun
 from evaluations.models import Run
-from tests import factories
+from tests.support import factories
 
 SHAPE = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
 

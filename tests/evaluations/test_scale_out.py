@@ -12,8 +12,8 @@ from django.db import connection
 
 from evaluations.actions.start_run import StartRun, enqueue_run
 from evaluations.models import CheckResult, Run, Trial
-from tests import factories, workers
-from tests.workers import agent_calls, clusters_idle, start_cluster, stop_cluster, wait_for
+from tests.support import factories, workers
+from tests.support.workers import agent_calls, clusters_idle, start_cluster, stop_cluster, wait_for
 
 pytestmark = pytest.mark.slow
 broker_mode = workers.broker_mode
@@ -47,7 +47,7 @@ def test_two_workers_share_one_run_through_postgresql_and_redis(
 ):
     settings.SHERLOCK_SHARD_SIZE = 2  # where the shards are cut: here, by enqueue_run
     builder = factories.user("builder", role="Builder")
-    version = factories.agent_version(callable_path="tests.workers.logged_agent")
+    version = factories.agent_version(callable_path="tests.support.workers.logged_agent")
     dataset_version = factories.dataset_version(
         cases=[(f"case-{i:02}", f"question {i}", {}) for i in range(16)],
         checks=[{"label": "Shape", "kind": "output_type", "params": {"type": "text"}}],

@@ -14,7 +14,6 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
-from agents.errors import ActionInvalid
 from evaluations.actions.edit_cases import CreateCase, UpdateCase
 from evaluations.evidence import (
     InvalidVerifier,
@@ -24,9 +23,10 @@ from evaluations.evidence import (
 )
 from evaluations.models import Case, CaseVersion
 from governance.models import AuditEntry
-from tests import factories
+from sherlock.core.errors import ActionInvalid
 from tests.evaluations.test_evidence import LEDGER_DB, ledger_database, make_trial
-from tests.factories import api
+from tests.support import factories
+from tests.support.factories import api
 
 pytestmark = pytest.mark.django_db
 

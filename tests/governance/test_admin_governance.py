@@ -12,8 +12,8 @@ from governance.actions.change_policy import ChangePolicy
 from governance.actions.request_bypass import RequestBypass
 from governance.choices import BypassState
 from governance.models import AuditEntry, PublishingPolicy
-from tests import factories
-from tests.governance.conftest import PERSONAS, REASON, persona_id
+from tests.support import factories
+from tests.support.governance import PERSONAS, REASON, persona_id
 
 PUBLISHERS = {
     ("Publisher", "global"),

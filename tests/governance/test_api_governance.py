@@ -12,8 +12,8 @@ from governance.actions.publish_version import PublishVersion
 from governance.actions.request_bypass import RequestBypass
 from governance.choices import BypassState
 from governance.models import AuditEntry
-from tests import factories
-from tests.governance.conftest import (
+from tests.support import factories
+from tests.support.governance import (
     PERSONAS,
     REASON,
     api_client,

@@ -9,8 +9,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from governance.models import AuditEntry
-from tests import factories
-from tests.governance.conftest import REASON, api_client, grant_on
+from tests.support import factories
+from tests.support.governance import REASON, api_client, grant_on
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def test_the_release_scenario_through_the_api(
         {
             "agent": "support-bot",
             "adapter": "python",
-            "config": {"callable": "tests.agents_under_test.scripted"},
+            "config": {"callable": "tests.support.agents_under_test.scripted"},
         },
         format="json",
     )

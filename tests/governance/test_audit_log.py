@@ -4,8 +4,8 @@ import pytest
 from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 
-from agents.audit import audit, request_context
 from governance.models import AuditEntry
+from sherlock.core.audit import audit, request_context
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import pytest
 from django.utils import timezone
 
 from agents.choices import VersionState
-from agents.errors import ActionConflict, ActionDenied, ActionInvalid
 from agents.models import AgentVersion, config_hash
 from governance.actions.approve_bypass import ApproveBypass
 from governance.actions.deny_bypass import DenyBypass
@@ -19,8 +18,9 @@ from governance.actions.retire_version import RetireVersion
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.choices import BypassState, Enforcement, RequestState
 from governance.models import AuditEntry, Bypass, PublishRequest
-from tests import factories
-from tests.governance.conftest import REASON
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from tests.support import factories
+from tests.support.governance import REASON
 
 
 def actions_in_order(target):
@@ -165,7 +165,7 @@ def test_a_bypass_is_void_once_the_version_config_changed(
     bypass = RequestBypass(
         acting_user=admin_user, publish_request=blocked_request, reason=REASON
     ).execute()
-    config = {"callable": "tests.agents_under_test.echo"}
+    config = {"callable": "tests.support.agents_under_test.echo"}
     AgentVersion.objects.filter(pk=bad_version.pk).update(
         config=config, config_hash=config_hash("python", config)
     )

@@ -9,8 +9,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
-from agents.audit import audit
 from governance.models import AuditEntry
+from sherlock.core.audit import audit
 
 
 def run(*args):

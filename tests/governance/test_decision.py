@@ -10,8 +10,8 @@ from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.request_publication import RequestPublication
 from governance.choices import RequestState
 from governance.models import AuditEntry
-from tests import factories
-from tests.governance.conftest import TOOLS_CHECK, finish_gate_runs, tool_case
+from tests.support import factories
+from tests.support.governance import TOOLS_CHECK, finish_gate_runs, tool_case
 
 
 def test_the_decision_records_every_gate_the_runs_and_the_policy_version(

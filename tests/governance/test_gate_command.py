@@ -102,7 +102,7 @@ def test_waiting_for_runs_that_do_not_finish_times_out_with_2(good_version, poli
 @pytest.mark.slow
 def test_it_requests_waits_for_the_real_gate_runs_and_reports(live_db, policy, author, agent):
     # `echo` reports no cost, so the contract's coverage gate blocks it (fail closed).
-    from tests.governance.conftest import make_version
+    from tests.support.governance import make_version
 
     make_version(agent, author, good=True)
     code, out = gate("support-bot", "--user", "author", "--wait", "60", "--poll", "0.1")

@@ -7,9 +7,9 @@ from django.contrib.auth.models import AnonymousUser, Group
 from django.http import HttpResponse
 from django.test import RequestFactory
 
-from agents.audit import current_actor, current_request_id
-from governance.middleware import RequestContextMiddleware
 from governance.models import AuditEntry
+from sherlock.core.audit import current_actor, current_request_id
+from sherlock.core.middleware import RequestContextMiddleware
 
 
 def through_middleware(view, user=None, **headers):

@@ -3,10 +3,10 @@ before and after; only the version in force can be changed."""
 
 import pytest
 
-from agents.errors import ActionConflict, ActionInvalid
 from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_policy import CreatePolicy
 from governance.models import AuditEntry, PublishingPolicy
+from sherlock.core.errors import ActionConflict, ActionInvalid
 
 
 def test_changing_a_policy_writes_its_next_version_and_keeps_the_old_row(

@@ -8,10 +8,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from agents.errors import ActionInvalid
 from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_policy import CreatePolicy
 from governance.models import PublishingPolicy
+from sherlock.core.errors import ActionInvalid
 
 pytestmark = pytest.mark.django_db  # full_clean checks the constraints with a query
 

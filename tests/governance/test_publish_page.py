@@ -5,7 +5,7 @@ import pytest
 
 from agents.choices import VersionState
 from governance.choices import BypassState
-from tests.governance.conftest import REASON
+from tests.support.governance import REASON
 
 
 def page(client, user, version, **headers):

@@ -5,7 +5,6 @@ of duties, stale decisions and roll back through the same gate."""
 import pytest
 
 from agents.choices import VersionState
-from agents.errors import ActionConflict, ActionDenied
 from evaluations.choices import RunPurpose
 from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_policy import CreatePolicy
@@ -15,8 +14,9 @@ from governance.actions.retire_version import RetireVersion
 from governance.actions.rollback_version import RollBackVersion
 from governance.choices import Enforcement, RequestState
 from governance.models import AuditEntry
-from tests import factories
-from tests.governance.conftest import (
+from sherlock.core.errors import ActionConflict, ActionDenied
+from tests.support import factories
+from tests.support.governance import (
     TOOLS_CHECK,
     finish_gate_runs,
     join_role,

@@ -7,7 +7,6 @@ and test_admin_governance.py."""
 import pytest
 
 from agents.choices import VersionState
-from agents.errors import ActionDenied
 from governance.actions.approve_bypass import ApproveBypass
 from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_policy import CreatePolicy
@@ -22,8 +21,9 @@ from governance.actions.revoke_role import RevokeRole
 from governance.actions.rollback_version import RollBackVersion
 from governance.choices import BypassState, RequestState
 from governance.models import AuditEntry, PublishingPolicy
-from tests import factories
-from tests.governance.conftest import REASON, finish_gate_runs, persona_id, split
+from sherlock.core.errors import ActionDenied
+from tests.support import factories
+from tests.support.governance import REASON, finish_gate_runs, persona_id, split
 
 BUILDERS = {("Builder", "global"), ("Builder", "here"), ("Admin", "global"), ("Admin", "here")}
 PUBLISHERS = {

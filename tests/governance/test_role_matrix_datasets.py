@@ -6,13 +6,13 @@ Only Editors (global, or of this dataset) and global Admins may."""
 import pytest
 from rest_framework.test import APIClient
 
-from agents.errors import ActionDenied
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.actions.edit_checks import UpdateCheck
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from governance.models import AuditEntry
-from tests import factories
-from tests.governance.conftest import PERSONAS, persona_id
+from sherlock.core.errors import ActionDenied
+from tests.support import factories
+from tests.support.governance import PERSONAS, persona_id
 
 EDITORS = {("Editor", "global"), ("Editor", "here"), ("Admin", "global")}
 ALLOWED = [p for p in PERSONAS if p in EDITORS]

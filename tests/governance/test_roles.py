@@ -5,11 +5,11 @@ import pytest
 from django.contrib.auth.models import Group, Permission
 from guardian.shortcuts import assign_perm
 
-from agents.errors import ActionConflict, ActionInvalid
 from governance.actions.grant_role import GrantRole
 from governance.actions.revoke_role import RevokeRole
 from governance.models import AuditEntry
-from tests import factories
+from sherlock.core.errors import ActionConflict, ActionInvalid
+from tests.support import factories
 
 
 def fresh(user):

@@ -10,7 +10,7 @@ from governance.actions.request_bypass import RequestBypass
 from governance.choices import BypassState
 from governance.models import AuditEntry, Bypass
 from governance.tasks import expire_bypasses
-from tests.governance.conftest import REASON, api_client
+from tests.support.governance import REASON, api_client
 
 
 def past_due(bypass):

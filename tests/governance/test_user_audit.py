@@ -9,8 +9,8 @@ from django.contrib.auth.models import Group
 
 from governance.actions.approve_bypass import ApproveBypass
 from governance.models import AuditEntry
-from tests import factories
-from tests.governance.conftest import grant_on
+from tests.support import factories
+from tests.support.governance import grant_on
 
 NEW_PASSWORD = "a brand new passphrase for the test"
 
@@ -81,7 +81,7 @@ def test_the_reset_then_approve_attack_is_refused_and_leaves_a_trail(
 ):
     """Admin A may not take over Admin B to approve A's own bypass; the attempt is on record."""
     from governance.actions.request_bypass import RequestBypass
-    from tests.governance.conftest import REASON
+    from tests.support.governance import REASON
 
     policy.bypass_requires_second_admin = True
     policy.save(update_fields=["bypass_requires_second_admin"])

@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.actions.create_draft_version import CreateDraftVersion
 from agents.adapters.replay import read_jsonl
-from agents.errors import ActionError
 from agents.models import Agent
+from sherlock.core.errors import ActionError
 
 
 class Command(BaseCommand):

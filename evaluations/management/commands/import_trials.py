@@ -29,12 +29,12 @@ class Command(BaseCommand):
         parser.add_argument("--variant", help="import only this variant of a multi-variant file")
 
     def handle(self, *args, agent, version, file, dataset=None, variant=None, **options):
-        from agents.errors import ActionError
         from agents.models import AgentVersion
         from evaluations.actions.import_trials import ImportTrials
         from evaluations.contract import ContractInputError, load_document, render_table
         from evaluations.contract.db import run_contract
         from evaluations.models import Dataset
+        from sherlock.core.errors import ActionError
 
         agent_version = (
             AgentVersion.objects.select_related("agent")

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
-from agents.audit import audit
+from sherlock.core.audit import audit
 
 
 class Command(BaseCommand):

@@ -3,9 +3,9 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_datetime
 
-from agents.audit import audit
 from governance.audit_export import FORMATS, write_entries
 from governance.models import AuditEntry
+from sherlock.core.audit import audit
 
 
 class Command(BaseCommand):

@@ -6,7 +6,6 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.choices import VersionState
-from agents.errors import ActionError
 from agents.models import Agent
 from evaluations.choices import RUN_TERMINAL
 from governance.actions.decide_publish_request import DecidePublishRequest
@@ -14,6 +13,7 @@ from governance.actions.request_publication import RequestPublication
 from governance.choices import Enforcement, RequestState
 from governance.decision import PASS, gate_rows, release_of
 from governance.models import PublishingPolicy, PublishRequest
+from sherlock.core.errors import ActionError
 
 ERROR = 2
 

@@ -19,7 +19,7 @@ class Action(ABC):
         """Raise ActionDenied / ActionConflict / ActionInvalid when the action may not run."""
 
     def allowed(self):
-        from agents.errors import ActionError
+        from sherlock.core.errors import ActionError
 
         try:
             self.check()

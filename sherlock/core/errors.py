@@ -1,6 +1,6 @@
 """Domain errors raised by actions in every app; the API maps them to 403, 409 and 400.
 
-They live in `agents` (the bottom of the dependency line) so that every app can raise them.
+They live in the kernel, below every app, so that every app can raise them.
 """
 
 

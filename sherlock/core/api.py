@@ -6,7 +6,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from agents.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
 
 
 def exception_handler(exc, context):

@@ -4,7 +4,7 @@ them."""
 import re
 import uuid
 
-from agents.audit import client_address, request_context
+from sherlock.core.audit import client_address, request_context
 
 # What a client may choose as its request id: it is stored in the audit log and echoed in a
 # response header, so anything else (control characters, markup, 10 kB) is replaced.

@@ -40,14 +40,18 @@ class ScopedQuerySet(models.QuerySet):
         )
 
 
-class AgentScopedQuerySet(models.QuerySet):
-    """Rows that belong to an agent (versions, publish requests, bypasses): a user sees them
-    when they may see the agent, so one grant (global or per agent) scopes them all."""
+class ScopedThroughQuerySet(models.QuerySet):
+    """Rows governed by a related object (an agent's versions, publish requests, bypasses): a
+    user sees them when they may see that object, so one grant (global or on the object) scopes
+    them all. `scope_path` is the lookup from these rows to the governing object, whose own
+    queryset has `for_user`; the model is found by following the path, so the kernel names no
+    app."""
 
-    agent_path = "agent"
+    scope_path = ""
 
     def for_user(self, user, action="view"):
-        from agents.models import Agent
-
-        agents = Agent.objects.for_user(user, action)
-        return self.filter(**{f"{self.agent_path}__in": agents})
+        governing = self.model
+        for name in self.scope_path.split("__"):
+            governing = governing._meta.get_field(name).related_model
+        allowed = governing._default_manager.for_user(user, action)
+        return self.filter(**{f"{self.scope_path}__in": allowed})

@@ -27,7 +27,7 @@ counts the TCP connections accepted (few means the client reuses pooled connecti
 `record=False` keeps only `request_count`, for benchmarks that send many thousands.
 
 This module is imported by bench/ scripts too, so it imports nothing from pytest; the pytest
-fixture lives in `tests/judge_fixtures.py`.
+fixture lives in `tests/support/judge_fixtures.py`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Registered from tests/conftest.py (`pytest_plugins`). One server runs for the wh
 (starting one per test would cost a thread and a port each time); `llm_server` hands it to a
 test with its script, recorded requests, responder and latency reset.
 
-- `llm_server`: the `tests.llm_server.LLMServer`, clean for this test.
+- `llm_server`: the `tests.support.llm_server.LLMServer`, clean for this test.
 - `judge`: a `JudgeClient` on that server with a 1 s timeout, 2 retries and backoffs capped at
   50 ms, recording to the database (mark the test `django_db`).
 - `judge_settings`: the `settings` fixture pointed at that server with the same fast limits, so
@@ -13,7 +13,7 @@ test with its script, recorded requests, responder and latency reset.
 
 import pytest
 
-from tests.llm_server import LLMServer
+from tests.support.llm_server import LLMServer
 
 JUDGE_MODEL = "judge-test"
 

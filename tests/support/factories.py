@@ -30,7 +30,7 @@ def agent(slug="support-bot", **extra):
 
 
 def agent_version(
-    agent_obj=None, number=None, callable_path="tests.agents_under_test.echo", **config
+    agent_obj=None, number=None, callable_path="tests.support.agents_under_test.echo", **config
 ):
     agent_obj = agent_obj or agent()
     number = number or (agent_obj.versions.count() + 1)

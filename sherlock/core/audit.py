@@ -5,7 +5,7 @@ line, yet actions in every app must write to it in their own transaction ("evalu
 "agents.version.create"). So this module, at the bottom of the line, resolves the model through
 the app registry instead of importing it: the one sanctioned upward reference besides the
 `run_finished` signal. The request id, the client address and the signed-in user travel in
-context variables set by `governance.middleware.RequestContextMiddleware`, so actions need not be
+context variables set by `sherlock.core.middleware.RequestContextMiddleware`, so actions need not be
 handed the request. Actions name their actor themselves; `current_actor()` is for the audit of
 changes no action made (the catch-all receivers of `governance.receivers`).
 """

@@ -10,7 +10,7 @@ from evaluations.actions.import_trials import ImportTrials
 from evaluations.choices import CheckStatus, RunPurpose, RunStatus, TrialStatus
 from evaluations.evidence import contract_counts
 from evaluations.models import CheckResult, Run, Trial
-from tests import factories
+from tests.support import factories
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "seed_table_trials.json"
 

@@ -1,0 +1,15 @@
+"""Sherlock's shared kernel: the framework code every app builds on, importing no app.
+
+- `actions`: the action template (`check()` / `execute()`), STYLE.md items 2-3;
+- `errors`: the domain errors actions raise (`ActionDenied`, `ActionConflict`, `ActionInvalid`);
+- `permissions`: global-or-object permission checks and scoped querysets;
+- `audit` and `middleware`: the audit writer and the request context it reads;
+- `imports`: the allowlisted import of operator-named callables;
+- `api`: the API's exception handler;
+- `admin`: admin mixins shared by the apps;
+- `htmx`: the full-page-or-partial helper.
+
+The layering `governance > evaluations > agents > sherlock.core` is checked by `lint-imports`
+(pyproject.toml); the one upward reference is the audit writer resolving
+`governance.AuditEntry` through the app registry.
+"""

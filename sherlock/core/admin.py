@@ -1,0 +1,75 @@
+"""Admin building blocks shared by the apps: scoping by role grant, and read-only screens.
+
+Django's admin never checks object permissions by itself: `has_change_permission(request,
+obj)` asks `user.has_perm(codename)` without the object, so a role granted for one agent would
+be invisible and a global role would reach every object. `ScopedAdminMixin` answers both
+questions through `sherlock.core.permissions` (global OR object grant) instead.
+"""
+
+from django.contrib import admin
+
+from sherlock.core.permissions import user_can
+
+
+class ScopedAdminMixin:
+    """Changelists start from `for_user`; `has_*_permission(request, obj)` ask `user_can` on the
+    governed object. Without an object, a permission means "holds it on at least one object"
+    (a Publisher of one agent sees the Agents page, with that one agent on it)."""
+
+    # admin verb -> the permission action on the governed object (None: never)
+    scope_actions = {"view": "view", "change": "change", "delete": "delete"}
+
+    def governed(self, obj):
+        return obj
+
+    def governed_queryset(self, request, action):
+        raise NotImplementedError
+
+    def _may(self, request, what, obj):
+        action = self.scope_actions.get(what)
+        if action is None:
+            return False
+        if obj is None:
+            return self.governed_queryset(request, action).exists()
+        return user_can(request.user, action, self.governed(obj))
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        return self._may(request, "view", obj) or self._may(request, "change", obj)
+
+    def has_change_permission(self, request, obj=None):
+        return self._may(request, "change", obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._may(request, "delete", obj)
+
+
+class ReadOnlyInline(admin.TabularInline):
+    """Rows shown under their parent, each a link to its own page; none added, changed or
+    deleted there (versions, cases and checks change through their actions)."""
+
+    extra = 0
+    show_change_link = True
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class ReadOnlyMixin:
+    """Records of what happened (runs, results, the audit log): shown, never added, changed or
+    deleted through the admin."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,114 @@
+"""What the governance tests share: the gate case and check, versions good and bad, gate runs
+finished as the engine would, token clients, role grants and the personas of the role matrix.
+"""
+
+from decimal import Decimal
+
+from django.utils import timezone
+from guardian.shortcuts import assign_perm
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from agents.models import AgentVersion
+from evaluations.choices import BillingCoverage, OutcomeVerdict, RunStatus, TrialStatus
+from evaluations.models import Run, Trial
+from evaluations.signals import run_finished
+from governance.roles import OBJECT_PERMS
+
+REASON = "Incident INC-4521: the refund flow is down and this fix must ship tonight."
+
+
+TOOLS_CHECK = {
+    "label": "Tools",
+    "kind": "tools_used",
+    "params": {"match": "any_order"},
+    "threshold": 1.0,
+}
+
+
+def tool_case(key, question):
+    return (key, question, {"expected_tools": [{"name": "kb.search"}]})
+
+
+def make_version(agent, author, good=True):
+    path = (
+        "tests.support.agents_under_test.echo"
+        if good
+        else "tests.support.agents_under_test.scripted"
+    )
+    return AgentVersion.objects.create(
+        agent=agent,
+        number=agent.versions.count() + 1,
+        adapter="python",
+        config={"callable": path},
+        created_by=author,
+    )
+
+
+def finish_gate_runs(request, passed=True):
+    """Finish a request's gate runs as the engine does: every trial completed with billed cost,
+    a declared completion and its outcome (verified, or failed: a false success), the run's
+    summary, then `run_finished`. These tests exercise governance's side of the signal without
+    running agents; the end-to-end scenario (test_api_scenario.py) runs the real engine."""
+    for run in request.runs.all():
+        Trial.objects.filter(run=run).update(
+            status=TrialStatus.COMPLETED,
+            finished_at=timezone.now(),
+            cost_usd=Decimal("0.01"),
+            billing_coverage=BillingCoverage.BILLED,
+            declared_complete=True,
+            outcome_verdict=OutcomeVerdict.VERIFIED if passed else OutcomeVerdict.FAILED,
+        )
+        cases = run.trials_total // run.repetitions
+        Run.objects.filter(pk=run.pk).update(
+            status=RunStatus.COMPLETED,
+            trials_done=run.trials_total,
+            finished_at=timezone.now(),
+            summary={
+                "cases": cases,
+                "passed": cases if passed else 0,
+                "case_pass_rate": 1.0 if passed else 0.0,
+            },
+        )
+        run_finished.send(sender=Run, run_id=run.pk, status=str(RunStatus.COMPLETED))
+    request.refresh_from_db()
+    return request
+
+
+def api_client(user):
+    """A DRF client authenticated with `user`'s token, as an API caller would be."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return client
+
+
+def grant_on(user, role, obj):
+    """Give `user` the verbs of `role` on `obj` only (what GrantRole does, without its audit)."""
+    for codename in OBJECT_PERMS[role][obj._meta.model_name]:
+        assign_perm(codename, user, obj)
+    return type(user).objects.get(pk=user.pk)  # a fresh permission cache
+
+
+ROLES = ("Editor", "Builder", "Publisher", "Admin")
+
+
+SCOPES = ("global", "here", "other")
+
+
+PERSONAS = [(role, scope) for role in ROLES for scope in SCOPES] + [("outsider", None)]
+
+
+def split(allowed):
+    """The personas of the matrix that may do something, and those who may not."""
+    return [p for p in PERSONAS if p in allowed], [p for p in PERSONAS if p not in allowed]
+
+
+def persona_id(value):
+    return value if value is not None else "-"
+
+
+def join_role(user, role):
+    from django.contrib.auth.models import Group
+
+    user.groups.add(Group.objects.get(name=role))
+    return type(user).objects.get(pk=user.pk)
