@@ -8,14 +8,6 @@ from agents.choices import Adapter
 from agents.models import Agent, AgentVersion
 
 
-class ErrorSerializer(serializers.Serializer):
-    """What every refused call answers (sherlock.core.api.exception_handler)."""
-
-    detail = serializers.CharField()
-    code = serializers.CharField()
-    field = serializers.CharField(required=False)
-
-
 class AgentSerializer(serializers.ModelSerializer):
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
     live_version = serializers.PrimaryKeyRelatedField(read_only=True)

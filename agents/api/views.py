@@ -15,10 +15,10 @@ from agents.api.serializers import (
     AgentSerializer,
     AgentVersionInputSerializer,
     AgentVersionSerializer,
-    ErrorSerializer,
 )
 from agents.choices import VersionState
 from agents.models import Agent, AgentVersion
+from sherlock.core.api import ErrorSerializer
 
 REFUSED = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid input."),

@@ -10,7 +10,7 @@ from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from agents.api.serializers import AgentVersionSerializer, ErrorSerializer
+from agents.api.serializers import AgentVersionSerializer
 from agents.models import AgentVersion
 from governance.actions.approve_bypass import ApproveBypass
 from governance.actions.deny_bypass import DenyBypass
@@ -29,6 +29,7 @@ from governance.api.serializers import (
 )
 from governance.choices import BypassState, RequestState
 from governance.models import AuditEntry, Bypass, PublishRequest
+from sherlock.core.api import ErrorSerializer
 
 REFUSED = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid input (e.g. a thin reason)."),

@@ -1,12 +1,21 @@
-"""One exception handler for the API: domain errors become `{"detail", "code"}` with 400/403/409."""
+"""The API's error side: one exception handler turns domain errors into `{"detail", "code"}`
+with 400/403/409, and `ErrorSerializer` documents that shape in the OpenAPI schema."""
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+
+
+class ErrorSerializer(serializers.Serializer):
+    """What every refused call answers (`exception_handler`)."""
+
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    field = serializers.CharField(required=False)
 
 
 def exception_handler(exc, context):
