@@ -8,11 +8,16 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 
+from evaluations.actions._case_fields import CASE_FIELDS
+from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.actions.create_case import CreateCase
+from evaluations.actions.create_check import CreateCheck
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
-from evaluations.actions.edit_cases import CONTENT_FIELDS, CreateCase, RemoveCase, UpdateCase
-from evaluations.actions.edit_checks import EDITABLE_FIELDS as CHECK_FIELDS
-from evaluations.actions.edit_checks import CreateCheck, DeleteCheck, UpdateCheck
+from evaluations.actions.delete_check import DeleteCheck
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
+from evaluations.actions.remove_case import RemoveCase
+from evaluations.actions.update_case import UpdateCase
+from evaluations.actions.update_check import UpdateCheck
 from evaluations.models import (
     Case,
     CaseResult,
@@ -208,7 +213,7 @@ class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
     list_select_related = ["case", "dataset_version__dataset"]
     raw_id_fields = ["case", "dataset_version"]
     search_fields = ["case__key"]
-    edited_fields = CONTENT_FIELDS
+    edited_fields = CASE_FIELDS
 
     def create_action(self, request, obj, fields):
         return CreateCase(
