@@ -129,23 +129,18 @@ class DatasetAdmin(admin.ModelAdmin):
 
 class CheckInline(ReadOnlyInline):
     model = Check
-    fields = [
-        "label",
-        "kind",
-        "params",
-        "threshold",
-        "mode",
-        "judge_model",
-        "quality_grader",
-        "requires_calibration",
-        "position",
-    ]
+    # A version's checks at a glance: every check field but the calibration tuning.
+    fields = [name for name in CHECK_FIELDS if name not in ("min_labels", "kappa_floor")]
     readonly_fields = fields
 
 
 class CaseVersionInline(ReadOnlyInline):
     model = CaseVersion
-    fields = ["case", "input", "expected_tools", "tags", "overrides"]
+    # A version's cases at a glance: the long documents are on each case version's page.
+    fields = [
+        "case",
+        *(name for name in CASE_FIELDS if name not in ("expected", "contexts", "outcome_check")),
+    ]
     readonly_fields = fields
 
 
