@@ -17,19 +17,11 @@ from sherlock.core.actions import Action
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
 from sherlock.core.permissions import user_can
 
-# The content of a case in one dataset version: every field the case verbs take, the audit
-# snapshot records, a new draft copies, and the admin and the API edit.
-CASE_FIELDS = (
-    "input",
-    "expected",
-    "contexts",
-    "expected_tools",
-    "outcome_check",
-    "tags",
-    "overrides",
-)
-
-_TYPES = {
+# The content of a case in one dataset version, each field with the JSON type its value must
+# have (`input` may be any JSON value): the fields the case verbs take, the audit snapshot
+# records, a new draft copies, and the admin and the API edit.
+_CASE_TYPES = {
+    "input": None,
     "expected": dict,
     "contexts": list,
     "expected_tools": list,
@@ -37,6 +29,7 @@ _TYPES = {
     "tags": list,
     "overrides": dict,
 }
+CASE_FIELDS = tuple(_CASE_TYPES)
 
 
 def snapshot(case_version):
@@ -63,7 +56,7 @@ def validate_content(fields, checks):
     for name, value in fields.items():
         if name not in CASE_FIELDS:
             raise ActionInvalid(f"unknown field {name}", field=name)
-        kind = _TYPES.get(name)
+        kind = _CASE_TYPES[name]
         if kind and not isinstance(value, kind):
             raise ActionInvalid(f"{name}: must be a JSON {kind.__name__}", field=name)
     for i, tool in enumerate(fields.get("expected_tools") or []):
