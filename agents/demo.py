@@ -82,7 +82,6 @@ def support_bot(case, style="careful", delay_ms=5):
 #   the customer the credit was applied and declares the task complete: a false success that
 #   only the ledger reveals. It also gives up on a scheduler error instead of retrying.
 
-LEDGER_SETTING = "SHERLOCK_DEMO_LEDGER"
 _ledger_lock = threading.Lock()
 
 REFUND_DESK_TASKS = {
@@ -132,11 +131,8 @@ _COSTS_SECOND_REFUND = {"stable": 0.45, "fast": 0.41}
 
 
 def ledger_path():
-    """The demo destination: `settings.SHERLOCK_DEMO_LEDGER`, else `.run/demo-ledger.jsonl`."""
-    configured = getattr(settings, LEDGER_SETTING, None)
-    return (
-        Path(configured) if configured else Path(settings.BASE_DIR) / ".run" / "demo-ledger.jsonl"
-    )
+    """The demo destination, `settings.SHERLOCK_DEMO_LEDGER` (`.run/demo-ledger.jsonl`)."""
+    return Path(settings.SHERLOCK_DEMO_LEDGER)
 
 
 def write_ledger(kind, **fields):

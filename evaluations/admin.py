@@ -8,11 +8,16 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 
+from evaluations.actions._case_fields import CASE_FIELDS
+from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.actions.create_case import CreateCase
+from evaluations.actions.create_check import CreateCheck
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
-from evaluations.actions.edit_cases import CONTENT_FIELDS, CreateCase, RemoveCase, UpdateCase
-from evaluations.actions.edit_checks import EDITABLE_FIELDS as CHECK_FIELDS
-from evaluations.actions.edit_checks import CreateCheck, DeleteCheck, UpdateCheck
+from evaluations.actions.delete_check import DeleteCheck
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
+from evaluations.actions.remove_case import RemoveCase
+from evaluations.actions.update_case import UpdateCase
+from evaluations.actions.update_check import UpdateCheck
 from evaluations.models import (
     Case,
     CaseResult,
@@ -124,23 +129,18 @@ class DatasetAdmin(admin.ModelAdmin):
 
 class CheckInline(ReadOnlyInline):
     model = Check
-    fields = [
-        "label",
-        "kind",
-        "params",
-        "threshold",
-        "mode",
-        "judge_model",
-        "quality_grader",
-        "requires_calibration",
-        "position",
-    ]
+    # A version's checks at a glance: every check field but the calibration tuning.
+    fields = [name for name in CHECK_FIELDS if name not in ("min_labels", "kappa_floor")]
     readonly_fields = fields
 
 
 class CaseVersionInline(ReadOnlyInline):
     model = CaseVersion
-    fields = ["case", "input", "expected_tools", "tags", "overrides"]
+    # A version's cases at a glance: the long documents are on each case version's page.
+    fields = [
+        "case",
+        *(name for name in CASE_FIELDS if name not in ("expected", "contexts", "outcome_check")),
+    ]
     readonly_fields = fields
 
 
@@ -208,7 +208,7 @@ class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
     list_select_related = ["case", "dataset_version__dataset"]
     raw_id_fields = ["case", "dataset_version"]
     search_fields = ["case__key"]
-    edited_fields = CONTENT_FIELDS
+    edited_fields = CASE_FIELDS
 
     def create_action(self, request, obj, fields):
         return CreateCase(

@@ -9,24 +9,12 @@ import json
 
 from django.core.serializers.json import DjangoJSONEncoder
 
-# Every stored field, in this order; the API's audit serializer lists the same ones.
-FIELDS = [
-    "sequence",
-    "at",
-    "actor_id",
-    "actor_repr",
-    "action",
-    "target_type",
-    "target_id",
-    "target_repr",
-    "before",
-    "after",
-    "reason",
-    "request_id",
-    "ip",
-    "prev_hash",
-    "hash",
-]
+from governance.models import AuditEntry
+
+# Every stored field of an entry but its row id, in the model's order (`actor_id`, not the
+# user: the actor may be gone): read from the model, so a new column is exported without a
+# second edit. The API's audit serializer derives its fields from this list.
+FIELDS = [field.attname for field in AuditEntry._meta.concrete_fields if not field.primary_key]
 
 
 def _row(entry):

@@ -56,8 +56,9 @@ class BypassState(models.TextChoices):
     REVOKED = "revoked", "revoked"
 
 
-# Checked by the Admin's bypass verbs (`governance.actions._bypass_verb`); the system's own
-# moves (expire, use, revoke on supersede) are among these too.
+# Enforced by `governance.actions._bypass_state.move_bypass`, the only writer of a bypass's
+# state after creation (a bypass is created `requested`): the Admin's verbs, the self-approval
+# when no second Admin is needed, and the system's own moves (expire, use, revoke on supersede).
 BYPASS_TRANSITIONS = {
     BypassState.REQUESTED: {
         BypassState.APPROVED,

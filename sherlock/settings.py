@@ -149,6 +149,7 @@ try:
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not usable: {exc}") from None
 
+_test_db_name = env_str("SHERLOCK_TEST_DB_NAME")
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # The web server and the django-q2 worker share one file: WAL lets readers and one writer
     # work at once, the busy timeout waits for a lock instead of failing, and IMMEDIATE
@@ -159,10 +160,10 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     # A file (not :memory:) so that a real qcluster started by the tests sees the test data.
-    _db["TEST"] = {"NAME": env_str("SHERLOCK_TEST_DB_NAME", str(BASE_DIR / "test-db.sqlite3"))}
-elif env_str("SHERLOCK_TEST_DB_NAME"):
+    _db["TEST"] = {"NAME": _test_db_name or str(BASE_DIR / "test-db.sqlite3")}
+elif _test_db_name:
     # Separate test databases let two test sessions run side by side on one server.
-    _db["TEST"] = {"NAME": env_str("SHERLOCK_TEST_DB_NAME")}
+    _db["TEST"] = {"NAME": _test_db_name}
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -293,6 +294,11 @@ SHERLOCK_VERIFIER_HOSTS = _verifier_hosts("SHERLOCK_VERIFIER_HOSTS")
 # Python callables an agent version may name (the `python` adapter, `openai_chat` tool
 # executors): Builders write those configs, and the code runs in the workers.
 SHERLOCK_AGENT_CALLABLES = _verifier_callables("SHERLOCK_AGENT_CALLABLES", ["agents.demo."])
+# The demo agents' destination system (agents.demo): the file their tools write and the demo's
+# two ledger verifiers read.
+SHERLOCK_DEMO_LEDGER = Path(
+    env_str("SHERLOCK_DEMO_LEDGER") or BASE_DIR / ".run" / "demo-ledger.jsonl"
+)
 
 # --- Auth, API ------------------------------------------------------------------------------
 

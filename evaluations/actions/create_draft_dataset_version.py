@@ -2,8 +2,8 @@
 
 from django.db.models import Max
 
-from evaluations.actions.edit_cases import CONTENT_FIELDS
-from evaluations.actions.edit_checks import EDITABLE_FIELDS as CHECK_FIELDS
+from evaluations.actions._case_fields import CASE_FIELDS
+from evaluations.actions._check_fields import CHECK_FIELDS
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
@@ -40,7 +40,7 @@ class CreateDraftDatasetVersion(Action):
                 CaseVersion(
                     dataset_version=draft,
                     case_id=cv.case_id,
-                    **{f: getattr(cv, f) for f in CONTENT_FIELDS},
+                    **{f: getattr(cv, f) for f in CASE_FIELDS},
                 )
                 for cv in source.case_versions.all()
             )

@@ -13,11 +13,17 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluations.actions._case_fields import CASE_FIELDS
+from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.actions.create_case import CreateCase
+from evaluations.actions.create_check import CreateCheck
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
-from evaluations.actions.edit_cases import CreateCase, RemoveCase, UpdateCase
-from evaluations.actions.edit_checks import EDITABLE_FIELDS, CreateCheck, DeleteCheck, UpdateCheck
+from evaluations.actions.delete_check import DeleteCheck
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.label_check_result import LabelCheckResult
+from evaluations.actions.remove_case import RemoveCase
+from evaluations.actions.update_case import UpdateCase
+from evaluations.actions.update_check import UpdateCheck
 from evaluations.calibration import agreement_for, calibration_gate
 from evaluations.checks import REGISTRY, ParamsError, UnknownCheckKind, evaluate, validate_params
 from evaluations.choices import CheckMode
@@ -52,7 +58,7 @@ class CheckSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Check
-        fields = ["id", "dataset_version", *EDITABLE_FIELDS]
+        fields = ["id", "dataset_version", *CHECK_FIELDS]
         read_only_fields = ["id"]
         # Uniqueness and params are the action's to check (one place for admin, API, commands).
         validators = []
@@ -63,18 +69,7 @@ class CaseSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CaseVersion
-        fields = [
-            "id",
-            "dataset_version",
-            "key",
-            "input",
-            "expected",
-            "contexts",
-            "expected_tools",
-            "outcome_check",
-            "tags",
-            "overrides",
-        ]
+        fields = ["id", "dataset_version", "key", *CASE_FIELDS]
         validators = []
 
 

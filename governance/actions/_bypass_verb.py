@@ -3,9 +3,9 @@
 from django.utils import timezone
 
 from agents.models import Agent
+from governance.actions._bypass_state import may_move, move_bypass
 from governance.actions.base import GovernanceAction
 from governance.actions.expire_bypass import ExpireBypass
-from governance.choices import BYPASS_TRANSITIONS
 from governance.models import Bypass
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
@@ -14,8 +14,8 @@ from sherlock.core.permissions import user_can
 
 class BypassVerb(GovernanceAction):
     """Move one bypass to `to_state` (Admin only), where `BYPASS_TRANSITIONS` allows it from
-    its current state; expiring it first if its time is up (that expiry is kept even when the
-    verb is then refused)."""
+    its current state (`_bypass_state.move_bypass` writes it); expiring it first if its time is
+    up (that expiry is kept even when the verb is then refused)."""
 
     noun = "bypass"
     to_state = None
@@ -42,7 +42,7 @@ class BypassVerb(GovernanceAction):
         agent = self.bypass.publish_request.agent_version.agent
         if not user_can(self.acting_user, "bypass", agent):
             raise ActionDenied(f"Only an Admin may {self.verb} a bypass.", code="bypass_denied")
-        if self.to_state not in BYPASS_TRANSITIONS.get(self.bypass.state, ()):
+        if not may_move(self.bypass.state, self.to_state):
             raise ActionConflict(
                 f"This bypass is {self.bypass.state}; it cannot be {self.to_state} now.",
                 code=f"bypass_{self.bypass.state}",
@@ -53,8 +53,8 @@ class BypassVerb(GovernanceAction):
 
     def perform(self):
         bypass = self.bypass
-        fields = {"state": self.to_state, "decided_at": timezone.now(), **self.extra_fields()}
-        if Bypass.objects.filter(pk=bypass.pk, state=bypass.state).update(**fields) != 1:
+        fields = {"decided_at": timezone.now(), **self.extra_fields()}
+        if not move_bypass(bypass, self.to_state, **fields):
             raise ActionConflict("The bypass changed meanwhile.", code="conflict")
         audit(
             f"governance.bypass.{self.verb}",
@@ -64,6 +64,6 @@ class BypassVerb(GovernanceAction):
             after={"state": self.to_state},
             reason=self.reason,
         )
-        for name, value in fields.items():
+        for name, value in {"state": self.to_state, **fields}.items():
             setattr(bypass, name, value)
         return bypass

@@ -1,7 +1,14 @@
-"""What the two policy verbs share: the editable fields, validation and the audit snapshot."""
+"""What the two policy verbs share: the editable fields, validation and the audit snapshot.
+
+`POLICY_FIELDS` is the one list of a policy's rules: the verbs take them, the audit snapshot
+records them, a new policy version copies them and the admin's PolicyForm edits them. The
+contract thresholds among them are the contract's own list (`evaluations.contract.POLICY_FIELDS`,
+what `policy_thresholds` reads), not a second copy.
+"""
 
 from django.core.exceptions import ValidationError
 
+from evaluations.contract import POLICY_FIELDS as THRESHOLD_FIELDS
 from sherlock.core.errors import ActionInvalid
 
 # Every rule a policy carries; `agent` (the scope) and `version` are not edited, they are the
@@ -11,13 +18,7 @@ POLICY_FIELDS = (
     "repetitions",
     "min_case_pass_rate",
     "enforcement",
-    "coverage_required",
-    "max_false_successes",
-    "max_unknown_effects",
-    "min_useful_progress",
-    "min_tool_effect_integrity",
-    "max_cost_per_verified_outcome_usd",
-    "min_quality",
+    *THRESHOLD_FIELDS,
     "creator_may_not_publish",
     "bypass_requires_second_admin",
     "bypass_expiry_hours",

@@ -3,6 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
+from governance.actions._bypass_state import move_bypass
 from governance.choices import BYPASS_ACTIVE, BypassState
 from governance.models import Bypass
 from sherlock.core.actions import Action
@@ -34,10 +35,7 @@ class ExpireBypass(Action):
         ).first()
         if bypass is None:
             return False
-        changed = Bypass.objects.filter(pk=bypass.pk, state=bypass.state).update(
-            state=BypassState.EXPIRED, decided_at=now
-        )
-        if changed != 1:
+        if not move_bypass(bypass, BypassState.EXPIRED, decided_at=now):
             return False
         audit(
             "governance.bypass.expire",

@@ -4,13 +4,14 @@ from django.utils import timezone
 
 from agents.choices import VersionState
 from agents.models import Agent, AgentVersion
+from governance.actions._bypass_state import move_bypass
 from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.actions.expire_bypass import ExpireBypass
 from governance.bypass_rules import void_reason
 from governance.choices import BypassState, Enforcement, RequestState
 from governance.decision import PASS, release_of
-from governance.models import Bypass, PublishingPolicy, PublishRequest
+from governance.models import PublishingPolicy, PublishRequest
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
@@ -183,12 +184,7 @@ class PublishVersion(GovernanceAction):
             raise ActionConflict("The version changed state meanwhile.", code="conflict")
         Agent.objects.filter(pk=agent.pk).update(live_version=version)
         if self.bypass is not None:
-            if (
-                Bypass.objects.filter(pk=self.bypass.pk, state=BypassState.APPROVED).update(
-                    state=BypassState.USED, used_at=now
-                )
-                != 1
-            ):
+            if not move_bypass(self.bypass, BypassState.USED, used_at=now):
                 raise ActionConflict("The bypass was used or revoked meanwhile.", code="conflict")
             audit(
                 "governance.bypass.use",

@@ -5,6 +5,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from agents.models import Agent
+from governance.actions._bypass_state import move_bypass
 from governance.actions.base import GovernanceAction, substantive_reason
 from governance.actions.expire_bypass import ExpireBypass
 from governance.choices import BYPASS_ACTIVE, BypassState, Enforcement, RequestState
@@ -97,9 +98,7 @@ class RequestBypass(GovernanceAction):
             publish_request=request,
             requested_by=user,
             reason=self.reason,
-            state=BypassState.REQUESTED if second_admin else BypassState.APPROVED,
-            approved_by=None if second_admin else user,
-            decided_at=None if second_admin else now,
+            state=BypassState.REQUESTED,
             decision=request.decision,
             config_hash=request.config_hash,
             expires_at=now + timedelta(hours=policy.bypass_expiry_hours),
@@ -120,6 +119,11 @@ class RequestBypass(GovernanceAction):
             reason=self.reason,
         )
         if not second_admin:
+            # The request is its own approval: the row was created a moment ago, in this
+            # transaction, with the agent locked, so no one else can have moved it.
+            if not move_bypass(bypass, BypassState.APPROVED, approved_by=user, decided_at=now):
+                raise ActionConflict("The bypass changed meanwhile.", code="conflict")
+            bypass.state, bypass.approved_by, bypass.decided_at = BypassState.APPROVED, user, now
             audit(
                 "governance.bypass.approve",
                 actor=user,

@@ -6,6 +6,7 @@ from agents.choices import VersionState
 from agents.models import Agent, AgentVersion
 from evaluations.actions.start_run import StartRun
 from evaluations.choices import RunPurpose
+from governance.actions._bypass_state import move_bypass
 from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
@@ -145,9 +146,7 @@ class RequestPublication(GovernanceAction):
                 reason="publication was requested again",
             )
             for bypass in Bypass.objects.filter(publish_request=old, state__in=BYPASS_ACTIVE):
-                if not Bypass.objects.filter(pk=bypass.pk, state=bypass.state).update(
-                    state=BypassState.REVOKED, decided_at=timezone.now()
-                ):
+                if not move_bypass(bypass, BypassState.REVOKED, decided_at=timezone.now()):
                     continue
                 audit(
                     "governance.bypass.revoke",

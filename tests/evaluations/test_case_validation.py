@@ -7,8 +7,10 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from evaluations.actions.edit_cases import CreateCase, RemoveCase, UpdateCase
-from evaluations.actions.edit_checks import CreateCheck
+from evaluations.actions.create_case import CreateCase
+from evaluations.actions.create_check import CreateCheck
+from evaluations.actions.remove_case import RemoveCase
+from evaluations.actions.update_case import UpdateCase
 from evaluations.models import Case, CaseVersion, Check, DatasetVersion
 from governance.models import AuditEntry
 from sherlock.core.errors import ActionConflict, ActionInvalid

@@ -14,7 +14,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
-from evaluations.actions.edit_cases import CreateCase, UpdateCase
+from evaluations.actions.create_case import CreateCase
+from evaluations.actions.update_case import UpdateCase
 from evaluations.evidence import (
     InvalidVerifier,
     collect_evidence,

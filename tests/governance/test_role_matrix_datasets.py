@@ -7,8 +7,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
-from evaluations.actions.edit_checks import UpdateCheck
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
+from evaluations.actions.update_check import UpdateCheck
 from governance.models import AuditEntry
 from sherlock.core.errors import ActionDenied
 from tests.support import factories

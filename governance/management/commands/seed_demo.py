@@ -24,9 +24,9 @@ from agents import demo
 from agents.actions.create_draft_version import CreateDraftVersion
 from agents.models import Agent, Tool
 from evaluations import engine
+from evaluations.actions.create_case import CreateCase
+from evaluations.actions.create_check import CreateCheck
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
-from evaluations.actions.edit_cases import CreateCase
-from evaluations.actions.edit_checks import CreateCheck
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.start_run import StartRun
 from evaluations.choices import RunStatus

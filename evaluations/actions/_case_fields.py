@@ -1,4 +1,5 @@
-"""CreateCase, UpdateCase, RemoveCase: an Editor changes the cases of a draft dataset version.
+"""What the three case verbs (`create_case`, `update_case`, `remove_case`) share: the case's
+content fields, their validation, the audit snapshot and the base verb.
 
 A case's identity (`Case.key`) is stable across versions; its content lives in a
 `CaseVersion` per dataset version. Frozen versions are immutable (ActionConflict). Content is
@@ -11,23 +12,16 @@ from django.db import transaction
 
 from evaluations.choices import CheckMode
 from evaluations.evidence import InvalidVerifier, validate_verifier_spec
-from evaluations.models import Case, CaseVersion, DatasetVersion
+from evaluations.models import Case, DatasetVersion
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
 from sherlock.core.permissions import user_can
 
-CONTENT_FIELDS = (
-    "input",
-    "expected",
-    "contexts",
-    "expected_tools",
-    "outcome_check",
-    "tags",
-    "overrides",
-)
-
-_TYPES = {
+# The content of a case in one dataset version, each field with the JSON type its value must
+# have (`input` may be any JSON value): the fields the case verbs take, the audit snapshot
+# records, a new draft copies, and the admin and the API edit.
+_CASE_TYPES = {
+    "input": None,
     "expected": dict,
     "contexts": list,
     "expected_tools": list,
@@ -35,10 +29,11 @@ _TYPES = {
     "tags": list,
     "overrides": dict,
 }
+CASE_FIELDS = tuple(_CASE_TYPES)
 
 
 def snapshot(case_version):
-    return {name: getattr(case_version, name) for name in CONTENT_FIELDS}
+    return {name: getattr(case_version, name) for name in CASE_FIELDS}
 
 
 def validate_key(key):
@@ -59,9 +54,9 @@ def validate_content(fields, checks):
     read leniently: `"disabled": "no"` would disable the check, `"mode": "bogus"` would make
     it non-blocking (scoring.effective_check)."""
     for name, value in fields.items():
-        if name not in CONTENT_FIELDS:
+        if name not in CASE_FIELDS:
             raise ActionInvalid(f"unknown field {name}", field=name)
-        kind = _TYPES.get(name)
+        kind = _CASE_TYPES[name]
         if kind and not isinstance(value, kind):
             raise ActionInvalid(f"{name}: must be a JSON {kind.__name__}", field=name)
     for i, tool in enumerate(fields.get("expected_tools") or []):
@@ -114,7 +109,7 @@ def validate_content(fields, checks):
                 ) from None
 
 
-class _CaseAction(Action):
+class CaseVerb(Action):
     """What the three case verbs share: the Editor role, and a draft version.
 
     `execute()` locks the version row before checking it, so the check reads the committed
@@ -140,74 +135,3 @@ class _CaseAction(Action):
                 "This dataset version is frozen; edit the draft version instead.",
                 code="version_frozen",
             )
-
-
-class CreateCase(_CaseAction):
-    """Add a case (new, or an existing key not yet in this version) to a draft version."""
-
-    def __init__(self, *, acting_user, dataset_version, key, **content):
-        super().__init__(acting_user=acting_user)
-        self.dataset_version = dataset_version
-        self.key = key
-        self.content = content
-
-    def perform(self):
-        validate_key(self.key)
-        validate_content(self.content, list(self.dataset_version.checks.all()))
-        case, _ = Case.objects.get_or_create(dataset=self.dataset_version.dataset, key=self.key)
-        if CaseVersion.objects.filter(dataset_version=self.dataset_version, case=case).exists():
-            raise ActionInvalid(f"key: case {self.key!r} is already in this version", field="key")
-        case_version = CaseVersion.objects.create(
-            dataset_version=self.dataset_version, case=case, **self.content
-        )
-        audit(
-            "evaluations.case.create",
-            actor=self.acting_user,
-            target=case_version,
-            after={"key": self.key, **snapshot(case_version)},
-        )
-        return case_version
-
-
-class UpdateCase(_CaseAction):
-    """Change a case's content in a draft version (only the fields given)."""
-
-    def __init__(self, *, acting_user, case_version, **changes):
-        super().__init__(acting_user=acting_user)
-        self.case_version = case_version
-        self.dataset_version = case_version.dataset_version
-        self.changes = changes
-
-    def perform(self):
-        validate_content(self.changes, list(self.dataset_version.checks.all()))
-        case_version = CaseVersion.objects.select_for_update().get(pk=self.case_version.pk)
-        before = snapshot(case_version)
-        for name, value in self.changes.items():
-            setattr(case_version, name, value)
-        case_version.save(update_fields=list(self.changes) or None)
-        audit(
-            "evaluations.case.update",
-            actor=self.acting_user,
-            target=case_version,
-            before=before,
-            after=snapshot(case_version),
-        )
-        return case_version
-
-
-class RemoveCase(_CaseAction):
-    """Remove a case from a draft version (earlier frozen versions keep it)."""
-
-    def __init__(self, *, acting_user, case_version):
-        super().__init__(acting_user=acting_user)
-        self.case_version = case_version
-        self.dataset_version = case_version.dataset_version
-
-    def perform(self):
-        audit(
-            "evaluations.case.remove",
-            actor=self.acting_user,
-            target=self.case_version,
-            before=snapshot(self.case_version),
-        )
-        self.case_version.delete()

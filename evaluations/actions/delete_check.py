@@ -1,0 +1,20 @@
+"""DeleteCheck: an Editor removes a check from a draft dataset version."""
+
+from evaluations.actions._check_fields import CheckVerb, snapshot
+from sherlock.core.audit import audit
+
+
+class DeleteCheck(CheckVerb):
+    """Remove a check from a draft dataset version."""
+
+    def __init__(self, *, acting_user, check):
+        super().__init__(acting_user=acting_user)
+        self.check_obj = check
+        self.dataset_version = check.dataset_version
+
+    def perform(self):
+        before = snapshot(self.check_obj)
+        audit(
+            "evaluations.check.delete", actor=self.acting_user, target=self.check_obj, before=before
+        )
+        self.check_obj.delete()

@@ -1,0 +1,22 @@
+"""RemoveCase: an Editor removes a case from a draft dataset version."""
+
+from evaluations.actions._case_fields import CaseVerb, snapshot
+from sherlock.core.audit import audit
+
+
+class RemoveCase(CaseVerb):
+    """Remove a case from a draft version (earlier frozen versions keep it)."""
+
+    def __init__(self, *, acting_user, case_version):
+        super().__init__(acting_user=acting_user)
+        self.case_version = case_version
+        self.dataset_version = case_version.dataset_version
+
+    def perform(self):
+        audit(
+            "evaluations.case.remove",
+            actor=self.acting_user,
+            target=self.case_version,
+            before=snapshot(self.case_version),
+        )
+        self.case_version.delete()
