@@ -6,8 +6,8 @@ missing" and never counted as $0. On that rule this module builds:
 
 - the estimate `StartRun` stores on a run before it starts (`estimate_run`);
 - the cost of one agent call and its billing coverage (`agent_cost`), and of judge calls
-  (`price_judge_calls`), which the run engine computes per trial without the database
-  (`evaluations.engine.trials`) and the judge's ORM recorder per ask;
+  (`price_judge_calls`, from prices loaded once or looked up in one query), which the run
+  engine computes per trial without the database (`evaluations.engine.trials`);
 - the lines of the cost ledger (`CostEntry`) for agent and judge calls (`agent_cost_line`,
   `judge_cost_lines`);
 - a stored trial's whole cost (agent + judge) with its coverage, as the contract of stored runs
@@ -15,6 +15,11 @@ missing" and never counted as $0. On that rule this module builds:
   `unattributed_judge_spend`);
 - the cost views: the ledger by day, agent and kind (`daily_ledger`) and the admin's texts for
   a run's spend and estimate (`describe_spend`, `describe_estimate`).
+
+One computation is still elsewhere: the judge's ORM recorder
+(`evaluations.judge.recording.record_calls`, for judge calls made outside a trial) prices its
+calls and builds their ledger lines itself; `price_judge_calls` and `judge_cost_lines` are
+written to replace that code.
 """
 
 from decimal import Decimal

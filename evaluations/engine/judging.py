@@ -1,10 +1,12 @@
 """The engine's judge: judge calls held with the trial that made them, and each check's model.
 
 While a thread executes a trial, the judge calls that trial's checks make are not written at
-once: `record_judge_calls` (the recorder of the engine's judge) keeps them in `ledger.calls`,
-and the writer stores them in the trial's own transaction (`evaluations.engine.writer`), priced
-there (`evaluations.costs.price_judge_calls`), so they cost no statement of their own. Outside
-a trial (no list held by this thread) they are stored at once by the judge's ORM recorder.
+once: `record_judge_calls` (the recorder of the engine's judge) keeps them in `ledger.calls`;
+they are priced with the trial's other costs when it finishes (`finished_trial` in
+`evaluations.engine.trials`, with `evaluations.costs.price_judge_calls`) and stored in the
+trial's own transaction by the writer (`evaluations.engine.writer`), so they cost no statement
+of their own. Outside a trial (no list held by this thread) they are stored at once by the
+judge's ORM recorder (`evaluations.judge.record_calls`).
 """
 
 import threading
@@ -14,8 +16,9 @@ ledger = threading.local()
 
 
 def record_judge_calls(calls, context):
-    """Keep a trial's judge calls with the trial (they are written in its transaction, priced
-    there, and so cost no statement of their own); outside a trial, store them at once."""
+    """The engine judge's recorder: keep a trial's judge calls with the trial (priced with it
+    and written in its transaction, so they cost no statement of their own); outside a trial,
+    store them at once."""
     pending = getattr(ledger, "calls", None)
     if pending is None:
         from evaluations.judge import record_calls
