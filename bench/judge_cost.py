@@ -140,7 +140,9 @@ def measure(server, cases, latency_s):
     from django.db import transaction
 
     from evaluations.checks import evaluate, validate_params
-    from evaluations.engine import _judge_recorder, _ledger, _store_judge_calls
+    from evaluations.engine import ledger as _ledger
+    from evaluations.engine import record_judge_calls as _judge_recorder
+    from evaluations.engine import store_judge_calls as _store_judge_calls
     from evaluations.judge import JudgeClient
     from evaluations.models import JudgeCall
 

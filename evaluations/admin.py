@@ -18,6 +18,7 @@ from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.remove_case import RemoveCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
+from evaluations.costs import describe_estimate, describe_spend
 from evaluations.models import (
     Case,
     CaseResult,
@@ -300,21 +301,11 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="spend so far")
     def spend(self, obj):
         """Agent and judge; calls without a price are counted, never shown as $0."""
-        text = f"${obj.spend_usd:.4f} (judge ${obj.judge_spend_usd:.4f})"
-        if obj.unpriced_calls:
-            text += f" + price missing for {obj.unpriced_calls} call(s)"
-        return text
+        return describe_spend(obj)
 
     @admin.display(description="estimate before start")
     def estimate_view(self, obj):
-        estimate = obj.estimate or {}
-        if not estimate:
-            return "-"
-        usd = estimate.get("usd")
-        cost = f"${usd:.4f}" if usd is not None else "price missing"
-        if usd is None and estimate.get("price_missing"):
-            cost += f" ({', '.join(estimate['price_missing'])}; ${estimate['usd_known']:.4f} known)"
-        return f"{estimate.get('calls')} calls ({estimate.get('judge_calls')} judge), {cost}"
+        return describe_estimate(obj.estimate)
 
     @admin.action(description="Cancel selected runs")
     def cancel_runs(self, request, queryset):

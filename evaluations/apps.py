@@ -11,5 +11,5 @@ class EvaluationsConfig(AppConfig):
         from evaluations import system_checks  # noqa: F401  (registers the start-up checks)
         from evaluations.engine import reap_on_worker_start
 
-        # Each django-q2 worker process reaps once when it starts (engine.reap_on_worker_start).
+        # Each django-q2 worker process reaps once when it starts (evaluations.engine.reaper).
         post_spawn.connect(reap_on_worker_start, dispatch_uid="sherlock-reap-on-worker-start")

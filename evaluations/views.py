@@ -8,13 +8,13 @@ decides between the full page and an htmx partial.
 from datetime import timedelta
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q, Sum
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from agents.models import Agent
 from evaluations.choices import RUN_TERMINAL, CostKind
-from evaluations.models import CaseResult, CostEntry, Run
+from evaluations.costs import daily_ledger
+from evaluations.models import CaseResult, Run
 from sherlock.core.htmx import render_page
 
 
@@ -130,25 +130,7 @@ def cost_chart(rows, days, width=720, height=160):
 def costs(request):
     days = 30
     since = timezone.localdate() - timedelta(days=days - 1)
-    agents = Agent.objects.for_user(request.user)
-    rows = list(
-        CostEntry.objects.filter(day__gte=since)
-        .filter(Q(agent__in=agents) | Q(agent__isnull=True, run__agent_version__agent__in=agents))
-        .values("day", "agent__slug", "kind")
-        .annotate(
-            n=Count("id"),
-            total_usd=Sum("usd"),
-            tokens_in=Sum("prompt_tokens"),
-            tokens_out=Sum("completion_tokens"),
-            # No price: not $0. A cached judge answer cost nothing and is not "missing".
-            missing=Count(
-                "id",
-                filter=Q(usd__isnull=True)
-                & (Q(judge_call__isnull=True) | Q(judge_call__cached=False)),
-            ),
-        )
-        .order_by("-day", "agent__slug", "kind")
-    )
+    rows = daily_ledger(Agent.objects.for_user(request.user), since)
     return render(
         request,
         "evaluations/costs.html",

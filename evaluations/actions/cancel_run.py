@@ -17,8 +17,9 @@ class CancelRun(Action):
     Compare-and-set from `queued`/`running` to `cancelled`, in the same transaction as turning
     its pending trials into `cancelled` (a worker's claim is a compare-and-set on `pending`, so
     none of them can start after this commits). Trials already running finish and are kept;
-    the last of them finishes the run (`engine.maybe_finish_run`), which stays `cancelled` and
-    sends `run_finished` once. With none running, the run is finished on commit.
+    the last of them finishes the run (`evaluations.engine.maybe_finish_run`), which stays
+    `cancelled` and sends `run_finished` once. With none running, the run is finished on
+    commit.
     """
 
     def __init__(self, *, acting_user, run):

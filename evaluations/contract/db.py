@@ -19,6 +19,9 @@ per-trial judgements as ``add_trial`` does for a trial file, on plain columns:
   It is covered (``billed``) when the agent cost is billed and every one of its judge calls
   has a price; a judge call without a price makes the trial's cost ``missing``. Judge spend of
   the run bound to no trial is added to the covered cost, or, unpriced, is a coverage defect.
+  The per-trial cost and the run-level spend are read through ``evaluations.costs``
+  (``trials_with_judge_cost``, ``trial_cost`` judging one trial as this aggregate does, and
+  ``unattributed_judge_spend``).
 
 ``run_contract(run, thresholds)`` evaluates those totals. ``decide(runs, policy)`` is the
 release decision of a publish request, as a JSON-ready snapshot: every gate in seed 003's order
@@ -37,12 +40,9 @@ from typing import Any
 from django.db.models import (
     Count,
     DecimalField,
-    Exists,
     F,
     FloatField,
-    OuterRef,
     Q,
-    Subquery,
     Sum,
     Value,
 )
@@ -51,7 +51,6 @@ from django.db.models.functions import Coalesce, Floor
 from evaluations.choices import (
     BillingCoverage,
     CheckStatus,
-    CostKind,
     OutcomeVerdict,
     RunStatus,
 )
@@ -106,41 +105,10 @@ def _trial_aggregates() -> dict[str, Any]:
     return {f"total_{name}": aggregate for name, aggregate in aggregates.items()}
 
 
-def trials_with_judge_cost(run):
-    """The run's trials, each annotated with ``judge_usd`` (its priced judge spend) and
-    ``judge_unpriced`` (one of its judge calls has no price), for the totals and the export."""
-    from evaluations.models import CostEntry, Trial
-
-    scoring = (
-        CostEntry.objects.filter(trial=OuterRef("pk"), kind=CostKind.SCORING)
-        .order_by()
-        .values("trial")
-    )
-    return Trial.objects.filter(run=run).annotate(
-        judge_usd=Coalesce(
-            Subquery(scoring.annotate(total=Sum("usd")).values("total"), output_field=MONEY),
-            ZERO,
-        ),
-        judge_unpriced=Exists(scoring.filter(usd__isnull=True)),
-    )
-
-
-def trial_cost(trial) -> tuple[Decimal | None, str]:
-    """One annotated trial's whole cost (agent + judge) and its billing coverage, judged as
-    ``run_totals`` judges it: an unpriced judge call makes the cost missing."""
-    if trial.judge_unpriced:
-        return None, BillingCoverage.MISSING.value
-    coverage = trial.billing_coverage
-    if coverage == BillingCoverage.BILLED and trial.cost_usd is None:
-        coverage = BillingCoverage.MISSING.value
-    if coverage == BillingCoverage.MISSING:
-        return None, coverage
-    return (trial.cost_usd or Decimal(0)) + trial.judge_usd, coverage
-
-
 def run_totals(run) -> VariantTotals:
     """The run's ``VariantTotals``, from three aggregate queries (see the module docstring)."""
-    from evaluations.models import CheckResult, CostEntry
+    from evaluations.costs import trials_with_judge_cost, unattributed_judge_spend
+    from evaluations.models import CheckResult
 
     row = trials_with_judge_cost(run).aggregate(**_trial_aggregates())
     totals = VariantTotals(
@@ -161,14 +129,8 @@ def run_totals(run) -> VariantTotals:
     totals.graded = quality["graded"]
     totals.quality_sum = Decimal(int(quality["units"] or 0)) / SCORE_UNITS
 
-    run_level = CostEntry.objects.filter(
-        run=run, kind=CostKind.SCORING, trial__isnull=True
-    ).aggregate(
-        priced_usd=Coalesce(Sum("usd"), ZERO),
-        unpriced=Count("pk", filter=Q(usd__isnull=True)),
-    )
-    totals.billed_usd += run_level["priced_usd"]
-    totals.unpriced_judge_calls = run_level["unpriced"]
+    priced_usd, totals.unpriced_judge_calls = unattributed_judge_spend(run)
+    totals.billed_usd += priced_usd
     return totals
 
 

@@ -7,10 +7,10 @@ unavailable state can be reproduced. ``run_records(run)`` writes exactly what
 
 - ``outcome``: the stored verdict with the verifier's evidence (null when no state);
 - ``quality``: the quality grader's score in millionths, as the aggregate sums it;
-- ``cost.usd``: agent cost plus the trial's own judge spend, with the coverage ``trial_cost``
-  gives (an unpriced judge call: ``missing``). Judge spend bound to the run but to no trial
-  cannot be placed in a trial record; ``unattributed_judge_spend`` reports it so the exporter
-  can say so.
+- ``cost.usd``: agent cost plus the trial's own judge spend, with the coverage
+  ``evaluations.costs.trial_cost`` gives (an unpriced judge call: ``missing``). Judge spend
+  bound to the run but to no trial cannot be placed in a trial record;
+  ``evaluations.costs.unattributed_judge_spend`` reports it so the exporter can say so.
 """
 
 from __future__ import annotations
@@ -19,14 +19,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from evaluations.contract.db import (
-    GRADER_RAN,
-    SCORE_UNITS,
-    run_variant,
-    score_units,
-    trial_cost,
-    trials_with_judge_cost,
-)
+from evaluations.contract.db import GRADER_RAN, SCORE_UNITS, run_variant, score_units
 
 
 def _number(value: Decimal | None) -> float | None:
@@ -42,6 +35,7 @@ def trial_id(trial) -> str:
 
 def run_records(run) -> Iterator[dict[str, Any]]:
     """One trial record per trial of ``run``, in case and repetition order (a few queries)."""
+    from evaluations.costs import trial_cost, trials_with_judge_cost
     from evaluations.models import CheckResult
 
     grader = run.dataset_version.checks.filter(quality_grader=True).first()
@@ -87,16 +81,3 @@ def run_records(run) -> Iterator[dict[str, Any]]:
             "tool_effects": trial.tool_effects or [],
             "cost": {"usd": _number(usd), "billing_coverage": coverage},
         }
-
-
-def unattributed_judge_spend(run) -> tuple[Decimal, int]:
-    """(priced USD, unpriced calls) of the run's judge spend bound to no trial."""
-    from django.db.models import Count, Q, Sum
-
-    from evaluations.choices import CostKind
-    from evaluations.models import CostEntry
-
-    row = CostEntry.objects.filter(run=run, kind=CostKind.SCORING, trial__isnull=True).aggregate(
-        priced=Sum("usd"), unpriced=Count("pk", filter=Q(usd__isnull=True))
-    )
-    return row["priced"] or Decimal(0), row["unpriced"]

@@ -254,22 +254,3 @@ def test_a_shard_helps_with_the_runs_other_pending_trials(
     run.refresh_from_db()
     assert run.status == "completed"
     assert set(run.trials.values_list("attempts", flat=True)) == {1}
-
-
-def test_a_trial_taken_over_by_another_worker_writes_nothing_of_its_own(
-    builder, version, dataset_version, django_capture_on_commit_callbacks
-):
-    from evaluations.engine import Shard, execute_trial, write_finished
-
-    with django_capture_on_commit_callbacks(execute=False):
-        run = StartRun(
-            acting_user=builder, agent_version=version, dataset_version=dataset_version
-        ).execute()
-    trial = run.trials.select_related("case_version__case", "run__agent_version").first()
-    finished = execute_trial(Shard.load(trial.run), trial)
-    assert finished.attempt == 1
-    # Our lease ran out meanwhile and another worker claimed the trial (attempt 2).
-    Trial.objects.filter(pk=trial.pk).update(attempts=2)
-    assert write_finished([finished]) == 0
-    assert not CheckResult.objects.filter(trial=trial).exists()
-    assert Run.objects.get(pk=run.pk).trials_done == 0

@@ -10,7 +10,8 @@ import socket
 import pytest
 from django.db import connection
 
-from evaluations.actions.start_run import StartRun, enqueue_run
+from evaluations.actions.start_run import StartRun
+from evaluations.engine import enqueue_run
 from evaluations.models import CheckResult, Run, Trial
 from tests.support import factories, workers
 from tests.support.workers import agent_calls, clusters_idle, start_cluster, stop_cluster, wait_for

@@ -57,7 +57,8 @@ class Command(BaseCommand):
             self.stdout.write(text, ending="")
 
     def export_trials(self, run):
-        from evaluations.contract.records import run_records, unattributed_judge_spend
+        from evaluations.contract.records import run_records
+        from evaluations.costs import unattributed_judge_spend
 
         usd, unpriced = unattributed_judge_spend(run)
         if usd or unpriced:

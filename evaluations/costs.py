@@ -1,0 +1,339 @@
+"""Every price and cost computation of Sherlock, in one place.
+
+A model's price is a `ModelPrice` row (USD per million tokens; `ModelPrice.cost` prices one
+call's tokens). A model without a row has no price: what it costs is unknown, shown as "price
+missing" and never counted as $0. On that rule this module builds:
+
+- the estimate `StartRun` stores on a run before it starts (`estimate_run`);
+- the cost of one agent call and its billing coverage (`agent_cost`), and of judge calls
+  (`price_judge_calls`, from prices loaded once or looked up in one query), which the run
+  engine computes per trial without the database (`evaluations.engine.trials`);
+- the lines of the cost ledger (`CostEntry`) for agent and judge calls (`agent_cost_line`,
+  `judge_cost_lines`);
+- a stored trial's whole cost (agent + judge) with its coverage, as the contract of stored runs
+  and the trial-record export judge it (`trials_with_judge_cost`, `trial_cost`,
+  `unattributed_judge_spend`);
+- the cost views: the ledger by day, agent and kind (`daily_ledger`) and the admin's texts for
+  a run's spend and estimate (`describe_spend`, `describe_estimate`).
+
+One computation is still elsewhere: the judge's ORM recorder
+(`evaluations.judge.recording.record_calls`, for judge calls made outside a trial) prices its
+calls and builds their ledger lines itself; `price_judge_calls` and `judge_cost_lines` are
+written to replace that code.
+"""
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Avg, Count, Exists, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
+
+from evaluations.choices import BillingCoverage, CostKind, TrialStatus
+from evaluations.contract.db import MONEY, ZERO
+from evaluations.models import CheckResult, CostEntry, JudgeCall, ModelPrice, Trial
+
+# --- prices ----------------------------------------------------------------------------------
+
+
+def load_prices():
+    """Every model's price, model name -> ModelPrice: one query, for work that prices many
+    calls (a shard of the run engine, a run's estimate)."""
+    return {price.model: price for price in ModelPrice.objects.all()}
+
+
+def agent_cost(transcript, model, prices):
+    """(usd, billing coverage) of one agent call.
+
+    A cost the transcript reports (`cost_usd`, from the provider's bill) is `billed`. Without
+    one, token usage priced with our `ModelPrice` table is `estimated`: our price list, not the
+    provider's invoice, so the contract does not count it as covered cost. With no price, or no
+    usage to price, the cost is unknown: `missing`, shown as "price missing", never $0.
+    """
+    if not transcript:
+        return None, BillingCoverage.MISSING
+    if transcript.get("cost_usd") is not None:
+        return Decimal(str(transcript["cost_usd"])), BillingCoverage.BILLED
+    usage = transcript.get("usage") or {}
+    price = prices.get(transcript.get("model") or model)
+    if price is not None and ("prompt_tokens" in usage or "completion_tokens" in usage):
+        cost = price.cost(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        return cost, BillingCoverage.ESTIMATED
+    return None, BillingCoverage.MISSING
+
+
+def price_judge_calls(calls, prices=None):
+    """Set `usd` on the judge calls that were real requests; returns their priced total.
+
+    `prices` is a `load_prices()` dict (the run engine loads one per shard); without it, the
+    prices of the calls' models are looked up here, in one query. A model without a price
+    leaves `usd=None` ("price missing"). A cache hit (`cached=True`) cost nothing: its `usd`
+    stays null, which its `cached` flag tells apart from a missing price
+    (`JudgeCall.price_missing`), and it is left out of the total.
+    """
+    real = [call for call in calls if not call.cached]
+    if not real:
+        return Decimal(0)
+    if prices is None:
+        models = {call.model for call in real}
+        prices = {p.model: p for p in ModelPrice.objects.filter(model__in=models)}
+    for call in real:
+        price = prices.get(call.model)
+        call.usd = price.cost(call.prompt_tokens, call.completion_tokens) if price else None
+    return sum((call.usd for call in real if call.usd is not None), Decimal(0))
+
+
+# --- the cost ledger -------------------------------------------------------------------------
+
+
+def judge_cost_lines(calls, *, day, agent_id, run_id, trial_id):
+    """Unsaved `CostEntry` lines, one per real judge call of `calls` (priced first with
+    `price_judge_calls`); a cache hit costs nothing and gets no line. Each line points at its
+    call, so the calls must be inserted before the lines."""
+    return [
+        CostEntry(
+            kind=CostKind.SCORING,
+            day=day,
+            model=call.model,
+            prompt_tokens=call.prompt_tokens,
+            completion_tokens=call.completion_tokens,
+            usd=call.usd,
+            agent_id=agent_id,
+            run_id=run_id,
+            trial_id=trial_id,
+            judge_call=call,
+        )
+        for call in calls
+        if not call.cached
+    ]
+
+
+def agent_cost_line(
+    *, model, prompt_tokens, completion_tokens, usd, day, agent_id, run_id, trial_id
+):
+    """The unsaved `CostEntry` of one agent call (`usd` from `agent_cost`; None: price
+    missing)."""
+    return CostEntry(
+        kind=CostKind.AGENT,
+        day=day,
+        model=model,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        usd=usd,
+        agent_id=agent_id,
+        run_id=run_id,
+        trial_id=trial_id,
+    )
+
+
+def daily_ledger(agents, since):
+    """The cost page's rows: the ledger of `agents` since `since` by day, agent and kind, with
+    entries, tokens, priced USD and the lines whose price is missing.
+
+    A line bound to no agent (a judge call recorded against a bare run) counts for its run's
+    agent. A line without a price counts as missing, not $0; a cached judge answer cost nothing
+    and is not missing.
+    """
+    return list(
+        CostEntry.objects.filter(day__gte=since)
+        .filter(Q(agent__in=agents) | Q(agent__isnull=True, run__agent_version__agent__in=agents))
+        .values("day", "agent__slug", "kind")
+        .annotate(
+            n=Count("id"),
+            total_usd=Sum("usd"),
+            tokens_in=Sum("prompt_tokens"),
+            tokens_out=Sum("completion_tokens"),
+            missing=Count(
+                "id",
+                filter=Q(usd__isnull=True)
+                & (Q(judge_call__isnull=True) | Q(judge_call__cached=False)),
+            ),
+        )
+        .order_by("-day", "agent__slug", "kind")
+    )
+
+
+# --- a stored trial's whole cost (the contract, the export) ----------------------------------
+
+
+def trials_with_judge_cost(run):
+    """The run's trials, each annotated with ``judge_usd`` (its priced judge spend) and
+    ``judge_unpriced`` (one of its judge calls has no price), for the contract's totals
+    (`evaluations.contract.db.run_totals`) and the trial-record export."""
+    scoring = (
+        CostEntry.objects.filter(trial=OuterRef("pk"), kind=CostKind.SCORING)
+        .order_by()
+        .values("trial")
+    )
+    return Trial.objects.filter(run=run).annotate(
+        judge_usd=Coalesce(
+            Subquery(scoring.annotate(total=Sum("usd")).values("total"), output_field=MONEY),
+            ZERO,
+        ),
+        judge_unpriced=Exists(scoring.filter(usd__isnull=True)),
+    )
+
+
+def trial_cost(trial):
+    """(usd or None, billing coverage) of one trial annotated by `trials_with_judge_cost`: its
+    agent cost plus its judge spend, judged as ``run_totals`` judges it in SQL (an unpriced
+    judge call makes the cost missing; `billed` without an amount is missing)."""
+    if trial.judge_unpriced:
+        return None, BillingCoverage.MISSING.value
+    coverage = trial.billing_coverage
+    if coverage == BillingCoverage.BILLED and trial.cost_usd is None:
+        coverage = BillingCoverage.MISSING.value
+    if coverage == BillingCoverage.MISSING:
+        return None, coverage
+    return (trial.cost_usd or Decimal(0)) + trial.judge_usd, coverage
+
+
+def unattributed_judge_spend(run):
+    """(priced USD, unpriced calls) of the run's judge spend bound to no trial: the contract
+    adds it to the run's covered cost, and the export, which cannot place it in a trial
+    record, says so."""
+    row = CostEntry.objects.filter(run=run, kind=CostKind.SCORING, trial__isnull=True).aggregate(
+        priced=Sum("usd"), unpriced=Count("pk", filter=Q(usd__isnull=True))
+    )
+    return row["priced"] or Decimal(0), row["unpriced"]
+
+
+# --- the admin's texts -----------------------------------------------------------------------
+
+
+def describe_spend(run):
+    """A run's spend so far, agent and judge, for the admin; calls without a price are
+    counted, never shown as $0."""
+    text = f"${run.spend_usd:.4f} (judge ${run.judge_spend_usd:.4f})"
+    if run.unpriced_calls:
+        text += f" + price missing for {run.unpriced_calls} call(s)"
+    return text
+
+
+def describe_estimate(estimate):
+    """A run's estimate (`estimate_run`) in one line for the admin: calls, and the USD or what
+    is missing a price with the part that is known."""
+    estimate = estimate or {}
+    if not estimate:
+        return "-"
+    usd = estimate.get("usd")
+    cost = f"${usd:.4f}" if usd is not None else "price missing"
+    if usd is None and estimate.get("price_missing"):
+        cost += f" ({', '.join(estimate['price_missing'])}; ${estimate['usd_known']:.4f} known)"
+    return f"{estimate.get('calls')} calls ({estimate.get('judge_calls')} judge), {cost}"
+
+
+# --- the estimate ----------------------------------------------------------------------------
+
+# A rubric's prompt and a short structured answer, when a check has no history yet.
+DEFAULT_JUDGE_TOKENS = (900, 150)
+# Judge calls per case of the kinds that make more than one (docs/checks.md, "The judge").
+DEFAULT_CALLS = {"faithfulness": 2}
+HISTORY = 50
+
+
+def estimate_run(agent_version, dataset_version, checks, trials):
+    """What a run will cost before it starts: calls and USD for the agent and each model check.
+
+    Judge tokens per call and calls per trial come from the newest results of the same check
+    (same dataset, label and kind), else from defaults; the agent's cost from its version's
+    recent trials (their cost, else their tokens x the version model's price). An upper bound:
+    case overrides that disable a check are not subtracted. A part without a price makes `usd`
+    null and is named in `price_missing`, never counted as $0. `StartRun` stores it on the run.
+    """
+    from evaluations.checks import REGISTRY
+
+    prices = load_prices()
+    judged = bool(settings.SHERLOCK_JUDGE_BASE_URL)
+    price_missing, per_check, judge_calls, judge_usd = set(), {}, 0, Decimal(0)
+    for check in checks:
+        kind = REGISTRY.get(check.kind)
+        if kind is None or not kind.uses_model:
+            continue
+        model = check.judge_model or settings.SHERLOCK_JUDGE_MODEL
+        calls_per_trial, prompt, completion, basis = _judge_history(dataset_version, check)
+        calls = round(trials * calls_per_trial) if judged else 0
+        price = prices.get(model)
+        usd = price.cost(round(calls * prompt), round(calls * completion)) if price else None
+        if usd is None and calls:
+            price_missing.add(model)
+        judge_calls += calls
+        judge_usd += usd or 0
+        per_check[check.label] = {
+            "model": model,
+            "calls": calls,
+            "prompt_tokens_per_call": round(prompt),
+            "completion_tokens_per_call": round(completion),
+            "usd": _money(usd),
+            "basis": basis if judged else "no judge configured: the check will be skipped",
+        }
+    judge_complete = not price_missing
+    agent_usd, agent_basis = _agent_estimate(agent_version, trials, prices)
+    if agent_usd is None:
+        price_missing.add(f"agent {agent_version}")
+    known = judge_usd + (agent_usd or 0)
+    return {
+        "trials": trials,
+        "agent_calls": trials,
+        "judge_calls": judge_calls,
+        "calls": trials + judge_calls,
+        "agent_usd": _money(agent_usd),
+        "agent_basis": agent_basis,
+        "judge_usd": _money(judge_usd) if judge_complete else None,
+        "usd": _money(known) if not price_missing else None,
+        "usd_known": _money(known),
+        "price_missing": sorted(price_missing),
+        "checks": per_check,
+    }
+
+
+def _judge_history(dataset_version, check):
+    """(calls per trial, prompt tokens per call, completion tokens per call, basis)."""
+    recent = (
+        CheckResult.objects.filter(
+            check_config__dataset_version__dataset_id=dataset_version.dataset_id,
+            check_config__label=check.label,
+            check_config__kind=check.kind,
+        )
+        .order_by("-id")
+        .values_list("judge_call_ids", flat=True)[: HISTORY * 4]
+    )
+    results = [ids for ids in recent if ids][:HISTORY]
+    if results:
+        stats = JudgeCall.objects.filter(
+            pk__in=[pk for ids in results for pk in ids], cached=False
+        ).aggregate(n=Count("id"), prompt=Avg("prompt_tokens"), completion=Avg("completion_tokens"))
+        if stats["n"]:
+            return (
+                stats["n"] / len(results),
+                float(stats["prompt"]),
+                float(stats["completion"]),
+                f"the last {len(results)} results of this check",
+            )
+    prompt, completion = DEFAULT_JUDGE_TOKENS
+    return DEFAULT_CALLS.get(check.kind, 1), prompt, completion, "defaults (no history yet)"
+
+
+def _agent_estimate(agent_version, trials, prices):
+    """(usd or None, basis) of the agent's calls of a run of `trials` trials."""
+    recent = list(
+        Trial.objects.filter(run__agent_version=agent_version, status=TrialStatus.COMPLETED)
+        .order_by("-id")
+        .values_list("cost_usd", "prompt_tokens", "completion_tokens")[:HISTORY]
+    )
+    costs = [cost for cost, _, _ in recent if cost is not None]
+    if costs:
+        mean = sum(costs, Decimal(0)) / len(costs)
+        return mean * trials, f"the cost of its last {len(costs)} trials"
+    price = prices.get(agent_version.config.get("model") or "")
+    if price is not None and recent:
+        prompt = sum(p for _, p, _ in recent) / len(recent)
+        completion = sum(c for _, _, c in recent) / len(recent)
+        usd = price.cost(round(prompt * trials), round(completion * trials))
+        return usd, f"tokens of its last {len(recent)} trials x the price of its model"
+    if price is None:
+        return None, "unknown: no cost history, and no price for its model"
+    return None, "unknown: no trials of this version yet to measure its tokens"
+
+
+def _money(value):
+    return None if value is None else round(float(value), 6)

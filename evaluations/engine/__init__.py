@@ -1,0 +1,52 @@
+"""The run engine: execute trials, score their checks, complete the run exactly once.
+
+Its parts, in the order a run meets them:
+
+- `enqueue`: `enqueue_run`, one django-q2 task per shard of a run's pending trials (called by
+  `StartRun` on commit, and by the reaper).
+- `shards`: `run_shard`, one task: `Shard.load` loads what its trials share once, `Work` hands
+  the trials to `SHERLOCK_RUN_CONCURRENCY` threads (the shard's own, then the run's other
+  pending ones), and it tries to complete the run at the end.
+- `trials`: `execute_trial`, one trial: the claim (compare-and-set with a lease), the agent
+  call, `score_trial`, the evidence step, and `finished_trial`, what its write needs (a
+  `Finished`), computed without the database; prices and cost lines from `evaluations.costs`.
+- `judging`: the engine's judge (`engine_judge`), whose calls are held with their trial
+  (`ledger`, `record_judge_calls`) and written in its transaction.
+- `writer`: `Writer`, a thread that writes finished trials in batches (`write_finished`), each
+  trial guarded by its claim's attempt so a worker whose lease was taken over writes nothing.
+- `completion`: `maybe_finish_run`, which lets exactly one caller (compare-and-set on
+  `Run.finalized_at`) compute the case results and summary (`compute_case_results`) and send
+  `run_finished` on commit.
+- `reaper`: `reap`, on a django-q2 schedule and whenever a worker starts
+  (`reap_on_worker_start`), hands back what dead workers left behind.
+
+The engine imports nothing from `evaluations.actions` (the actions start it, not the other way
+round; `lint-imports` checks it). Other code imports the entry points below from here
+(`bench/judge_cost.py` measures the judge's recording path through `ledger`,
+`record_judge_calls` and `store_judge_calls`).
+"""
+
+from evaluations.engine.completion import compute_case_results, maybe_finish_run
+from evaluations.engine.enqueue import enqueue_run
+from evaluations.engine.judging import ledger, record_judge_calls
+from evaluations.engine.reaper import MAX_ATTEMPTS, reap, reap_on_worker_start
+from evaluations.engine.shards import Shard, run_shard
+from evaluations.engine.trials import execute_trial
+from evaluations.engine.writer import Writer, store_judge_calls, write_finished
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "Shard",
+    "Writer",
+    "compute_case_results",
+    "enqueue_run",
+    "execute_trial",
+    "ledger",
+    "maybe_finish_run",
+    "reap",
+    "reap_on_worker_start",
+    "record_judge_calls",
+    "run_shard",
+    "store_judge_calls",
+    "write_finished",
+]

@@ -1,0 +1,62 @@
+"""The engine's judge: judge calls held with the trial that made them, and each check's model.
+
+While a thread executes a trial, the judge calls that trial's checks make are not written at
+once: `record_judge_calls` (the recorder of the engine's judge) keeps them in `ledger.calls`;
+they are priced with the trial's other costs when it finishes (`finished_trial` in
+`evaluations.engine.trials`, with `evaluations.costs.price_judge_calls`) and stored in the
+trial's own transaction by the writer (`evaluations.engine.writer`), so they cost no statement
+of their own. Outside a trial (no list held by this thread) they are stored at once by the
+judge's ORM recorder (`evaluations.judge.record_calls`).
+"""
+
+import threading
+
+# `ledger.calls`: the list of judge calls of the trial this thread is executing, or None.
+ledger = threading.local()
+
+
+def record_judge_calls(calls, context):
+    """The engine judge's recorder: keep a trial's judge calls with the trial (priced with it
+    and written in its transaction, so they cost no statement of their own); outside a trial,
+    store them at once."""
+    pending = getattr(ledger, "calls", None)
+    if pending is None:
+        from evaluations.judge import record_calls
+
+        record_calls(calls, context)
+    else:
+        pending.extend(calls)
+
+
+_engine_judge = (None, None)
+_engine_judge_lock = threading.Lock()
+
+
+def engine_judge():
+    """The configured judge (None without one), recording through `record_judge_calls`.
+
+    Built like the default judge (same settings), and rebuilt whenever the default one is (a
+    settings change, `reset_default_judges`), so both see the same configuration and cache life.
+    """
+    global _engine_judge
+    from evaluations.judge import JudgeClient, get_default_judge
+
+    default = get_default_judge()
+    if default is None:
+        return None
+    with _engine_judge_lock:
+        if _engine_judge[0] is not default:
+            _engine_judge = (default, JudgeClient(recorder=record_judge_calls))
+        return _engine_judge[1]
+
+
+class CheckJudge:
+    """Passes one check's judge model to the judge: `evaluate()` asks without a model."""
+
+    __slots__ = ("judge", "model")
+
+    def __init__(self, judge, model):
+        self.judge, self.model = judge, model
+
+    def ask(self, rubric, variables, *, model=None, **options):
+        return self.judge.ask(rubric, variables, model=model or self.model, **options)

@@ -1,0 +1,246 @@
+"""One trial: claim it, call the agent, score every check, collect the evidence.
+
+`execute_trial` claims a pending trial by compare-and-set with a lease (`claim_trial`), calls
+the shard's prepared agent, scores the run's checks (`score_trial`) with the engine's judge,
+whose calls are held with the trial (`evaluations.engine.judging`), and runs the evidence step.
+Nothing is written here: it returns a `Finished`, everything the trial's write needs, computed
+without the database (`finished_trial`, with its costs from `evaluations.costs`), which the
+writer stores (`evaluations.engine.writer`).
+"""
+
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.utils import timezone
+
+from agents.adapters import AgentCallError
+from evaluations import checks as check_library
+from evaluations import costs, scoring
+from evaluations.choices import CheckStatus, TrialStatus
+from evaluations.engine.judging import CheckJudge, ledger
+from evaluations.models import CheckResult, Trial
+
+log = logging.getLogger("sherlock.engine")
+
+
+def worker_name():
+    """host:pid of this process; read per call, since django-q2 forks workers after import."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def claim_trial(trial):
+    """Compare-and-set the trial from `pending` to `running` with a fresh lease.
+
+    Returns the attempt number, or None when someone else claimed it since we loaded it, or it
+    was cancelled. One UPDATE, no read. Only `pending` is claimable: a trial whose worker died
+    goes back to `pending` through the reaper alone, which also decides that a dead worker's
+    trial in a cancelled run is cancelled, so claiming never has to look at the run.
+    """
+    now = timezone.now()
+    claim = {
+        "status": TrialStatus.RUNNING,
+        "lease_expires_at": now + timedelta(seconds=settings.SHERLOCK_TRIAL_LEASE_SECONDS),
+        "attempts": trial.attempts + 1,
+        "worker": worker_name(),
+        "started_at": now,
+    }
+    claimed = Trial.objects.filter(
+        pk=trial.pk, status=TrialStatus.PENDING, attempts=trial.attempts
+    ).update(**claim)
+    if claimed != 1:
+        return None
+    for name, value in claim.items():  # the instance now says what the row says
+        setattr(trial, name, value)
+    return trial.attempts
+
+
+def execute_trial(shard, trial):
+    """Claim, run and score one trial of `shard` (an `evaluations.engine.shards.Shard`);
+    returns what it produced, ready to be written (a `Finished`), or None when the trial could
+    not be claimed."""
+    attempt = claim_trial(trial)
+    if attempt is None:
+        return None
+    run = shard.run
+    case = trial.case_version.as_check_input()
+    ledger.calls = judge_calls = []
+    try:
+        transcript, error = None, shard.agent_error
+        if shard.agent is not None:
+            try:
+                transcript = shard.agent.call(case, repetition=trial.repetition)
+            except AgentCallError as exc:
+                error = str(exc)
+        trial.error = error
+        judge = None
+        if shard.judge is not None:
+            judge = shard.judge.bind(run=run, trial=trial, agent=run.agent_version.agent_id)
+        results = score_trial(trial, transcript, shard.checks, judge, shard.uncalibrated)
+        evidence = {}
+        if shard.collect_evidence is not None:
+            try:
+                evidence = _trial_fields(shard.collect_evidence(trial, transcript))
+            except Exception as exc:  # the trial's results stand; the gap shows as no evidence
+                log.exception("collecting evidence failed on trial %s", trial.pk)
+                trial.error = f"collecting evidence failed: {type(exc).__name__}: {exc}"
+    finally:
+        ledger.calls = None
+    return finished_trial(shard, trial, attempt, transcript, results, judge_calls, evidence)
+
+
+def score_trial(trial, transcript, checks, judge, uncalibrated=None):
+    """Score every check of the run on one trial; returns unsaved CheckResult objects.
+
+    A check that requires calibration and is not calibrated yet is scored as informative, with
+    the reason appended (evaluations.calibration).
+    """
+    uncalibrated = uncalibrated or {}
+    case_input = trial.case_version.as_check_input()
+    overrides = trial.case_version.overrides
+    results = []
+    for check in checks:
+        eff = scoring.effective_check(check, overrides)
+        calls = []
+        if eff.disabled:
+            score, outcome, reason, evidence = (
+                None,
+                CheckStatus.SKIPPED,
+                "disabled for this case by an override",
+                {},
+            )
+        elif transcript is None:
+            score, outcome, reason, evidence = (
+                None,
+                CheckStatus.ERROR,
+                f"the agent call failed: {trial.error}",
+                {},
+            )
+        else:
+            check_judge = CheckJudge(judge, check.judge_model or None) if judge else None
+            verdict = check_library.evaluate(
+                eff.kind, eff.params, case_input, transcript, judge=check_judge
+            )
+            score, outcome = verdict.score, verdict.outcome
+            reason, evidence, calls = verdict.reason, verdict.evidence, verdict.judge_calls
+        status = scoring.check_status(score, outcome, eff.threshold)
+        blocking = eff.blocking
+        reason = reason or ""
+        if blocking and check.label in uncalibrated:
+            blocking = False
+            gate = uncalibrated[check.label]
+            reason = f"{reason} ({gate})" if reason else gate
+        result = CheckResult(
+            trial=trial,
+            check_config=check,
+            score=score if status != CheckStatus.ERROR else None,
+            status=status,
+            blocking=blocking,
+            threshold=eff.threshold,
+            reason=reason,
+            evidence=evidence or {},
+        )
+        # The JudgeCall instances it rests on; their ids go in `judge_call_ids` once written.
+        result.calls = [c for c in calls or [] if c is not None]
+        results.append(result)
+    return results
+
+
+# Fields the engine owns; evidence may not overwrite them.
+_ENGINE_FIELDS = {
+    "id",
+    "run",
+    "case",
+    "case_version",
+    "repetition",
+    "status",
+    "lease_expires_at",
+    "attempts",
+    "worker",
+    "transcript",
+    "error",
+    "started_at",
+    "finished_at",
+    "cost_usd",
+    "billing_coverage",
+}
+
+
+def _trial_fields(values):
+    fields = {f.name for f in Trial._meta.concrete_fields} - _ENGINE_FIELDS
+    unknown = set(values or {}) - fields
+    if unknown:
+        log.warning("collect_evidence returned fields the trial does not have: %s", unknown)
+    return {name: value for name, value in (values or {}).items() if name in fields}
+
+
+@dataclass
+class Finished:
+    """A trial that ran: its row's new values, its check results, judge calls and cost lines
+    (unsaved), and what it adds to the run's progress counters."""
+
+    trial: Trial
+    attempt: int
+    fields: dict
+    results: list
+    judge_calls: list
+    costs: list
+    counters: dict
+
+
+def finished_trial(shard, trial, attempt, transcript, results, judge_calls, evidence):
+    """Everything a trial's write needs, computed without the database: the trial row's new
+    values, its priced judge calls and cost lines, and its share of the run's counters."""
+    run = shard.run
+    now = timezone.now()
+    called = shard.agent is not None  # no agent call when the version could not be prepared
+    usage = (transcript or {}).get("usage") or {}
+    model = (transcript or {}).get("model") or (shard.agent.model if called else None) or ""
+    usd, coverage = costs.agent_cost(transcript, model, shard.prices)
+    fields = {
+        "status": TrialStatus.COMPLETED if transcript is not None else TrialStatus.ERROR,
+        "finished_at": now,
+        "lease_expires_at": None,
+        "error": trial.error,
+        "cost_usd": usd,
+        "billing_coverage": coverage,
+    }
+    if transcript is not None:
+        fields.update(
+            transcript=transcript,
+            latency_ms=transcript.get("latency_ms"),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            declared_complete=transcript.get("declared_complete"),
+        )
+    fields.update(evidence)
+    judge_usd = costs.price_judge_calls(judge_calls, shard.prices)
+    line = {
+        "day": timezone.localdate(now),
+        "agent_id": run.agent_version.agent_id,
+        "run_id": run.pk,
+        "trial_id": trial.pk,
+    }
+    cost_lines = costs.judge_cost_lines(judge_calls, **line)
+    if called:
+        cost_lines.append(
+            costs.agent_cost_line(
+                model=model,
+                prompt_tokens=fields.get("prompt_tokens", 0),
+                completion_tokens=fields.get("completion_tokens", 0),
+                usd=usd,
+                **line,
+            )
+        )
+    counters = {
+        "trials_done": 1,
+        "trials_error": int(transcript is None),
+        "spend_usd": (usd or Decimal(0)) + judge_usd,
+        "judge_spend_usd": judge_usd,
+        "unpriced_calls": sum(1 for cost in cost_lines if cost.usd is None),
+    }
+    return Finished(trial, attempt, fields, results, judge_calls, cost_lines, counters)

@@ -1,0 +1,158 @@
+"""Writing finished trials: each with its check results, judge calls and cost lines, in batches.
+
+A trial's thread hands its `Finished` (evaluations.engine.trials) to a `Writer`, a thread of
+the shard's own, and takes the next trial at once; the writer puts whatever has finished
+meanwhile into one transaction (`write_finished`). Every trial's row is updated guarded by the
+attempt number of its claim, so a worker whose lease was taken over cannot write a second set
+of results. Rows go in with Django's `bulk_create`, one INSERT per table and batch (it sets the
+primary keys on the objects on SQLite and PostgreSQL, which the cost lines and check results
+need to name the judge calls they rest on).
+"""
+
+import logging
+import queue
+import threading
+
+from django.db import connection, transaction
+from django.db.models import F
+
+from evaluations.choices import TrialStatus
+from evaluations.models import CheckResult, CostEntry, JudgeCall, Run, Trial
+
+log = logging.getLogger("sherlock.engine")
+
+
+def write_finished(batch):
+    """Write finished trials of one run in one transaction; returns how many were written.
+
+    Each trial's row is updated guarded by its attempt number: if its lease ran out and
+    another worker re-claimed it, that matches no row, and none of that trial's results are
+    written (the other worker's will be). Then the judge calls, cost lines and check results
+    of the trials that were written go in with one INSERT per table, and the run's progress
+    counters move once. So a trial is never half written, and a batch costs a few statements
+    more than its trials' UPDATEs, however many trials it holds.
+    """
+    with transaction.atomic():
+        kept = []
+        for item in batch:
+            if Trial.objects.filter(
+                pk=item.trial.pk, status=TrialStatus.RUNNING, attempts=item.attempt
+            ).update(**item.fields):
+                kept.append(item)
+            else:
+                log.warning("trial %s was taken over by another worker", item.trial.pk)
+        if not kept:
+            return 0
+        store_judge_calls([call for item in kept for call in item.judge_calls])
+        _insert(CostEntry, [cost for item in kept for cost in item.costs])
+        results = [result for item in kept for result in item.results]
+        for result in results:
+            result.judge_call_ids = [call.pk for call in result.calls if call.pk is not None]
+        _insert(CheckResult, results)
+        totals = {name: sum(item.counters[name] for item in kept) for name in kept[0].counters}
+        Run.objects.filter(pk=kept[0].trial.run_id).update(
+            **{name: F(name) + value for name, value in totals.items()}
+        )
+    return len(kept)
+
+
+def store_judge_calls(calls):
+    """Insert a trial's judge calls: paid calls first, so that an answer served from the cache
+    by another check of the same trial can name the stored call it came from."""
+    if not calls:
+        return
+    _insert(JudgeCall, [call for call in calls if not call.cached])
+    cached = [call for call in calls if call.cached]
+    if not cached:
+        return
+    stored = {call.cache_key: call.pk for call in calls if not call.cached and call.pk}
+    for call in cached:
+        response = call.response or {}
+        if response.get("cached_from") is None and call.cache_key in stored:
+            call.response = {**response, "cached_from": stored[call.cache_key]}
+    _insert(JudgeCall, cached)
+
+
+def _insert(model, objs):
+    if objs:
+        model.objects.bulk_create(objs)
+
+
+class Writer:
+    """Writes a shard's finished trials from a thread of its own, in batches.
+
+    A trial's thread hands its results over and takes the next trial at once, instead of
+    waiting for a transaction; the writer takes whatever has finished meanwhile (up to
+    `MAX_BATCH`) into one transaction (`write_finished`). If a batch fails, each of its trials
+    is tried alone, so one bad trial cannot sink the others; a trial that still cannot be
+    written stays `running` and the reaper runs it again when its lease ends. The queue is
+    bounded, so trials wait for a writer that falls behind rather than pile up in memory.
+    """
+
+    MAX_BATCH = 64
+
+    def __init__(self, capacity):
+        self.queue = queue.Queue(maxsize=capacity)
+        self.written = 0
+        self.thread = threading.Thread(target=self._loop, name="trial-writer", daemon=True)
+        self.thread.start()
+
+    def put(self, finished):
+        self.queue.put(finished)
+
+    def close(self):
+        """Write what is left, then stop; returns how many trials were written."""
+        self.queue.put(None)
+        self.thread.join()
+        return self.written
+
+    def _loop(self):
+        try:
+            closing = False
+            while not closing:
+                batch = [self.queue.get()]
+                while len(batch) < self.MAX_BATCH and batch[-1] is not None:
+                    try:
+                        batch.append(self.queue.get_nowait())
+                    except queue.Empty:
+                        break
+                if batch[-1] is None:
+                    closing = True
+                    batch.pop()
+                if batch:
+                    self._write(batch)
+        finally:
+            connection.close()
+
+    def _write(self, batch):
+        try:
+            self.written += write_finished(batch)
+            return
+        except Exception:
+            log.exception("writing %s trials failed; writing them one by one", len(batch))
+        for item in batch:
+            _forget_ids(item)
+            try:
+                self.written += write_finished([item])
+            except Exception:  # left running: the reaper hands it back when its lease ends
+                log.exception("writing trial %s failed", item.trial.pk)
+
+
+def _forget_ids(item):
+    """Undo what a rolled-back write left on a trial's unsaved objects: the ids it gave them,
+    and the references to those ids, so that writing the trial again inserts new rows rather
+    than rows with ids another writer may have taken since (SQLite hands rolled-back ids out
+    again)."""
+    paid = {call.pk for call in item.judge_calls if not call.cached and call.pk is not None}
+    for obj in (*item.judge_calls, *item.costs, *item.results):
+        obj.pk = None
+        obj._state.adding = True
+    for call in item.judge_calls:
+        response = call.response or {}
+        if call.cached and response.get("cached_from") in paid:
+            call.response = {**response, "cached_from": None}
+    for cost in item.costs:
+        if CostEntry.judge_call.field.is_cached(cost):
+            cost.judge_call = cost.judge_call  # its id again None: taken when it is written
+    for result in item.results:
+        result.judge_call_ids = []

@@ -1,0 +1,93 @@
+"""The price and cost computations of evaluations.costs on their own: judge calls priced from
+`ModelPrice` ("price missing" without one, nothing for a cache hit), the ledger lines of agent
+and judge calls, and an agent call's cost and billing coverage. Runs that use them end to end:
+test_run_cost.py."""
+
+from decimal import Decimal
+
+from django.utils import timezone
+
+from evaluations import costs
+from evaluations.models import CostEntry, JudgeCall, ModelPrice
+
+
+def call(model, prompt=1000, completion=500, cached=False):
+    return JudgeCall(model=model, prompt_tokens=prompt, completion_tokens=completion, cached=cached)
+
+
+def test_judge_calls_are_priced_with_one_lookup_and_a_missing_price_is_not_zero(
+    db, django_assert_num_queries
+):
+    ModelPrice.objects.create(
+        model="judge", usd_per_million_input=Decimal(1), usd_per_million_output=Decimal(2)
+    )
+    priced, unpriced, hit = call("judge"), call("unknown"), call("judge", cached=True)
+    with django_assert_num_queries(1):
+        total = costs.price_judge_calls([priced, unpriced, hit])
+    assert priced.usd == Decimal("0.002")
+    assert unpriced.usd is None and unpriced.price_missing
+    assert hit.usd is None and not hit.price_missing
+    assert total == Decimal("0.002")
+
+
+def test_judge_calls_priced_from_loaded_prices_need_no_query(db, django_assert_num_queries):
+    ModelPrice.objects.create(
+        model="judge", usd_per_million_input=Decimal(1), usd_per_million_output=Decimal(1)
+    )
+    prices = costs.load_prices()
+    calls = [call("judge"), call("judge", prompt=0, completion=1_000_000)]
+    with django_assert_num_queries(0):
+        assert costs.price_judge_calls(calls, prices) == Decimal("1.0015")
+    assert costs.price_judge_calls([]) == 0
+
+
+def test_every_real_judge_call_gets_a_scoring_line_and_a_cache_hit_none():
+    paid, hit = call("judge"), call("judge", cached=True)
+    paid.usd = Decimal("0.5")
+    day = timezone.localdate()
+    lines = costs.judge_cost_lines([paid, hit], day=day, agent_id=1, run_id=2, trial_id=3)
+    assert len(lines) == 1
+    line = lines[0]
+    assert (line.kind, line.model, line.usd, line.judge_call) == (
+        "scoring",
+        "judge",
+        paid.usd,
+        paid,
+    )
+    assert (line.prompt_tokens, line.completion_tokens) == (1000, 500)
+    assert (line.day, line.agent_id, line.run_id, line.trial_id) == (day, 1, 2, 3)
+
+
+def test_an_agent_call_has_an_agent_line():
+    day = timezone.localdate()
+    line = costs.agent_cost_line(
+        model="m",
+        prompt_tokens=3,
+        completion_tokens=4,
+        usd=None,
+        day=day,
+        agent_id=1,
+        run_id=2,
+        trial_id=3,
+    )
+    assert isinstance(line, CostEntry) and line.pk is None
+    assert (line.kind, line.model, line.usd, line.prompt_tokens) == ("agent", "m", None, 3)
+
+
+def test_agent_cost_is_billed_estimated_or_missing():
+    price = ModelPrice(usd_per_million_input=Decimal(1), usd_per_million_output=Decimal(2))
+    usage = {"prompt_tokens": 1000, "completion_tokens": 500}
+    assert costs.agent_cost({"cost_usd": 0.02}, "m", {}) == (Decimal("0.02"), "billed")
+    assert costs.agent_cost({"usage": usage}, "m", {"m": price}) == (Decimal("0.002"), "estimated")
+    assert costs.agent_cost({"usage": usage}, "m", {}) == (None, "missing")
+    assert costs.agent_cost({}, "m", {"m": price}) == (None, "missing")
+    assert costs.agent_cost(None, "m", {"m": price}) == (None, "missing")
+
+
+def test_the_estimate_reads_as_calls_and_what_is_missing_a_price():
+    assert costs.describe_estimate({}) == "-"
+    assert costs.describe_estimate({"calls": 3, "judge_calls": 1, "usd": 0.25}) == (
+        "3 calls (1 judge), $0.2500"
+    )
+    missing = {"calls": 2, "judge_calls": 0, "usd": None, "price_missing": ["x"], "usd_known": 0}
+    assert costs.describe_estimate(missing) == "2 calls (0 judge), price missing (x; $0.0000 known)"
