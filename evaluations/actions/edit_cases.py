@@ -9,8 +9,8 @@ with Sherlock's privileges (`evaluations.evidence.validate_verifier_spec`).
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from agents.verifiers.spec import InvalidVerifier, validate_verifier_spec
 from evaluations.choices import CheckMode
-from evaluations.evidence import InvalidVerifier, validate_verifier_spec
 from evaluations.models import Case, CaseVersion, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
