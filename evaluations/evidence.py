@@ -24,11 +24,11 @@ evidence, never ``failed`` and never ``verified`` (seed 003).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
 
+from agents.transcripts import read_call, tool_calls
 from agents.verifiers.runners import run_verifier
 from agents.verifiers.spec import EFFECT, OUTCOME
 from evaluations.choices import EffectState, OutcomeVerdict
@@ -119,7 +119,7 @@ def _collect(trial, transcript) -> dict[str, Any]:
 
     progress = read_progress(transcript or {})
     wait = read_wait(transcript or {})
-    effects = tool_effects(trial.run.agent_version, (transcript or {}).get("tool_calls"), context)
+    effects = tool_effects(trial.run.agent_version, transcript or {}, context)
     fields.update(progress=progress, wait=wait, tool_effects=effects)
     fields.update(contract_counts(progress, wait, effects))
     return fields
@@ -133,7 +133,7 @@ def _fail_closed(transcript, reason: str) -> dict[str, Any]:
     calls = transcript.get("tool_calls") if isinstance(transcript.get("tool_calls"), list) else []
     effects = [
         {
-            "call": _call_name(call) or "?",
+            "call": _name_or_unknown(call),
             "state": EffectState.UNKNOWN.value,
             "intentionally_denied": False,
             "evidence": {"reason": f"evidence collection failed: {reason}"},
@@ -150,6 +150,13 @@ def _fail_closed(transcript, reason: str) -> dict[str, Any]:
     }
     fields.update(contract_counts({}, None, effects))
     return fields
+
+
+def _name_or_unknown(item) -> str:
+    try:
+        return read_call(item).name
+    except ValueError:
+        return "?"
 
 
 # --- Transcript keys: windows, wait, tool calls ----------------------------------------------
@@ -194,62 +201,38 @@ def read_wait(transcript: Mapping) -> dict | None:
     return {key: wait.get(key) for key in WAIT_KEYS}
 
 
-def _call_name(call: Any) -> str | None:
-    if isinstance(call, str):
-        return call
-    if not isinstance(call, Mapping):
-        return None
-    function = call.get("function")
-    name = call.get("name") or (function.get("name") if isinstance(function, Mapping) else None)
-    return name if isinstance(name, str) else None
-
-
-def _call_arguments(call: Mapping) -> Any:
-    function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
-    arguments = call.get("arguments", function.get("arguments"))
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except ValueError:
-            return arguments
-    return arguments if arguments is not None else {}
-
-
-def tool_effects(agent_version, tool_calls, context: Mapping) -> list[dict]:
+def tool_effects(agent_version, transcript: Mapping, context: Mapping) -> list[dict]:
     """One trial-record effect per effectful (or denied) tool call of the transcript.
 
-    Read-only tools have no effect to verify and are left out. A call marked ``denied`` by
-    the adapter is intentionally denied. A tool that is not registered cannot be known to be
-    harmless: its effect is ``unknown`` (fail closed). A denied tool called *without* a refusal
-    is verified like any other call, and its evidence says the boundary did not hold.
+    Calls are read by ``agents.transcripts.tool_calls``, the reader the checks and the export
+    use, so every shape a check scores has its effect verified. Read-only tools have no effect
+    to verify and are left out. A call marked ``denied`` by the adapter is intentionally
+    denied. A tool that is not registered cannot be known to be harmless: its effect is
+    ``unknown`` (fail closed), and so are the effects of a ``tool_calls`` that is not a list of
+    readable calls. A denied tool called *without* a refusal is verified like any other call,
+    and its evidence says the boundary did not hold.
     """
     from agents.models import Tool
 
-    if tool_calls is not None and not isinstance(tool_calls, list):
+    recorded = transcript.get("tool_calls")
+    if recorded is not None and not isinstance(recorded, list):
         # Not a list of calls (a string would iterate as one "call" per character): whatever
         # the agent did, its effects cannot be known.
-        return [
-            {
-                "call": "?",
-                "call_id": None,
-                "state": EffectState.UNKNOWN.value,
-                "intentionally_denied": False,
-                "evidence": {"reason": f"tool_calls is a {type(tool_calls).__name__}, not a list"},
-            }
-        ]
-    calls = [call for call in tool_calls or [] if _call_name(call)]
+        return [_unknown_calls(f"tool_calls is a {type(recorded).__name__}, not a list")]
+    try:
+        calls = tool_calls(transcript) or []
+    except ValueError as exc:
+        # A call in no accepted shape: which tool it was, so whether it wrote, is unknown.
+        return [_unknown_calls(f"the transcript's tool calls are invalid: {exc}")]
     if not calls:
         return []
-    names = {_call_name(call) for call in calls}
-    tools = {tool.name: tool for tool in Tool.objects.filter(name__in=names)}
+    tools = {tool.name: tool for tool in Tool.objects.filter(name__in={c.name for c in calls})}
     denied_names = set(agent_version.denied_tools.values_list("name", flat=True))
     effects = []
     for call in calls:
-        name = _call_name(call)
-        call_id = call.get("id") if isinstance(call, Mapping) else None
-        effect = {"call": name, "call_id": call_id}
-        tool = tools.get(name)
-        if isinstance(call, Mapping) and call.get("denied") is True:
+        effect = {"call": call.name, "call_id": call.id}
+        tool = tools.get(call.name)
+        if call.denied:
             effects.append(
                 {
                     **effect,
@@ -262,7 +245,7 @@ def tool_effects(agent_version, tool_calls, context: Mapping) -> list[dict]:
         if tool is None:
             state, evidence = (
                 EffectState.UNKNOWN.value,
-                {"reason": f"tool {name!r} is not registered"},
+                {"reason": f"tool {call.name!r} is not registered"},
             )
         elif not tool.effectful:
             continue
@@ -272,16 +255,27 @@ def tool_effects(agent_version, tool_calls, context: Mapping) -> list[dict]:
             call_context = {
                 **context,
                 "call": {
-                    "name": name,
-                    "id": call_id,
-                    "arguments": _call_arguments(call) if isinstance(call, Mapping) else {},
-                    "result": call.get("result") if isinstance(call, Mapping) else None,
+                    "name": call.name,
+                    "id": call.id,
+                    "arguments": call.arguments if call.arguments is not None else {},
+                    "result": call.result,
                 },
             }
             state, evidence = run_verifier(tool.verifier, call_context, EFFECT)
-        if name in denied_names:
+        if call.name in denied_names:
             evidence = {**evidence, "policy": "the tool is denied for this version but ran"}
         effects.append(
             {**effect, "state": state, "intentionally_denied": False, "evidence": evidence}
         )
     return effects
+
+
+def _unknown_calls(reason: str) -> dict:
+    """The one effect of tool calls that cannot be read: unknown, with the reason."""
+    return {
+        "call": "?",
+        "call_id": None,
+        "state": EffectState.UNKNOWN.value,
+        "intentionally_denied": False,
+        "evidence": {"reason": reason},
+    }

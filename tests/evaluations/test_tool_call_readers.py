@@ -21,23 +21,30 @@ pytestmark = pytest.mark.django_db
 ARGUMENTS = {"order": "A-1001", "amount": 40}
 LEDGER = {"A-1001": 40}
 
-SHAPES = {
-    # What openai_chat's model returns, arguments as a JSON string.
-    "openai": {
-        "id": "call_1",
-        "type": "function",
-        "function": {"name": "orders.refund", "arguments": json.dumps(ARGUMENTS)},
-    },
-    # Sherlock's own transcript shape (what the adapters write).
-    "plain": {"id": "call_1", "name": "orders.refund", "arguments": ARGUMENTS},
-    "plain, JSON-string arguments": {
-        "id": "call_1",
-        "name": "orders.refund",
-        "arguments": json.dumps(ARGUMENTS),
-    },
-    # Vertex AI's trajectory shape.
-    "vertex": {"tool_name": "orders.refund", "tool_input": ARGUMENTS},
-}
+
+def in_shape(shape, arguments):
+    """One call of orders.refund with `arguments`, written the way `shape` writes it."""
+    return {
+        # What openai_chat's model returns, arguments as a JSON string.
+        "openai": {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "orders.refund", "arguments": json.dumps(arguments)},
+        },
+        # Sherlock's own transcript shape (what the adapters write).
+        "plain": {"id": "call_1", "name": "orders.refund", "arguments": arguments},
+        "plain, JSON-string arguments": {
+            "id": "call_1",
+            "name": "orders.refund",
+            "arguments": json.dumps(arguments),
+        },
+        # Vertex AI's trajectory shape.
+        "vertex": {"tool_name": "orders.refund", "tool_input": arguments},
+    }[shape]
+
+
+SHAPE_NAMES = ("openai", "plain", "plain, JSON-string arguments", "vertex")
+SHAPES = {shape: in_shape(shape, ARGUMENTS) for shape in SHAPE_NAMES}
 MALFORMED = {
     "a bare name": "orders.refund",
     "no name": {"arguments": ARGUMENTS},
@@ -108,22 +115,19 @@ def exported_tool_spans(call):
     return spans
 
 
-# --- What each reader returned before one reader (pinned, issue 10 point 6) -------------------
+# --- Every reader reads every accepted shape the same way (agents.transcripts) ---------------
+#
+# Before one reader (pinned in the previous commit): evidence collection gave a Vertex call no
+# effect at all, read a bare string as a call and skipped a nameless one; the export named a
+# Vertex call "tool", looked tools up by the plain `name` only (an OpenAI call lost its tool's
+# `effectful`), and exported a nameless call; `tools_used` took any truthy `denied`.
 
 CALLED = ['orders.refund({"amount": 40, "order": "A-1001"})']
 
 
-@pytest.mark.parametrize(
-    ("shape", "expected"),
-    [
-        ("openai", (1.0, CALLED)),
-        ("plain", (1.0, CALLED)),
-        ("plain, JSON-string arguments", (1.0, CALLED)),
-        ("vertex", (1.0, CALLED)),
-    ],
-)
-def test_tools_used_reads_every_accepted_shape(shape, expected):
-    assert tools_used(SHAPES[shape]) == expected
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_tools_used_reads_every_accepted_shape(shape):
+    assert tools_used(SHAPES[shape]) == (1.0, CALLED)
 
 
 @pytest.mark.parametrize("shape", list(MALFORMED))
@@ -139,62 +143,44 @@ def test_trajectory_reads_every_accepted_shape(shape):
     assert trajectory(SHAPES[shape]) == 1.0
 
 
-@pytest.mark.parametrize(
-    ("shape", "expected"),
-    [
-        ("openai", [("orders.refund", "call_1", "verified")]),
-        ("plain", [("orders.refund", "call_1", "verified")]),
-        ("plain, JSON-string arguments", [("orders.refund", "call_1", "verified")]),
-        ("vertex", []),
-    ],
-)
-def test_evidence_collection_verifies_the_effect_of_each_shape(shape, expected):
-    assert effects(SHAPES[shape]) == expected
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_an_effectful_call_in_every_accepted_shape_gets_a_destination_state(shape):
+    call_id = None if shape == "vertex" else "call_1"
+    assert effects(SHAPES[shape]) == [("orders.refund", call_id, "verified")]
 
 
-@pytest.mark.parametrize(
-    ("shape", "expected"),
-    [
-        ("a bare name", [("orders.refund", None, "unknown")]),
-        ("no name", []),
-    ],
-)
-def test_evidence_collection_of_a_malformed_call(shape, expected):
-    assert effects(MALFORMED[shape]) == expected
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_destination_state_comes_from_the_tools_verifier_in_every_shape(shape):
+    # The ledger holds 40, not 41: the verifier reads the call's own arguments, whatever shape.
+    wrong = in_shape(shape, {**ARGUMENTS, "amount": 41})
+    assert [state for _, _, state in effects(wrong)] == ["failed"]
 
 
-@pytest.mark.parametrize(
-    ("shape", "expected"),
-    [
-        ("openai", [("execute_tool orders.refund", "call_1", None)]),
-        ("plain", [("execute_tool orders.refund", "call_1", True)]),
-        ("plain, JSON-string arguments", [("execute_tool orders.refund", "call_1", True)]),
-        ("vertex", [("execute_tool tool", None, None)]),
-    ],
-)
-def test_the_otel_export_names_the_tool_span_of_each_shape(shape, expected):
-    assert exported_tool_spans(SHAPES[shape]) == expected
+@pytest.mark.parametrize("shape", list(MALFORMED))
+def test_evidence_collection_of_a_malformed_call_is_one_unknown_effect(shape):
+    assert effects(MALFORMED[shape]) == [("?", None, "unknown")]
 
 
-@pytest.mark.parametrize(
-    ("shape", "expected"),
-    [
-        ("a bare name", []),
-        ("no name", [("execute_tool tool", None, None)]),
-    ],
-)
-def test_the_otel_export_of_a_malformed_call(shape, expected):
-    assert exported_tool_spans(MALFORMED[shape]) == expected
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_otel_export_names_the_tool_span_of_every_accepted_shape(shape):
+    call_id = None if shape == "vertex" else "call_1"
+    assert exported_tool_spans(SHAPES[shape]) == [("execute_tool orders.refund", call_id, True)]
 
 
-# `denied` is the adapter's boolean; a truthy non-boolean is read two ways before one reader.
+@pytest.mark.parametrize("shape", list(MALFORMED))
+def test_the_otel_export_of_a_malformed_call_has_no_call_span(shape):
+    assert exported_tool_spans(MALFORMED[shape]) == []
+
+
+# `denied` is the adapter's boolean: only `true` is a refusal, for the checks as for evidence
+# (a refused call is kept as intentionally denied, so a loose reading would verify an effect).
 LOOSELY_DENIED = {**SHAPES["plain"], "denied": "yes"}
 
 
-def test_tools_used_reads_a_truthy_denied_as_denied():
+def test_tools_used_reads_only_true_as_denied():
     params = {"tools": ["orders.refund"], "count_denied": False}
     verdict = evaluate("tools_used", params, {}, {"tool_calls": [LOOSELY_DENIED]})
-    assert verdict.score == 0.0
+    assert verdict.score == 1.0
 
 
 def test_evidence_collection_reads_only_true_as_denied():
