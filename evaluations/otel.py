@@ -30,6 +30,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from agents.transcripts import ToolCall, tool_calls
 from evaluations.contract import wait_is_owned
 
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.0"
@@ -149,22 +150,29 @@ def _agent_attributes(run, trial) -> dict[str, Any]:
     }
 
 
+def _calls(trial) -> list[ToolCall]:
+    """The trial's tool calls as the checks and evidence collection read them. Calls that cannot
+    be read give no call spans: their effect (one `unknown` entry) is still exported."""
+    try:
+        return tool_calls(trial.transcript or {}) or []
+    except ValueError:
+        return []
+
+
 def _tool_spans(trial) -> list[tuple[dict[str, Any], dict | None]]:
     """(call, effect) pairs: every transcript tool call with its effect entry when it has one;
     effects with no call in the transcript (imported trials) stand alone."""
-    calls = [c for c in (trial.transcript or {}).get("tool_calls") or [] if isinstance(c, dict)]
     effects = [e for e in trial.tool_effects or [] if isinstance(e, dict)]
     by_id = {e.get("call_id"): e for e in effects if e.get("call_id")}
     unmatched = [e for e in effects if not e.get("call_id")]
     pairs = []
-    for call in calls:
-        name = call.get("name") or (call.get("function") or {}).get("name")
-        effect = by_id.pop(call.get("id"), None) if call.get("id") else None
+    for call in _calls(trial):
+        effect = by_id.pop(call.id, None) if call.id else None
         if effect is None:
-            effect = next((e for e in unmatched if e.get("call") == name), None)
+            effect = next((e for e in unmatched if e.get("call") == call.name), None)
             if effect is not None:
                 unmatched.remove(effect)
-        pairs.append(({"name": name, "id": call.get("id")}, effect))
+        pairs.append(({"name": call.name, "id": call.id}, effect))
     for effect in [*by_id.values(), *unmatched]:
         pairs.append(({"name": effect.get("call"), "id": effect.get("call_id")}, effect))
     return pairs
@@ -241,12 +249,9 @@ def run_to_otlp(run) -> dict[str, Any]:
         .order_by("trial_id", "check_config__position", "check_config__label")
     ):
         results.setdefault(result.trial_id, []).append(result)
-    names = {
-        call.get("name")
-        for trial in trials
-        for call in (trial.transcript or {}).get("tool_calls") or []
-        if isinstance(call, dict)
-    } | {effect.get("call") for trial in trials for effect in trial.tool_effects or []}
+    names = {call.name for trial in trials for call in _calls(trial)} | {
+        effect.get("call") for trial in trials for effect in trial.tool_effects or []
+    }
     tools = {tool.name: tool for tool in Tool.objects.filter(name__in=names - {None})}
 
     kind = SPAN_KIND_CLIENT if run.agent_version.adapter in _REMOTE_ADAPTERS else SPAN_KIND_INTERNAL

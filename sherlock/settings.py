@@ -213,7 +213,7 @@ SHERLOCK_RUN_CONCURRENCY = env_int("SHERLOCK_RUN_CONCURRENCY", 8, minimum=1, max
 SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)
 SHERLOCK_TRIAL_LEASE_SECONDS = env_int("SHERLOCK_TRIAL_LEASE_SECONDS", 600, minimum=5)
 
-# Outcome and effect verifiers (evaluations.evidence) are written by Editors and Builders but run
+# Outcome and effect verifiers (agents.verifiers) are written by Editors and Builders but run
 # with Sherlock's privileges, so what they may reach is listed here, by the operator; the lists
 # are empty (or the demo's two verifiers) by default. Environment variables a verifier must
 # never send: Sherlock's own secrets (the verifier databases' URL holds their passwords).

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from agents.choices import Adapter, VersionState
+from agents.verifiers.spec import InvalidVerifier, validate_verifier_spec
 from sherlock.core.permissions import ScopedQuerySet, ScopedThroughQuerySet
 
 
@@ -61,7 +62,8 @@ class Agent(models.Model):
 
 class Tool(models.Model):
     """A tool an agent may call. Effectful tools write somewhere; their effect is checked at the
-    destination by `verifier` (seed 003: the transcript is not evidence of the effect).
+    destination by `verifier` (seed 003: the transcript is not evidence of the effect), written
+    in the language of `agents.verifiers.spec` and run by `agents.verifiers.runners`.
     High-impact tools may be denied by a version's tool policy."""
 
     name = models.CharField(max_length=200, unique=True)
@@ -84,8 +86,6 @@ class Tool(models.Model):
         typo shows in the form, not as an unverifiable effect on the next run."""
         super().clean()
         if self.verifier:
-            from evaluations.evidence import InvalidVerifier, validate_verifier_spec
-
             try:
                 validate_verifier_spec(self.verifier)
             except InvalidVerifier as exc:

@@ -4,14 +4,14 @@ content fields, their validation, the audit snapshot and the base verb.
 A case's identity (`Case.key`) is stable across versions; its content lives in a
 `CaseVersion` per dataset version. Frozen versions are immutable (ActionConflict). Content is
 validated before anything is written: overrides change scoring, and an outcome verifier runs
-with Sherlock's privileges (`evaluations.evidence.validate_verifier_spec`).
+with Sherlock's privileges (`agents.verifiers.spec.validate_verifier_spec`).
 """
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from agents.verifiers.spec import InvalidVerifier, validate_verifier_spec
 from evaluations.choices import CheckMode
-from evaluations.evidence import InvalidVerifier, validate_verifier_spec
 from evaluations.models import Case, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid

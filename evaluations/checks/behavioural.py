@@ -1,19 +1,22 @@
 """Behavioural checks: cheap, certain, no model (seeds 000-002, "start here").
 
-They read only the transcript's shape, timing and tool calls, so they cost nothing and always
-give the same answer. `tools_used` is the one the seeds single out: set it to confirm the agent
-searched the collection instead of answering from memory, or invert it as a guardrail ("never
-sends email"). Semantics follow evaluators.md §2.1-2.4 (promptfoo, Vertex AI, Google ADK).
+They read only the transcript's shape, timing and tool calls (through
+`agents.transcripts.tool_calls`, the reader evidence collection and the export share), so they
+cost nothing and always give the same answer. `tools_used` is the one the seeds single out: set
+it to confirm the agent searched the collection instead of answering from memory, or invert it
+as a guardrail ("never sends email"). Semantics follow evaluators.md §2.1-2.4 (promptfoo,
+Vertex AI, Google ADK).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from fnmatch import fnmatchcase
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+
+from agents.transcripts import ToolCall, read_calls, tool_calls
 
 from . import charts, tables
 from .base import (
@@ -34,31 +37,6 @@ from .base import (
 )
 
 # --- tool calls ----------------------------------------------------------------------------------
-
-
-def normalize_call(item) -> dict:
-    """One tool call as {name, arguments, denied}; `arguments` None means "not specified".
-
-    Accepts our transcript shape, OpenAI's {"function": {"name", "arguments"}} and Vertex's
-    {"tool_name", "tool_input"}; arguments sent as a JSON string (OpenAI does) are parsed.
-    Anything else is a ValueError: a bare string is not read as a name, because a string where
-    a list belongs would otherwise become one "call" per character (see `call_list`).
-    """
-    if not isinstance(item, dict):
-        raise ValueError(f"a tool call must be an object, got {item!r}")
-    function = item.get("function") if isinstance(item.get("function"), dict) else {}
-    name = item.get("name") or item.get("tool_name") or function.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"a tool call has no name: {item!r}")
-    if "arguments" in item:
-        arguments = item["arguments"]
-    else:
-        arguments = item.get("tool_input", function.get("arguments"))
-    if isinstance(arguments, str):
-        # An unparsable argument string is compared as the string it is.
-        with contextlib.suppress(ValueError):
-            arguments = json.loads(arguments)
-    return {"name": name, "arguments": arguments, "denied": bool(item.get("denied"))}
 
 
 def same_value(a, b) -> bool:
@@ -91,19 +69,7 @@ def arguments_match(expected_args, actual_args, how: str) -> bool:
     return same_value(expected_args, actual_args)
 
 
-def call_list(value, what: str) -> list[dict]:
-    """`value` as normalized calls; ValueError unless it is a list of call objects.
-
-    Iterating whatever came is how `"tool_calls": "email.send"` once passed a forbidden-tool
-    guardrail: a string iterates as characters, and no character is `email.send`. A malformed
-    list is a fault to look at (an `error` verdict), never evidence that nothing was called.
-    """
-    if not isinstance(value, list):
-        raise ValueError(f"{what} must be a list of tool calls, got {type(value).__name__}")
-    return [normalize_call(item) for item in value]
-
-
-def recorded_calls(transcript: dict, params: dict) -> list[dict] | None:
+def recorded_calls(transcript: dict, params: dict) -> list[ToolCall] | None:
     """The calls to judge, or None when the transcript does not record tool calls at all.
 
     A missing `tool_calls` key is not "no calls": a guardrail must not pass on a transcript that
@@ -111,13 +77,10 @@ def recorded_calls(transcript: dict, params: dict) -> list[dict] | None:
     Denied calls count by default: the agent attempted them, and the policy stopping it is not
     the agent's merit (seed 003 keeps intentional denials separate for the same reason).
     """
-    calls = transcript.get("tool_calls")
-    if calls is None:
-        return None
-    normalized = call_list(calls, "tool_calls")
-    if not params.get("count_denied", True):
-        normalized = [c for c in normalized if not c["denied"]]
-    return normalized
+    calls = tool_calls(transcript)
+    if calls is not None and not params.get("count_denied", True):
+        calls = [c for c in calls if not c.denied]
+    return calls
 
 
 def in_order(reference: list, actual: list, matches) -> bool:
@@ -141,11 +104,11 @@ def any_order(reference: list, actual: list, matches) -> bool:
     return len(maximum_matching(reference, actual, matches)) == len(reference)
 
 
-def describe(call: dict) -> str:
-    text = call["name"]
-    if call.get("arguments") is not None:
-        text += f"({json.dumps(call['arguments'], ensure_ascii=False, sort_keys=True)})"
-    return text + (" [denied]" if call.get("denied") else "")
+def describe(call: ToolCall) -> str:
+    text = call.name
+    if call.arguments is not None:
+        text += f"({json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)})"
+    return text + (" [denied]" if call.denied else "")
 
 
 _TOOL_CALL_FIELDS = {
@@ -366,7 +329,7 @@ class ToolsUsed(CheckKind):
         if wanted is None or wanted == []:
             return skipped("no expected tools (set params.tools or the case's expected_tools)")
         try:
-            wanted = call_list(wanted, "expected tools")
+            wanted = read_calls(wanted, "expected tools")
         except ValueError as exc:
             return errored(f"expected tools are invalid: {exc}")
         try:
@@ -377,11 +340,11 @@ class ToolsUsed(CheckKind):
             return skipped("the transcript does not record tool calls")
 
         def matches(want, call):
-            if not fnmatchcase(call["name"], want["name"]):
+            if not fnmatchcase(call.name, want.name):
                 return False
-            if params["arguments"] == "ignore" or want["arguments"] is None:
+            if params["arguments"] == "ignore" or want.arguments is None:
                 return True
-            return arguments_match(want["arguments"], call["arguments"] or {}, params["arguments"])
+            return arguments_match(want.arguments, call.arguments or {}, params["arguments"])
 
         evidence = {
             "expected": [describe(w) for w in wanted],
@@ -457,7 +420,7 @@ class Trajectory(CheckKind):
         if metric != "single_tool_use" and reference is None:
             return skipped("the case has no reference trajectory (expected.trajectory)")
         try:
-            reference = call_list(reference if reference is not None else [], "the reference")
+            reference = read_calls(reference if reference is not None else [], "the reference")
         except ValueError as exc:
             return errored(f"reference trajectory is invalid: {exc}")
         try:
@@ -466,7 +429,7 @@ class Trajectory(CheckKind):
             return errored(f"the transcript's tool calls are invalid: {exc}")
         if calls is None:
             return skipped("the transcript does not record tool calls")
-        names = [c["name"] for c in calls]
+        names = [c.name for c in calls]
         evidence = {
             "reference": [describe(r) for r in reference],
             "predicted": [describe(c) for c in calls],
@@ -481,11 +444,11 @@ class Trajectory(CheckKind):
             )
 
         def matches(ref, call):
-            if ref["name"] != call["name"]:
+            if ref.name != call.name:
                 return False
-            if params["ignore_arguments"] or ref["arguments"] is None:
+            if params["ignore_arguments"] or ref.arguments is None:
                 return True
-            return arguments_match(ref["arguments"], call["arguments"] or {}, "exact")
+            return arguments_match(ref.arguments, call.arguments or {}, "exact")
 
         if metric == "precision":
             if not calls:

@@ -1,41 +1,18 @@
 """Outcome and effect evidence (seed 003): verifiers read the destination, never the transcript;
-a verifier that raises, times out or is refused gives `unavailable`/`unknown`, never a verdict."""
+a verifier that raises, times out or is refused gives `unavailable`/`unknown`, never a verdict.
+Running the SQL and HTTP verifiers themselves: tests/agents/test_verifier_runners.py."""
 
-import json
-import threading
 import time
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.utils import timezone
 
 from agents.models import Tool
-from evaluations.evidence import MAX_OBSERVED_CHARS, collect_evidence, run_verifier
-from evaluations.models import Run, Trial
-from tests.support import factories
+from evaluations.evidence import collect_evidence
+from tests.support.verifiers import LEDGER_DB, ledger_database, make_trial
 
 pytestmark = pytest.mark.django_db
 
 LEDGER = {"A-1001": 40}  # what the "destination" holds, read by the python verifiers below
-LEDGER_DB = "ledger"  # the database alias the SQL verifiers below read
-
-
-@contextmanager
-def ledger_database():
-    """Register the `ledger` alias for verifiers (Sherlock's own `default` is never readable).
-
-    It stands in for a read-only replica of a destination by sharing the test database's
-    connection: the test's own, uncommitted rows are visible to the verifier, and the
-    read-only session is exercised on SQLite and PostgreSQL alike."""
-    connections.settings[LEDGER_DB] = connections.settings[DEFAULT_DB_ALIAS]
-    connections[LEDGER_DB] = connections[DEFAULT_DB_ALIAS]
-    try:
-        yield LEDGER_DB
-    finally:
-        del connections[LEDGER_DB]
-        del connections.settings[LEDGER_DB]
 
 
 @pytest.fixture(autouse=True)
@@ -83,26 +60,6 @@ def refund_for_call(context):
 
 
 # --- Fixtures ---------------------------------------------------------------------------------
-
-
-def make_trial(outcome_check=None, tools=(), denied=()):
-    version = factories.dataset_version(
-        cases=[("refund", "Refund $40 on A-1001", {"outcome_check": outcome_check or {}})]
-    )
-    agent_version = factories.agent_version()
-    agent_version.tools.set(tools)
-    agent_version.denied_tools.set(denied)
-    run = Run.objects.create(agent_version=agent_version, dataset_version=version)
-    case_version = version.case_versions.get()
-    return Trial.objects.select_related("run__agent_version", "case_version__case").get(
-        pk=Trial.objects.create(
-            run=run,
-            case=case_version.case,
-            case_version=case_version,
-            repetition=1,
-            started_at=timezone.now(),
-        ).pk
-    )
 
 
 def python(callable_name, **extra):
@@ -184,165 +141,6 @@ def test_collect_evidence_never_raises_and_fails_closed_on_every_tool_call():
     assert "evidence collection failed" in evidence["outcome_evidence"]["reason"]
     assert [e["state"] for e in evidence["tool_effects"]] == ["unknown"]
     assert evidence["effects_unknown"] == 1
-
-
-# --- SQL verifiers ------------------------------------------------------------------------------
-
-
-def sql(query, **extra):
-    return {"kind": "sql", "database": LEDGER_DB, "query": query, **extra}
-
-
-def test_a_sql_verifier_reads_the_destination_with_template_values():
-    trial = make_trial()
-    verifier = sql(
-        "SELECT id, repetition FROM evaluations_trial WHERE id = %s",
-        params=["{trial.id}"],
-        predicate={"path": "$.rows[0].repetition", "op": "eq", "value": 1},
-    )
-
-    state, evidence = run_verifier(verifier, {"trial": {"id": trial.pk}})
-
-    assert state == "verified"
-    assert evidence["rows"] == 1
-
-
-def test_a_sql_verifier_without_predicate_needs_a_row():
-    state, _ = run_verifier(sql("SELECT id FROM evaluations_trial WHERE id = -1"), {})
-
-    assert state == "failed"
-
-
-@pytest.mark.parametrize(
-    "query",
-    [
-        "DELETE FROM evaluations_trial",
-        "SELECT 1; DELETE FROM evaluations_trial",
-        "UPDATE evaluations_trial SET repetition = 2",
-    ],
-)
-def test_a_sql_verifier_may_not_write(query):
-    trial = make_trial()
-
-    state, evidence = run_verifier(sql(query), {})
-
-    assert state == "unavailable"
-    assert "permission denied" in evidence["reason"]
-    assert Trial.objects.filter(pk=trial.pk).exists()
-
-
-def test_the_database_itself_refuses_a_write_that_starts_like_a_read():
-    trial = make_trial()
-    # "WITH ... DELETE" passes the statement check; the read-only session must refuse it.
-    query = "WITH doomed AS (SELECT id FROM evaluations_trial) DELETE FROM evaluations_trial"
-
-    state, evidence = run_verifier(sql(query), {})
-
-    assert state == "unavailable"
-    assert "the query failed" in evidence["reason"]
-    assert Trial.objects.filter(pk=trial.pk).exists()
-    # The session is writable again afterwards.
-    Trial.objects.filter(pk=trial.pk).update(repetition=7)
-    assert Trial.objects.get(pk=trial.pk).repetition == 7
-
-
-def test_a_sql_verifier_on_an_unknown_alias_or_table_is_unavailable():
-    assert run_verifier({**sql("SELECT 1"), "database": "billing"}, {})[0] == "unavailable"
-    state, evidence = run_verifier(sql("SELECT * FROM no_such_table"), {})
-    assert state == "unavailable"
-    assert "the query failed" in evidence["reason"]
-
-
-def test_a_missing_template_value_is_unavailable():
-    state, evidence = run_verifier(sql("SELECT %s", params=["{call.arguments.order}"]), {})
-
-    assert state == "unavailable"
-    assert "{call.arguments.order} is missing" in evidence["reason"]
-
-
-# --- HTTP verifiers -----------------------------------------------------------------------------
-
-
-class Destination(BaseHTTPRequestHandler):
-    """A CRM on loopback: /contacts/C-88 exists, /secret answers 403, /slow hangs."""
-
-    def do_GET(self):  # noqa: N802 -- the http.server API
-        if self.path == "/contacts/C-88":
-            body, status = json.dumps({"address": {"city": "Paris"}, "version": 8}), 200
-        elif self.path == "/secret":
-            body, status = "{}", 403
-        elif self.path == "/slow":
-            time.sleep(1)
-            body, status = "{}", 200
-        elif self.path == "/html":
-            body, status = "<html>", 200
-        else:
-            body, status = "{}", 404
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def destination():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Destination)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def http(url, **extra):
-    return {"kind": "http", "url": url, **extra}
-
-
-def test_an_http_verifier_tests_a_json_path_predicate(destination):
-    verifier = http(
-        destination + "/contacts/{call.arguments.contact}",
-        predicate={"path": "$.address.city", "op": "eq", "value": "{call.arguments.city}"},
-    )
-    context = {"call": {"arguments": {"contact": "C-88", "city": "Paris"}}}
-
-    assert run_verifier(verifier, context, "effect")[0] == "verified"
-    context["call"]["arguments"]["city"] = "Lyon"
-    state, evidence = run_verifier(verifier, context, "effect")
-    assert (state, evidence["observed"]) == ("failed", "Paris")
-
-
-def test_an_http_404_means_the_thing_is_absent(destination):
-    verifier = http(destination + "/contacts/C-99", predicate={"path": "$.version", "op": "exists"})
-
-    assert run_verifier(verifier, {})[0] == "failed"
-
-
-@pytest.mark.parametrize(
-    "path, extra, reason",
-    [
-        ("/secret", {}, "permission denied (403)"),
-        ("/slow", {"timeout_s": 0.2}, "failed"),
-        ("/html", {}, "not JSON"),
-    ],
-)
-def test_an_http_verifier_that_cannot_read_the_destination_is_unknown_for_effects(
-    destination, path, extra, reason
-):
-    verifier = http(destination + path, predicate={"path": "$", "op": "exists"}, **extra)
-
-    state, evidence = run_verifier(verifier, {}, "effect")
-
-    assert state == "unknown"
-    assert reason in evidence["reason"]
-
-
-def test_an_unreachable_destination_is_unavailable():
-    verifier = http("http://127.0.0.1:9/nothing", predicate={"path": "$", "op": "exists"})
-
-    assert run_verifier(verifier, {})[0] == "unavailable"
 
 
 # --- Tool effects -------------------------------------------------------------------------------
@@ -486,23 +284,3 @@ def test_tool_calls_that_are_not_a_list_are_one_unknown_effect_not_one_per_chara
     assert [(e["call"], e["state"]) for e in evidence["tool_effects"]] == [("?", "unknown")]
     assert evidence["tool_effects"][0]["evidence"]["reason"] == "tool_calls is a str, not a list"
     assert evidence["effects_unknown"] == 1
-
-
-def test_a_sql_verifier_keeps_only_a_clip_of_what_it_observed():
-    note = "confidential " * 100
-    verifier = sql("SELECT %s AS note", params=[note], predicate={"path": "$.rows", "op": "exists"})
-
-    state, evidence = run_verifier(verifier, {})
-
-    assert state == "verified"
-    assert len(evidence["observed"]) == MAX_OBSERVED_CHARS + 1
-    assert evidence["observed"].endswith("…")
-    assert note not in json.dumps(evidence)
-
-
-def test_a_short_observed_value_keeps_its_type():
-    verifier = sql(
-        "SELECT 40 AS amount", predicate={"path": "$.rows[0].amount", "op": "eq", "value": 40}
-    )
-
-    assert run_verifier(verifier, {})[1]["observed"] == 40

@@ -189,7 +189,7 @@ def refund_landed(context):
 
 
 def test_contract_on_an_executed_runs_export_gives_the_numbers_of_run_contract(tmp_path, settings):
-    # An operator lists the verifiers Editors may name (evaluations.evidence); this one too.
+    # An operator lists the verifiers Editors may name (agents.verifiers.spec); this one too.
     settings.SHERLOCK_VERIFIER_CALLABLES = [
         *settings.SHERLOCK_VERIFIER_CALLABLES,
         "tests.evaluations.test_import_export.refund_landed",

@@ -14,20 +14,17 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
+from agents.verifiers.runners import run_verifier
+from agents.verifiers.spec import InvalidVerifier, validate_verifier_spec
 from evaluations.actions.create_case import CreateCase
 from evaluations.actions.update_case import UpdateCase
-from evaluations.evidence import (
-    InvalidVerifier,
-    collect_evidence,
-    run_verifier,
-    validate_verifier_spec,
-)
+from evaluations.evidence import collect_evidence
 from evaluations.models import Case, CaseVersion
 from governance.models import AuditEntry
 from sherlock.core.errors import ActionInvalid
-from tests.evaluations.test_evidence import LEDGER_DB, ledger_database, make_trial
 from tests.support import factories
 from tests.support.factories import api
+from tests.support.verifiers import LEDGER_DB, ledger_database, make_trial
 
 pytestmark = pytest.mark.django_db
 
