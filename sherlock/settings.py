@@ -9,6 +9,7 @@ ORM broker. Setting `DATABASE_URL=postgres://...` and `REDIS_URL=redis://...` mo
 code to PostgreSQL and the Redis broker, which is what more than one machine needs.
 """
 
+import logging
 import os
 from pathlib import Path
 from urllib.parse import urlparse
@@ -202,12 +203,13 @@ SHERLOCK_JUDGE_TIMEOUT = env_int("SHERLOCK_JUDGE_TIMEOUT", 60, minimum=1)
 SHERLOCK_JUDGE_MAX_RETRIES = env_int("SHERLOCK_JUDGE_MAX_RETRIES", 3, minimum=0, maximum=10)
 SHERLOCK_JUDGE_MAX_BACKOFF = env_int("SHERLOCK_JUDGE_MAX_BACKOFF", 8, minimum=0)
 SHERLOCK_JUDGE_SEED = env_int("SHERLOCK_JUDGE_SEED", 7)
-# "keepalive": the SDK over Sherlock's lean HTTP/1.1 transport (evaluations/judge/transport.py);
-# "httpx": the SDK's default httpx2 transport. An environment proxy always gets httpx2's.
-SHERLOCK_JUDGE_TRANSPORT = env_str("SHERLOCK_JUDGE_TRANSPORT", "keepalive")
-if SHERLOCK_JUDGE_TRANSPORT not in ("keepalive", "httpx"):
-    raise ImproperlyConfigured(
-        f"SHERLOCK_JUDGE_TRANSPORT={SHERLOCK_JUDGE_TRANSPORT!r} is not keepalive or httpx"
+# The judge's keep-alive transport is gone (the OpenAI SDK's own client sends its requests): a
+# leftover SHERLOCK_JUDGE_TRANSPORT is ignored, said once at start-up on stderr (logging's
+# last-resort handler; runserver's reloaded child, RUN_MAIN, does not say it again).
+if "SHERLOCK_JUDGE_TRANSPORT" in os.environ and os.environ.get("RUN_MAIN") != "true":
+    logging.getLogger("sherlock.settings").warning(
+        "SHERLOCK_JUDGE_TRANSPORT is set but ignored: the judge always uses the OpenAI SDK's "
+        "own HTTP client."
     )
 SHERLOCK_RUN_CONCURRENCY = env_int("SHERLOCK_RUN_CONCURRENCY", 8, minimum=1, maximum=512)
 SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)

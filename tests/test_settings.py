@@ -42,6 +42,15 @@ def test_a_database_url_with_an_unknown_scheme_stops_start_up():
     assert "DATABASE_URL" in result.stderr
 
 
+def test_a_leftover_judge_transport_setting_is_ignored_with_one_warning():
+    env = {**os.environ, "SHERLOCK_JUDGE_TRANSPORT": "keepalive"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("SHERLOCK_JUDGE_TRANSPORT is set but ignored") == 1
+
+
 def test_sqlite_default_shares_the_file_with_a_worker(settings):
     db = settings.DATABASES["default"]
     if db["ENGINE"] != "django.db.backends.sqlite3":

@@ -2,20 +2,29 @@
 
 The check library codes against `JudgeClient.ask(rubric, variables) -> JudgeAnswer` and gets a
 client from `get_default_judge(run=..., trial=..., agent=...)`, which is None when no judge is
-configured (model checks are then skipped). See `evaluations.judge.client` for the retry,
-repair and cache rules, and `evaluations.judge.recording` for where calls are stored.
+configured (model checks are then skipped). The modules:
+
+- `client`: `JudgeClient` (binding, the flow of one ask, handing calls to the recorder) and
+  `get_default_judge`;
+- `sdk`: the one OpenAI SDK client per process, base URL and key, and the request it sends;
+- `retry`: which failures are asked again, the backoff, `Retry-After`, the worst-case wait;
+- `schema`: a rubric's strict JSON schema, prepared once (response_format, hash, validators);
+- `answers`: the question, reading and validating an answer, the repair re-ask, `JudgeAnswer`;
+- `errors`: the error codes of a failed ask;
+- `cache`: the cache key, the in-process answer cache and the order an ask looks in;
+- `recording`: the `JudgeCall` rows, where they are stored, and the stored-call look-up.
 """
 
+from evaluations.judge.answers import JudgeAnswer
 from evaluations.judge.cache import CachedAnswer
 from evaluations.judge.client import (
     DEFAULT_SEED,
-    JudgeAnswer,
     JudgeClient,
     get_default_judge,
-    openai_client,
     reset_default_judges,
 )
 from evaluations.judge.recording import JudgeContext, MemoryRecorder, lookup_cached, record_calls
+from evaluations.judge.sdk import openai_client
 
 __all__ = [
     "DEFAULT_SEED",

@@ -6,7 +6,8 @@ and the agent repetition (see `cache_key`). The durable cache is the `JudgeCall`
 newest successful call with the key); this module keeps the hot entries in memory in front of
 it, and makes concurrent identical asks wait for the first one instead of each paying for a
 call (the RAG checks share one claim extraction between two checks this way, even when the run
-engine scores them on two threads).
+engine scores them on two threads). `AnswerCache.answer` is the order the client asks in: this
+process's cache, then the durable one, then the model.
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 # Bump when the key's recipe changes, so old rows stop matching instead of matching wrongly.
 KEY_VERSION = 1
+
+A = TypeVar("A")
 
 
 def canonical_json(value) -> str:
@@ -135,3 +140,42 @@ class AnswerCache:
             if self._inflight.get(key) is event:
                 del self._inflight[key]
         event.set()
+
+    def answer(
+        self,
+        key: str,
+        *,
+        ask: Callable[[], tuple[A, CachedAnswer | None]],
+        serve: Callable[[CachedAnswer], A | None],
+        lookup: Callable[[str], CachedAnswer | None] | None = None,
+        wait: float = 600.0,
+    ) -> A:
+        """The answer to the question filed under `key`, from the first of: this cache, the
+        durable cache (`lookup`, the `JudgeCall` table), the model (`ask`).
+
+        `serve(entry)` makes an answer of a cached entry, or None when the entry is unusable
+        (the model is asked instead: junk is never served). `ask()` returns the answer and the
+        entry to file it under, None for a failure (never cached). Identical questions asked at
+        the same time wait for the first asker (`claim`), at most `wait` seconds.
+        """
+        entry, lead = self.claim(key, wait=wait)
+        if entry is not None:
+            answer = serve(entry)
+            if answer is not None:
+                return answer
+        try:
+            if lookup is not None:
+                entry = lookup(key)
+                if entry is not None:
+                    answer = serve(entry)
+                    if answer is not None:
+                        self.put(key, entry)
+                        return answer
+            answer, entry = ask()
+            if entry is not None:
+                # Filed before the waiting askers are released, so they find it.
+                self.put(key, entry)
+            return answer
+        finally:
+            if lead is not None:
+                self.release(key, lead)

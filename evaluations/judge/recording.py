@@ -7,7 +7,8 @@ A recorder is any callable `recorder(calls, context)`: `calls` is the list of un
 `JudgeContext` the judge was bound to. A recorder may set fields on the instances (the ORM one
 sets `usd` and, by saving, `pk`); the ask's `JudgeAnswer.calls` are those same instances.
 
-A cache lookup is the matching read side: `lookup(cache_key) -> CachedAnswer | None`.
+A cache lookup is the matching read side: `lookup(cache_key) -> CachedAnswer | None`. The
+client makes its `JudgeCall` instances with `new_call`, one per attempt or cache hit.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import TYPE_CHECKING
 from django.db import connections, router, transaction
 from django.utils import timezone
 
-from evaluations.judge.cache import CachedAnswer
-from sherlock.bulk import fetch_all, insert
+from evaluations.judge.cache import CachedAnswer, canonical_json, sha256
+from evaluations.judge.schema import stored_request
 
 if TYPE_CHECKING:
+    from evaluations.judge.answers import Question
     from evaluations.models import JudgeCall
 
 
@@ -48,7 +50,7 @@ def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
     (`cached=True`) costs nothing and gets no cost entry: its `usd` stays null too, which the
     `cached` flag tells apart from a missing price (`JudgeCall.price_missing`).
 
-    One transaction per ask, with bulk inserts: an ask costs one price lookup and two INSERTs
+    One transaction per ask, with `bulk_create`: an ask costs one price lookup and two INSERTs
     whatever its number of attempts (plus one lookup of the run's agent when the judge was
     bound to a bare run id without `agent=`).
     """
@@ -71,16 +73,15 @@ def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
             .first()
         )
     alias = router.db_for_write(JudgeCall)
-    bulk_returns_ids = connections[alias].features.can_return_rows_from_bulk_insert
     day = timezone.localdate()
     with transaction.atomic(using=alias):
-        if bulk_returns_ids:
-            insert(list(calls), using=alias)
+        if connections[alias].features.can_return_rows_from_bulk_insert:
+            JudgeCall.objects.using(alias).bulk_create(calls)
         else:  # e.g. SQLite older than 3.35: the cost entries need the calls' ids
             for call in calls:
                 call.save(using=alias)
         if real:
-            insert(
+            CostEntry.objects.using(alias).bulk_create(
                 [
                     CostEntry(
                         kind=CostKind.SCORING,
@@ -95,44 +96,89 @@ def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
                         judge_call=call,
                     )
                     for call in real
-                ],
-                using=alias,
+                ]
             )
 
 
 def lookup_cached(cache_key: str) -> CachedAnswer | None:
-    """The newest successful stored call with this key, as a cache entry (one indexed query).
-
-    Runs once per ask that misses the in-process cache, so it is one plain SQL statement (the
-    same one the ORM would write for `filter(...).order_by("-id").values_list(...).first()`),
-    built once, rather than a queryset built and compiled on every call, and it goes out
-    through `sherlock.bulk.fetch_all` (the driver's cursor unless queries are being logged).
-    """
+    """The newest successful stored call with this key, as a cache entry (one indexed query,
+    run once per ask that misses the in-process cache)."""
     from evaluations.models import JudgeCall
 
-    alias = router.db_for_read(JudgeCall)
-    connection = connections[alias]
-    sql = _lookup_sql.get(alias)
-    if sql is None:
-        qn = connection.ops.quote_name
-        meta = JudgeCall._meta
-        pk = qn(meta.pk.column)
-        sql = _lookup_sql[alias] = (
-            f"SELECT {pk}, {qn(meta.get_field('raw_answer').column)} "
-            f"FROM {qn(meta.db_table)} "
-            f"WHERE {qn(meta.get_field('cache_key').column)} = %s "
-            f"AND {qn(meta.get_field('status').column)} = %s "
-            f"ORDER BY {pk} DESC LIMIT 1"
-        )
-    rows = fetch_all(connection, sql, (cache_key, str(JudgeCall.Status.OK)))
-    row = rows[0] if rows else None
+    row = (
+        JudgeCall.objects.filter(cache_key=cache_key, status=JudgeCall.Status.OK)
+        .order_by("-id")
+        .values_list("id", "raw_answer")
+        .first()
+    )
     if row is None:
         return None
     call_id, raw = row
     return CachedAnswer(raw=raw, source_call_id=call_id)
 
 
-_lookup_sql: dict[str, str] = {}
+def new_call(
+    question: Question,
+    request: dict,
+    context: JudgeContext,
+    *,
+    attempt: int,
+    response: dict | None = None,
+    raw: str | None = None,
+    latency_ms: float = 0.0,
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    error: str | None = None,
+    cached: bool = False,
+) -> JudgeCall:
+    """The unsaved `JudgeCall` row of one attempt at `request` (the question or its repair),
+    or of one cache hit, filed under the question's cache key and the bound context."""
+    from evaluations.models import JudgeCall
+
+    return _new_call(
+        {
+            "model": question.model,
+            "rubric_id": question.rubric_id,
+            "rubric_version": question.rubric_version,
+            "prompt_hash": (
+                question.prompt_hash
+                if request is question.request
+                else sha256(canonical_json(request["messages"]))
+            ),
+            "cache_key": question.cache_key,
+            "cached": cached,
+            "attempt": attempt,
+            "status": (JudgeCall.Status.ERROR if error else JudgeCall.Status.OK).value,
+            "error": error or "",
+            "request": stored_request(request, question.prepared),
+            "response": response,
+            "raw_answer": raw or "",
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "latency_ms": round(latency_ms, 3),
+            "run_id": context.run_id,
+            "trial_id": context.trial_id,
+        }
+    )
+
+
+_call_fields: tuple | None = None
+
+
+def _new_call(values: dict) -> JudgeCall:
+    """`JudgeCall(**values)` through Django's positional constructor (the one `from_db` uses),
+    which costs a third of the keyword one: once per judge call. Fields not given get their
+    defaults, as with keywords; an unknown name is a bug and raises."""
+    global _call_fields
+    from evaluations.models import JudgeCall
+
+    if _call_fields is None:
+        fields = [(f.attname, f.get_default) for f in JudgeCall._meta.concrete_fields]
+        _call_fields = (fields, frozenset(name for name, _ in fields))
+    fields, names = _call_fields
+    if not names.issuperset(values):
+        raise TypeError(f"JudgeCall has no field {sorted(set(values) - names)}")
+    return JudgeCall(*[values[name] if name in values else default() for name, default in fields])
 
 
 class MemoryRecorder:

@@ -551,9 +551,9 @@ def test_one_sdk_client_per_base_url(llm_server):
     two = fast_judge(llm_server, timeout=5)
     elsewhere = fast_judge(llm_server, base_url=llm_server.url.replace("127.0.0.1", "localhost"))
 
-    assert one._core.sdk is two._core.sdk
-    assert one._core.sdk is not elsewhere._core.sdk
-    assert one._core.sdk.max_retries == 0  # our retries, not the SDK's
+    assert one.sdk is two.sdk
+    assert one.sdk is not elsewhere.sdk
+    assert one.sdk.max_retries == 0  # our retries, not the SDK's
 
 
 def test_asks_reuse_pooled_connections(llm_server):

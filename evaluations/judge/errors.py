@@ -1,0 +1,34 @@
+"""Why an ask failed: the error codes of `JudgeAnswer.error_code`, and how a message is clipped.
+
+The codes are for check reasons and filters. The transport ones (rate limited, server error,
+timeout, connection, other HTTP status) are decided by the retry policy (`retry.py`), the
+answer ones (malformed, refused) when the answer is read (`answers.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RATE_LIMITED = "rate_limited"
+SERVER_ERROR = "server_error"
+TIMEOUT = "timeout"
+CONNECTION = "connection"
+HTTP_ERROR = "http_error"
+MALFORMED = "malformed"
+REFUSED = "refused"
+
+_MAX_ERROR_TEXT = 1000
+
+
+@dataclass
+class Failure:
+    """A failed attempt or ask: the message a check shows, and its code."""
+
+    error: str
+    code: str
+
+
+def clip(value) -> str:
+    """`str(value)`, cut to what an error message stored on a row should hold."""
+    text = str(value)
+    return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 1] + "…"

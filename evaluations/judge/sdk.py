@@ -1,0 +1,66 @@
+"""The judge's OpenAI SDK client: one per process, base URL and key, and the one call it makes.
+
+One `openai.OpenAI` client, with the SDK's own default HTTP client (httpx2 and its connection
+pool), is shared by every thread: the run engine scores many trials at once, and one client
+means warm keep-alive connections instead of a TCP handshake per question. The SDK's retries
+are off (`max_retries=0`): `retry.py` retries instead, to honour `Retry-After` and to record
+every attempt as a `JudgeCall` row, which the SDK's hidden retries would not let us.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import httpx2
+import openai
+
+_clients: dict[tuple[int, str, str], openai.OpenAI] = {}
+_clients_lock = threading.Lock()
+
+
+def openai_client(base_url: str, api_key: str | None, timeout: float = 60) -> openai.OpenAI:
+    """The process's one SDK client (and connection pool) for this base URL and key.
+
+    The SDK client is thread-safe; sharing it keeps connections warm across threads. The key
+    includes the process id because django-q2 forks workers, and a pool inherited across a
+    fork would share sockets between processes. `timeout` is only the client's default: each
+    request passes its own.
+    """
+    key = (os.getpid(), base_url, api_key or "")
+    client = _clients.get(key)
+    if client is None:
+        with _clients_lock:
+            client = _clients.get(key)
+            if client is None:
+                client = openai.OpenAI(
+                    base_url=base_url,
+                    # Many OpenAI-compatible servers need no key, but the SDK insists on one.
+                    api_key=api_key or "sk-none",
+                    timeout=timeout,
+                    max_retries=0,
+                )
+                _clients[key] = client
+    return client
+
+
+def chat_completion(sdk: openai.OpenAI, request: dict, timeout: float) -> dict:
+    """The chat completion for `request` (a `/chat/completions` body), as the JSON it came in.
+
+    Through the SDK's documented `client.post` for requests it has no typed method for,
+    rather than `chat.completions.create`: the typed method walks the whole request (messages
+    and the rubric's schema) through its TypedDict transform on every call, half of the
+    client's CPU per question (bench/judge_cost.py), to send the very same JSON; and its
+    pydantic model of the answer would only be dumped back. The request goes through the
+    SDK's own send (headers, auth, timeout, its httpx2 client); a status, a timeout or a
+    connection failure raises the SDK's exception, and a body that is not a JSON object
+    raises ValueError.
+    """
+    response = sdk.post(
+        "/chat/completions", body=request, cast_to=httpx2.Response, options={"timeout": timeout}
+    )
+    payload = json.loads(response.content)
+    if not isinstance(payload, dict):
+        raise ValueError("the response body is not a JSON object")
+    return payload
