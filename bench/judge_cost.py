@@ -140,9 +140,7 @@ def measure(server, cases, latency_s):
     from django.db import transaction
 
     from evaluations.checks import evaluate, validate_params
-    from evaluations.engine import ledger as _ledger
-    from evaluations.engine import record_judge_calls as _judge_recorder
-    from evaluations.engine import store_judge_calls as _store_judge_calls
+    from evaluations.engine import ledger, record_judge_calls, store_judge_calls
     from evaluations.judge import JudgeClient
     from evaluations.models import JudgeCall
 
@@ -151,7 +149,7 @@ def measure(server, cases, latency_s):
     # The engine's recording path: a trial's judge calls are held with it and stored in one
     # batch with the trial (evaluations.engine), so that write is part of what we measure.
     judge = JudgeClient(
-        base_url=server.url, api_key="sk-bench", model="bench-judge", recorder=_judge_recorder
+        base_url=server.url, api_key="sk-bench", model="bench-judge", recorder=record_judge_calls
     )
     params = {kind: validate_params(kind, {}) for kind in KINDS}
     first_call = JudgeCall.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
@@ -160,16 +158,16 @@ def measure(server, cases, latency_s):
     started = time.perf_counter()
     for case, transcript in cases:
         bound = judge.bind(repetition=int(case["id"].split("-")[1]) + int(latency_s * 1000))
-        _ledger.calls = held = []
+        ledger.calls = held = []
         for kind in KINDS:
             t0 = time.thread_time()
             verdict = evaluate(kind, params[kind], case, transcript, judge=bound)
             cpu += time.thread_time() - t0
             statuses[verdict.outcome] = statuses.get(verdict.outcome, 0) + 1
-        _ledger.calls = None
+        ledger.calls = None
         t0 = time.thread_time()
         with transaction.atomic():
-            _store_judge_calls(held)
+            store_judge_calls(held)
         cpu += time.thread_time() - t0
     wall = time.perf_counter() - started
     calls = JudgeCall.objects.filter(pk__gt=first_call, cached=False)

@@ -4,12 +4,13 @@ Runs, trials, check results, case results, judge calls and the cost ledger are r
 happened: read-only here. A run's page lists its case results; a trial's page its check results.
 """
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 
 from evaluations.actions._case_fields import CASE_FIELDS
 from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.create_case import CreateCase
 from evaluations.actions.create_check import CreateCheck
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
@@ -34,7 +35,7 @@ from evaluations.models import (
     Run,
     Trial,
 )
-from sherlock.core.admin import ReadOnlyInline, ReadOnlyMixin
+from sherlock.core.admin import ReadOnlyInline, ReadOnlyMixin, verb_action
 from sherlock.core.errors import ActionError
 from sherlock.core.permissions import user_can
 
@@ -107,6 +108,12 @@ class DatasetAdmin(admin.ModelAdmin):
     raw_id_fields = ["owner"]
     prepopulated_fields = {"slug": ["name"]}
     actions = ["start_draft"]
+    start_draft = verb_action(
+        CreateDraftDatasetVersion,
+        "new draft version started",
+        description="Start a new draft version (copy of the last frozen one)",
+        subject="dataset",
+    )
 
     def get_queryset(self, request):
         return visible_datasets(request).select_related("owner")
@@ -115,17 +122,6 @@ class DatasetAdmin(admin.ModelAdmin):
         if obj is None:
             return super().has_change_permission(request)
         return user_can(request.user, "edit", obj)
-
-    @admin.action(description="Start a new draft version (copy of the last frozen one)")
-    def start_draft(self, request, queryset):
-        for dataset in queryset:
-            try:
-                draft = CreateDraftDatasetVersion(
-                    acting_user=request.user, dataset=dataset
-                ).execute()
-                self.message_user(request, f"{draft} started.")
-            except ActionError as exc:
-                self.message_user(request, f"{dataset}: {exc}", messages.ERROR)
 
 
 class CheckInline(ReadOnlyInline):
@@ -177,14 +173,12 @@ class DatasetVersionAdmin(admin.ModelAdmin):
     def n_checks(self, obj):
         return obj.n_checks
 
-    @admin.action(description="Freeze the selected draft versions")
-    def freeze(self, request, queryset):
-        for version in queryset.select_related("dataset"):
-            try:
-                FreezeDatasetVersion(acting_user=request.user, dataset_version=version).execute()
-                self.message_user(request, f"{version.dataset} v{version.number} frozen.")
-            except ActionError as exc:
-                self.message_user(request, f"{version}: {exc}", messages.ERROR)
+    freeze = verb_action(
+        FreezeDatasetVersion,
+        "frozen",
+        description="Freeze the selected draft versions",
+        subject="dataset_version",
+    )
 
 
 @admin.register(Case)
@@ -307,17 +301,9 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def estimate_view(self, obj):
         return describe_estimate(obj.estimate)
 
-    @admin.action(description="Cancel selected runs")
-    def cancel_runs(self, request, queryset):
-        from evaluations.actions.cancel_run import CancelRun
-
-        for run in queryset:
-            try:
-                CancelRun(acting_user=request.user, run=run).execute()
-            except ActionError as exc:
-                self.message_user(request, f"Run #{run.pk}: {exc}", messages.ERROR)
-            else:
-                self.message_user(request, f"Run #{run.pk} cancelled.")
+    cancel_runs = verb_action(
+        CancelRun, "cancelled", description="Cancel selected runs", subject="run"
+    )
 
 
 class CheckResultInline(ReadOnlyMixin, admin.TabularInline):

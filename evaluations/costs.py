@@ -16,10 +16,8 @@ missing" and never counted as $0. On that rule this module builds:
 - the cost views: the ledger by day, agent and kind (`daily_ledger`) and the admin's texts for
   a run's spend and estimate (`describe_spend`, `describe_estimate`).
 
-One computation is still elsewhere: the judge's ORM recorder
-(`evaluations.judge.recording.record_calls`, for judge calls made outside a trial) prices its
-calls and builds their ledger lines itself; `price_judge_calls` and `judge_cost_lines` are
-written to replace that code.
+The run engine and the judge's ORM recorder (`evaluations.judge.recording.record_calls`, for
+judge calls made outside a trial) both price judge calls and write their ledger lines here.
 """
 
 from decimal import Decimal

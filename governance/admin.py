@@ -49,38 +49,9 @@ from governance.audit_export import write_entries
 from governance.choices import Role
 from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
 from governance.roles import OBJECT_PERMS, holds_admin_rights, is_global_admin, scoped_roles
-from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin
+from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin, run_verb, verb_action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionError
-
-
-def run_verb(modeladmin, request, objects, make_action, done):
-    """Run one action per selected object; each success or refusal becomes a message (the
-    refusal is audited by the action itself)."""
-    for obj in objects:
-        try:
-            make_action(obj).execute()
-        except ActionError as exc:
-            modeladmin.message_user(request, f"{obj}: {exc}", messages.ERROR)
-        else:
-            modeladmin.message_user(request, f"{obj}: {done}.", messages.SUCCESS)
-
-
-def verb_action(action_class, done, *, description, permission, subject, of=None):
-    """An admin action that runs `action_class` on each selected row: the row (or `of(row)`)
-    is handed to the action as its `subject` keyword, as the acting user's request."""
-
-    @admin.action(description=description, permissions=[permission])
-    def run(modeladmin, request, queryset):
-        run_verb(
-            modeladmin,
-            request,
-            queryset,
-            lambda obj: action_class(acting_user=request.user, **{subject: of(obj) if of else obj}),
-            done,
-        )
-
-    return run
 
 
 class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):

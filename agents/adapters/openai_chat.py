@@ -230,7 +230,7 @@ class OpenAIChatAgent(PreparedAgent):
         The SDK's documented low-level `post` rather than `chat.completions.create`: the same
         client, pool, auth, retries, timeouts and errors, without building typed models that
         we would turn straight back into dicts (a few ms of CPU per call, in a worker that
-        makes thousands). The judge client does the same (evaluations/judge/client.py).
+        makes thousands). The judge client does the same (evaluations/judge/sdk.py).
         """
         try:
             raw = client.post("/chat/completions", body=body, cast_to=httpx2.Response)

@@ -134,7 +134,7 @@ class Work:
         self.own = list(reversed(trials))
         self.helped = []
         self.below = None  # help with pending trials below this id (they go highest first)
-        self.help_until = time.monotonic() + settings.Q_CLUSTER.get("timeout", 1800) / 2
+        self.help_until = time.monotonic() + settings.Q_TIMEOUT / 2
         self.lock = threading.Lock()
         for trial in trials:
             trial.run = run  # one run instance for all: the evidence step reads its version

@@ -18,7 +18,6 @@ configured (model checks are then skipped). The modules:
 from evaluations.judge.answers import JudgeAnswer
 from evaluations.judge.cache import CachedAnswer
 from evaluations.judge.client import (
-    DEFAULT_SEED,
     JudgeClient,
     get_default_judge,
     reset_default_judges,
@@ -27,7 +26,6 @@ from evaluations.judge.recording import JudgeContext, MemoryRecorder, lookup_cac
 from evaluations.judge.sdk import openai_client
 
 __all__ = [
-    "DEFAULT_SEED",
     "CachedAnswer",
     "JudgeAnswer",
     "JudgeClient",

@@ -51,8 +51,6 @@ from evaluations.judge.recording import (
 )
 from evaluations.judge.retry import (
     DEFAULT_BASE_BACKOFF,
-    DEFAULT_MAX_BACKOFF,
-    DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_AFTER,
     AttemptFailure,
     RetryPolicy,
@@ -64,13 +62,10 @@ if TYPE_CHECKING:
     from evaluations.models import JudgeCall
 
 __all__ = [
-    "DEFAULT_SEED",
     "JudgeClient",
     "get_default_judge",
     "reset_default_judges",
 ]
-
-DEFAULT_SEED = 7
 
 
 @dataclass
@@ -131,11 +126,11 @@ class JudgeClient:
         api_key = api_key if api_key is not None else (settings.OPENAI_API_KEY or "")
         timeout = float(timeout if timeout is not None else settings.SHERLOCK_JUDGE_TIMEOUT)
         if max_retries is None:
-            max_retries = getattr(settings, "SHERLOCK_JUDGE_MAX_RETRIES", DEFAULT_MAX_RETRIES)
+            max_retries = settings.SHERLOCK_JUDGE_MAX_RETRIES
         if max_backoff is None:
-            max_backoff = getattr(settings, "SHERLOCK_JUDGE_MAX_BACKOFF", DEFAULT_MAX_BACKOFF)
+            max_backoff = settings.SHERLOCK_JUDGE_MAX_BACKOFF
         if seed is None:
-            seed = getattr(settings, "SHERLOCK_JUDGE_SEED", DEFAULT_SEED)
+            seed = settings.SHERLOCK_JUDGE_SEED
         self._core = _Core(
             base_url=base_url,
             api_key=api_key,
@@ -386,9 +381,9 @@ def get_default_judge(**context) -> JudgeClient | None:
         settings.OPENAI_API_KEY,
         settings.SHERLOCK_JUDGE_MODEL,
         settings.SHERLOCK_JUDGE_TIMEOUT,
-        getattr(settings, "SHERLOCK_JUDGE_MAX_RETRIES", DEFAULT_MAX_RETRIES),
-        getattr(settings, "SHERLOCK_JUDGE_MAX_BACKOFF", DEFAULT_MAX_BACKOFF),
-        getattr(settings, "SHERLOCK_JUDGE_SEED", DEFAULT_SEED),
+        settings.SHERLOCK_JUDGE_MAX_RETRIES,
+        settings.SHERLOCK_JUDGE_MAX_BACKOFF,
+        settings.SHERLOCK_JUDGE_SEED,
     )
     judge = _defaults.get(key)
     if judge is None:

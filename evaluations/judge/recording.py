@@ -45,26 +45,22 @@ CacheLookup = Callable[[str], CachedAnswer | None]
 def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
     """Store the calls of one ask, and a scoring line in the cost ledger for each real call.
 
-    The price comes from `ModelPrice` at the time of the call; a model without a price gets
-    `usd=None` on the call and on its cost entry ("price missing", never $0). A cache hit
-    (`cached=True`) costs nothing and gets no cost entry: its `usd` stays null too, which the
-    `cached` flag tells apart from a missing price (`JudgeCall.price_missing`).
+    The price comes from `ModelPrice` at the time of the call (`evaluations.costs`); a model
+    without a price gets `usd=None` on the call and on its cost entry ("price missing", never
+    $0). A cache hit (`cached=True`) costs nothing and gets no cost entry: its `usd` stays null
+    too, which the `cached` flag tells apart from a missing price (`JudgeCall.price_missing`).
 
     One transaction per ask, with `bulk_create`: an ask costs one price lookup and two INSERTs
     whatever its number of attempts (plus one lookup of the run's agent when the judge was
     bound to a bare run id without `agent=`).
     """
-    from evaluations.choices import CostKind
-    from evaluations.models import CostEntry, JudgeCall, ModelPrice, Run
+    from evaluations.costs import judge_cost_lines, price_judge_calls
+    from evaluations.models import CostEntry, JudgeCall, Run
 
     if not calls:
         return
+    price_judge_calls(calls)  # every call of one ask goes to the same model: one price lookup
     real = [call for call in calls if not call.cached]
-    if real:
-        # Every call of one ask goes to the same model: one price lookup.
-        price = ModelPrice.objects.filter(model=real[0].model).first()
-        for call in real:
-            call.usd = price.cost(call.prompt_tokens, call.completion_tokens) if price else None
     agent_id = context.agent_id
     if agent_id is None and context.run_id is not None and real:
         agent_id = (
@@ -73,31 +69,21 @@ def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
             .first()
         )
     alias = router.db_for_write(JudgeCall)
-    day = timezone.localdate()
     with transaction.atomic(using=alias):
         if connections[alias].features.can_return_rows_from_bulk_insert:
             JudgeCall.objects.using(alias).bulk_create(calls)
         else:  # e.g. SQLite older than 3.35: the cost entries need the calls' ids
             for call in calls:
                 call.save(using=alias)
-        if real:
-            CostEntry.objects.using(alias).bulk_create(
-                [
-                    CostEntry(
-                        kind=CostKind.SCORING,
-                        day=day,
-                        model=call.model,
-                        prompt_tokens=call.prompt_tokens,
-                        completion_tokens=call.completion_tokens,
-                        usd=call.usd,
-                        agent_id=agent_id,
-                        run_id=context.run_id,
-                        trial_id=context.trial_id,
-                        judge_call=call,
-                    )
-                    for call in real
-                ]
-            )
+        lines = judge_cost_lines(
+            real,
+            day=timezone.localdate(),
+            agent_id=agent_id,
+            run_id=context.run_id,
+            trial_id=context.trial_id,
+        )
+        if lines:
+            CostEntry.objects.using(alias).bulk_create(lines)
 
 
 def lookup_cached(cache_key: str) -> CachedAnswer | None:

@@ -29,9 +29,9 @@ from evaluations.judge.errors import (
     clip,
 )
 
-DEFAULT_MAX_RETRIES = 3
+# Not settings: the first wait's ceiling, and the longest Retry-After we honour. The retry count
+# and the longest wait are settings (SHERLOCK_JUDGE_MAX_RETRIES, _MAX_BACKOFF), declared there.
 DEFAULT_BASE_BACKOFF = 0.5
-DEFAULT_MAX_BACKOFF = 8.0
 DEFAULT_MAX_RETRY_AFTER = 60.0
 
 # What one attempt may raise for a judge failure (APITimeoutError is an APIConnectionError);
@@ -84,9 +84,9 @@ class RetryPolicy:
     """How many times to try one request, how long each try may take, and how long to wait."""
 
     timeout: float
-    max_retries: int = DEFAULT_MAX_RETRIES
+    max_retries: int
+    max_backoff: float
     base_backoff: float = DEFAULT_BASE_BACKOFF
-    max_backoff: float = DEFAULT_MAX_BACKOFF
     max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
 
     def backoff(self, retry: int) -> float:

@@ -12,10 +12,9 @@ import time
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 
-from evaluations.checks.rubrics import Rubric
 from evaluations.judge import (
-    DEFAULT_SEED,
     JudgeClient,
     MemoryRecorder,
     get_default_judge,
@@ -25,6 +24,7 @@ from evaluations.judge.cache import canonical_json, sha256
 from evaluations.models import CostEntry, JudgeCall, ModelPrice, Run, Trial
 from tests.support import factories
 from tests.support.judge_fixtures import JUDGE_MODEL
+from tests.support.judging import GOOD, RELEVANCE, VARIABLES, fast_judge
 from tests.support.llm_server import (
     Fault,
     Reply,
@@ -35,43 +35,9 @@ from tests.support.llm_server import (
     server_error,
 )
 
-RELEVANCE = Rubric(
-    id="test.relevance",
-    version=3,
-    system="You grade answers. Reply with JSON.",
-    template="Question: {question}\nAnswer: {answer}\nDoes the answer address the question?",
-    schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "reason": {"type": "string"},
-            "score": {"type": "number", "minimum": 0, "maximum": 1},
-        },
-        "required": ["reason", "score"],
-    },
-)
-VARIABLES = {"question": "Where is the Eiffel Tower?", "answer": "In Paris."}
-GOOD = {"reason": "It answers where.", "score": 1}
-
 
 def calls_in_order():
     return list(JudgeCall.objects.order_by("id"))
-
-
-def fast_judge(server, **kwargs):
-    """A judge on the loopback server that never records to the database."""
-    options = {
-        "base_url": server.url,
-        "model": JUDGE_MODEL,
-        "timeout": 1,
-        "max_retries": 2,
-        "base_backoff": 0.01,
-        "max_backoff": 0.05,
-        "recorder": MemoryRecorder(),
-        "cache_lookup": None,
-    }
-    options.update(kwargs)
-    return JudgeClient(**options)
 
 
 # --- a good answer -------------------------------------------------------------------------
@@ -111,7 +77,7 @@ def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_se
     (request,) = llm_server.requests
     assert request["model"] == JUDGE_MODEL
     assert request["temperature"] == 0
-    assert request["seed"] == DEFAULT_SEED
+    assert request["seed"] == settings.SHERLOCK_JUDGE_SEED
     assert request["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "test_relevance", "schema": RELEVANCE.schema, "strict": True},

@@ -7,7 +7,7 @@ from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
 from evaluations.judge import lookup_cached
-from tests.evaluations.test_judge import GOOD, RELEVANCE, VARIABLES
+from tests.support.judging import GOOD, RELEVANCE, VARIABLES
 
 
 @pytest.mark.django_db

@@ -1,9 +1,10 @@
 """What reaches the wire: the judge's requests go out through the OpenAI SDK's own client
 (evaluations/judge/sdk.py), as the SDK sends a chat completion, with nothing added."""
 
-from evaluations.judge import DEFAULT_SEED
-from tests.evaluations.test_judge import GOOD, RELEVANCE, VARIABLES, fast_judge
+from django.conf import settings
+
 from tests.support.judge_fixtures import JUDGE_MODEL
+from tests.support.judging import GOOD, RELEVANCE, VARIABLES, fast_judge
 from tests.support.llm_server import server_error
 
 
@@ -20,7 +21,11 @@ def test_the_request_is_the_sdks_chat_completion_with_the_question_and_nothing_e
     assert headers["content-type"] == "application/json"
     (body,) = llm_server.requests
     assert set(body) == {"model", "messages", "response_format", "temperature", "seed"}
-    assert (body["model"], body["temperature"], body["seed"]) == (JUDGE_MODEL, 0, DEFAULT_SEED)
+    assert (body["model"], body["temperature"], body["seed"]) == (
+        JUDGE_MODEL,
+        0,
+        settings.SHERLOCK_JUDGE_SEED,
+    )
     assert body["response_format"]["json_schema"] == {
         "name": "test_relevance",
         "schema": RELEVANCE.schema,
