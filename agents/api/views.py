@@ -4,7 +4,7 @@ see an object gets 404). Creating goes through the actions. The publishing verbs
 `governance.api.views`, under the same `/versions/{id}/` path."""
 
 import django_filters
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.response import Response
 
@@ -18,12 +18,9 @@ from agents.api.serializers import (
 )
 from agents.choices import VersionState
 from agents.models import Agent, AgentVersion
-from sherlock.core.api import ErrorSerializer
+from sherlock.core.api import refusals
 
-REFUSED = {
-    400: OpenApiResponse(ErrorSerializer, description="Invalid input."),
-    403: OpenApiResponse(ErrorSerializer, description="Your role does not allow this."),
-}
+REFUSED = refusals(400, 403)
 
 
 @extend_schema_view(

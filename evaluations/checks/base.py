@@ -130,6 +130,18 @@ def params_object(properties: dict, required: tuple = (), **extra) -> dict:
     return schema
 
 
+def needed_when(key: str, field: str, value: Any) -> dict:
+    """A params-schema clause: `key` is required when `field` is `value` (pair it with
+    `only_when` in `clean`, so the key is refused otherwise)."""
+    return {"if": {"properties": {field: {"const": value}}}, "then": {"required": [key]}}
+
+
+def only_when(params: dict, key: str, field: str, value: Any) -> None:
+    """Refuse `key` in params unless `field` is `value` (a param that would be ignored)."""
+    if key in params and params[field] != value:
+        raise ParamsError(key, f"is only used with {field} {value}")
+
+
 # --- reading cases and transcripts ---------------------------------------------------------------
 
 

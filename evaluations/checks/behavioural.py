@@ -30,6 +30,8 @@ from .base import (
     finite_number,
     has_output,
     maximum_matching,
+    needed_when,
+    only_when,
     params_object,
     register,
     scored,
@@ -143,17 +145,11 @@ class OutputType(CheckKind):
             "mode": {"enum": ["whole", "embedded"], "default": "whole"},
         },
         required=("type",),
-        allOf=[
-            {
-                "if": {"properties": {"type": {"const": "json_schema"}}},
-                "then": {"required": ["schema"]},
-            }
-        ],
+        allOf=[needed_when("schema", "type", "json_schema")],
     )
 
     def clean(self, params):
-        if "schema" in params and params["type"] != "json_schema":
-            raise ParamsError("schema", "is only used with type json_schema")
+        only_when(params, "schema", "type", "json_schema")
         if params["type"] == "json_schema":
             try:
                 Draft202012Validator.check_schema(params["schema"])
@@ -401,17 +397,11 @@ class Trajectory(CheckKind):
             **_TOOL_CALL_FIELDS,
         },
         required=("metric",),
-        allOf=[
-            {
-                "if": {"properties": {"metric": {"const": "single_tool_use"}}},
-                "then": {"required": ["tool_name"]},
-            }
-        ],
+        allOf=[needed_when("tool_name", "metric", "single_tool_use")],
     )
 
     def clean(self, params):
-        if "tool_name" in params and params["metric"] != "single_tool_use":
-            raise ParamsError("tool_name", "is only used with metric single_tool_use")
+        only_when(params, "tool_name", "metric", "single_tool_use")
         return params
 
     def evaluate(self, params, case, transcript, judge) -> CheckVerdict:

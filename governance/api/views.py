@@ -5,7 +5,7 @@ from `for_user`, so a user who may not see one gets 404 before any action is tri
 
 import django_filters
 from django.db.models import Prefetch
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -29,16 +29,9 @@ from governance.api.serializers import (
 )
 from governance.choices import BypassState, RequestState
 from governance.models import AuditEntry, Bypass, PublishRequest
-from sherlock.core.api import ErrorSerializer
+from sherlock.core.api import refusals
 
-REFUSED = {
-    400: OpenApiResponse(ErrorSerializer, description="Invalid input (e.g. a thin reason)."),
-    403: OpenApiResponse(ErrorSerializer, description="Your role does not allow this."),
-    404: OpenApiResponse(ErrorSerializer, description="Not found, or not visible to you."),
-    409: OpenApiResponse(
-        ErrorSerializer, description="The state forbids it (already published, blocked, ...)."
-    ),
-}
+REFUSED = refusals(400, 403, 404, 409, s400="Invalid input (e.g. a thin reason).")
 
 
 def publish_requests():

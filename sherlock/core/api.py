@@ -3,6 +3,7 @@ with 400/403/409, and `ErrorSerializer` documents that shape in the OpenAPI sche
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -16,6 +17,25 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
     code = serializers.CharField()
     field = serializers.CharField(required=False)
+
+
+REFUSAL_TEXT = {
+    400: "Invalid input.",
+    403: "Your role does not allow this.",
+    404: "Not found, or not visible to you.",
+    409: "The state forbids it (already published, blocked, ...).",
+}
+
+
+def refusals(*statuses, **texts):
+    """The schema's error responses of an endpoint: `refusals(400, 403)`, each in the
+    `ErrorSerializer` shape with the usual description, or one given as `texts["s400"]`."""
+    return {
+        code: OpenApiResponse(
+            ErrorSerializer, description=texts.get(f"s{code}", REFUSAL_TEXT[code])
+        )
+        for code in statuses
+    }
 
 
 def exception_handler(exc, context):
