@@ -155,15 +155,7 @@ def _thresholds_from_policy(raw: Mapping[str, Any]) -> Thresholds:
     coverage_required = raw.get("coverage_required", True)
     if not isinstance(coverage_required, bool):
         raise ThresholdsError("coverage_required must be true or false")
-    return Thresholds(
-        max_false_successes=_count_limit(raw, "max_false_successes"),
-        max_unknown_effects=_count_limit(raw, "max_unknown_effects"),
-        min_useful_progress=_rate_limit(raw, "min_useful_progress"),
-        min_tool_effect_integrity=_rate_limit(raw, "min_tool_effect_integrity"),
-        max_cost_per_verified_outcome_usd=_money_limit(raw, "max_cost_per_verified_outcome_usd"),
-        min_quality=_rate_limit(raw, "min_quality"),
-        coverage_required=coverage_required,
-    )
+    return Thresholds(**_read_limits(raw, file_format=False), coverage_required=coverage_required)
 
 
 def _thresholds_from_file(raw: Mapping[str, Any]) -> Thresholds:
@@ -194,15 +186,21 @@ def _thresholds_from_file(raw: Mapping[str, Any]) -> Thresholds:
             "thresholds.interval_reporting.wilson_95_when_n_at_least must be a positive integer"
         )
     return Thresholds(
-        max_false_successes=_count_limit(raw, "false_success_max_count"),
-        max_unknown_effects=_count_limit(raw, "unknown_tool_effects_max_count"),
-        min_useful_progress=_rate_limit(raw, "useful_progress_min"),
-        min_tool_effect_integrity=_rate_limit(raw, "tool_effect_integrity_min"),
-        max_cost_per_verified_outcome_usd=_money_limit(raw, "cost_per_verified_outcome_max_usd"),
-        min_quality=_rate_limit(raw, "quality_min"),
+        **_read_limits(raw, file_format=True),
         coverage_required=coverage_required,
         wilson_min_n=min_n,
     )
+
+
+def _read_limits(raw: Mapping[str, Any], *, file_format: bool) -> dict[str, Any]:
+    """The six limits of `raw` by their `Thresholds` field, each read by its kind (a count, a
+    rate, money) under its policy name or its file-format key, which its errors name."""
+    readers = {"max": _count_limit, "min": _rate_limit, "usd": _money_limit}
+    limits = {}
+    for file_key, field_name in _FILE_FIELDS.items():
+        kind = "usd" if field_name.endswith("_usd") else field_name[:3]
+        limits[field_name] = readers[kind](raw, file_key if file_format else field_name)
+    return limits
 
 
 def _limit_number(raw: Mapping[str, Any], name: str) -> Decimal | None:
