@@ -5,6 +5,7 @@
 - `permissions`: global-or-object permission checks and scoped querysets;
 - `audit` and `middleware`: the audit writer and the request context it reads;
 - `imports`: the allowlisted import of operator-named callables;
+- `states`: compare-and-set moves along declared state transitions;
 - `api`: the API's exception handler;
 - `admin`: admin mixins shared by the apps;
 - `htmx`: the full-page-or-partial helper.
