@@ -85,15 +85,9 @@ def test_finishing_happens_once_when_workers_race_for_it(live_db, builder):
         cases=[(f"c{i}", "q", {}) for i in range(5)],
         checks=[{"label": "Shape", "kind": "output_type", "params": {"type": "text"}}],
     )
-    from django_q.conf import Conf
 
-    Conf.SYNC = False  # keep the shard out of it: we play the last workers ourselves
-    try:
-        run = StartRun(
-            acting_user=builder, agent_version=version, dataset_version=dataset_version
-        ).execute()
-    finally:
-        Conf.SYNC = True
+    # Keep the shard out of it: we play the last workers ourselves.
+    run = factories.planned_run(builder, version, dataset_version)
     run.trials.update(status="completed")
     Run.objects.filter(pk=run.pk).update(status="running", trials_done=5)
 

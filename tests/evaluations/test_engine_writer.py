@@ -35,20 +35,14 @@ def test_a_trial_taken_over_by_another_worker_writes_nothing_of_its_own(
 def run_with_a_broken_trial(builder):
     """A run of two trials, executed but not written: `good`, and `broken`, whose check result
     the database refuses (a score outside [0, 1])."""
-    from django_q.conf import Conf
 
     version = factories.agent_version()
     dataset_version = factories.dataset_version(
         cases=[("good", "q", {}), ("broken", "q", {})],
         checks=[SHAPE],
     )
-    Conf.SYNC = False  # nobody runs the shard: we do it by hand
-    try:
-        run = StartRun(
-            acting_user=builder, agent_version=version, dataset_version=dataset_version
-        ).execute()
-    finally:
-        Conf.SYNC = True
+    # Nobody runs the shard: we do it by hand.
+    run = factories.planned_run(builder, version, dataset_version)
     trials = list(run.trials.select_related("case_version__case", "run__agent_version"))
     shard = Shard.load(trials[0].run)
     broken, good = (execute_trial(shard, t) for t in sorted(trials, key=lambda t: t.case.key))

@@ -8,7 +8,6 @@ from decimal import Decimal
 import pytest
 
 from agents.models import Agent
-from evaluations.actions.start_run import StartRun
 from evaluations.models import CheckResult, CostEntry, JudgeCall, ModelPrice, Trial
 from tests.support import factories
 from tests.support.judge_fixtures import JUDGE_MODEL
@@ -43,15 +42,9 @@ def start(builder, dataset_version, capture, model=None, reps=1, execute=True, v
         callable_path="tests.evaluations.test_run_cost.transcript_agent",
         **extra,
     )
-    with capture(execute=execute):
-        run = StartRun(
-            acting_user=builder,
-            agent_version=version,
-            dataset_version=dataset_version,
-            repetitions=reps,
-        ).execute()
-    run.refresh_from_db()
-    return run
+    return factories.start_run(
+        builder, version, dataset_version, capture, reps=reps, execute=execute
+    )
 
 
 @pytest.fixture

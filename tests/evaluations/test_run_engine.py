@@ -78,18 +78,6 @@ def dataset_version():
     )
 
 
-def start(builder, version, dataset_version, django_capture_on_commit_callbacks, reps=1):
-    with django_capture_on_commit_callbacks(execute=True):
-        run = StartRun(
-            acting_user=builder,
-            agent_version=version,
-            dataset_version=dataset_version,
-            repetitions=reps,
-        ).execute()
-    run.refresh_from_db()
-    return run
-
-
 def results(run):
     return {cr.case.key: cr for cr in CaseResult.objects.filter(run=run).select_related("case")}
 
@@ -105,7 +93,9 @@ def statuses(run, key):
 def test_start_run_plans_every_trial_and_runs_it(
     builder, version, dataset_version, django_capture_on_commit_callbacks
 ):
-    run = start(builder, version, dataset_version, django_capture_on_commit_callbacks, reps=2)
+    run = factories.start_run(
+        builder, version, dataset_version, django_capture_on_commit_callbacks, reps=2
+    )
     assert run.status == "completed"
     assert run.trials_total == 16 and run.trials_done == 16
     assert Trial.objects.filter(run=run).count() == 16
@@ -117,7 +107,7 @@ def test_start_run_plans_every_trial_and_runs_it(
 def test_case_results_follow_the_scoring_rules(
     builder, version, dataset_version, django_capture_on_commit_callbacks
 ):
-    run = start(builder, version, dataset_version, django_capture_on_commit_callbacks)
+    run = factories.start_run(builder, version, dataset_version, django_capture_on_commit_callbacks)
     by_key = results(run)
     assert by_key["good"].passed
     assert not by_key["missing-tool"].passed
@@ -142,7 +132,7 @@ def test_case_results_follow_the_scoring_rules(
 def test_an_agent_failure_is_an_error_not_a_failed_case(
     builder, version, dataset_version, django_capture_on_commit_callbacks
 ):
-    run = start(builder, version, dataset_version, django_capture_on_commit_callbacks)
+    run = factories.start_run(builder, version, dataset_version, django_capture_on_commit_callbacks)
     trial = Trial.objects.get(run=run, case__key="crashes")
     assert trial.status == "error" and "agent exploded" in trial.error
     assert set(statuses(run, "crashes").values()) == {"error"}
@@ -158,7 +148,9 @@ def test_repetitions_mean_scores_and_flag_flaky_cases(builder, django_capture_on
         cases=[("alternating", "q", {"expected_tools": [{"name": "kb.search"}]})],
         checks=[{"label": "Tools", "kind": "tools_used", "params": {}, "threshold": 1.0}],
     )
-    run = start(builder, version, dataset_version, django_capture_on_commit_callbacks, reps=4)
+    run = factories.start_run(
+        builder, version, dataset_version, django_capture_on_commit_callbacks, reps=4
+    )
     result = results(run)["alternating"]
     assert not result.passed
     assert result.flaky
@@ -180,7 +172,9 @@ def test_finishing_a_run_happens_once(
 
     run_finished.connect(listener)
     try:
-        run = start(builder, version, dataset_version, django_capture_on_commit_callbacks)
+        run = factories.start_run(
+            builder, version, dataset_version, django_capture_on_commit_callbacks
+        )
         with django_capture_on_commit_callbacks(execute=True):
             assert maybe_finish_run(run.pk) is False
     finally:
@@ -194,7 +188,7 @@ def test_a_finished_trial_is_never_executed_again(
 ):
     from evaluations.engine import run_shard
 
-    run = start(builder, version, dataset_version, django_capture_on_commit_callbacks)
+    run = factories.start_run(builder, version, dataset_version, django_capture_on_commit_callbacks)
     ids = list(run.trials.values_list("pk", flat=True))
     Run.objects.filter(pk=run.pk).update(status="running")  # as if a task were re-delivered
     assert run_shard(run.pk, ids) == 0
@@ -220,7 +214,7 @@ def test_admin_can_browse_the_run_its_cases_and_trials(
     client,
     django_capture_on_commit_callbacks,
 ):
-    run = start(builder, version, dataset_version, django_capture_on_commit_callbacks)
+    run = factories.start_run(builder, version, dataset_version, django_capture_on_commit_callbacks)
     trial = Trial.objects.get(run=run, case__key="good")
     client.login(username=admin_user.username, password=password)
     for url in [

@@ -93,6 +93,16 @@ def blocked_request(evaluate, bad_version, author):
 
 
 @pytest.fixture
+def pending_bypass(blocked_request, policy, admin_user):
+    """A bypass waiting for a second Admin (the policy asks for one)."""
+    policy.bypass_requires_second_admin = True
+    policy.save(update_fields=["bypass_requires_second_admin"])
+    return RequestBypass(
+        acting_user=admin_user, publish_request=blocked_request, reason=REASON
+    ).execute()
+
+
+@pytest.fixture
 def approved_bypass(blocked_request, admin_user):
     return RequestBypass(
         acting_user=admin_user, publish_request=blocked_request, reason=REASON

@@ -78,15 +78,6 @@ def test_bypass_through_the_api(role, scope, persona, blocked_request):
     assert refused.exists() == (response.status_code == 403)
 
 
-@pytest.fixture
-def pending_bypass(blocked_request, policy, admin_user):
-    policy.bypass_requires_second_admin = True
-    policy.save(update_fields=["bypass_requires_second_admin"])
-    return RequestBypass(
-        acting_user=admin_user, publish_request=blocked_request, reason=REASON
-    ).execute()
-
-
 @matrix
 def test_approve_a_bypass_through_the_api(role, scope, persona, pending_bypass):
     response = api_client(persona(role, scope)).post(

@@ -182,15 +182,6 @@ def test_nobody_else_may_bypass_and_the_attempt_is_audited(role, scope, persona,
     assert entry.actor_id == user.pk and entry.after == {"verb": "request", "code": "bypass_denied"}
 
 
-@pytest.fixture
-def pending_bypass(blocked_request, policy, admin_user):
-    policy.bypass_requires_second_admin = True
-    policy.save(update_fields=["bypass_requires_second_admin"])
-    return RequestBypass(
-        acting_user=admin_user, publish_request=blocked_request, reason=REASON
-    ).execute()
-
-
 @may_bypass
 def test_other_admins_may_approve_deny_and_revoke_a_bypass(role, scope, persona, pending_bypass):
     user = persona(role, scope)

@@ -65,3 +65,36 @@ def dataset_version(dataset_obj=None, cases=(), checks=(), frozen=True):
         version.frozen_at = timezone.now()
         version.save(update_fields=["frozen_at"])
     return version
+
+
+def start_run(builder, version, dataset_version, capture, reps=1, execute=True):
+    """A run started as a Builder starts one (StartRun); `capture` is pytest-django's
+    `django_capture_on_commit_callbacks`, so with `execute` the shards it enqueues on commit run
+    here, in django-q2's sync mode. Returns the run as stored afterwards."""
+    from evaluations.actions.start_run import StartRun
+
+    with capture(execute=execute):
+        run = StartRun(
+            acting_user=builder,
+            agent_version=version,
+            dataset_version=dataset_version,
+            repetitions=reps,
+        ).execute()
+    run.refresh_from_db()
+    return run
+
+
+def planned_run(builder, version, dataset_version):
+    """A run planned and enqueued with the broker out of the way: nobody runs its shards, so
+    the test plays the workers itself."""
+    from django_q.conf import Conf
+
+    from evaluations.actions.start_run import StartRun
+
+    Conf.SYNC = False
+    try:
+        return StartRun(
+            acting_user=builder, agent_version=version, dataset_version=dataset_version
+        ).execute()
+    finally:
+        Conf.SYNC = True
