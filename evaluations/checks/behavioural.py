@@ -85,6 +85,18 @@ def recorded_calls(transcript: dict, params: dict) -> list[ToolCall] | None:
     return calls
 
 
+def recorded_or_verdict(transcript: dict, params: dict):
+    """`(calls, None)` to judge, or `(None, verdict)` when they cannot be: `error` for malformed
+    tool calls, `skipped` when the transcript records none at all."""
+    try:
+        calls = recorded_calls(transcript, params)
+    except ValueError as exc:
+        return None, errored(f"the transcript's tool calls are invalid: {exc}")
+    if calls is None:
+        return None, skipped("the transcript does not record tool calls")
+    return calls, None
+
+
 def in_order(reference: list, actual: list, matches) -> bool:
     # Greedy earliest match is optimal for "is a subsequence" (evaluators.md §2.4, ADK IN_ORDER).
     position = 0
@@ -328,12 +340,9 @@ class ToolsUsed(CheckKind):
             wanted = read_calls(wanted, "expected tools")
         except ValueError as exc:
             return errored(f"expected tools are invalid: {exc}")
-        try:
-            calls = recorded_calls(transcript, params)
-        except ValueError as exc:
-            return errored(f"the transcript's tool calls are invalid: {exc}")
-        if calls is None:
-            return skipped("the transcript does not record tool calls")
+        calls, unscored = recorded_or_verdict(transcript, params)
+        if unscored:
+            return unscored
 
         def matches(want, call):
             if not fnmatchcase(call.name, want.name):
@@ -413,12 +422,9 @@ class Trajectory(CheckKind):
             reference = read_calls(reference if reference is not None else [], "the reference")
         except ValueError as exc:
             return errored(f"reference trajectory is invalid: {exc}")
-        try:
-            calls = recorded_calls(transcript, params)
-        except ValueError as exc:
-            return errored(f"the transcript's tool calls are invalid: {exc}")
-        if calls is None:
-            return skipped("the transcript does not record tool calls")
+        calls, unscored = recorded_or_verdict(transcript, params)
+        if unscored:
+            return unscored
         names = [c.name for c in calls]
         evidence = {
             "reference": [describe(r) for r in reference],

@@ -13,15 +13,7 @@ from governance.actions.request_bypass import RequestBypass
 from governance.choices import BypassState
 from governance.models import AuditEntry, PublishingPolicy
 from tests.support import factories
-from tests.support.governance import PERSONAS, REASON, persona_id
-
-PUBLISHERS = {
-    ("Publisher", "global"),
-    ("Publisher", "here"),
-    ("Admin", "global"),
-    ("Admin", "here"),
-}
-BUILDERS = {("Builder", "global"), ("Builder", "here"), ("Admin", "global"), ("Admin", "here")}
+from tests.support.governance import BUILDERS, PERSONAS, PUBLISHERS, REASON, persona_id
 
 matrix = pytest.mark.parametrize("role,scope", PERSONAS, ids=persona_id)
 

@@ -14,22 +14,16 @@ from governance.choices import BypassState
 from governance.models import AuditEntry
 from tests.support import factories
 from tests.support.governance import (
+    ADMINS,
+    BUILDERS,
     PERSONAS,
+    PUBLISHERS,
     REASON,
     api_client,
     finish_gate_runs,
     make_version,
     persona_id,
 )
-
-BUILDERS = {("Builder", "global"), ("Builder", "here"), ("Admin", "global"), ("Admin", "here")}
-PUBLISHERS = {
-    ("Publisher", "global"),
-    ("Publisher", "here"),
-    ("Admin", "global"),
-    ("Admin", "here"),
-}
-ADMINS = {("Admin", "global"), ("Admin", "here")}
 
 matrix = pytest.mark.parametrize("role,scope", PERSONAS, ids=persona_id)
 

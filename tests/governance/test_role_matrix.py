@@ -23,17 +23,16 @@ from governance.choices import BypassState, RequestState
 from governance.models import AuditEntry, PublishingPolicy
 from sherlock.core.errors import ActionDenied
 from tests.support import factories
-from tests.support.governance import REASON, finish_gate_runs, persona_id, split
-
-BUILDERS = {("Builder", "global"), ("Builder", "here"), ("Admin", "global"), ("Admin", "here")}
-PUBLISHERS = {
-    ("Publisher", "global"),
-    ("Publisher", "here"),
-    ("Admin", "global"),
-    ("Admin", "here"),
-}
-ADMINS = {("Admin", "global"), ("Admin", "here")}
-GLOBAL_ADMINS = {("Admin", "global")}
+from tests.support.governance import (
+    ADMINS,
+    BUILDERS,
+    GLOBAL_ADMINS,
+    PUBLISHERS,
+    REASON,
+    finish_gate_runs,
+    persona_id,
+    split,
+)
 
 
 def personas(allowed):

@@ -12,9 +12,8 @@ from evaluations.actions.update_check import UpdateCheck
 from governance.models import AuditEntry
 from sherlock.core.errors import ActionDenied
 from tests.support import factories
-from tests.support.governance import PERSONAS, persona_id
+from tests.support.governance import EDITORS, PERSONAS, persona_id
 
-EDITORS = {("Editor", "global"), ("Editor", "here"), ("Admin", "global")}
 ALLOWED = [p for p in PERSONAS if p in EDITORS]
 REFUSED = [p for p in PERSONAS if p not in EDITORS]
 may = pytest.mark.parametrize("role,scope", ALLOWED, ids=persona_id)

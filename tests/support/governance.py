@@ -98,6 +98,20 @@ SCOPES = ("global", "here", "other")
 PERSONAS = [(role, scope) for role in ROLES for scope in SCOPES] + [("outsider", None)]
 
 
+# Who may, in the role matrix: the personas holding a verb on the agent under test (an Admin
+# holds every verb; a grant on another agent gives nothing here).
+BUILDERS = {("Builder", "global"), ("Builder", "here"), ("Admin", "global"), ("Admin", "here")}
+PUBLISHERS = {
+    ("Publisher", "global"),
+    ("Publisher", "here"),
+    ("Admin", "global"),
+    ("Admin", "here"),
+}
+ADMINS = {("Admin", "global"), ("Admin", "here")}
+GLOBAL_ADMINS = {("Admin", "global")}
+EDITORS = {("Editor", "global"), ("Editor", "here"), ("Admin", "global")}
+
+
 def split(allowed):
     """The personas of the matrix that may do something, and those who may not."""
     return [p for p in PERSONAS if p in allowed], [p for p in PERSONAS if p not in allowed]
