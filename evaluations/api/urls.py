@@ -4,7 +4,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from evaluations.api import checks, compare, runs
+from evaluations.api import cases_io, checks, compare, runs
 
 router = DefaultRouter()
 router.register("datasets", checks.DatasetViewSet, basename="dataset")
@@ -19,5 +19,14 @@ urlpatterns = [
     path("checks/preview/", checks.CheckPreviewView.as_view(), name="check-preview"),
     # Before the router too, or `runs/<pk>/` would swallow "compare".
     path("runs/compare/", compare.RunComparisonView.as_view(), name="run-compare"),
+    # A dataset's cases as files, and its versions compared (by slug, beside the router's
+    # `datasets/<pk>/`).
+    path(
+        "datasets/<slug:slug>/draft/import/",
+        cases_io.CasesImportView.as_view(),
+        name="dataset-import",
+    ),
+    path("datasets/<slug:slug>/export/", cases_io.CasesExportView.as_view(), name="dataset-export"),
+    path("datasets/<slug:slug>/diff/", cases_io.DatasetDiffView.as_view(), name="dataset-diff"),
 ]
 urlpatterns += router.urls

@@ -201,6 +201,7 @@ def read_cases(data, fmt=None, filename=None):
         raise UnknownFormat(f"unknown format {fmt!r} (one of {', '.join(READ_FORMATS)})")
     errors = []
     rows = readers[fmt](text, errors)
+    errors.sort(key=lambda error: error.line)
     return fmt, rows, errors
 
 
@@ -230,3 +231,12 @@ def export_cases(dataset_version, fmt):
 
 
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
+
+
+def version_to_export(dataset, number=None):
+    """Version `number` of `dataset`; without a number, the draft if there is one, else the
+    latest frozen version (what `export_cases` and the export API read). None when missing."""
+    versions = dataset.versions.all()
+    if number is not None:
+        return versions.filter(number=number).first()
+    return versions.filter(frozen_at__isnull=True).first() or dataset.latest_frozen
