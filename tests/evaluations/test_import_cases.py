@@ -61,7 +61,10 @@ def test_an_import_starts_a_draft_from_the_latest_frozen_version_and_upserts_by_
     assert cases["refund"]["tags"] == ["money"]  # a field the line does not give is kept
     assert cases["new-one"]["expected_tools"] == [{"name": "kb.search"}]
     # The frozen version is never written.
-    assert {c["key"]: c["input"] for c in case_dicts(frozen)} == {"refund": "Refund?", "hello": "hi"}
+    assert {c["key"]: c["input"] for c in case_dicts(frozen)} == {
+        "refund": "Refund?",
+        "hello": "hi",
+    }
 
 
 def test_an_import_writes_into_the_existing_draft(editor, dataset):

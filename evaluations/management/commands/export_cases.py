@@ -18,6 +18,9 @@ class Command(BaseCommand):
     help = "Export a dataset version's cases as Sherlock case JSONL or CSV."
 
     def add_arguments(self, parser):
+        # `--version N` is the dataset's version here; Django's own `--version` (its release)
+        # gives way, as in `gate`.
+        parser._optionals.conflict_handler = "resolve"
         parser.add_argument("dataset", help="the dataset's slug")
         parser.add_argument(
             "--version",
