@@ -12,7 +12,6 @@ The dataset comes from `Dataset.objects.for_user`: one the user may not see is a
 """
 
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -126,8 +125,32 @@ def errors_body(errors):
     }
 
 
+class NotVisible(Exception):
+    """A dataset or version that does not exist or that the user may not see."""
+
+
+def not_found(detail):
+    return Response({"detail": detail, "code": "not_found"}, status=404)
+
+
 def visible_dataset(request, slug):
-    return get_object_or_404(Dataset.objects.for_user(request.user), slug=slug)
+    dataset = Dataset.objects.for_user(request.user).filter(slug=slug).first()
+    if dataset is None:
+        raise NotVisible(f"No dataset {slug!r} (or you may not see it).")
+    return dataset
+
+
+def answers_404(view):
+    """The error shape for a 404 too (DRF's own 404 has no `code`)."""
+
+    def wrapped(self, request, slug):
+        try:
+            return view(self, request, slug)
+        except NotVisible as exc:
+            return not_found(str(exc))
+
+    wrapped.__name__, wrapped.__doc__ = view.__name__, view.__doc__
+    return wrapped
 
 
 def flag(value):
@@ -156,6 +179,7 @@ class CasesImportView(APIView):
             **refusals(403, 404),
         },
     )
+    @answers_404
     def post(self, request, slug):
         dataset = visible_dataset(request, slug)
         form_flag = "" if isinstance(request.data, list) else request.data.get("dry_run", "")
@@ -205,6 +229,7 @@ class CasesExportView(APIView):
             **refusals(400, 404),
         },
     )
+    @answers_404
     def get(self, request, slug):
         dataset = visible_dataset(request, slug)
         fmt = request.query_params.get("format", "jsonl")
@@ -213,7 +238,7 @@ class CasesExportView(APIView):
         number = _number(request, "version", required=False)
         version = version_to_export(dataset, number)
         if version is None:
-            return Response({"detail": "No such version.", "code": "not_found"}, status=404)
+            return not_found(f"No version {number} of {slug!r}." if number else "No version yet.")
         response = HttpResponse(export_cases(version, fmt), content_type=MEDIA_TYPES[fmt])
         name = f"{dataset.slug}-v{version.number}.{fmt}"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
@@ -242,6 +267,7 @@ class DatasetDiffView(APIView):
         ],
         responses={200: DiffSerializer, **refusals(400, 404)},
     )
+    @answers_404
     def get(self, request, slug):
         dataset = visible_dataset(request, slug)
         a, b = _number(request, "a"), _number(request, "b")
