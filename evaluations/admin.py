@@ -19,6 +19,7 @@ from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.remove_case import RemoveCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
+from evaluations.admin_cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
 from evaluations.costs import describe_estimate, describe_spend
 from evaluations.models import (
     Case,
@@ -102,7 +103,10 @@ class DatasetScopedMixin:
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(DatasetCasesIOMixin, admin.ModelAdmin):
+    """Datasets; the change page lists the versions and links to importing cases and to
+    comparing versions (evaluations/admin_cases_io.py)."""
+
     list_display = ["slug", "name", "owner", "created_at"]
     search_fields = ["slug", "name"]
     raw_id_fields = ["owner"]
@@ -151,7 +155,7 @@ class DatasetVersionAdmin(admin.ModelAdmin):
     fields = ["dataset", "number", "note", "created_at", "frozen_at", "frozen_by"]
     readonly_fields = fields
     inlines = [CheckInline, CaseVersionInline]
-    actions = ["freeze"]
+    actions = ["freeze", *EXPORT_ACTIONS]
 
     def get_queryset(self, request):
         return (

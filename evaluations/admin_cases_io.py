@@ -1,0 +1,278 @@
+"""Admin pages for a dataset's cases as files and for comparing its versions (issue 11):
+
+- the dataset's page lists its versions (links, state, counts, downloads) and links to
+- the import page (`<id>/import/`): upload a file or paste it, choose the format or let it be
+  detected, see the preview (added, changed with the fields, unchanged, every error with its
+  line), then confirm. Nothing is written before the confirmation; the preview and the import
+  are the same `ImportCases` (the dry run, then the real one on the same text, kept in the
+  session in between, so a large file is not sent twice);
+- the compare page (`<id>/compare/?a=N&b=M`): `diff_versions` of two versions;
+- "Export cases" admin actions on dataset versions (JSONL or CSV download).
+
+A refusal (no Editor role, bad rows) is a message or an error on the form, never a bare 403.
+`DatasetCasesIOMixin` and `EXPORT_ACTIONS` are the only hooks `evaluations/admin.py` needs.
+"""
+
+import json
+
+from django import forms
+from django.contrib import messages
+from django.db.models import Count
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from evaluations.actions.import_cases import CasesInvalid, ImportCases
+from evaluations.cases_io import (
+    FORMAT_LABELS,
+    MEDIA_TYPES,
+    READ_FORMATS,
+    UnknownFormat,
+    decode,
+    export_cases,
+)
+from evaluations.dataset_diff import diff_versions
+from evaluations.models import Dataset
+from sherlock.core.errors import ActionError
+
+SESSION_KEY = "evaluations_cases_import"
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(required=False, help_text="a cases file (docs/cases.md)")
+    text = forms.CharField(
+        required=False,
+        label="or paste the cases",
+        widget=forms.Textarea(attrs={"rows": 10, "cols": 100, "spellcheck": "false"}),
+    )
+    format = forms.ChoiceField(
+        required=False,
+        choices=[("", "Detect from the file name and content")]
+        + [(name, FORMAT_LABELS[name]) for name in READ_FORMATS],
+    )
+
+    def clean(self):
+        data = super().clean()
+        upload = data.get("file")
+        if upload is not None:
+            try:
+                data["source"] = decode(upload.read())
+            except UnknownFormat as exc:
+                self.add_error("file", str(exc))
+                return data
+            data["filename"] = upload.name
+        elif data.get("text", "").strip():
+            data["source"], data["filename"] = data["text"], None
+        else:
+            raise forms.ValidationError("Choose a file or paste the cases.")
+        return data
+
+
+def pretty(value):
+    return json.dumps(value, indent=1, ensure_ascii=False) if not isinstance(value, str) else value
+
+
+class DatasetCasesIOMixin:
+    """DatasetAdmin's import and compare pages, and its versions list."""
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/import/",
+                view(self.import_cases_view),
+                name="evaluations_dataset_import",
+            ),
+            path(
+                "<path:object_id>/compare/",
+                view(self.compare_versions_view),
+                name="evaluations_dataset_compare",
+            ),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        dataset = self._visible(request, object_id)
+        extra = dict(extra_context or {})
+        if dataset is not None:
+            extra["versions"] = list(
+                dataset.versions.annotate(
+                    n_cases=Count("case_versions", distinct=True),
+                    n_checks=Count("checks", distinct=True),
+                )
+                .select_related("frozen_by")
+                .order_by("-number")
+            )
+            extra["may_import"] = self._import_action(request, dataset).allowed()
+        return super().change_view(request, object_id, form_url, extra)
+
+    def _visible(self, request, object_id):
+        try:
+            return Dataset.objects.for_user(request.user).filter(pk=int(object_id)).first()
+        except ValueError:
+            return None
+
+    def _missing(self, request):
+        messages.error(request, "That dataset does not exist, or you may not see it.")
+        return redirect("admin:index")
+
+    def _import_action(self, request, dataset, **kwargs):
+        kwargs.setdefault("cases", [])
+        return ImportCases(acting_user=request.user, dataset=dataset, **kwargs)
+
+    def _page(self, request, dataset, template, title, context):
+        return TemplateResponse(
+            request,
+            f"admin/evaluations/dataset/{template}",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "original": dataset,
+                "dataset": dataset,
+                "title": title,
+                **context,
+            },
+        )
+
+    def import_cases_view(self, request, object_id):
+        dataset = self._visible(request, object_id)
+        if dataset is None:
+            return self._missing(request)
+        back = reverse("admin:evaluations_dataset_change", args=[dataset.pk])
+        try:
+            self._import_action(request, dataset).check()
+        except ActionError as exc:
+            messages.error(request, str(exc))
+            return redirect(back)
+        context = {"back": back}
+        form = ImportForm()
+        if request.method == "POST" and "confirm" in request.POST:
+            return self._confirm(request, dataset, back)
+        if request.method == "POST":
+            form = ImportForm(request.POST, request.FILES)
+            if form.is_valid():
+                data = form.cleaned_data
+                fmt = data.get("format") or None
+                try:
+                    preview = self._import_action(
+                        request,
+                        dataset,
+                        cases=None,
+                        text=data["source"],
+                        fmt=fmt,
+                        filename=data["filename"],
+                        dry_run=True,
+                    ).execute()
+                except ActionError as exc:
+                    form.add_error("format" if exc.field == "format" else None, str(exc))
+                else:
+                    context["preview"] = preview
+                    context["changed"] = sorted(preview.changed.items())
+                    if not preview.errors:
+                        request.session[SESSION_KEY] = {
+                            "dataset": dataset.pk,
+                            "text": data["source"],
+                            "format": preview.format,
+                            "filename": data["filename"],
+                        }
+                    context["filename"] = data["filename"]
+        context["form"] = form
+        return self._page(
+            request, dataset, "import_cases.html", f"Import cases into {dataset}", context
+        )
+
+    def _confirm(self, request, dataset, back):
+        pending = request.session.get(SESSION_KEY)
+        if not pending or pending["dataset"] != dataset.pk:
+            messages.error(request, "Nothing to import: preview a file first.")
+            return redirect("admin:evaluations_dataset_import", dataset.pk)
+        try:
+            result = self._import_action(
+                request,
+                dataset,
+                cases=None,
+                text=pending["text"],
+                fmt=pending["format"],
+                filename=pending["filename"],
+            ).execute()
+        except CasesInvalid as exc:
+            # The draft changed since the preview (another edit): show the new errors.
+            messages.error(request, str(exc))
+            return self._page(
+                request,
+                dataset,
+                "import_cases.html",
+                f"Import cases into {dataset}",
+                {"back": back, "form": ImportForm(), "errors": exc.errors},
+            )
+        except ActionError as exc:
+            messages.error(request, str(exc))
+            return redirect(back)
+        request.session.pop(SESSION_KEY, None)
+        counts = result.counts()
+        started = (
+            " (a new draft, started from the latest frozen version)" if result.started_draft else ""
+        )
+        messages.success(
+            request,
+            f"Imported into {result.version}{started}: {counts['added']} added, "
+            f"{counts['changed']} changed, {counts['unchanged']} unchanged.",
+        )
+        return redirect("admin:evaluations_datasetversion_change", result.version.pk)
+
+    def compare_versions_view(self, request, object_id):
+        dataset = self._visible(request, object_id)
+        if dataset is None:
+            return self._missing(request)
+        versions = list(dataset.versions.order_by("-number"))
+        by_number = {v.number: v for v in versions}
+        context = {"versions": versions, "a": None, "b": None}
+        if len(versions) < 2:
+            messages.info(request, "This dataset has fewer than two versions to compare.")
+        else:
+            a = _number(request.GET.get("a"), versions[1].number)
+            b = _number(request.GET.get("b"), versions[0].number)
+            if a not in by_number or b not in by_number:
+                messages.error(request, "Choose two versions of this dataset.")
+            else:
+                diff = diff_versions(by_number[a], by_number[b])
+                for part in ("cases", "checks"):
+                    for item in diff[part]["changed"]:
+                        item["rows"] = [
+                            (name, pretty(values["a"]), pretty(values["b"]))
+                            for name, values in item["fields"].items()
+                        ]
+                context.update(a=a, b=b, diff=diff)
+        return self._page(
+            request, dataset, "compare_versions.html", f"Compare versions of {dataset}", context
+        )
+
+
+def _number(raw, default):
+    try:
+        return int(raw) if raw not in (None, "") else default
+    except ValueError:
+        return None
+
+
+def _export_action(fmt):
+    def export(modeladmin, request, queryset):
+        versions = list(queryset.select_related("dataset")[:2])
+        if len(versions) != 1:
+            modeladmin.message_user(
+                request, "Select one dataset version to export.", messages.WARNING
+            )
+            return None
+        version = versions[0]
+        response = HttpResponse(export_cases(version, fmt), content_type=MEDIA_TYPES[fmt])
+        name = f"{version.dataset.slug}-v{version.number}.{fmt}"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+    export.__name__ = f"export_cases_{fmt}"
+    export.short_description = f"Export cases ({fmt.upper()})"
+    return export
+
+
+EXPORT_ACTIONS = [_export_action("jsonl"), _export_action("csv")]
