@@ -14,7 +14,9 @@ a key derived from the case's input, `derived_key`, so importing the same file t
 instead of duplicating.
 """
 
+import csv
 import hashlib
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -110,6 +112,31 @@ def _numbered(items, errors):
         else:
             errors.append(RowError(n, "", "must be a JSON object", where="item"))
     return out
+
+
+def csv_records(text, errors):
+    """(row number, cells) of CSV text, the header being row 1; the delimiter is sniffed from
+    the header among comma, semicolon and tab (spreadsheets in some locales write `;`). A
+    record the csv module cannot read (a NUL byte, a cell over its size limit) ends the
+    reading with a RowError naming its row."""
+    first = text.split("\n", 1)[0]
+    try:
+        dialect = csv.Sniffer().sniff(first, delimiters=",;\t")
+        delimiter = dialect.delimiter
+    except csv.Error:
+        delimiter = ","
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    number = 0
+    while True:
+        number += 1
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            errors.append(RowError(number, "", f"not CSV ({exc})", "row"))
+            return
+        yield number, values
 
 
 def _readers():

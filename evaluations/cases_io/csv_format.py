@@ -23,7 +23,7 @@ import csv
 import io
 import json
 
-from evaluations.cases_io import Row, RowError
+from evaluations.cases_io import Row, RowError, csv_records
 
 COLUMNS = (
     "key",
@@ -40,7 +40,7 @@ COLUMNS = (
 
 
 def header_of(text):
-    for record in csv.reader(io.StringIO(text)):
+    for _, record in csv_records(text, []):
         return [name.strip() for name in record]
     return []
 
@@ -103,8 +103,8 @@ def cell_fields(record):
 
 
 def read(text, errors):
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
+    records = csv_records(text, errors)
+    _, header = next(records, (1, None))
     if not header:
         errors.append(RowError(1, "", "the file is empty (a header row is needed)", "row"))
         return []
@@ -117,7 +117,7 @@ def read(text, errors):
     if unknown or "key" not in header:
         return []
     rows = []
-    for n, values in enumerate(reader, start=2):
+    for n, values in records:
         if not any(value.strip() for value in values):
             continue  # a blank row, as spreadsheets leave at the end
         if len(values) != len(header):

@@ -16,11 +16,9 @@ Other promptfoo columns (`__description`, `__prefix`, `__suffix`, `__threshold`,
 `__config:*`, other `__metadata:*`) are not read.
 """
 
-import csv
-import io
 import re
 
-from evaluations.cases_io import Row, RowError, derived_key
+from evaluations.cases_io import Row, RowError, csv_records, derived_key
 
 EXPECTED = re.compile(r"__expected\d*$")
 # An assertion type ahead of the colon (promptfoo's assertion names, optionally `not-`):
@@ -35,8 +33,8 @@ ASSERTION = re.compile(
 
 
 def read(text, errors):
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
+    records = csv_records(text, errors)
+    _, header = next(records, (1, None))
     if not header:
         errors.append(RowError(1, "", "the file is empty (a header row is needed)", "row"))
         return []
@@ -46,7 +44,7 @@ def read(text, errors):
         errors.append(RowError(1, "", "no vars column (every column starts with __)", "row"))
         return []
     rows = []
-    for n, values in enumerate(reader, start=2):
+    for n, values in records:
         if not any(value.strip() for value in values):
             continue
         if len(values) != len(header):

@@ -114,6 +114,18 @@ def test_csv_refuses_an_unknown_column_or_a_header_without_key():
     assert read("input\nx\n", "csv")[2] == ["row 1: a key column is needed"]
 
 
+def test_csv_with_semicolons_as_some_spreadsheets_write_it_reads_the_same():
+    _, cases, errors = read("key;input;tags\na;Hello, world;x, y\n", "csv")
+    assert errors == [] and cases == {"a": {"input": "Hello, world", "tags": ["x", "y"]}}
+
+
+def test_a_record_the_csv_module_cannot_read_names_its_row():
+    huge = "x" * 200_000  # over the csv module's field size limit
+    _, cases, errors = read(f"key,input\na,x\nb,{huge}\n", "csv")
+    assert list(cases) == ["a"]
+    assert errors == ["row 3: not CSV (field larger than field limit (131072))"]
+
+
 # --- OpenAI evals, Langfuse, promptfoo ---------------------------------------------------------
 
 

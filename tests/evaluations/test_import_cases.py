@@ -107,6 +107,12 @@ def test_one_bad_line_refuses_the_whole_file_naming_every_line_and_field(editor,
     assert not AuditEntry.objects.filter(action__startswith="evaluations.").exists()
 
 
+def test_a_null_input_is_an_error_not_a_crash(editor, dataset):
+    with pytest.raises(CasesInvalid) as caught:
+        run(editor, dataset, jsonl({"key": "a", "input": None}))
+    assert [(e.line, e.field) for e in caught.value.errors] == [(1, "input")]
+
+
 def test_a_reader_error_refuses_the_file_too(editor, dataset):
     with pytest.raises(CasesInvalid) as caught:
         run(editor, dataset, "key,input\na,x\nb\n", fmt="csv")
