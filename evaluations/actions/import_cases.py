@@ -28,6 +28,7 @@ from evaluations.models import Case, CaseVersion, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionError, ActionInvalid
+from sherlock.core.permissions import user_can
 
 BATCH = 500
 
@@ -94,8 +95,6 @@ class ImportCases(Action):
         self.dry_run = dry_run
 
     def check(self):
-        from sherlock.core.permissions import user_can
-
         if not user_can(self.acting_user, "edit", self.dataset):
             raise ActionDenied("You may not edit cases of this dataset (Editor role needed).")
 

@@ -257,7 +257,10 @@ def export_cases(dataset_version, fmt):
     return write_cases(case_dicts(dataset_version), fmt)
 
 
-MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
+MEDIA_TYPES = {
+    "jsonl": "application/x-ndjson; charset=utf-8",
+    "csv": "text/csv; charset=utf-8",
+}
 
 
 def version_to_export(dataset, number=None):
