@@ -123,7 +123,8 @@ def test_an_unknown_format_answers_400_naming_the_format(editor, dataset):
 def test_export_gives_a_versions_cases_as_jsonl_or_csv(builder, dataset):
     client = factories.api(builder)  # a reader of the dataset may export it
     answer = client.get(f"{URL}export/?format=jsonl")
-    assert answer.status_code == 200 and answer["Content-Type"] == "application/x-ndjson; charset=utf-8"
+    assert answer.status_code == 200
+    assert answer["Content-Type"] == "application/x-ndjson; charset=utf-8"
     assert answer["Content-Disposition"] == 'attachment; filename="support-v1.jsonl"'
     keys = [json.loads(line)["key"] for line in answer.content.decode().splitlines()]
     assert keys == ["hello", "refund"]
