@@ -27,7 +27,8 @@ ASSERTION = re.compile(
     r"(not-)?(equals|i?contains(-all|-any)?|starts-with|regex|is-json|contains-json|is-sql|"
     r"javascript|python|similar|llm-rubric|model-graded-\w+|factuality|answer-relevance|"
     r"context-\w+|levenshtein|webhook|rouge-n|bleu|classifier|moderation|g-eval|"
-    r"perplexity(-score)?|latency|cost|is-valid-openai-\w+|select-best|human|meteor|gleu)"
+    r"perplexity(-score)?|latency|cost|is-valid-openai-\w+|select-best|human|meteor|gleu|"
+    r"fn|eval|grade)"
     r"(\([^)]*\))?:\s?",
 )
 

@@ -316,3 +316,23 @@ def test_what_a_writer_writes_reads_back_as_the_same_cases(fmt):
 def test_the_csv_writer_uses_plain_cells_where_they_read_back_the_same():
     text = write_cases(AWKWARD[1:2], "csv")
     assert text.splitlines()[1:] == ['plain,Refund $20?,,Approved,,"one', 'two",kb.search,"a, b",,']
+
+
+def test_the_examples_of_docs_cases_md_read_as_their_format():
+    """Every example under a format's heading in docs/cases.md is read without an error."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "cases.md").read_text()
+    sections = re.findall(r"### .*?\(`([a-z-]+)`\)\n(.*?)(?=\n### |\n## )", doc, flags=re.S)
+    assert {name for name, _ in sections} == {
+        "jsonl",
+        "csv",
+        "openai-evals",
+        "langfuse",
+        "promptfoo",
+    }
+    for name, body in sections:
+        [example] = re.findall(r"```(?:json|csv)\n(.*?)```", body, flags=re.S)
+        fmt, cases, errors = read(example)
+        assert (fmt, errors) == (name, []) and cases, name
