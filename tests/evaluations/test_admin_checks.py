@@ -2,6 +2,8 @@
 described beside it, the custom check's own fields, a preview before saving (the API's code),
 refusals on the form; and datasets created in the admin owned by their creator and audited."""
 
+from html import unescape
+
 import pytest
 
 from evaluations.admin_forms import kind_choices
@@ -153,7 +155,7 @@ def test_the_preview_scores_the_check_on_a_case_and_a_transcript(logged_in, edit
 def test_the_preview_names_bad_params_and_a_missing_transcript(logged_in, editor, draft):
     fields = new_check(draft, kind="latency", params='{"max_ms": "fast"}')
     html = logged_in(editor).post(PREVIEW, {**fields, "preview_transcript": "{}"})
-    assert "params.max_ms" in html.content.decode() or "max_ms" in html.content.decode()
+    assert "max_ms: 'fast' is not of type 'number'" in unescape(html.content.decode())
     html = logged_in(editor).post(PREVIEW, new_check(draft)).content.decode()
     assert "Paste a transcript to score." in html
 
@@ -174,13 +176,13 @@ def test_a_model_check_preview_without_a_judge_is_skipped(logged_in, editor, dra
 
 def test_an_outsider_gets_no_preview(logged_in, outsider, draft):
     response = logged_in(outsider).post(PREVIEW, new_check(draft, preview_transcript="{}"))
-    assert response.status_code in (302, 403) or "may not preview" in response.content.decode()
+    assert "You may not preview checks" in response.content.decode()
 
 
 def test_a_frozen_check_page_is_read_only_and_says_so(logged_in, editor):
     frozen = factories.dataset_version(
-        cases=[("c1", "q", {})], checks=[{"label": "Shape", "kind": "output_type",
-                                          "params": {"type": "text"}}]
+        cases=[("c1", "q", {})],
+        checks=[{"label": "Shape", "kind": "output_type", "params": {"type": "text"}}],
     )
     check = frozen.checks.get()
     html = logged_in(editor).get(f"/admin/evaluations/check/{check.pk}/change/").content.decode()
