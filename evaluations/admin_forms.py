@@ -60,6 +60,9 @@ class JSONText(forms.JSONField):
             return ""
         if isinstance(value, forms.fields.InvalidJSONInput):
             return value
+        if isinstance(value, list) and value:  # one item a line: a tool call, a trajectory step
+            items = ",\n  ".join(json.dumps(item, ensure_ascii=False) for item in value)
+            return f"[\n  {items}\n]"
         return json.dumps(value, indent=2, ensure_ascii=False)
 
     def clean(self, value):
@@ -326,7 +329,8 @@ class KindSelect(forms.Select):
             "admin/evaluations/widgets/kind_params.html",
             {"kinds": kinds, "current": value, "doc_url": CHECKS_DOC_URL},
         )
-        return mark_safe(select + tables)  # noqa: S308 - both parts are rendered templates
+        # One block, so the admin's flex row puts the table under the select, not beside it.
+        return mark_safe(f'<div class="kind-widget">{select}{tables}</div>')  # noqa: S308
 
 
 class CheckForm(forms.ModelForm):
