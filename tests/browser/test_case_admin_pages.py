@@ -144,7 +144,9 @@ def test_a_frozen_version_says_it_is_read_only(server, browser):
     banner = page.inner_text(".frozen-banner")
     assert "is frozen" in banner and "read-only" in banner
     assert page.locator("a.addlink", has_text="Add case").count() == 0
-    page.click("text=greeting")  # the case's page, from the inline
+    page.locator("[id^=case_versions] a.inlineviewlink").click()  # the case, from the inline
+    page.wait_for_url("**/caseversion/**")
+    assert "greeting" in page.inner_text("#content")
     assert "read-only" in page.inner_text(".frozen-banner")
     assert page.locator("input[name=_save]").count() == 0
     shot(page, "09-frozen-case")
