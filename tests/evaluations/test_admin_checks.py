@@ -68,6 +68,8 @@ def test_params_are_described_from_the_schema():
     assert "2 x max_ms" in rows["zero_ms"]["meaning"]
     match = {row["name"]: row for row in describe_params("tools_used")}["match"]
     assert match["type"] == 'one of "any_order", "in_order", "exact"'
+    undescribed = [(k, r["name"]) for k in REGISTRY for r in describe_params(k) if not r["meaning"]]
+    assert undescribed == []  # every param says what it means, beside the form
 
 
 def test_the_check_form_shows_the_groups_and_each_kind_s_params(logged_in, editor, draft):
