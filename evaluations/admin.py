@@ -219,7 +219,6 @@ class DatasetAdmin(RefusalsMixin, admin.ModelAdmin):
 
     list_display = ["slug", "name", "owner", "created_at"]
     search_fields = ["slug", "name"]
-    prepopulated_fields = {"slug": ["name"]}
     actions = ["start_draft"]
     start_draft = verb_action(
         CreateDraftDatasetVersion,
@@ -234,6 +233,9 @@ class DatasetAdmin(RefusalsMixin, admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return ["slug", "owner", "created_at"] if obj else []
+
+    def get_prepopulated_fields(self, request, obj=None):
+        return {} if obj else {"slug": ["name"]}  # a dataset's slug is fixed once it exists
 
     def get_queryset(self, request):
         return visible_datasets(request).select_related("owner")
@@ -499,9 +501,9 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
             pk=request.POST.get("_check") or None,
             dataset_version__dataset__in=visible_datasets(request),
         ).first()
-        form = self.get_form(request, check, change=check is not None)(
-            request.POST, instance=check or Check()
-        )
+        # The editable form whoever asks (a preview changes nothing): on a saved check, its
+        # version's cases are the ones to choose from.
+        form = self.get_form(request, None)(request.POST, instance=check or Check())
         form.is_valid()
         wanted = ("kind", "params", "criterion", "anchor_0", "anchor_1", "preview_case")
         context["errors"] = [f"{n}: {e}" for n in wanted for e in form.errors.get(n, [])]
@@ -523,6 +525,7 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
                 context["errors"].append(str(exc))
         if context["result"]:
             context["evidence"] = json.dumps(context["result"]["evidence"], indent=2)
+            context["params"] = json.dumps(context["result"]["params"])
         return TemplateResponse(request, "admin/evaluations/check/preview_result.html", context)
 
     def docs_view(self, request, name):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluations.models import CaseVersion, Check
+from evaluations.models import CaseVersion, Check, Dataset
 from tests.browser import test_run_pages
 from tests.support import factories
 
@@ -150,3 +150,17 @@ def test_a_frozen_version_says_it_is_read_only(server, browser):
     assert "read-only" in page.inner_text(".frozen-banner")
     assert page.locator("input[name=_save]").count() == 0
     shot(page, "09-frozen-case")
+    check = frozen.checks.get()
+    page.goto(f"{server}/admin/evaluations/check/{check.pk}/change/")
+    assert "read-only" in page.inner_text(".frozen-banner")
+    assert page.locator("#preview-button").count() == 0
+    shot(page, "10-frozen-check")
+
+    # A new dataset: no owner field, the creator owns it.
+    page.goto(f"{server}/admin/evaluations/dataset/add/")
+    page.locator("#id_name").press_sequentially("Billing desk")
+    assert page.input_value("#id_slug") == "billing-desk"  # prepopulated from the name
+    shot(page, "11-dataset-add")
+    page.click("input[name=_save]")
+    assert "was added successfully" in page.inner_text(".messagelist")
+    assert Dataset.objects.get(slug="billing-desk").owner.username == "editor"

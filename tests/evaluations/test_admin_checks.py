@@ -254,3 +254,22 @@ def test_the_api_creates_a_dataset_through_the_same_action(editor, builder):
     )
     assert denied.status_code == 403
     assert not Dataset.objects.filter(slug="other").exists()
+
+
+def test_a_dataset_s_page_opens_for_its_editor_with_the_slug_fixed(logged_in, editor):
+    dataset = factories.dataset("billing")
+    page = logged_in(editor).get(f"/admin/evaluations/dataset/{dataset.pk}/change/")
+    assert page.status_code == 200
+    assert 'name="slug"' not in page.content.decode() and 'name="name"' in page.content.decode()
+
+
+def test_the_preview_on_a_saved_check_offers_its_version_s_cases(logged_in, editor, draft):
+    client = logged_in(editor)
+    client.post(ADD, new_check(draft))
+    check = Check.objects.get()
+    fields = new_check(draft, preview_case=draft.case_versions.get().pk)
+    fields.pop("dataset_version")
+    fields["_check"] = check.pk
+    fields["preview_transcript"] = '{"output": "ok", "tool_calls": [{"name": "refund"}]}'
+    html = client.post(PREVIEW, fields).content.decode()
+    assert "passed" in html
