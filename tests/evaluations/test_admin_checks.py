@@ -11,6 +11,7 @@ from evaluations.checks import GROUP_TITLES, REGISTRY, describe_params
 from evaluations.models import Check, Dataset
 from governance.models import AuditEntry
 from tests.support import factories
+from tests.support.governance import grant_on
 
 ADD = "/admin/evaluations/check/add/"
 PREVIEW = "/admin/evaluations/check/preview/"
@@ -273,3 +274,16 @@ def test_the_preview_on_a_saved_check_offers_its_version_s_cases(logged_in, edit
     fields["preview_transcript"] = '{"output": "ok", "tool_calls": [{"name": "refund"}]}'
     html = client.post(PREVIEW, fields).content.decode()
     assert "passed" in html
+
+
+def test_an_editor_of_one_dataset_adds_checks_to_its_draft_only(logged_in, draft):
+    other = factories.dataset_version(factories.dataset("other"), frozen=False)
+    scoped = grant_on(factories.user("scoped"), "Editor", draft.dataset)
+    client = logged_in(scoped)
+    page = client.get(ADD)
+    assert list(form_of(page).fields["dataset_version"].queryset) == [draft]
+    assert "dataset_version" in form_of(client.post(ADD, new_check(other))).errors
+    assert client.post(ADD, new_check(draft)).status_code == 302
+    check = Check.objects.get(dataset_version=draft)
+    assert client.get(f"/admin/evaluations/check/{check.pk}/change/").status_code == 200
+    assert not Check.objects.filter(dataset_version=other).exists()
