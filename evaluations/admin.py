@@ -1,5 +1,10 @@
 """Admin for datasets, checks, runs and their results.
 
+Cases and checks are written here by Editors, in a draft version: the forms are in
+`evaluations/admin_forms.py`, every save and delete goes through the case and check actions,
+and a refusal is shown on the form with the input kept (`RefusalsMixin`), never as a bare 403.
+The check form's preview calls `preview_check`, the code of `POST /api/v1/checks/preview/`.
+
 Runs, trials, check results, case results, judge calls and the cost ledger are records of what
 happened: read-only here. A run's page lists its case results; a trial's page its check results.
 """
