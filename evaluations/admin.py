@@ -1,18 +1,31 @@
 """Admin for datasets, checks, runs and their results.
 
+Cases and checks are written here by Editors, in a draft version: the forms are in
+`evaluations/admin_forms.py`, every save and delete goes through the case and check actions,
+and a refusal is shown on the form with the input kept (`RefusalsMixin`), never as a bare 403.
+The check form's preview calls `preview_check`, the code of `POST /api/v1/checks/preview/`.
+
 Runs, trials, check results, case results, judge calls and the cost ledger are records of what
 happened: read-only here. A run's page lists its case results; a trial's page its check results.
 """
 
-from django.contrib import admin
-from django.core.exceptions import PermissionDenied
+import json
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
 from django.db.models import Count, Q
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 
 from evaluations.actions._case_fields import CASE_FIELDS
 from evaluations.actions._check_fields import CHECK_FIELDS
 from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.create_case import CreateCase
 from evaluations.actions.create_check import CreateCheck
+from evaluations.actions.create_dataset import DATASET_FIELDS, CreateDataset
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.actions.delete_check import DeleteCheck
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
@@ -20,6 +33,8 @@ from evaluations.actions.remove_case import RemoveCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
 from evaluations.admin_cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
+from evaluations.admin_forms import CHECKS_DOC_URL, CaseVersionForm, CheckForm, add_refusal
+from evaluations.api.checks import may_preview, preview_check
 from evaluations.costs import describe_estimate, describe_spend
 from evaluations.models import (
     Case,
@@ -48,10 +63,64 @@ def visible_datasets(request):
     return Dataset.objects.for_user(request.user, "view")
 
 
-class DatasetScopedMixin:
+class Refused(Exception):
+    """An action refused a save or delete made through an admin form: carried out of the
+    admin's transaction (so it rolls back) to `RefusalsMixin`, which shows it."""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error
+
+
+class RefusalsMixin:
+    """A refusal of an action is a message on the form, never a bare 403 (issue 11).
+
+    Django's admin validates the form, then calls `save_model` inside its transaction, where a
+    form can no longer be given errors. So `save_model` raises `Refused`, which rolls the
+    transaction back, and `changeform_view` renders the same POST again with the refusal handed
+    to the form: its `clean()` puts the message on the field it names (`add_refusal`) or above
+    the form, and the page shows the person's input as they typed it."""
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form_class = super().get_form(request, obj, change=change, **kwargs)
+        refusal = getattr(request, "_sherlock_refusal", None)
+
+        class RefusableForm(form_class):
+            user = request.user
+
+            def clean(self):
+                cleaned = super().clean()
+                if refusal is not None:
+                    aliases = getattr(self, "refusal_aliases", dict)()
+                    add_refusal(self, refusal, aliases)
+                return cleaned
+
+        RefusableForm.__name__ = form_class.__name__
+        return RefusableForm
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except Refused as refused:
+            request._sherlock_refusal = refused.error
+            return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def run_action(self, request, action):
+        try:
+            return action.execute()
+        except ActionError as exc:
+            raise Refused(exc) from exc
+
+
+class DatasetScopedMixin(RefusalsMixin):
     """Dataset-side admin: changelists show what the user may see; changing needs the Editor
     verb on that very dataset (global or object grant) and a draft version; every write goes
-    through the evaluations actions, so admin edits are validated and audited like API ones."""
+    through the evaluations actions, so admin edits are validated and audited like API ones.
+
+    A frozen version's rows open read-only, with a banner that says so. A POST is still handed
+    to the action when the version is frozen: a version frozen while the form was open is then
+    refused by the action ("This dataset version is frozen"), on the form with the input kept,
+    instead of a bare 403 that loses it."""
 
     def dataset_of(self, obj):
         return obj.dataset_version.dataset
@@ -64,9 +133,17 @@ class DatasetScopedMixin:
             return request.user.has_perm("evaluations.edit_dataset") or (
                 Dataset.objects.for_user(request.user, "edit").exists()
             )
-        return user_can(request.user, "edit", self.dataset_of(obj)) and not (
-            self.version_of(obj).is_frozen
+        return user_can(request.user, "edit", self.dataset_of(obj)) and (
+            request.method == "POST" or not self.version_of(obj).is_frozen
         )
+
+    def has_view_permission(self, request, obj=None):
+        if obj is None:
+            return visible_datasets(request).exists()
+        return user_can(request.user, "view", self.dataset_of(obj))
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
 
     def has_add_permission(self, request, obj=None):
         return self.may_edit(request, None)
@@ -77,55 +154,123 @@ class DatasetScopedMixin:
     def has_delete_permission(self, request, obj=None):
         return self.may_edit(request, obj)
 
-    edited_fields = ()  # the content fields the actions take
-
     def get_queryset(self, request):
         datasets = visible_datasets(request)
         return super().get_queryset(request).filter(dataset_version__dataset__in=datasets)
 
-    def run_action(self, request, action):
-        try:
-            return action.execute()
-        except ActionError as exc:
-            raise PermissionDenied(str(exc)) from exc
+    def get_actions(self, request):
+        # Django's bulk delete would delete rows without the actions (no audit, no frozen
+        # check): the remove action below goes through them, one row at a time.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is not None and not self.has_change_permission(request, obj):
+            kwargs["form"] = forms.ModelForm  # read-only page: the model's fields, shown
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        version = self.version_of(obj) if obj is not None else None
+        context["frozen_version"] = version if version is not None and version.is_frozen else None
+        context["checks_doc_url"] = CHECKS_DOC_URL
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def save_model(self, request, obj, form, change):
-        fields = {name: getattr(obj, name) for name in self.edited_fields}
+        fields = form.action_fields()
         if change:
-            changes = {k: v for k, v in fields.items() if k in form.changed_data}
-            action = self.update_action(request, obj, changes)
+            stored = type(obj).objects.get(pk=obj.pk)
+            changes = {k: v for k, v in fields.items() if getattr(stored, k) != v}
+            action = self.update_action(request, stored, changes)
         else:
-            action = self.create_action(request, obj, fields)
-        obj.pk = self.run_action(request, action).pk
+            action = self.create_action(request, form.cleaned_data, fields)
+        saved = self.run_action(request, action)
+        for field in saved._meta.concrete_fields:  # what the admin's messages and log read
+            setattr(obj, field.attname, getattr(saved, field.attname))
 
     def delete_model(self, request, obj):
         self.run_action(request, self.delete_action(request, obj))
 
+    def delete_view(self, request, object_id, extra_context=None):
+        obj = self.get_object(request, object_id)
+        back = None
+        if obj is not None:
+            back = reverse(
+                f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk]
+            )
+        if (
+            obj is not None
+            and not self.has_delete_permission(request, obj)
+            and self.has_view_permission(request, obj)
+        ):
+            # A person who may see the row learns why it cannot go, on its page.
+            self.message_user(request, self.why_not_editable(request, obj), messages.ERROR)
+            return redirect(back)
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except Refused as refused:
+            self.message_user(request, str(refused.error), messages.ERROR)
+            return redirect(back)
+
+    def why_not_editable(self, request, obj):
+        if not user_can(request.user, "edit", self.dataset_of(obj)):
+            return "You may not edit this dataset (Editor role needed)."
+        return "This dataset version is frozen; edit the draft version instead."
+
 
 @admin.register(Dataset)
-class DatasetAdmin(DatasetCasesIOMixin, admin.ModelAdmin):
-    """Datasets; the change page lists the versions and links to importing cases and to
-    comparing versions (evaluations/admin_cases_io.py)."""
+class DatasetAdmin(DatasetCasesIOMixin, RefusalsMixin, admin.ModelAdmin):
+    """Creating a dataset goes through `CreateDataset`: its owner is whoever creates it, and
+    the creation is audited. Its name and description are plain data, changed in place. The
+    change page lists the versions and links to importing cases and to comparing versions
+    (evaluations/admin_cases_io.py)."""
 
     list_display = ["slug", "name", "owner", "created_at"]
     search_fields = ["slug", "name"]
-    raw_id_fields = ["owner"]
-    prepopulated_fields = {"slug": ["name"]}
     actions = ["start_draft"]
     start_draft = verb_action(
         CreateDraftDatasetVersion,
         "new draft version started",
         description="Start a new draft version (copy of the last frozen one)",
         subject="dataset",
+        permission="edit",
     )
+
+    def get_fields(self, request, obj=None):
+        return ["slug", "name", "description"] + (["owner", "created_at"] if obj else [])
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["slug", "owner", "created_at"] if obj else []
+
+    def get_prepopulated_fields(self, request, obj=None):
+        return {} if obj else {"slug": ["name"]}  # a dataset's slug is fixed once it exists
 
     def get_queryset(self, request):
         return visible_datasets(request).select_related("owner")
+
+    def has_view_permission(self, request, obj=None):
+        if obj is None:
+            return visible_datasets(request).exists() or super().has_view_permission(request)
+        return user_can(request.user, "view", obj)
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
 
     def has_change_permission(self, request, obj=None):
         if obj is None:
             return super().has_change_permission(request)
         return user_can(request.user, "edit", obj)
+
+    def has_edit_permission(self, request):
+        return Dataset.objects.for_user(request.user, "edit").exists()
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        fields = {name: form.cleaned_data[name] for name in DATASET_FIELDS}
+        saved = self.run_action(request, CreateDataset(acting_user=request.user, **fields))
+        obj.pk, obj.owner, obj.created_at = saved.pk, saved.owner, saved.created_at
 
 
 class CheckInline(ReadOnlyInline):
@@ -144,11 +289,15 @@ class CaseVersionInline(ReadOnlyInline):
     ]
     readonly_fields = fields
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("case", "dataset_version")
+
 
 @admin.register(DatasetVersion)
 class DatasetVersionAdmin(admin.ModelAdmin):
-    """Versions list their cases and checks; edit those on their own pages (through the
-    actions), and freeze a draft with the admin action."""
+    """Versions list their cases and checks; a draft's page links to adding a case or a check
+    (their own pages, through the actions), a frozen one's says it is read-only. Freeze a
+    draft with the admin action."""
 
     list_display = ["__str__", "frozen_at", "frozen_by", "n_cases", "n_checks"]
     list_select_related = ["dataset", "frozen_by"]
@@ -169,6 +318,29 @@ class DatasetVersionAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False  # a draft starts from the dataset's "Start a new draft version" action
 
+    def has_change_permission(self, request, obj=None):
+        return False  # nothing here is edited in place: cases and checks have their pages
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # versions are history (runs pin them); a draft is emptied case by case
+
+    def has_view_permission(self, request, obj=None):
+        if obj is None:
+            return visible_datasets(request).exists()
+        return user_can(request.user, "view", obj.dataset)
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def has_edit_permission(self, request):
+        return Dataset.objects.for_user(request.user, "edit").exists()
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            context["may_edit"] = not obj.is_frozen and user_can(request.user, "edit", obj.dataset)
+            context["draft"] = obj.dataset.versions.filter(frozen_at__isnull=True).first()
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
     @admin.display(ordering="n_cases")
     def n_cases(self, obj):
         return obj.n_cases
@@ -182,6 +354,7 @@ class DatasetVersionAdmin(admin.ModelAdmin):
         "frozen",
         description="Freeze the selected draft versions",
         subject="dataset_version",
+        permission="edit",
     )
 
 
@@ -198,22 +371,71 @@ class CaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
         return super().get_queryset(request).filter(dataset__in=visible_datasets(request))
 
     def has_view_permission(self, request, obj=None):
-        return request.user.has_perm("evaluations.view_case")
+        if obj is None:
+            return visible_datasets(request).exists()
+        return user_can(request.user, "view", obj.dataset)
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+
+CASE_FIELDSETS = [
+    ("Input", {"fields": ["input_format", "input"]}),
+    (
+        "Expectations",
+        {
+            "fields": [
+                "expected_output",
+                "contexts",
+                "expected_tools",
+                "expected_table",
+                "expected_chart",
+                "expected_trajectory",
+            ]
+        },
+    ),
+    ("Outcome, tags and overrides", {"fields": ["outcome_check", "tags", "overrides"]}),
+]
 
 
 @admin.register(CaseVersion)
 class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
+    """A case of a version. In a draft, an Editor types its key and content in fields that
+    explain themselves (`CaseVersionForm`); `CreateCase`, `UpdateCase` and `RemoveCase` write."""
+
+    form = CaseVersionForm
     list_display = ["__str__", "dataset_version"]
     list_select_related = ["case", "dataset_version__dataset"]
-    raw_id_fields = ["case", "dataset_version"]
     search_fields = ["case__key"]
-    edited_fields = CASE_FIELDS
+    actions = ["remove_selected"]
+    remove_selected = verb_action(
+        RemoveCase,
+        "removed",
+        description="Remove the selected cases from their draft",
+        subject="case_version",
+        permission="delete",
+    )
 
-    def create_action(self, request, obj, fields):
+    def get_fieldsets(self, request, obj=None):
+        if obj is not None and not self.has_change_permission(request, obj):
+            return [(None, {"fields": ["key", "dataset_version", *CASE_FIELDS]})]
+        first = ["key"] if obj is not None else ["dataset_version", "key"]
+        return [(None, {"fields": first}), *CASE_FIELDSETS]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and not self.has_change_permission(request, obj):
+            return ["key"]
+        return []
+
+    @admin.display(description="key")
+    def key(self, obj):
+        return obj.case.key
+
+    def create_action(self, request, data, fields):
         return CreateCase(
             acting_user=request.user,
-            dataset_version=obj.dataset_version,
-            key=obj.case.key,
+            dataset_version=data["dataset_version"],
+            key=data["key"],
             **fields,
         )
 
@@ -226,23 +448,115 @@ class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
 
 @admin.register(Check)
 class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
-    """Checks are validated (params against the kind's schema) by the form and again by the
-    action, which audits the change."""
+    """Checks of a version. The kind is chosen from the registry (grouped, its params described
+    under it, `CheckForm`); the custom check has fields for its criterion and anchors; a preview
+    scores the check before it is saved (`preview_check`, as `POST /api/v1/checks/preview/`).
+    The check actions validate (params against the kind's schema) and audit every change."""
 
+    form = CheckForm
     list_display = ["label", "kind", "threshold", "mode", "dataset_version"]
     list_filter = ["kind", "mode", "requires_calibration"]
     list_select_related = ["dataset_version__dataset"]
-    raw_id_fields = ["dataset_version"]
-    edited_fields = CHECK_FIELDS
+    actions = ["delete_checks"]
+    delete_checks = verb_action(
+        DeleteCheck,
+        "deleted",
+        description="Delete the selected checks from their draft",
+        subject="check",
+        permission="delete",
+    )
 
-    def create_action(self, request, obj, fields):
-        return CreateCheck(acting_user=request.user, dataset_version=obj.dataset_version, **fields)
+    class Media:
+        js = ["vendor/htmx-2.0.11.min.js", "evaluations/check_form.js"]
+        css = {"all": ["evaluations/check_form.css"]}
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is not None and not self.has_change_permission(request, obj):
+            return [(None, {"fields": ["dataset_version", *CHECK_FIELDS]})]
+        first = ["label", "kind", "params"]
+        return [
+            (None, {"fields": first if obj is not None else ["dataset_version", *first]}),
+            (
+                "Custom check: criterion and anchors",
+                {"fields": ["criterion", "anchor_0", "anchor_1"], "classes": ["custom-check"]},
+            ),
+            ("Scoring", {"fields": ["threshold", "mode", "judge_model", "quality_grader"]}),
+            (
+                "Calibration against hand labels",
+                {"fields": ["requires_calibration", "min_labels", "kappa_floor", "position"]},
+            ),
+            (
+                "Preview before saving (nothing is saved)",
+                {"fields": ["preview_case", "preview_transcript"], "classes": ["check-preview"]},
+            ),
+        ]
+
+    def get_urls(self):
+        admin_view = self.admin_site.admin_view
+        return [
+            path("preview/", admin_view(self.preview_view), name="evaluations_check_preview"),
+            path("docs/<slug:name>/", admin_view(self.docs_view), name="evaluations_check_docs"),
+            *super().get_urls(),
+        ]
+
+    def preview_view(self, request):
+        """The check form's preview (htmx): the form's kind and params, scored on the chosen
+        case and the pasted transcript by `preview_check`; errors are shown, nothing saved."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        context = {"result": None, "errors": []}
+        check = Check.objects.filter(
+            pk=request.POST.get("_check") or None,
+            dataset_version__dataset__in=visible_datasets(request),
+        ).first()
+        # The editable form whoever asks (a preview changes nothing): on a saved check, its
+        # version's cases are the ones to choose from.
+        form = self.get_form(request, None)(request.POST, instance=check or Check())
+        form.is_valid()
+        wanted = ("kind", "params", "criterion", "anchor_0", "anchor_1", "preview_case")
+        context["errors"] = [f"{n}: {e}" for n in wanted for e in form.errors.get(n, [])]
+        if not may_preview(request.user):
+            context["errors"].append("You may not preview checks (no dataset role).")
+        if not context["errors"]:
+            try:
+                case, transcript = form.preview_input()
+                context["result"] = preview_check(
+                    form.cleaned_data["kind"],
+                    form.kind_params(),
+                    case,
+                    transcript,
+                    form.cleaned_data.get("threshold"),
+                )
+            except forms.ValidationError as exc:
+                context["errors"] += [m for ms in exc.message_dict.values() for m in ms]
+            except ActionError as exc:
+                context["errors"].append(str(exc))
+        if context["result"]:
+            context["evidence"] = json.dumps(context["result"]["evidence"], indent=2)
+            context["params"] = json.dumps(context["result"]["params"])
+        return TemplateResponse(request, "admin/evaluations/check/preview_result.html", context)
+
+    def docs_view(self, request, name):
+        """docs/checks.md (and docs/contract.md) from this installation, as plain text: the
+        formats the case and check forms link to, true for the version that is running."""
+        if name not in SERVED_DOCS:
+            raise Http404("No such document.")
+        text = (settings.BASE_DIR / "docs" / f"{name}.md").read_text(encoding="utf-8")
+        return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+    def create_action(self, request, data, fields):
+        return CreateCheck(
+            acting_user=request.user, dataset_version=data["dataset_version"], **fields
+        )
 
     def update_action(self, request, obj, changes):
         return UpdateCheck(acting_user=request.user, check=obj, **changes)
 
     def delete_action(self, request, obj):
         return DeleteCheck(acting_user=request.user, check=obj)
+
+
+SERVED_DOCS = ("checks", "contract")
 
 
 class CaseResultInline(ReadOnlyMixin, admin.TabularInline):

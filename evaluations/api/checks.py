@@ -7,7 +7,7 @@ Every write goes through an action (permission, validation, audit); every list s
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
@@ -17,6 +17,7 @@ from evaluations.actions._case_fields import CASE_FIELDS
 from evaluations.actions._check_fields import CHECK_FIELDS
 from evaluations.actions.create_case import CreateCase
 from evaluations.actions.create_check import CreateCheck
+from evaluations.actions.create_dataset import DATASET_FIELDS, CreateDataset
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.actions.delete_check import DeleteCheck
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
@@ -29,14 +30,20 @@ from evaluations.checks import REGISTRY, ParamsError, UnknownCheckKind, evaluate
 from evaluations.choices import CheckMode
 from evaluations.models import CaseVersion, Check, CheckResult, Dataset, DatasetVersion
 from evaluations.scoring import check_status
+from sherlock.core.errors import ActionInvalid
 
 # --- serializers ---------------------------------------------------------------------------
 
 
 class DatasetSerializer(serializers.ModelSerializer):
+    owner = serializers.StringRelatedField()
+
     class Meta:
         model = Dataset
-        fields = ["id", "slug", "name", "description", "created_at"]
+        fields = ["id", *DATASET_FIELDS, "owner", "created_at"]
+        read_only_fields = ["id", "owner", "created_at"]
+        validators = []  # the slug's uniqueness is the action's to check (admin and API alike)
+        extra_kwargs = {"slug": {"validators": []}}
 
 
 class DatasetVersionSerializer(serializers.ModelSerializer):
@@ -120,14 +127,20 @@ def draft_version_for_write(user, version_id, field="dataset_version"):
     return get_object_or_404(visible_versions(user), pk=getattr(version_id, "pk", version_id))
 
 
-class DatasetViewSet(viewsets.ReadOnlyModelViewSet):
-    """Datasets the user may see."""
+class DatasetViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Datasets the user may see; `POST` creates one owned by the caller (`CreateDataset`, as
+    the admin does)."""
 
     serializer_class = DatasetSerializer
     filterset_fields = ["slug"]
 
     def get_queryset(self):
-        return Dataset.objects.for_user(self.request.user).order_by("slug")
+        return Dataset.objects.for_user(self.request.user).select_related("owner").order_by("slug")
+
+    def perform_create(self, serializer):
+        serializer.instance = CreateDataset(
+            acting_user=self.request.user, **serializer.validated_data
+        ).execute()
 
 
 class DatasetVersionViewSet(viewsets.ReadOnlyModelViewSet):
@@ -272,6 +285,38 @@ class CheckResultLabelViewSet(viewsets.GenericViewSet):
         return Response(body.validated_data, status=status.HTTP_201_CREATED)
 
 
+def may_preview(user):
+    """A preview may spend judge money: only users who work with datasets may ask for one (the
+    API's preview and the admin's check form both ask)."""
+    return user.has_perm("evaluations.view_check") or Dataset.objects.for_user(user).exists()
+
+
+def preview_check(kind, params, case, transcript, threshold=None):
+    """Score one check on one case and transcript without saving anything: what
+    `POST /api/v1/checks/preview/` answers and the admin's check form shows. Bad input raises
+    ActionInvalid naming its field (`kind`, `params.<path>`, `case`, `transcript`)."""
+    try:
+        params = validate_params(kind, params)
+    except ParamsError as exc:
+        raise ActionInvalid(str(exc), field=f"params.{exc.field}") from None
+    except UnknownCheckKind as exc:
+        raise ActionInvalid(str(exc), field="kind") from None
+    for name, value in (("case", case), ("transcript", transcript)):
+        if not isinstance(value, dict):
+            raise ActionInvalid(f"{name} must be a JSON object", field=name)
+    from evaluations.judge import get_default_judge
+
+    verdict = evaluate(kind, params, case, transcript, judge=get_default_judge())
+    return {
+        "kind": kind,
+        "score": verdict.score,
+        "status": str(check_status(verdict.score, verdict.outcome, threshold)),
+        "reason": verdict.reason,
+        "evidence": verdict.evidence,
+        "params": params,
+    }
+
+
 class CheckPreviewView(APIView):
     """Score one check on one case and transcript without saving anything (docs/checks.md)."""
 
@@ -280,37 +325,12 @@ class CheckPreviewView(APIView):
         responses={200: PreviewOutputSerializer, 400: OpenApiResponse(description="bad input")},
     )
     def post(self, request):
-        # A preview may spend judge money: only users who work with datasets may ask for one.
-        if not (
-            request.user.has_perm("evaluations.view_check")
-            or Dataset.objects.for_user(request.user).exists()
-        ):
+        if not may_preview(request.user):
             raise PermissionDenied("You may not preview checks (no dataset role).")
         body = PreviewInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        try:
-            params = validate_params(data["kind"], data["params"])
-        except (ParamsError, UnknownCheckKind) as exc:
-            field = f"params.{exc.field}" if isinstance(exc, ParamsError) else "kind"
-            return Response({"detail": str(exc), "code": "invalid", "field": field}, status=400)
-        for name in ("case", "transcript"):
-            if not isinstance(data[name], dict):
-                return Response(
-                    {"detail": f"{name} must be a JSON object", "code": "invalid", "field": name},
-                    status=400,
-                )
-        from evaluations.judge import get_default_judge
-
-        verdict = evaluate(
-            data["kind"], params, data["case"], data["transcript"], judge=get_default_judge()
+        result = preview_check(
+            data["kind"], data["params"], data["case"], data["transcript"], data.get("threshold")
         )
-        result = {
-            "kind": data["kind"],
-            "score": verdict.score,
-            "status": str(check_status(verdict.score, verdict.outcome, data.get("threshold"))),
-            "reason": verdict.reason,
-            "evidence": verdict.evidence,
-            "params": params,
-        }
         return Response(PreviewOutputSerializer(result).data)

@@ -22,6 +22,7 @@ from jsonschema.exceptions import best_match
 from . import behavioural, custom, data_task, heuristic, rag  # noqa: F401  (they register)
 from .base import (
     ERROR,
+    GROUP_TITLES,
     GROUPS,
     REGISTRY,
     SCORED,
@@ -41,6 +42,8 @@ REGISTRY.update(_ordered)
 
 __all__ = [
     "ERROR",
+    "GROUPS",
+    "GROUP_TITLES",
     "REGISTRY",
     "RUBRICS",
     "SCORED",
@@ -50,8 +53,10 @@ __all__ = [
     "ParamsError",
     "Rubric",
     "UnknownCheckKind",
+    "describe_params",
     "evaluate",
     "get_kind",
+    "kinds_by_group",
     "validate_params",
 ]
 
@@ -61,6 +66,52 @@ def get_kind(kind: str) -> type[CheckKind]:
         return REGISTRY[kind]
     except (KeyError, TypeError):
         raise UnknownCheckKind(f"unknown check kind: {kind!r}") from None
+
+
+def kinds_by_group() -> list[tuple[str, list[type[CheckKind]]]]:
+    """The registry's kinds under their group titles, in GROUPS order (the admin's select)."""
+    return [
+        (GROUP_TITLES[group], [cls for cls in REGISTRY.values() if cls.group == group])
+        for group in GROUPS
+    ]
+
+
+def describe_params(kind: str) -> list[dict]:
+    """One row per param of `kind`, read from its params schema: `name`, `type` (in words:
+    "one of a, b", "list of string"), `required`, `default` (JSON text, "" when none) and
+    `meaning` (the schema's description). What the admin shows beside the params field."""
+    schema = get_kind(kind).params_schema
+    required = set(schema.get("required", ()))
+    rows = []
+    for name, spec in schema.get("properties", {}).items():
+        rows.append(
+            {
+                "name": name,
+                "type": _type_words(spec),
+                "required": name in required,
+                "default": json.dumps(spec["default"]) if "default" in spec else "",
+                "meaning": spec.get("description", ""),
+            }
+        )
+    return rows
+
+
+def _type_words(spec: dict) -> str:
+    if "enum" in spec:
+        return "one of " + ", ".join(json.dumps(v) for v in spec["enum"])
+    if "const" in spec:
+        return json.dumps(spec["const"])
+    for key in ("oneOf", "anyOf"):
+        if key in spec:
+            return " or ".join(_type_words(branch) for branch in spec[key])
+    kind = spec.get("type", "any")
+    if kind == "array" and isinstance(spec.get("items"), dict):
+        return f"list of ({_type_words(spec['items'])})"
+    if kind == "object" and spec.get("properties"):
+        return "object {" + ", ".join(spec["properties"]) + "}"
+    if kind == "object" and isinstance(spec.get("additionalProperties"), dict):
+        return f"object of ({_type_words(spec['additionalProperties'])})"
+    return {"number": "number", "integer": "integer", "boolean": "true/false"}.get(kind, kind)
 
 
 def validate_params(kind: str, params: dict | None) -> dict:

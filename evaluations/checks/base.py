@@ -23,6 +23,16 @@ ERROR = "error"
 
 GROUPS = ("behavioural", "structured", "heuristic", "data_task", "custom")
 
+# The five groups of the seeds as people read them (docs/checks.md "The kinds", the admin's
+# kind select): one title per entry of GROUPS, in the same order.
+GROUP_TITLES = {
+    "behavioural": "Behavioural (no model)",
+    "structured": "Structured (RAG)",
+    "heuristic": "Heuristic (model judges: quality)",
+    "data_task": "Data task (tables and charts)",
+    "custom": "Custom (model, your own criterion)",
+}
+
 REGISTRY: dict[str, type[CheckKind]] = {}
 
 

@@ -152,9 +152,16 @@ class OutputType(CheckKind):
     description = "The output has the expected shape: text, JSON, JSON Schema, table, chart spec."
     params_schema = params_object(
         {
-            "type": {"enum": ["text", "json", "json_schema", "table", "chart_spec"]},
+            "type": {
+                "enum": ["text", "json", "json_schema", "table", "chart_spec"],
+                "description": "The shape the output must have.",
+            },
             "schema": {"type": "object", "description": "JSON Schema (draft 2020-12)."},
-            "mode": {"enum": ["whole", "embedded"], "default": "whole"},
+            "mode": {
+                "enum": ["whole", "embedded"],
+                "default": "whole",
+                "description": "embedded also accepts JSON found inside prose.",
+            },
         },
         required=("type",),
         allOf=[needed_when("schema", "type", "json_schema")],
@@ -241,8 +248,16 @@ class Latency(CheckKind):
     description = "Latency under a threshold (1/0), or a linear score between two bounds."
     params_schema = params_object(
         {
-            "max_ms": {"type": "number", "exclusiveMinimum": 0},
-            "graded": {"type": "boolean", "default": False},
+            "max_ms": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "Latency (ms) at or under which the check scores 1.",
+            },
+            "graded": {
+                "type": "boolean",
+                "default": False,
+                "description": "Score linearly from 1 at max_ms to 0 at zero_ms instead of 1/0.",
+            },
             "zero_ms": {
                 "type": "number",
                 "exclusiveMinimum": 0,
@@ -318,10 +333,24 @@ class ToolsUsed(CheckKind):
                         },
                     ]
                 },
+                "description": "Tools to look for (names may be glob patterns); else the case's "
+                "expected_tools.",
             },
-            "match": {"enum": ["any_order", "in_order", "exact"], "default": "any_order"},
-            "arguments": {"enum": ["subset", "exact", "ignore"], "default": "subset"},
-            "forbidden": {"type": "boolean", "default": False},
+            "match": {
+                "enum": ["any_order", "in_order", "exact"],
+                "default": "any_order",
+                "description": "in_order: as a subsequence; exact: these calls only, in order.",
+            },
+            "arguments": {
+                "enum": ["subset", "exact", "ignore"],
+                "default": "subset",
+                "description": "How expected arguments compare with the call's.",
+            },
+            "forbidden": {
+                "type": "boolean",
+                "default": False,
+                "description": "Invert: 1 when none of these tools was called (a guardrail).",
+            },
             **_TOOL_CALL_FIELDS,
         }
     )
@@ -399,10 +428,26 @@ class Trajectory(CheckKind):
     params_schema = params_object(
         {
             "metric": {
-                "enum": ["exact", "in_order", "any_order", "precision", "recall", "single_tool_use"]
+                "enum": [
+                    "exact",
+                    "in_order",
+                    "any_order",
+                    "precision",
+                    "recall",
+                    "single_tool_use",
+                ],
+                "description": "How the calls compare with the case's expected.trajectory.",
             },
-            "tool_name": {"type": "string", "minLength": 1},
-            "ignore_arguments": {"type": "boolean", "default": False},
+            "tool_name": {
+                "type": "string",
+                "minLength": 1,
+                "description": "With single_tool_use: the tool that must be called.",
+            },
+            "ignore_arguments": {
+                "type": "boolean",
+                "default": False,
+                "description": "Compare tool names only.",
+            },
             **_TOOL_CALL_FIELDS,
         },
         required=("metric",),

@@ -70,8 +70,17 @@ class Custom(ModelCheck):
     description = "Your own criterion in plain language, with an optional anchored scale."
     params_schema = params_object(
         {
-            "label": {"type": "string", "minLength": 1, "maxLength": 100},
-            "criterion": {"type": "string", "minLength": 1},
+            "label": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 100,
+                "description": "The results column header (the check's label).",
+            },
+            "criterion": {
+                "type": "string",
+                "minLength": 1,
+                "description": "What the judge grades, in plain language.",
+            },
             "anchors": {
                 "oneOf": [
                     {"type": "string", "minLength": 1},
@@ -92,6 +101,7 @@ class Custom(ModelCheck):
                     "min": {"type": "integer", "minimum": 0, "maximum": 10},
                     "max": {"type": "integer", "minimum": 0, "maximum": 10},
                 },
+                "description": "Integer grades within 0-10; default 0-1 or the anchors' range.",
             },
         },
         required=("label", "criterion"),

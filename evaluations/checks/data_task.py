@@ -75,10 +75,22 @@ class TableShape(TableCheck):
     description = "The table has the expected number of rows and columns."
     params_schema = params_object(
         {
-            "rows": {"type": "integer", "minimum": 0},
-            "columns": {"type": "integer", "minimum": 1},
-            "check": {"enum": ["both", "rows", "columns"], "default": "both"},
-            "partial": {"type": "boolean", "default": False},
+            "rows": {"type": "integer", "minimum": 0, "description": "Else the expected table's."},
+            "columns": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Else the expected table's.",
+            },
+            "check": {
+                "enum": ["both", "rows", "columns"],
+                "default": "both",
+                "description": "Which counts must match.",
+            },
+            "partial": {
+                "type": "boolean",
+                "default": False,
+                "description": "Half a point per matching dimension.",
+            },
         }
     )
 
@@ -115,8 +127,18 @@ class TableColumns(TableCheck):
     description = "The table has the expected columns (set, order, subset or F1)."
     params_schema = params_object(
         {
-            "columns": {"type": "array", "minItems": 1, "items": {"type": "string"}},
-            "match": {"enum": ["set", "ordered", "subset", "f1"], "default": "set"},
+            "columns": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string"},
+                "description": "Expected column names; else the expected table's.",
+            },
+            "match": {
+                "enum": ["set", "ordered", "subset", "f1"],
+                "default": "set",
+                "description": "set: same names; ordered: same order too; subset: at least "
+                "these; f1: a graded score.",
+            },
             "case_sensitive": _CASE_SENSITIVE,
         }
     )
@@ -185,8 +207,14 @@ class TableSchema(TableCheck):
                 "type": "object",
                 "minProperties": 1,
                 "additionalProperties": {"type": "string"},
+                "description": 'Expected types, {"name": "integer"}; else inferred from the '
+                "expected table.",
             },
-            "numeric_equiv": {"type": "boolean", "default": False},
+            "numeric_equiv": {
+                "type": "boolean",
+                "default": False,
+                "description": "Integer and float count as the same type.",
+            },
             "case_sensitive": _CASE_SENSITIVE,
         }
     )
@@ -252,9 +280,21 @@ class TableValues(TableCheck):
     _tolerance = {"type": "number", "minimum": 0}
     params_schema = params_object(
         {
-            "order_matters": {"type": "boolean", "default": False},
-            "abs_tol": {**_tolerance, "default": 1e-8},
-            "rel_tol": {**_tolerance, "default": 1e-5},
+            "order_matters": {
+                "type": "boolean",
+                "default": False,
+                "description": "Compare rows in order (else as a bag).",
+            },
+            "abs_tol": {
+                **_tolerance,
+                "default": 1e-8,
+                "description": "Numbers are equal when |a - b| <= abs_tol + rel_tol x |b|.",
+            },
+            "rel_tol": {
+                **_tolerance,
+                "default": 1e-5,
+                "description": "Relative tolerance (see abs_tol).",
+            },
             "tolerances": {
                 "type": "object",
                 "additionalProperties": {
@@ -262,9 +302,18 @@ class TableValues(TableCheck):
                     "additionalProperties": False,
                     "properties": {"abs_tol": _tolerance, "rel_tol": _tolerance},
                 },
+                "description": 'Per column: {"revenue": {"rel_tol": 0.01}}.',
             },
-            "score": {"enum": ["exact", "f1"], "default": "exact"},
-            "ignore_extra_columns": {"type": "boolean", "default": True},
+            "score": {
+                "enum": ["exact", "f1"],
+                "default": "exact",
+                "description": "exact: 1/0; f1: row F1.",
+            },
+            "ignore_extra_columns": {
+                "type": "boolean",
+                "default": True,
+                "description": "Columns the expected table lacks do not count.",
+            },
             "case_sensitive": _CASE_SENSITIVE,
         }
     )
@@ -349,7 +398,15 @@ class ChartType(CheckKind):
     group = "data_task"
     needs = ("output", "expected.chart")
     description = "The chart is of the expected type (bar, line, area, point, arc...)."
-    params_schema = params_object({"type": {"type": "string", "minLength": 1}})
+    params_schema = params_object(
+        {
+            "type": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Expected chart type (bar, line, pie...); else expected.chart's.",
+            }
+        }
+    )
 
     def clean(self, params):
         if "type" in params and charts.family(params["type"]) is None:
@@ -405,7 +462,12 @@ class AnalysisQuality(ModelCheck):
     description = "A judge grades the overall quality of the data analysis (1-5)."
     params_schema = params_object(
         {
-            "max_output_chars": {"type": "integer", "minimum": 500, "default": 12000},
+            "max_output_chars": {
+                "type": "integer",
+                "minimum": 500,
+                "default": 12000,
+                "description": "Output longer than this is cut before the judge reads it.",
+            },
         }
     )
 

@@ -141,7 +141,13 @@ class Faithfulness(ModelCheck):
     needs = ("output", "contexts")
     description = "Every claim in the answer is supported by the retrieved contexts."
     params_schema = params_object(
-        {"contexts": {"enum": ["retrieved", "reference"], "default": "retrieved"}}
+        {
+            "contexts": {
+                "enum": ["retrieved", "reference"],
+                "default": "retrieved",
+                "description": "Judge against the transcript's contexts or the case's.",
+            }
+        }
     )
 
     def contexts(self, params, case, transcript):
@@ -208,7 +214,15 @@ class AnswerRelevance(ModelCheck):
     needs = ("input", "output")
     description = "The answer addresses the question that was asked."
     params_schema = params_object(
-        {"idk_weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5}}
+        {
+            "idk_weight": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "default": 0.5,
+                "description": "Credit for a claim the judge finds unclear.",
+            }
+        }
     )
 
     def missing_input(self, params, case, transcript):
@@ -255,12 +269,18 @@ class ContextPrecision(ModelCheck):
     description = "Retrieval ranked the useful contexts first (average precision)."
     params_schema = params_object(
         {
-            "against": {"enum": ["auto", "reference", "answer"], "default": "auto"},
+            "against": {
+                "enum": ["auto", "reference", "answer"],
+                "default": "auto",
+                "description": "What a useful context supports: the reference answer or the "
+                "answer given (auto: the reference when the case has one).",
+            },
             "metric": {
                 "enum": ["average_precision", "precision_at_k"],
                 "default": "average_precision",
+                "description": "precision_at_k: the share of useful contexts among the first k.",
             },
-            "k": {"type": "integer", "minimum": 1},
+            "k": {"type": "integer", "minimum": 1, "description": "Only the first k contexts."},
         }
     )
 
@@ -454,9 +474,21 @@ class AnswerRelevanceOverlap(CheckKind):
     description = "Offline: word overlap (ROUGE) of the answer with the reference or question."
     params_schema = params_object(
         {
-            "against": {"enum": ["reference", "question"], "default": "reference"},
-            "measure": {"enum": ["auto", "rougeL", "rouge1"], "default": "auto"},
-            "mode": {"enum": ["auto", "fmeasure", "precision", "recall"], "default": "auto"},
+            "against": {
+                "enum": ["reference", "question"],
+                "default": "reference",
+                "description": "Compare the answer with the reference answer or the question.",
+            },
+            "measure": {
+                "enum": ["auto", "rougeL", "rouge1"],
+                "default": "auto",
+                "description": "auto: rougeL against the reference, rouge1 against the question.",
+            },
+            "mode": {
+                "enum": ["auto", "fmeasure", "precision", "recall"],
+                "default": "auto",
+                "description": "auto: F against the reference, recall against the question.",
+            },
         }
     )
 
@@ -524,7 +556,10 @@ class ContextPrecisionOverlap(ContextOverlap):
     kind = "context_precision_overlap"
     description = "Offline: retrieved contexts similar to reference contexts, rank-aware."
     params_schema = params_object(
-        {"similarity_threshold": _THRESHOLD, "k": {"type": "integer", "minimum": 1}}
+        {
+            "similarity_threshold": _THRESHOLD,
+            "k": {"type": "integer", "minimum": 1, "description": "Only the first k contexts."},
+        }
     )
 
     def evaluate(self, params, case, transcript, judge) -> CheckVerdict:

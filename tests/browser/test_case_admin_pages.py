@@ -1,0 +1,166 @@
+"""Writing cases and checks in the admin, in a real browser (Debian's chromium, Playwright), as an
+Editor does it: from the draft version's page, a case with a typed key, a refused save that shows
+the message on the field with the input kept, then the fixed save; a custom check written with
+its criterion and anchors after a preview scored by a (loopback) judge; and a frozen version
+that says it is read-only.
+
+Set SHERLOCK_SHOTS=/some/dir to keep a screenshot of each page (the lead looks at them).
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from evaluations.models import CaseVersion, Check, Dataset
+from tests.browser import test_run_pages
+from tests.support import factories
+
+# The runserver and chromium fixtures of the run pages' tests, shared.
+server = test_run_pages.server
+browser = test_run_pages.browser
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def judge_env(llm_server, monkeypatch):
+    """The admin server's judge is the loopback LLM server (a custom check's preview calls
+    it). Requested before `server`, so runserver starts with this environment."""
+    monkeypatch.setenv("SHERLOCK_JUDGE_BASE_URL", llm_server.url)
+    monkeypatch.setenv("SHERLOCK_JUDGE_MODEL", "judge-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("SHERLOCK_JUDGE_MAX_RETRIES", "0")
+
+
+def shot(page, name):
+    where = os.environ.get("SHERLOCK_SHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(where) / f"{name}.png"), full_page=True)
+
+
+def log_in(page, server, username):
+    page.goto(f"{server}/admin/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", factories.PASSWORD)
+    page.click("input[type=submit]")
+
+
+def test_an_editor_writes_a_case_then_a_custom_check_after_a_preview(
+    judge_env, server, browser, llm_server
+):
+    factories.user("editor", role="Editor")
+    draft = factories.dataset_version(
+        factories.dataset("refunds"),
+        cases=[("greeting", "Can I change my plan?", {})],
+        frozen=False,
+    )
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, server, "editor")
+    page.goto(f"{server}/admin/evaluations/datasetversion/{draft.pk}/change/")
+    shot(page, "01-draft-version")
+    page.click("a.addlink:has-text('Add case')")
+
+    # A case with a key they type; a tool without a name is refused on its field.
+    page.fill("#id_key", "refund-over-limit")
+    page.fill("#id_input", "Refund order 1182, please.")
+    page.fill("#id_expected_output", "The refund is refused: over the limit.")
+    page.fill("#id_contexts", "Refunds above $200 need a manager.\nOrders ship in 2 days.")
+    page.fill("#id_expected_tools", '[{"tool": "refund"}]')
+    page.fill("#id_tags", "refunds, limits")
+    shot(page, "02-case-add")
+    page.click("input[name=_save]")
+    error = page.locator(".field-expected_tools .errorlist")
+    assert error.inner_text() == "expected_tools[0]: needs a tool name"
+    assert page.input_value("#id_key") == "refund-over-limit"  # the input is kept
+    assert page.input_value("#id_input") == "Refund order 1182, please."
+    assert not CaseVersion.objects.filter(case__key="refund-over-limit").exists()
+    shot(page, "03-case-add-refused")
+
+    page.fill("#id_expected_tools", '[{"name": "refund", "arguments": {"order": 1182}}]')
+    page.click("input[name=_continue]")
+    assert "was added successfully" in page.inner_text(".messagelist")
+    cv = CaseVersion.objects.get(dataset_version=draft, case__key="refund-over-limit")
+    assert cv.contexts == ["Refunds above $200 need a manager.", "Orders ship in 2 days."]
+    assert cv.tags == ["refunds", "limits"]
+    shot(page, "04-case-change")
+
+    # A custom check: its own fields appear with the kind; the preview scores it first.
+    page.goto(f"{server}/admin/evaluations/datasetversion/{draft.pk}/change/")
+    page.click("a.addlink:has-text('Add check')")
+    assert page.locator("fieldset.custom-check").is_hidden()
+    page.select_option("#id_kind", "latency")
+    assert page.locator(".kind-param-table[data-kind=latency]").is_visible()
+    assert "max_ms" in page.inner_text(".kind-param-table[data-kind=latency]")
+    shot(page, "05-check-add-params")
+    page.select_option("#id_kind", "custom")
+    assert page.locator("fieldset.custom-check").is_visible()
+    assert page.locator(".kind-param-table[data-kind=latency]").is_hidden()
+    page.fill("#id_label", "House terms")
+    page.fill("#id_criterion", "Says 'member', never 'user'. Ends with a next step.")
+    page.fill("#id_anchor_0", "says 'user', or no next step")
+    page.fill("#id_anchor_1", "says 'member' throughout and ends with a next step")
+    page.fill("#id_threshold", "1")
+    page.select_option("#id_preview_case", label="greeting")
+    page.fill("#id_preview_transcript", "Yes, every member can change plan. Send us the form.")
+    llm_server.script(
+        [
+            {
+                "quotes": ["every member can change plan", "Send us the form."],
+                "reason": "Says member and ends with a next step.",
+                "score": 1,
+            }
+        ]
+    )
+    page.click("#preview-button")
+    page.wait_for_selector(".preview-status")
+    assert "passed" in page.inner_text(".preview-status")
+    assert "score 1.000" in page.inner_text(".preview-status")
+    assert not Check.objects.filter(label="House terms").exists()  # a preview saves nothing
+    shot(page, "06-check-preview")
+    page.click("input[name=_continue]")
+    assert "was added successfully" in page.inner_text(".messagelist")
+    check = Check.objects.get(dataset_version=draft, label="House terms")
+    assert check.params["anchors"] == {
+        "0": "says 'user', or no next step",
+        "1": "says 'member' throughout and ends with a next step",
+    }
+    assert page.input_value("#id_criterion").startswith("Says 'member'")
+    shot(page, "07-check-change")
+
+
+def test_a_frozen_version_says_it_is_read_only(server, browser):
+    factories.user("editor", role="Editor")
+    frozen = factories.dataset_version(
+        factories.dataset("refunds"),
+        cases=[("greeting", "Can I change my plan?", {"tags": ["smoke"]})],
+        checks=[{"label": "Shape", "kind": "output_type", "params": {"type": "text"}}],
+    )
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, server, "editor")
+    page.goto(f"{server}/admin/evaluations/datasetversion/{frozen.pk}/change/")
+    shot(page, "08-frozen-version")
+    banner = page.inner_text(".frozen-banner")
+    assert "is frozen" in banner and "read-only" in banner
+    assert page.locator("a.addlink", has_text="Add case").count() == 0
+    page.locator("[id^=case_versions] a.inlineviewlink").click()  # the case, from the inline
+    page.wait_for_url("**/caseversion/**")
+    assert "greeting" in page.inner_text("#content")
+    assert "read-only" in page.inner_text(".frozen-banner")
+    assert page.locator("input[name=_save]").count() == 0
+    shot(page, "09-frozen-case")
+    check = frozen.checks.get()
+    page.goto(f"{server}/admin/evaluations/check/{check.pk}/change/")
+    assert "read-only" in page.inner_text(".frozen-banner")
+    assert page.locator("#preview-button").count() == 0
+    shot(page, "10-frozen-check")
+
+    # A new dataset: no owner field, the creator owns it.
+    page.goto(f"{server}/admin/evaluations/dataset/add/")
+    page.locator("#id_name").press_sequentially("Billing desk")
+    assert page.input_value("#id_slug") == "billing-desk"  # prepopulated from the name
+    shot(page, "11-dataset-add")
+    page.click("input[name=_save]")
+    assert "was added successfully" in page.inner_text(".messagelist")
+    assert Dataset.objects.get(slug="billing-desk").owner.username == "editor"
