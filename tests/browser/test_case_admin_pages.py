@@ -4,21 +4,14 @@ the message on the field with the input kept, then the fixed save; a custom chec
 its criterion and anchors after a preview scored by a (loopback) judge; and a frozen version
 that says it is read-only.
 
-Set SHERLOCK_SHOTS=/some/dir to keep a screenshot of each page (the lead looks at them).
+Set SHERLOCK_SCREENSHOTS=/some/dir to keep a screenshot of each page (conftest.py).
 """
-
-import os
-from pathlib import Path
 
 import pytest
 
 from evaluations.models import CaseVersion, Check, Dataset
-from tests.browser import test_run_pages
 from tests.support import factories
-
-# The runserver and chromium fixtures of the run pages' tests, shared.
-server = test_run_pages.server
-browser = test_run_pages.browser
+from tests.support.browser import log_in
 
 pytestmark = pytest.mark.slow
 
@@ -33,22 +26,12 @@ def judge_env(llm_server, monkeypatch):
     monkeypatch.setenv("SHERLOCK_JUDGE_MAX_RETRIES", "0")
 
 
-def shot(page, name):
-    where = os.environ.get("SHERLOCK_SHOTS")
-    if where:
-        Path(where).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(where) / f"{name}.png"), full_page=True)
-
-
-def log_in(page, server, username):
-    page.goto(f"{server}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", factories.PASSWORD)
-    page.click("input[type=submit]")
-
-
 def test_an_editor_writes_a_case_then_a_custom_check_after_a_preview(
-    judge_env, server, browser, llm_server
+    judge_env,
+    server,
+    browser,
+    llm_server,
+    shot,
 ):
     factories.user("editor", role="Editor")
     draft = factories.dataset_version(
@@ -130,7 +113,7 @@ def test_an_editor_writes_a_case_then_a_custom_check_after_a_preview(
     shot(page, "07-check-change")
 
 
-def test_a_frozen_version_says_it_is_read_only(server, browser):
+def test_a_frozen_version_says_it_is_read_only(server, browser, shot):
     factories.user("editor", role="Editor")
     frozen = factories.dataset_version(
         factories.dataset("refunds"),

@@ -2,17 +2,16 @@
 as an Editor uses them: a file with a bad line is previewed (the line number shown, nothing
 saved), fixed and imported, the cases are downloaded, and two versions are compared.
 
-Set SHERLOCK_SCREENSHOTS to a directory to keep a screenshot of each page.
+Set SHERLOCK_SCREENSHOTS to a directory to keep a screenshot of each page (conftest.py).
 """
 
-import os
 from pathlib import Path
 
 import pytest
 
 from evaluations.models import Case, DatasetVersion
-from tests.browser.test_run_pages import browser, server  # noqa: F401 - the fixtures
 from tests.support import factories
+from tests.support.browser import log_in
 
 pytestmark = [pytest.mark.slow]
 
@@ -24,21 +23,7 @@ BAD = (
 FIXED = BAD.replace('[{"arguments": {}}]', '[{"name": "kb.search"}]')
 
 
-@pytest.fixture
-def shots(tmp_path):
-    directory = Path(os.environ.get("SHERLOCK_SCREENSHOTS") or tmp_path)
-    directory.mkdir(parents=True, exist_ok=True)
-    return lambda page, name: page.screenshot(path=str(directory / f"{name}.png"), full_page=True)
-
-
-def login(page, base, username, next_url):
-    page.goto(f"{base}/admin/login/?next={next_url}")
-    page.fill("#id_username", username)
-    page.fill("#id_password", factories.PASSWORD)
-    page.click("input[type=submit]")
-
-
-def test_an_editor_previews_a_bad_file_fixes_it_imports_and_exports_it(server, browser, shots):  # noqa: F811
+def test_an_editor_previews_a_bad_file_fixes_it_imports_and_exports_it(server, browser, shot):
     factories.user("editor", role="Editor")
     dataset = factories.dataset("support-basics")
     factories.dataset_version(
@@ -47,9 +32,9 @@ def test_an_editor_previews_a_bad_file_fixes_it_imports_and_exports_it(server, b
         checks=[{"label": "Tools", "kind": "tools_used", "params": {}, "threshold": 1.0}],
     )
     page = browser.new_page()
-    login(page, server, "editor", f"/admin/evaluations/dataset/{dataset.pk}/change/")
+    log_in(page, server, "editor", f"/admin/evaluations/dataset/{dataset.pk}/change/")
     assert "v1" in page.inner_text("#dataset-versions")
-    shots(page, "dataset-page")
+    shot(page, "dataset-page")
 
     page.click("text=Import cases")
     page.fill("textarea[name=text]", BAD)
@@ -57,7 +42,7 @@ def test_an_editor_previews_a_bad_file_fixes_it_imports_and_exports_it(server, b
     errors = page.inner_text("#import-errors")
     assert "line 2" in errors and "expected_tools[0]: needs a tool name" in errors
     assert page.locator("input[name=confirm]").count() == 0
-    shots(page, "import-preview-error")
+    shot(page, "import-preview-error")
     assert not Case.objects.filter(key="new-case").exists()
     assert DatasetVersion.objects.filter(dataset=dataset).count() == 1
 
@@ -66,12 +51,12 @@ def test_an_editor_previews_a_bad_file_fixes_it_imports_and_exports_it(server, b
     preview = page.inner_text("#import-preview")
     assert "2 added" in preview and "1 changed" in preview
     assert "refund" in page.inner_text("#import-changed")
-    shots(page, "import-preview")
+    shot(page, "import-preview")
     assert not Case.objects.filter(key="new-case").exists()
 
     page.click("input[name=confirm]")
     page.wait_for_selector("text=2 added, 1 changed, 0 unchanged")
-    shots(page, "import-done")
+    shot(page, "import-done")
     draft = DatasetVersion.objects.get(dataset=dataset, frozen_at__isnull=True)
     keys = set(draft.case_versions.values_list("case__key", flat=True))
     assert keys == {"refund", "hello", "broken", "new-case"}
@@ -95,4 +80,4 @@ def test_an_editor_previews_a_bad_file_fixes_it_imports_and_exports_it(server, b
     cases = page.inner_text("#diff-cases")
     assert "2 added, 0 removed, 1 changed, 1 unchanged" in cases
     assert "Refund $20?" in cases
-    shots(page, "compare-versions")
+    shot(page, "compare-versions")

@@ -2,91 +2,16 @@
 
 A real `runserver` process serves the test database; the browser logs in, opens a run, watches
 its progress update live (htmx polling, no reload) and sees the results grid when it finishes.
-Skipped, with the reason, where chromium or Playwright is not installed (`.ci/run` installs
-both).
+The server and browser fixtures are in tests/browser/conftest.py.
 """
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-
 import pytest
-from django.db import connections
 
 from evaluations.engine import run_shard
 from evaluations.models import Run, Trial
 from tests.support import factories
-from tests.support.workers import ROOT, wait_for
-from tests.support.workers import test_database_url as worker_database_url
 
-CHROMIUM = "/usr/bin/chromium"
-playwright = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed"),
-]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def server(live_db, tmp_path):
-    port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": worker_database_url(),
-        "PYTHONUNBUFFERED": "1",
-        "SHERLOCK_FAST_HASHER": "1",
-    }  # the test users' passwords use the fast hasher
-    log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "manage.py"),
-            "runserver",
-            "--noreload",
-            "--insecure",
-            f"127.0.0.1:{port}",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-
-    def answers():
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", port)) == 0
-
-    assert wait_for(answers, timeout=30), (tmp_path / "server.log").read_text()
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=10)
-    log.close()
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-    # still synchronous and safe. They run in Playwright's context, where Django keeps a
-    # connection of its own: closed here, or PostgreSQL could not drop the test database.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
-            connections.close_all()
+pytestmark = [pytest.mark.slow]
 
 
 def test_a_person_watches_a_run_finish_and_reads_its_grid(server, browser):
