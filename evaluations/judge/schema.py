@@ -1,10 +1,19 @@
-"""A rubric's answer schema, prepared once: the strict response_format, its hash, a validator.
+"""A rubric's answer schema, prepared once: the bounds, the strict response_format, its hash,
+a validator, and the completion budget.
 
 Every answer is a structured output against the rubric's strict JSON schema (DESIGN section 8).
-What that costs to use is paid once per rubric schema (`prepare`): the `response_format` sent
-with each question, the schema hash that goes into cache keys (`cache.cache_key`), a compiled
+What that costs to use is paid once per rubric schema and bounds (`prepare`): the `response_format`
+sent with each question, the schema hash that goes into cache keys (`cache.cache_key`), a compiled
 `jsonschema` validator, and a plain-Python check (`quick_check`) that accepts the common valid
 answer without running jsonschema. `answers.read_answer` uses both.
+
+Bounded answers (issue 14): every array of the schema sent gets a `maxItems`, the rubric's bound
+for this question (`Rubric.max_items`) or `DEFAULT_MAX_ITEMS` for an array it does not name
+(`bound_schema`), unless bounds are off (`SHERLOCK_JUDGE_SCHEMA_BOUNDS=false`, or the server
+refused the keyword: `client.py`). The completion cap a question is sent with, unless
+`SHERLOCK_JUDGE_MAX_TOKENS` fixes one, is sized from the bounded schema (`completion_budget`):
+each array's bound x its item's budget, plus the object's own fields and an overhead; it is
+sized from the bounds even when they are not sent.
 """
 
 from __future__ import annotations
@@ -21,10 +30,83 @@ if TYPE_CHECKING:
     from evaluations.checks.rubrics import Rubric
 
 
+# The ceiling of an array a rubric gives no bound for (rubrics outside the library, nested ones).
+DEFAULT_MAX_ITEMS = 50
+
+# The completion budget, in tokens: a string field (one short sentence, or a claim), a scalar
+# (number, boolean, enum), an object's braces and each key, the whole answer's overhead, and a
+# floor for the smallest answers (a grade and its reason).
+STRING_TOKENS = 60
+SCALAR_TOKENS = 8
+FIELD_TOKENS = 4
+OBJECT_TOKENS = 8
+ANSWER_OVERHEAD_TOKENS = 64
+MIN_COMPLETION_TOKENS = 256
+
+
+def bound_schema(schema: dict, limits: dict[str, int] | None) -> dict:
+    """`schema` with a `maxItems` on every array: a top-level property named in `limits` gets
+    its limit (at least 1), any other array `DEFAULT_MAX_ITEMS`; a bound the schema already has
+    is kept when it is tighter. The schema itself (same object) when it has no array."""
+    limits = limits or {}
+
+    def walk(node, name=None, top=False):
+        if not isinstance(node, dict):
+            return node
+        out = dict(node)
+        if node.get("type") == "array":
+            limit = limits.get(name) if top else None
+            limit = max(1, int(limit)) if limit is not None else DEFAULT_MAX_ITEMS
+            if isinstance(node.get("maxItems"), int):
+                limit = min(limit, node["maxItems"])
+            out["maxItems"] = limit
+            if "items" in node:
+                out["items"] = walk(node["items"])
+        if isinstance(node.get("properties"), dict):
+            out["properties"] = {
+                key: walk(child, key, top=node is schema) for key, child in node["properties"].items()
+            }
+        return out
+
+    return walk(schema) if _has_array(schema) else schema
+
+
+def _has_array(node) -> bool:
+    if not isinstance(node, dict):
+        return False
+    if node.get("type") == "array":
+        return True
+    children = list((node.get("properties") or {}).values()) if isinstance(node, dict) else []
+    return any(_has_array(child) for child in children) or _has_array(node.get("items"))
+
+
+def completion_budget(schema: dict) -> int:
+    """The completion cap sized from a bounded schema (`bound_schema`): an array costs its
+    `maxItems` x its item's budget, an object its braces plus each field's key and value, a
+    string `STRING_TOKENS`, anything else `SCALAR_TOKENS`; plus `ANSWER_OVERHEAD_TOKENS`, and
+    never below `MIN_COMPLETION_TOKENS`. E.g. `rag.claims` for a 20-word answer: 6 claims x
+    (8 + 3 x 4 + 60 + 60 + 8) = 888, + the reason and flag, + 64: 1,036 tokens."""
+
+    def cost(node) -> int:
+        if not isinstance(node, dict):
+            return SCALAR_TOKENS
+        kind = node.get("type")
+        if kind == "array":
+            return node.get("maxItems", DEFAULT_MAX_ITEMS) * cost(node.get("items") or {})
+        if kind == "object" or "properties" in node:
+            fields = (node.get("properties") or {}).values()
+            return OBJECT_TOKENS + sum(FIELD_TOKENS + cost(child) for child in fields)
+        if kind == "string" and "enum" not in node:
+            return STRING_TOKENS
+        return SCALAR_TOKENS
+
+    return max(MIN_COMPLETION_TOKENS, cost(schema) + ANSWER_OVERHEAD_TOKENS)
+
+
 @dataclass(frozen=True)
 class PreparedRubric:
-    """What a rubric's schema costs to use, paid once: the response_format, the schema hash
-    that goes into cache keys, and a compiled validator."""
+    """What a rubric's schema costs to use, paid once per bounds: the response_format, the
+    schema hash that goes into cache keys, a compiled validator, and the completion budget."""
 
     schema: dict  # held so that the id() it is filed under stays unique while it lives
     response_format: dict
@@ -37,6 +119,10 @@ class PreparedRubric:
     # itself is the rubric's (id and version are on the row), the same in every call; storing
     # it again in each row would cost space and the CPU to encode it, per call.
     stored_response_format: dict | None = None
+    # The completion cap sized from the bounded schema (`completion_budget`).
+    budget: int = MIN_COMPLETION_TOKENS
+    # The rubric's own schema, held so that the id() this is filed under stays unique.
+    source: dict | None = None
 
 
 def stored_request(request: dict, prepared: PreparedRubric) -> dict:
@@ -46,18 +132,25 @@ def stored_request(request: dict, prepared: PreparedRubric) -> dict:
     return {**request, "response_format": prepared.stored_response_format}
 
 
-_prepared: dict[tuple[int, str], PreparedRubric] = {}
+_prepared: dict[tuple, PreparedRubric] = {}
 _PREPARED_MAX = 1024
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 
-def prepare(rubric: Rubric) -> PreparedRubric:
-    """The rubric's prepared schema, built on first use and kept (by the schema object)."""
-    schema = rubric.schema
-    key = (id(schema), rubric.id)
+def prepare(
+    rubric: Rubric, limits: dict[str, int] | None = None, *, send_bounds: bool = True
+) -> PreparedRubric:
+    """The rubric's prepared schema for these array bounds, built on first use and kept (by
+    the rubric's schema object and the bounds). With `send_bounds=False` the schema sent is
+    the rubric's own, without `maxItems`; the budget is still sized from the bounds."""
+    source = rubric.schema
+    bounds = tuple(sorted((limits or {}).items()))
+    key = (id(source), rubric.id, bounds, send_bounds)
     prepared = _prepared.get(key)
-    if prepared is not None and prepared.schema is schema:
+    if prepared is not None and prepared.source is source:
         return prepared
+    bounded = bound_schema(source, dict(bounds))
+    schema = bounded if send_bounds else source
     # An invalid schema is a bug in the rubric, not a judge failure: let SchemaError raise.
     validator_class = validators.validator_for(schema)
     validator_class.check_schema(schema)
@@ -76,6 +169,8 @@ def prepare(rubric: Rubric) -> PreparedRubric:
             "type": "json_schema",
             "json_schema": {"name": name, "schema": {"sha256": schema_hash}, "strict": True},
         },
+        budget=completion_budget(bounded),
+        source=source,
     )
     if len(_prepared) >= _PREPARED_MAX:  # rubrics built on the fly must not grow this forever
         _prepared.clear()
@@ -99,8 +194,8 @@ _QUICK_TYPES = {
 
 def quick_check(schema):
     """A predicate that is True only for instances valid against `schema`, for the keywords
-    rubric schemas use (type, properties, required, additionalProperties: false, items, enum
-    of scalars); None for a schema using anything else. False means "ask jsonschema", which
+    rubric schemas use (type, properties, required, additionalProperties: false, items,
+    maxItems, enum of scalars); None for a schema using anything else. False means "ask jsonschema", which
     decides (and words the problem), so the predicate may be stricter, never looser."""
     if not isinstance(schema, dict):
         return None
@@ -114,6 +209,7 @@ def quick_check(schema):
             "additionalProperties",
             "items",
             "enum",
+            "maxItems",
         }
     ):
         return None
@@ -160,12 +256,18 @@ def quick_check(schema):
             return all(check(v[name]) for name, check in items if name in v)
 
         tests.append(object_test)
-    if "items" in schema:
+    if "items" in schema or "maxItems" in schema:
         if kind != "array":
             return None
-        item_check = quick_check(schema["items"])
+        item_check = quick_check(schema.get("items", {}))
         if item_check is None:
             return None
-        tests.append(lambda v: all(item_check(item) for item in v))
+        most = schema.get("maxItems")
+        if most is not None and (not isinstance(most, int) or isinstance(most, bool)):
+            return None
+        if most is None:
+            tests.append(lambda v: all(item_check(item) for item in v))
+        else:
+            tests.append(lambda v: len(v) <= most and all(item_check(item) for item in v))
     tests = tuple(tests)
     return lambda v: all(test(v) for test in tests)

@@ -301,13 +301,18 @@ def test_a_refusal_then_a_valid_answer_is_ok(llm_server):
     assert answer.http_calls == 2
 
 
-def test_an_answer_cut_off_at_the_token_limit_is_malformed(llm_server):
+def test_an_answer_cut_off_twice_at_the_token_limit_is_an_error(llm_server):
+    # Issue 14: a cut-off answer has a code of its own, and its re-ask is a brevity retry
+    # (tests/evaluations/test_judge_bounds.py shows what that re-ask sends).
     llm_server.script([Reply(content='{"reason": "It ans', finish_reason="length")] * 2)
 
     answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
 
-    assert not answer.ok and answer.error_code == "malformed"
-    assert "cut off" in answer.error
+    assert not answer.ok and answer.error_code == "cut_off"
+    assert answer.error == (
+        "malformed answer after a brevity retry: the answer was cut off at the token limit "
+        "(256 tokens)"
+    )
 
 
 # --- the cache ---------------------------------------------------------------------------
