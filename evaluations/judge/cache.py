@@ -3,12 +3,13 @@
 DESIGN section 8: a cache keyed by (model, prompt, params) saves cost on re-scoring. The key is
 a sha256 over a canonical JSON of the judge's server (its base URL), the model, the messages, the
 answer schema (with its bounds), temperature, seed and the agent repetition (see `cache_key`):
-pointing Sherlock at another server, or another model on it, never reuses old answers. The durable cache is the `JudgeCall` table (the
-newest successful call with the key); this module keeps the hot entries in memory in front of
-it, and makes concurrent identical asks wait for the first one instead of each paying for a
-call (the RAG checks share one claim extraction between two checks this way, even when the run
-engine scores them on two threads). `AnswerCache.answer` is the order the client asks in: this
-process's cache, then the durable one, then the model.
+pointing Sherlock at another server, or another model on it, never reuses old answers. The
+durable cache is the `JudgeCall` table (the newest successful call with the key); this module
+keeps the hot entries in memory in front of it, and makes concurrent identical asks wait for
+the first one instead of each paying for a call (the RAG checks share one claim extraction
+between two checks this way, even when the run engine scores them on two threads).
+`AnswerCache.answer` is the order the client asks in: this process's cache, then the durable
+one, then the model.
 """
 
 from __future__ import annotations

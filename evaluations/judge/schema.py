@@ -63,8 +63,9 @@ def bound_schema(schema: dict, limits: dict[str, int] | None) -> dict:
             if "items" in node:
                 out["items"] = walk(node["items"])
         if isinstance(node.get("properties"), dict):
+            top_level = node is schema
             out["properties"] = {
-                key: walk(child, key, top=node is schema) for key, child in node["properties"].items()
+                key: walk(child, key, top_level) for key, child in node["properties"].items()
             }
         return out
 
@@ -76,7 +77,7 @@ def _has_array(node) -> bool:
         return False
     if node.get("type") == "array":
         return True
-    children = list((node.get("properties") or {}).values()) if isinstance(node, dict) else []
+    children = list((node.get("properties") or {}).values())
     return any(_has_array(child) for child in children) or _has_array(node.get("items"))
 
 
@@ -195,8 +196,9 @@ _QUICK_TYPES = {
 def quick_check(schema):
     """A predicate that is True only for instances valid against `schema`, for the keywords
     rubric schemas use (type, properties, required, additionalProperties: false, items,
-    maxItems, enum of scalars); None for a schema using anything else. False means "ask jsonschema", which
-    decides (and words the problem), so the predicate may be stricter, never looser."""
+    maxItems, enum of scalars); None for a schema using anything else. False means "ask
+    jsonschema", which decides (and words the problem), so the predicate may be stricter,
+    never looser."""
     if not isinstance(schema, dict):
         return None
     if (

@@ -1,0 +1,290 @@
+"""Bounded answers on the wire (issue 14): a completion cap on every call, maxItems on every
+answer array derived from the question, a cut-off answer asked again fresh and brief, a server
+that refuses maxItems, a failed question not asked twice in a trial, and a cache that knows
+which server answered."""
+
+import pytest
+
+from evaluations.checks import rubrics
+from evaluations.checks.rag import numbered_contexts
+from evaluations.judge import JudgeClient
+from evaluations.judge.schema import completion_budget, prepare
+from evaluations.judge.sdk import cap_parameter
+from evaluations.models import CheckResult, JudgeCall
+from tests.support import factories
+from tests.support.judge_fixtures import JUDGE_MODEL
+from tests.support.judging import GOOD, RELEVANCE, VARIABLES, fast_judge
+from tests.support.llm_server import Fault, LLMServer, Reply, malformed
+
+ANSWER = "Paris is the capital of France. The Seine runs through it, and it has six bridges."
+CLAIMS = {"question": "Tell me about Paris.", "answer": ANSWER}  # 16 words: 16 // 5 + 2 = 5
+GOOD_CLAIMS = {
+    "claims": [{"claim": "Paris is the capital.", "reason": "On topic.", "relevant": "yes"}],
+    "reason": "It answers.",
+    "noncommittal": False,
+}
+
+
+def arrays(schema, path=""):
+    """(path, array schema) of every array in a schema."""
+    if schema.get("type") == "array":
+        yield path, schema
+        yield from arrays(schema.get("items") or {}, f"{path}[]")
+    for name, child in (schema.get("properties") or {}).items():
+        yield from arrays(child, f"{path}.{name}")
+
+
+def sent_schema(request):
+    return request["response_format"]["json_schema"]["schema"]
+
+
+# --- the completion cap --------------------------------------------------------------------
+
+
+def test_every_call_sends_a_cap_sized_from_the_bounded_schema(llm_server):
+    llm_server.script([GOOD_CLAIMS])
+
+    assert fast_judge(llm_server).ask(rubrics.CLAIMS, CLAIMS).ok
+
+    (request,) = llm_server.requests
+    schema = sent_schema(request)
+    assert request["max_tokens"] == completion_budget(schema)
+    # 5 claims x (8 + 3 x 4 + 60 + 60 + 8) + the reason, the flag and the braces, + 64.
+    assert request["max_tokens"] == 5 * 148 + 8 + 4 + 4 + 60 + 4 + 8 + 64
+    assert "max_completion_tokens" not in request
+
+
+def test_a_configured_cap_is_sent_as_is(judge_settings, llm_server):
+    judge_settings.SHERLOCK_JUDGE_MAX_TOKENS = 700
+
+    JudgeClient(recorder=None, cache_lookup=None).ask(rubrics.CLAIMS, CLAIMS)
+
+    assert llm_server.requests[0]["max_tokens"] == 700
+
+
+def test_the_cap_parameter_can_be_the_sdks_documented_one(llm_server):
+    fast_judge(llm_server, cap_parameter="max_completion_tokens").ask(RELEVANCE, VARIABLES)
+
+    (request,) = llm_server.requests
+    assert request["max_completion_tokens"] == 256
+    assert "max_tokens" not in request  # OpenAI refuses both at once
+
+
+@pytest.mark.parametrize(
+    ("url", "parameter"),
+    [
+        ("https://api.openai.com/v1", "max_completion_tokens"),
+        ("https://myteam.openai.azure.com/openai/v1/", "max_completion_tokens"),
+        ("http://127.0.0.1:8080/v1", "max_tokens"),  # llama.cpp
+        ("http://gpu-box:8000/v1", "max_tokens"),  # vLLM
+        ("http://localhost:11434/v1", "max_tokens"),  # Ollama
+    ],
+)
+def test_auto_sends_the_cap_as_the_server_honours_it(url, parameter):
+    assert cap_parameter(url, "auto") == parameter
+    assert cap_parameter(url, "max_tokens") == "max_tokens"
+
+
+# --- maxItems ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rubric", list(rubrics.RUBRICS.values()), ids=list(rubrics.RUBRICS))
+def test_every_array_of_every_rubric_is_bounded_on_the_wire(rubric, llm_server):
+    family, variables = next(
+        (f, v) for f, (r, v) in rubrics.PROBES.items() if r.family == rubric.family
+    )
+    variables = {
+        **variables,
+        "answer": ANSWER,
+        "claims": "1. a\n2. b",
+        "contexts": numbered_contexts(["one", "two", "three"]),
+        "reference": "Red, green and blue.",
+        "policy": "",
+        "expected": "",
+    }
+
+    fast_judge(llm_server).ask(rubric, variables)
+
+    schema = sent_schema(llm_server.requests[0])
+    found = list(arrays(schema))
+    assert all("maxItems" in array for _, array in found), found
+    assert llm_server.requests[0]["max_tokens"] >= 256
+
+
+def test_bounds_come_from_the_question(llm_server):
+    judge = fast_judge(llm_server)
+    contexts = numbered_contexts(["Paris is in France.", "The Seine runs through Paris."])
+
+    judge.ask(rubrics.CLAIMS, CLAIMS)
+    judge.ask(rubrics.FAITHFULNESS, {"contexts": contexts, "claims": "1. a\n2. b\n3. c"})
+    judge.ask(rubrics.CONTEXT_PRECISION, {"question": "q", "answer": "a", "contexts": contexts})
+
+    claims, faithfulness, precision = (sent_schema(r) for r in llm_server.requests)
+    assert claims["properties"]["claims"]["maxItems"] == 5  # from the answer's 16 words
+    assert faithfulness["properties"]["verdicts"]["maxItems"] == 3  # one per claim
+    assert precision["properties"]["verdicts"]["maxItems"] == 2  # one per context
+    assert "maxItems" not in rubrics.CLAIMS.schema["properties"]["claims"]  # the rubric's own
+
+
+def test_a_too_long_list_is_not_valid(llm_server):
+    items = [{"claim": str(n), "reason": "r", "relevant": "yes"} for n in range(6)]
+    llm_server.script([{**GOOD_CLAIMS, "claims": items}] * 2)
+
+    answer = fast_judge(llm_server).ask(rubrics.CLAIMS, CLAIMS)
+
+    assert not answer.ok and "is too long" in answer.error
+
+
+def test_bounds_can_be_turned_off_for_a_server_that_refuses_them(llm_server):
+    fast_judge(llm_server, schema_bounds=False).ask(rubrics.CLAIMS, CLAIMS)
+
+    (request,) = llm_server.requests
+    assert sent_schema(request) == rubrics.CLAIMS.schema
+    assert request["max_tokens"] == prepare(rubrics.CLAIMS, {"claims": 5}).budget  # still sized
+
+
+def test_a_400_naming_maxitems_is_asked_again_without_bounds_once_and_for_all(llm_server):
+    refused = Fault(status=400, message="Invalid schema: 'maxItems' is not permitted.")
+    llm_server.script([refused, GOOD_CLAIMS])
+    judge = fast_judge(llm_server)
+
+    answer = judge.ask(rubrics.CLAIMS, CLAIMS)
+    judge.ask(rubrics.CLAIMS, {**CLAIMS, "answer": "Paris."})
+
+    assert answer.ok and answer.http_calls == 2
+    first, second, later = llm_server.requests
+    assert list(arrays(sent_schema(first)))[0][1]["maxItems"] == 5
+    assert sent_schema(second) == sent_schema(later) == rubrics.CLAIMS.schema
+    assert not judge.sends_bounds
+
+
+def test_another_400_is_not_asked_again(llm_server):
+    llm_server.script([Fault(status=400, message="Unknown model.")])
+
+    answer = fast_judge(llm_server).ask(rubrics.CLAIMS, CLAIMS)
+
+    assert not answer.ok and len(llm_server.requests) == 1
+
+
+# --- the cut-off answer --------------------------------------------------------------------
+
+
+def test_a_cut_off_answer_is_asked_again_fresh_and_brief(llm_server):
+    cut = '{"claims": [{"claim": "Paris", "reason": "Paris is Paris is Paris is'
+    llm_server.script([Reply(content=cut, finish_reason="length"), GOOD_CLAIMS])
+
+    answer = fast_judge(llm_server).ask(rubrics.CLAIMS, CLAIMS)
+
+    assert answer.ok and answer.data == GOOD_CLAIMS
+    first, again = llm_server.requests
+    # The same request, with the same cap and schema, but a brevity note and no cut-off text.
+    assert {k: v for k, v in again.items() if k != "messages"} == {
+        k: v for k, v in first.items() if k != "messages"
+    }
+    assert len(again["messages"]) == len(first["messages"]) == 2
+    assert [m["role"] for m in again["messages"]] == ["system", "user"]
+    assert all(cut not in m["content"] for m in again["messages"])
+    question = first["messages"][1]["content"]
+    assert again["messages"][1]["content"].startswith(question)
+    note = again["messages"][1]["content"][len(question) :]
+    assert "Be brief" in note and "at most 5 in claims" in note
+    bad = answer.calls[0]
+    assert bad.error == f"the answer was cut off at the token limit ({first['max_tokens']} tokens)"
+
+
+def test_an_empty_answer_at_the_limit_is_cut_off_too(llm_server):
+    # A prompt that fills the server's context leaves no room for any answer.
+    llm_server.script([Reply(content="", finish_reason="length"), GOOD])
+
+    answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
+
+    assert answer.ok
+    assert answer.calls[0].error.startswith("the answer was cut off")
+    assert len(llm_server.requests[1]["messages"]) == 2
+
+
+def test_another_malformed_answer_keeps_the_repair_that_shows_it(llm_server):
+    llm_server.script([malformed("not json"), GOOD_CLAIMS])
+
+    fast_judge(llm_server).ask(rubrics.CLAIMS, CLAIMS)
+
+    repair = llm_server.requests[1]["messages"]
+    assert repair[2] == {"role": "assistant", "content": "not json"}
+
+
+# --- a failed question is not asked twice in a trial ---------------------------------------
+
+
+def test_a_failure_is_reused_within_a_trial_and_asked_again_in_the_next(llm_server):
+    llm_server.script([malformed(), malformed()])
+    judge = fast_judge(llm_server)
+    trial = judge.bind(trial=1)
+
+    first = trial.ask(rubrics.CLAIMS, CLAIMS)
+    again = trial.ask(rubrics.CLAIMS, CLAIMS, cache=False)
+
+    assert not first.ok and not again.ok
+    assert (again.error, again.error_code, again.raw) == (first.error, first.error_code, first.raw)
+    assert again.reused and again.calls == []
+    assert len(llm_server.requests) == 2  # the question and its repair, once
+    assert judge.bind(trial=2).ask(rubrics.CLAIMS, CLAIMS).ok  # another trial asks again
+    assert len(llm_server.requests) == 3
+
+
+@pytest.mark.django_db
+def test_answer_relevance_reuses_the_claims_failure_of_faithfulness(
+    builder, judge_settings, llm_server, django_capture_on_commit_callbacks
+):
+    checks = [
+        {"label": "Faithful", "kind": "faithfulness", "params": {"contexts": "reference"}},
+        {"label": "Relevant", "kind": "answer_relevance"},
+    ]
+    version = factories.agent_version(callable_path="tests.support.agents_under_test.echo")
+    dataset_version = factories.dataset_version(
+        cases=[("paris", "Where is Paris?", {"contexts": ["Paris is in France."]})],
+        checks=checks,
+    )
+    llm_server.responder = lambda request: malformed("I think it is fine.")
+
+    run = factories.start_run(builder, version, dataset_version, django_capture_on_commit_callbacks)
+
+    faithful, relevant = (
+        CheckResult.objects.get(trial__run=run, check_config__label=label)
+        for label in ("Faithful", "Relevant")
+    )
+    assert faithful.status == relevant.status == "error"
+    assert relevant.reason == faithful.reason
+    assert faithful.reason.startswith("malformed answer after a repair retry")
+    assert relevant.judge_call_ids == []
+    assert len(llm_server.requests) == 2  # rag.claims and its repair; nothing re-asked
+    assert JudgeCall.objects.filter(run=run).count() == 2
+
+
+# --- the cache knows its server ------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_another_server_does_not_reuse_the_answers_of_the_first(llm_server):
+    with LLMServer(model=JUDGE_MODEL) as other:
+        first = JudgeClient(base_url=llm_server.url, model=JUDGE_MODEL, timeout=1)
+        first.ask(RELEVANCE, VARIABLES)
+        assert first.ask(RELEVANCE, VARIABLES).cached  # same server: from the cache
+
+        elsewhere = JudgeClient(base_url=other.url, model=JUDGE_MODEL, timeout=1)
+        answer = elsewhere.ask(RELEVANCE, VARIABLES)
+
+        assert not answer.cached
+        assert len(other.requests) == 1  # the stored JudgeCall of the first server not used
+    assert len(llm_server.requests) == 1
+    keys = set(JudgeCall.objects.filter(cached=False).values_list("cache_key", flat=True))
+    assert len(keys) == 2
+
+
+def test_the_same_server_with_a_trailing_slash_is_the_same_judge(llm_server):
+    one = fast_judge(llm_server)
+    one.ask(RELEVANCE, VARIABLES)
+
+    key = one.ask(RELEVANCE, VARIABLES).cache_key
+    other = fast_judge(llm_server, base_url=llm_server.url + "/")
+
+    assert other.ask(RELEVANCE, VARIABLES, cache=False).cache_key == key
