@@ -7,6 +7,8 @@ happened: read-only here. A run's page lists its case results; a trial's page it
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 from evaluations.actions._case_fields import CASE_FIELDS
 from evaluations.actions._check_fields import CHECK_FIELDS
@@ -20,6 +22,7 @@ from evaluations.actions.remove_case import RemoveCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
 from evaluations.costs import describe_estimate, describe_spend
+from evaluations.judge.probe import judge_status
 from evaluations.models import (
     Case,
     CaseResult,
@@ -31,6 +34,7 @@ from evaluations.models import (
     DatasetVersion,
     HumanLabel,
     JudgeCall,
+    JudgeProbe,
     ModelPrice,
     Run,
     Trial,
@@ -274,13 +278,14 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "trials_error",
         "spend",
         "estimate_view",
+        "judge_status_view",
         "summary",
         "requested_by",
         "created_at",
         "started_at",
         "finished_at",
     ]
-    readonly_fields = ["progress", "spend", "estimate_view"]
+    readonly_fields = ["progress", "spend", "estimate_view", "judge_status_view"]
     actions = ["cancel_runs"]
 
     def get_queryset(self, request):
@@ -300,6 +305,12 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="estimate before start")
     def estimate_view(self, obj):
         return describe_estimate(obj.estimate)
+
+    @admin.display(description="judge now")
+    def judge_status_view(self, obj):
+        """The judge's status today (the newest check_judge probe), as new runs' estimates
+        will carry it; this run's own, from its start, is in its estimate."""
+        return judge_status()["summary"]
 
     cancel_runs = verb_action(
         CancelRun, "cancelled", description="Cancel selected runs", subject="run"
@@ -363,6 +374,42 @@ class JudgeCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         return _ledger_queryset(request, super().get_queryset(request))
+
+
+@admin.register(JudgeProbe)
+class JudgeProbeAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """The judge's status page: every `check_judge` probe, newest first; the newest one of the
+    configured server and model is the status runs are estimated with (`judge_status`)."""
+
+    list_display = ["created_at", "model", "base_url", "ok", "failed", "priced"]
+    list_filter = ["ok", "model"]
+    fields = ["created_at", "model", "base_url", "ok", "priced", "report"]
+    readonly_fields = fields
+
+    @admin.display(description="failed families")
+    def failed(self, obj):
+        return ", ".join(obj.failed_families) or "-"
+
+    @admin.display(description="per family")
+    def report(self, obj):
+        lines = []
+        for name, family in sorted(obj.families.items()):
+            line = (
+                f"{name}: {'ok' if family.get('ok') else family.get('error_code')}, "
+                f"{family.get('latency_ms', 0):.0f} ms, {family.get('prompt_tokens', 0)} in / "
+                f"{family.get('completion_tokens', 0)} out, cap {family.get('max_tokens', 0)}"
+            )
+            if family.get("error"):
+                line += f"; {family['error']}"
+            if family.get("advice"):
+                line += f" -> {family['advice']}"
+            lines.append(line)
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
+
+    def changelist_view(self, request, extra_context=None):
+        # The one status line, as runs' estimates carry it, above the probes.
+        self.message_user(request, f"Judge status: {judge_status()['summary']}")
+        return super().changelist_view(request, extra_context)
 
 
 @admin.register(CostEntry)
