@@ -28,11 +28,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# A text of w words gives at most w / WORDS_PER_ITEM + SLACK_ITEMS items (an atomic claim or
-# statement takes a few words; the slack covers a one-word answer that states a whole claim
-# with the question's words), and never more than MAX_ITEMS.
-WORDS_PER_ITEM = 5
-SLACK_ITEMS = 2
+# A text of w words gives at most w / WORDS_PER_ITEM + SLACK_ITEMS items, and never more than
+# MAX_ITEMS. Generous on purpose: a bound below the real count would make the judge drop or
+# merge items and change the score silently, while a loose one only allows a longer answer.
+# A list packs an item in two words ("red, green and blue": 3 in 4); the slack covers a
+# one-word answer that states a whole claim with the question's words.
+WORDS_PER_ITEM = 2
+SLACK_ITEMS = 3
 MAX_ITEMS = 50
 # A custom check's judge quotes the few shortest spans that justify its grade.
 MAX_QUOTES = 10

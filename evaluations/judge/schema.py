@@ -36,7 +36,7 @@ DEFAULT_MAX_ITEMS = 50
 # The completion budget, in tokens: a string field (one short sentence, or a claim), a scalar
 # (number, boolean, enum), an object's braces and each key, the whole answer's overhead, and a
 # floor for the smallest answers (a grade and its reason).
-STRING_TOKENS = 60
+STRING_TOKENS = 40
 SCALAR_TOKENS = 8
 FIELD_TOKENS = 4
 OBJECT_TOKENS = 8
@@ -85,8 +85,9 @@ def completion_budget(schema: dict) -> int:
     """The completion cap sized from a bounded schema (`bound_schema`): an array costs its
     `maxItems` x its item's budget, an object its braces plus each field's key and value, a
     string `STRING_TOKENS`, anything else `SCALAR_TOKENS`; plus `ANSWER_OVERHEAD_TOKENS`, and
-    never below `MIN_COMPLETION_TOKENS`. E.g. `rag.claims` for a 20-word answer: 6 claims x
-    (8 + 3 x 4 + 60 + 60 + 8) = 888, + the reason and flag, + 64: 1,036 tokens."""
+    never below `MIN_COMPLETION_TOKENS`. E.g. `rag.claims` for a 20-word answer: 13 claims x
+    (8 + 3 x 4 + 40 + 40 + 8) = 1,404, + the reason, the flag and braces (68), + 64: 1,536
+    tokens."""
 
     def cost(node) -> int:
         if not isinstance(node, dict):

@@ -17,7 +17,7 @@ from tests.support.judging import GOOD, RELEVANCE, VARIABLES, fast_judge
 from tests.support.llm_server import Fault, LLMServer, Reply, malformed
 
 ANSWER = "Paris is the capital of France. The Seine runs through it, and it has six bridges."
-CLAIMS = {"question": "Tell me about Paris.", "answer": ANSWER}  # 16 words: 16 // 5 + 2 = 5
+CLAIMS = {"question": "Tell me about Paris.", "answer": ANSWER}  # 16 words: 16 // 2 + 3 = 11
 GOOD_CLAIMS = {
     "claims": [{"claim": "Paris is the capital.", "reason": "On topic.", "relevant": "yes"}],
     "reason": "It answers.",
@@ -49,8 +49,8 @@ def test_every_call_sends_a_cap_sized_from_the_bounded_schema(llm_server):
     (request,) = llm_server.requests
     schema = sent_schema(request)
     assert request["max_tokens"] == completion_budget(schema)
-    # 5 claims x (8 + 3 x 4 + 60 + 60 + 8) + the reason, the flag and the braces, + 64.
-    assert request["max_tokens"] == 5 * 148 + 8 + 4 + 4 + 60 + 4 + 8 + 64
+    # 11 claims x (8 + 3 x 4 + 40 + 40 + 8) + the reason, the flag and the braces, + 64.
+    assert request["max_tokens"] == 11 * 108 + 8 + 4 + 4 + 40 + 4 + 8 + 64
     assert "max_completion_tokens" not in request
 
 
@@ -120,14 +120,14 @@ def test_bounds_come_from_the_question(llm_server):
     judge.ask(rubrics.CONTEXT_PRECISION, {"question": "q", "answer": "a", "contexts": contexts})
 
     claims, faithfulness, precision = (sent_schema(r) for r in llm_server.requests)
-    assert claims["properties"]["claims"]["maxItems"] == 5  # from the answer's 16 words
+    assert claims["properties"]["claims"]["maxItems"] == 11  # from the answer's 16 words
     assert faithfulness["properties"]["verdicts"]["maxItems"] == 3  # one per claim
     assert precision["properties"]["verdicts"]["maxItems"] == 2  # one per context
     assert "maxItems" not in rubrics.CLAIMS.schema["properties"]["claims"]  # the rubric's own
 
 
 def test_a_too_long_list_is_not_valid(llm_server):
-    items = [{"claim": str(n), "reason": "r", "relevant": "yes"} for n in range(6)]
+    items = [{"claim": str(n), "reason": "r", "relevant": "yes"} for n in range(12)]
     llm_server.script([{**GOOD_CLAIMS, "claims": items}] * 2)
 
     answer = fast_judge(llm_server).ask(rubrics.CLAIMS, CLAIMS)
@@ -140,7 +140,7 @@ def test_bounds_can_be_turned_off_for_a_server_that_refuses_them(llm_server):
 
     (request,) = llm_server.requests
     assert sent_schema(request) == rubrics.CLAIMS.schema
-    assert request["max_tokens"] == prepare(rubrics.CLAIMS, {"claims": 5}).budget  # still sized
+    assert request["max_tokens"] == prepare(rubrics.CLAIMS, {"claims": 11}).budget  # still sized
 
 
 def test_a_400_naming_maxitems_is_asked_again_without_bounds_once_and_for_all(llm_server):
@@ -153,7 +153,7 @@ def test_a_400_naming_maxitems_is_asked_again_without_bounds_once_and_for_all(ll
 
     assert answer.ok and answer.http_calls == 2
     first, second, later = llm_server.requests
-    assert list(arrays(sent_schema(first)))[0][1]["maxItems"] == 5
+    assert list(arrays(sent_schema(first)))[0][1]["maxItems"] == 11
     assert sent_schema(second) == sent_schema(later) == rubrics.CLAIMS.schema
     assert not judge.sends_bounds
 
@@ -187,7 +187,7 @@ def test_a_cut_off_answer_is_asked_again_fresh_and_brief(llm_server):
     question = first["messages"][1]["content"]
     assert again["messages"][1]["content"].startswith(question)
     note = again["messages"][1]["content"][len(question) :]
-    assert "Be brief" in note and "at most 5 in claims" in note
+    assert "Be brief" in note and "at most 11 in claims" in note
     bad = answer.calls[0]
     assert bad.error == f"the answer was cut off at the token limit ({first['max_tokens']} tokens)"
 
@@ -288,3 +288,16 @@ def test_the_same_server_with_a_trailing_slash_is_the_same_judge(llm_server):
     other = fast_judge(llm_server, base_url=llm_server.url + "/")
 
     assert other.ask(RELEVANCE, VARIABLES, cache=False).cache_key == key
+
+
+@pytest.mark.parametrize(
+    ("text", "items"),
+    [
+        ("Paris.", 3),  # one word may state a whole claim, with the question's words
+        ("Red, green and blue.", 5),  # a list: three facts in four words
+        ("apples pears plums figs dates", 5),
+        (" ".join(["word"] * 200), rubrics.MAX_ITEMS),
+    ],
+)
+def test_a_text_bound_is_never_below_what_the_text_can_hold(text, items):
+    assert rubrics.items_from_text(text) == items
