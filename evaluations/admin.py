@@ -4,7 +4,7 @@ Runs, trials, check results, case results, judge calls and the cost ledger are r
 happened: read-only here. A run's page lists its case results; a trial's page its check results.
 """
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.utils.html import format_html_join
@@ -407,8 +407,11 @@ class JudgeProbeAdmin(ReadOnlyMixin, admin.ModelAdmin):
         return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
 
     def changelist_view(self, request, extra_context=None):
-        # The one status line, as runs' estimates carry it, above the probes.
-        self.message_user(request, f"Judge status: {judge_status()['summary']}")
+        # The one status line, as runs' estimates carry it, above the probes: a warning unless
+        # the newest probe of the configured judge answered in every family.
+        status = judge_status()
+        level = messages.INFO if status.get("ok") else messages.WARNING
+        self.message_user(request, f"Judge status: {status['summary']}", level)
         return super().changelist_view(request, extra_context)
 
 
