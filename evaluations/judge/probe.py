@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import asdict, dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
@@ -150,6 +151,17 @@ def store_probe(judge, results: list[FamilyProbe]):
     )
 
 
+def shown_url(url: str) -> str:
+    """The base URL as the status shows it (to Builders, in run estimates): without any
+    user:password a deployment may have put in it."""
+    parts = urlsplit(url)
+    if not (parts.username or parts.password):
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
 def judge_status() -> dict:
     """The configured judge's status: configured or not, the newest probe of this server and
     model (when, which families failed, why, what to change), whether the model has a price,
@@ -166,7 +178,7 @@ def judge_status() -> dict:
     priced = ModelPrice.objects.filter(model=model).exists()
     status = {
         "configured": True,
-        "base_url": base_url,
+        "base_url": shown_url(base_url),
         "model": model,
         "priced": priced,
         "probed_at": probe.created_at.isoformat() if probe else None,
@@ -177,7 +189,7 @@ def judge_status() -> dict:
             for name, family in (probe.families if probe else {}).items()
         },
     }
-    judge = f"{model} at {base_url}"
+    judge = f"{model} at {shown_url(base_url)}"
     if probe is None:
         summary = f"{judge}: not probed yet (manage.py check_judge)"
     elif probe.ok:

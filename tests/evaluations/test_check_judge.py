@@ -258,3 +258,21 @@ def test_the_admin_shows_the_same_status(
     assert "Judge now" in page and "custom failed" in page
     assert "Warning: blocking model checks may not be scored: Polite" in page
     assert "server_error" in detail and "see its log" in detail
+
+
+def test_the_status_never_shows_credentials_in_the_base_url(settings):
+    settings.SHERLOCK_JUDGE_BASE_URL = "https://bob:s3cret@judge.internal:8443/v1"
+
+    status = judge_status()
+
+    assert "s3cret" not in str(status)
+    assert "judge.internal:8443/v1: not probed yet" in status["summary"]
+
+
+def test_every_model_kind_has_a_probed_family():
+    from evaluations.checks import REGISTRY
+
+    model_kinds = {kind for kind, cls in REGISTRY.items() if cls.uses_model}
+    assert set(rubrics.KIND_FAMILIES) == model_kinds
+    assert set(rubrics.KIND_FAMILIES.values()) == set(rubrics.FAMILIES) == set(rubrics.PROBES)
+    assert all(rubric.family == family for family, (rubric, _) in rubrics.PROBES.items())
