@@ -311,26 +311,30 @@ class JudgeClient:
         if earlier is not None:
             return earlier
         if not cache:
-            answer, entry = self._ask_model(question)
+            answer, entry = self._ask_unless_failed(question)
             if entry is not None:
                 core.cache.put(question.cache_key, entry)
-        else:
-            answer = core.cache.answer(
-                question.cache_key,
-                ask=lambda: self._ask_unless_failed(question),
-                serve=lambda entry: self._from_cache(question, entry, started),
-                lookup=core.cache_lookup,
-                wait=core.retry.worst_case_seconds,
-            )
-        if not answer.ok and self._failures is not None and not answer.reused:
-            self._failures[question.cache_key] = answer
-        return answer
+            return answer
+        return core.cache.answer(
+            question.cache_key,
+            ask=lambda: self._ask_unless_failed(question),
+            serve=lambda entry: self._from_cache(question, entry, started),
+            lookup=core.cache_lookup,
+            wait=core.retry.worst_case_seconds,
+        )
 
     def _ask_unless_failed(self, question: Question) -> tuple[JudgeAnswer, CachedAnswer | None]:
-        # Looked up again when it is this caller's turn to ask: another thread of the same
-        # trial may have failed on this very question while this one waited for it.
+        """The model's answer, unless this trial already failed on the question. Looked up
+        again when it is this caller's turn to ask (another thread of the same trial may have
+        failed on it while this one waited), and a failure is filed before the cache releases
+        the askers waiting for it."""
         earlier = self._earlier_failure(question)
-        return (earlier, None) if earlier is not None else self._ask_model(question)
+        if earlier is not None:
+            return earlier, None
+        answer, entry = self._ask_model(question)
+        if not answer.ok and self._failures is not None:
+            self._failures[question.cache_key] = answer
+        return answer, entry
 
     def _earlier_failure(self, question: Question) -> JudgeAnswer | None:
         """The failure this trial already had for `question`, as a new answer without calls."""

@@ -280,6 +280,47 @@ def test_another_server_does_not_reuse_the_answers_of_the_first(llm_server):
     assert len(keys) == 2
 
 
+def test_the_cache_key_names_the_server_and_the_model():
+    from evaluations.judge.cache import cache_key
+
+    def key(**changes):
+        options = {
+            "base_url": "http://127.0.0.1:8080/v1",
+            "model": "gemma",
+            "messages_json": "[]",
+            "schema_hash": "0" * 64,
+            "temperature": 0.0,
+            "seed": 7,
+            "repetition": 1,
+        }
+        return cache_key(**{**options, **changes})
+
+    assert key() != key(base_url="https://api.openai.com/v1")
+    assert key() != key(model="gemma-2")
+    assert key() == key(base_url="http://127.0.0.1:8080/v1/")
+
+
+def test_identical_asks_of_one_trial_on_two_threads_share_the_failure(llm_server):
+    import threading
+
+    llm_server.latency = 0.3  # both threads ask while the first waits for its answer
+    llm_server.responder = lambda request: malformed()
+    trial = fast_judge(llm_server).bind(trial=7)
+    answers = []
+    threads = [
+        threading.Thread(target=lambda: answers.append(trial.ask(rubrics.CLAIMS, CLAIMS)))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(llm_server.requests) == 2  # one question and its repair, for both
+    assert sorted(a.reused for a in answers) == [False, True]
+    assert answers[0].error == answers[1].error
+
+
 def test_the_same_server_with_a_trailing_slash_is_the_same_judge(llm_server):
     one = fast_judge(llm_server)
     one.ask(RELEVANCE, VARIABLES)
