@@ -16,8 +16,9 @@ context runs out. So each rubric says how many items each of its arrays may hold
 question (`max_items`, read from the question's own variables): one verdict per numbered claim
 or context, and for lists the judge writes from a text (claims, statements, points, quotes) one
 item per `WORDS_PER_ITEM` words of that text plus `SLACK_ITEMS`, at most `MAX_ITEMS`
-(`items_from_text`). The judge client puts these bounds in the schema it sends as `maxItems` and
-sizes the completion cap from them (`evaluations.judge.schema`). The rubric id's first part is
+(`items_from_text`). The judge client puts these bounds in the schema it sends as `maxItems`
+(with a `maxLength` on free-text strings) and sizes the completion cap from them
+(`evaluations.judge.schema`). The rubric id's first part is
 its family (`rag`, `heuristic`, `data`, `custom`): `check_judge` asks one question per family
 (`PROBES`), and a model check kind's family is `KIND_FAMILIES[kind]`.
 """

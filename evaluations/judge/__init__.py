@@ -19,9 +19,9 @@ configured (model checks are then skipped). The modules:
 - `probe`: `check_judge`'s one question per rubric family, and the judge's stored status
   (`judge_status`) that the admin and a run's estimate show.
 
-Every question is bounded (issue 14): `maxItems` on every answer array and a completion cap
-(`schema`), a cut-off answer re-asked fresh and brief (`answers`), and the cache key names the
-server (`cache`).
+Every question is bounded (issue 14): `maxItems` on every answer array, `maxLength` on its
+free-text strings where the server takes it, and a completion cap (`schema`); a cut-off
+answer is re-asked fresh and brief (`answers`), and the cache key names the server (`cache`).
 """
 
 from evaluations.judge.answers import JudgeAnswer

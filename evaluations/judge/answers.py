@@ -1,9 +1,10 @@
 """What the judge is asked and what it answers: the question, reading an answer, the re-asks.
 
 A question is a rubric's prompt under its system message, sent with the rubric's strict JSON
-schema bounded for this question (`schema.py`: `maxItems` on every array), a completion cap,
-temperature 0 and a fixed seed; its cache key covers the server, the model, the messages, the
-schema, and the agent repetition (`cache.cache_key`). An answer is read and validated on
+schema bounded for this question (`schema.py`: `maxItems` on every array, `maxLength` on
+free-text strings where the server takes it), a completion cap, temperature 0 and a fixed
+seed; its cache key covers the server, the model, the messages, the schema, and the agent
+repetition (`cache.cache_key`). An answer is read and validated on
 arrival (`read_answer`): not JSON, not valid against the schema, a refusal or cut off is a
 problem, and the client re-asks once. An answer cut off at the cap is asked again fresh, with a
 brevity instruction and without the cut-off text (`brevity_request`: pasting it back would
@@ -23,7 +24,7 @@ from jsonschema.exceptions import best_match
 
 from evaluations.judge.cache import cache_key, canonical_json, sha256
 from evaluations.judge.errors import CUT_OFF, MALFORMED, REFUSED, clip
-from evaluations.judge.schema import PreparedRubric, prepare
+from evaluations.judge.schema import BOUND_KEYWORDS, PreparedRubric, prepare
 
 if TYPE_CHECKING:
     from evaluations.checks.rubrics import Rubric
@@ -97,7 +98,7 @@ class Question:
     cache_key: str
     max_tokens: int = 0
     limits: dict = field(default_factory=dict)
-    bounds_sent: bool = True
+    bounds: frozenset = frozenset()  # the bound keywords sent (maxItems, maxLength)
 
 
 def build_question(
@@ -111,17 +112,18 @@ def build_question(
     repetition: int,
     max_tokens: int = 0,
     token_param: str = "max_tokens",
-    send_bounds: bool = True,
+    bounds: frozenset = BOUND_KEYWORDS,
 ) -> Question:
     """The question `rubric` asks about `variables` (`rubric.template.format(**variables)`).
 
-    The schema's arrays are bounded by `rubric.max_items(variables)` (sent as `maxItems` unless
-    `send_bounds` is off), and the request carries the completion cap as `token_param`:
+    The schema's arrays are bounded by `rubric.max_items(variables)` and its strings by
+    `schema.STRING_MAX_CHARS`, sent as the keywords in `bounds` (`schema.server_bounds`), and
+    the request carries the completion cap as `token_param`:
     `max_tokens` when given (`SHERLOCK_JUDGE_MAX_TOKENS`), else the budget sized from the
     bounded schema (`schema.completion_budget`).
     """
     limits = rubric.max_items(variables) if rubric.max_items is not None else {}
-    prepared = prepare(rubric, limits, send_bounds=send_bounds)
+    prepared = prepare(rubric, limits, keywords=bounds)
     cap = max_tokens or prepared.budget
     user = {"role": "user", "content": rubric.template.format(**variables)}
     messages = [{"role": "system", "content": rubric.system}, user] if rubric.system else [user]
@@ -145,7 +147,7 @@ def build_question(
         prompt_hash=sha256(messages_json),
         max_tokens=cap,
         limits=dict(limits),
-        bounds_sent=send_bounds,
+        bounds=frozenset(bounds),
         cache_key=cache_key(
             base_url=base_url,
             model=model,

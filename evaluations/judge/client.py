@@ -9,7 +9,7 @@ the flow of one ask and the parts live beside it:
   exponentially on 5xx, timeouts and connection errors; every attempt is recorded as a
   `JudgeCall` row, which the SDK's hidden retries would not let us.
 - `schema.py` and `answers.py`: every answer is a structured output against the rubric's strict
-  JSON schema, with `maxItems` on every array and a completion cap (issue 14: a small local
+  JSON schema, with bounds on its arrays and strings and a completion cap (issue 14: a small local
   model must not loop to the end of its context), temperature 0 and a fixed seed, validated
   with `jsonschema` on arrival. An answer cut off at the cap is asked again once, fresh and
   briefer; any other malformed answer (not JSON, not valid against the schema, a refusal) is
@@ -17,8 +17,9 @@ the flow of one ask and the parts live beside it:
   the raw answer. A judge failure is never a score: `JudgeAnswer.ok` is False with `error`
   and `error_code`, and `data` is None. The check turns that into status `error`, never
   `failed` or `passed`.
-- A server that refuses `maxItems` (an HTTP 400 naming it) gets the question again once
-  without bounds, and this judge sends none from then on; `SHERLOCK_JUDGE_SCHEMA_BOUNDS=false`
+- Bounds go out as the server takes them (`schema.server_bounds`: `maxLength` not to OpenAI);
+  a server that refuses one (an HTTP 400 naming `maxItems` or `maxLength`) gets the question
+  again once without it, and this judge sends it no more; `SHERLOCK_JUDGE_SCHEMA_BOUNDS=false`
   turns them off from the start.
 - Within a trial (a view bound to a trial) a question that failed is not asked again: the next
   check asking it (answer relevance after faithfulness's claim extraction) gets the same
@@ -66,6 +67,7 @@ from evaluations.judge.retry import (
     AttemptFailure,
     RetryPolicy,
 )
+from evaluations.judge.schema import MAX_ITEMS, MAX_LENGTH, server_bounds
 from evaluations.judge.sdk import cap_parameter as cap_parameter_for
 from evaluations.judge.sdk import chat_completion, openai_client
 
@@ -97,9 +99,9 @@ class _Core:
     cache: AnswerCache
     max_tokens: int = 0  # 0: sized from each question's bounded schema
     cap_parameter: str = "max_tokens"
-    send_bounds: bool = True
-    # Set once the server refused `maxItems` (a 400 naming it): no bounds are sent after that.
-    bounds_refused: bool = False
+    bounds: frozenset = frozenset()  # the bound keywords this server is sent
+    # The keywords the server refused (a 400 naming one): not sent from then on.
+    refused: frozenset = frozenset()
 
     @property
     def sdk(self) -> openai.OpenAI:
@@ -179,7 +181,7 @@ class JudgeClient:
             cache=AnswerCache(cache_size),
             max_tokens=max(0, int(max_tokens or 0)),
             cap_parameter=cap_parameter_for(base_url, choice),
-            send_bounds=bool(schema_bounds),
+            bounds=server_bounds(base_url, bool(schema_bounds)),
         )
         self._context = JudgeContext()
         # The failures of the trial this view is bound to, by cache key (None: not a trial's).
@@ -211,9 +213,10 @@ class JudgeClient:
         return self._core.cap_parameter
 
     @property
-    def sends_bounds(self) -> bool:
-        """Whether answer schemas go out with `maxItems` (off by setting, or once refused)."""
-        return self._core.send_bounds and not self._core.bounds_refused
+    def bounds(self) -> frozenset:
+        """The bound keywords answer schemas go out with (`maxItems`, `maxLength`): the
+        server's (`schema.server_bounds`), less any it refused."""
+        return self._core.bounds - self._core.refused
 
     @property
     def context(self) -> JudgeContext:
@@ -275,24 +278,27 @@ class JudgeClient:
         can serve later asks), unless it already failed in this trial.
         """
         core = self._core
-        bounded = self.sends_bounds
-        answer = self._ask(rubric, variables, model, cache, bounded)
-        if bounded and _refuses_bounds(answer):
-            # The server will not take maxItems: ask again without, and send none from now on
-            # (docs/checks.md, "The judge"; SHERLOCK_JUDGE_SCHEMA_BOUNDS=false says it upfront).
-            core.bounds_refused = True
+        bounds = self.bounds
+        answer = self._ask(rubric, variables, model, cache, bounds)
+        refused = _refused_bounds(answer) & bounds
+        if refused:
+            # The server will not take these keywords: ask again without, and send them no
+            # more (docs/checks.md, "The judge"; SHERLOCK_JUDGE_SCHEMA_BOUNDS=false says it
+            # upfront). A plain assignment of a new set: safe between threads.
+            core.refused = core.refused | refused
             log.warning(
-                "the judge at %s refused maxItems in the answer schema (%s); sending answer "
-                "schemas without bounds from now on (set SHERLOCK_JUDGE_SCHEMA_BOUNDS=false)",
+                "the judge at %s refused %s in the answer schema (%s); not sending it from now "
+                "on (SHERLOCK_JUDGE_SCHEMA_BOUNDS=false sends no bounds at all)",
                 core.base_url,
+                " and ".join(sorted(refused)),
                 answer.error,
             )
-            again = self._ask(rubric, variables, model, cache, False)
+            again = self._ask(rubric, variables, model, cache, bounds - refused)
             again.calls = [*answer.calls, *again.calls]
             return again
         return answer
 
-    def _ask(self, rubric, variables, model, cache: bool, bounded: bool) -> JudgeAnswer:
+    def _ask(self, rubric, variables, model, cache: bool, bounds: frozenset) -> JudgeAnswer:
         started = time.perf_counter()
         core = self._core
         question = build_question(
@@ -305,7 +311,7 @@ class JudgeClient:
             repetition=self._context.repetition,
             max_tokens=core.max_tokens,
             token_param=core.cap_parameter,
-            send_bounds=bounded,
+            bounds=bounds,
         )
         earlier = self._earlier_failure(question)
         if earlier is not None:
@@ -484,15 +490,12 @@ def _pk(value):
     return value if isinstance(value, int) or value is None else value.pk
 
 
-def _refuses_bounds(answer: JudgeAnswer) -> bool:
-    """An HTTP 400 that names `maxItems`: the server does not take bounds in the schema."""
+def _refused_bounds(answer: JudgeAnswer) -> frozenset:
+    """The bound keywords an HTTP 400 names: the server does not take them in a schema."""
     error = (answer.error or "").lower()
-    return (
-        not answer.ok
-        and answer.error_code == HTTP_ERROR
-        and error.startswith("http 400")
-        and "maxitems" in error
-    )
+    if answer.ok or answer.error_code != HTTP_ERROR or not error.startswith("http 400"):
+        return frozenset()
+    return frozenset(word for word in (MAX_ITEMS, MAX_LENGTH) if word.lower() in error)
 
 
 # --- the default judge ----------------------------------------------------------------------

@@ -8,12 +8,16 @@ sent with each question, the schema hash that goes into cache keys (`cache.cache
 answer without running jsonschema. `answers.read_answer` uses both.
 
 Bounded answers (issue 14): every array of the schema sent gets a `maxItems`, the rubric's bound
-for this question (`Rubric.max_items`) or `DEFAULT_MAX_ITEMS` for an array it does not name
-(`bound_schema`), unless bounds are off (`SHERLOCK_JUDGE_SCHEMA_BOUNDS=false`, or the server
-refused the keyword: `client.py`). The completion cap a question is sent with, unless
-`SHERLOCK_JUDGE_MAX_TOKENS` fixes one, is sized from the bounded schema (`completion_budget`):
-each array's bound x its item's budget, plus the object's own fields and an overhead; it is
-sized from the bounds even when they are not sent.
+for this question (`Rubric.max_items`) or `DEFAULT_MAX_ITEMS` for an array it does not name,
+and every free-text string a `maxLength` of `STRING_MAX_CHARS` (`bound_schema`), so that a
+small model's grammar-constrained answer ends even when the model loops inside a list or a
+reason. Which keywords are sent depends on the server (`server_bounds`): OpenAI's strict mode
+refuses `maxLength`, so its hosts get `maxItems` only; `SHERLOCK_JUDGE_SCHEMA_BOUNDS=false`
+sends none, and a server that refuses one (a 400 naming it) is sent the question again without
+it (`client.py`). The completion cap a question is sent with, unless `SHERLOCK_JUDGE_MAX_TOKENS`
+fixes one, is sized from the bounded schema (`completion_budget`): each array's bound x its
+item's budget, plus the object's own fields and an overhead; it is sized from the bounds even
+when they are not sent.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import validators
 
 from evaluations.judge.cache import canonical_json, sha256
+from evaluations.judge.sdk import is_openai_host
 
 if TYPE_CHECKING:
     from evaluations.checks.rubrics import Rubric
@@ -32,11 +37,26 @@ if TYPE_CHECKING:
 
 # The ceiling of an array a rubric gives no bound for (rubrics outside the library, nested ones).
 DEFAULT_MAX_ITEMS = 50
+# The longest free-text string (a reason, a claim, a quote): a short sentence is under half that.
+STRING_MAX_CHARS = 200
+MAX_ITEMS, MAX_LENGTH = "maxItems", "maxLength"
+BOUND_KEYWORDS = frozenset({MAX_ITEMS, MAX_LENGTH})
 
-# The completion budget, in tokens: a string field (one short sentence, or a claim), a scalar
-# (number, boolean, enum), an object's braces and each key, the whole answer's overhead, and a
-# floor for the smallest answers (a grade and its reason).
-STRING_TOKENS = 40
+
+def server_bounds(base_url: str, enabled: bool = True) -> frozenset:
+    """The bound keywords to send to this server (`SHERLOCK_JUDGE_SCHEMA_BOUNDS`): none when
+    off; `maxItems` only to OpenAI and Azure OpenAI, whose strict structured outputs refuse
+    `maxLength`; both to any other server (llama.cpp, vLLM and Ollama enforce them)."""
+    if not enabled:
+        return frozenset()
+    return frozenset({MAX_ITEMS}) if is_openai_host(base_url) else BOUND_KEYWORDS
+
+
+# The completion budget, in tokens: a string field (one short sentence, or a claim: up to
+# STRING_MAX_CHARS at about 4 characters a token), a scalar (number, boolean, enum), an object's
+# braces and each key, the whole answer's overhead, and a floor for the smallest answers (a
+# grade and its reason).
+STRING_TOKENS = 50
 SCALAR_TOKENS = 8
 FIELD_TOKENS = 4
 OBJECT_TOKENS = 8
@@ -44,24 +64,35 @@ ANSWER_OVERHEAD_TOKENS = 64
 MIN_COMPLETION_TOKENS = 256
 
 
-def bound_schema(schema: dict, limits: dict[str, int] | None) -> dict:
-    """`schema` with a `maxItems` on every array: a top-level property named in `limits` gets
-    its limit (at least 1), any other array `DEFAULT_MAX_ITEMS`; a bound the schema already has
-    is kept when it is tighter. The schema itself (same object) when it has no array."""
+def bound_schema(
+    schema: dict, limits: dict[str, int] | None, keywords: frozenset = BOUND_KEYWORDS
+) -> dict:
+    """`schema` with the bounds named in `keywords`: `maxItems` on every array (a top-level
+    property named in `limits` gets its limit, at least 1; any other array `DEFAULT_MAX_ITEMS`)
+    and `maxLength` `STRING_MAX_CHARS` on every string that is not an enum. A bound the schema
+    already has is kept when it is tighter. The schema itself (same object) when nothing is
+    added."""
     limits = limits or {}
+    if not keywords or not _has_bounded(schema, keywords):
+        return schema
 
     def walk(node, name=None, top=False):
         if not isinstance(node, dict):
             return node
         out = dict(node)
-        if node.get("type") == "array":
+        if MAX_LENGTH in keywords and node.get("type") == "string" and "enum" not in node:
+            most = node.get("maxLength")
+            out["maxLength"] = (
+                min(most, STRING_MAX_CHARS) if isinstance(most, int) else STRING_MAX_CHARS
+            )
+        if node.get("type") == "array" and MAX_ITEMS in keywords:
             limit = limits.get(name) if top else None
             limit = max(1, int(limit)) if limit is not None else DEFAULT_MAX_ITEMS
             if isinstance(node.get("maxItems"), int):
                 limit = min(limit, node["maxItems"])
             out["maxItems"] = limit
-            if "items" in node:
-                out["items"] = walk(node["items"])
+        if "items" in node:
+            out["items"] = walk(node["items"])
         if isinstance(node.get("properties"), dict):
             top_level = node is schema
             out["properties"] = {
@@ -69,16 +100,21 @@ def bound_schema(schema: dict, limits: dict[str, int] | None) -> dict:
             }
         return out
 
-    return walk(schema) if _has_array(schema) else schema
+    return walk(schema)
 
 
-def _has_array(node) -> bool:
+def _has_bounded(node, keywords) -> bool:
+    """Does the schema hold a node one of `keywords` bounds (an array, a free-text string)?"""
     if not isinstance(node, dict):
         return False
-    if node.get("type") == "array":
+    if MAX_ITEMS in keywords and node.get("type") == "array":
+        return True
+    if MAX_LENGTH in keywords and node.get("type") == "string" and "enum" not in node:
         return True
     children = list((node.get("properties") or {}).values())
-    return any(_has_array(child) for child in children) or _has_array(node.get("items"))
+    return any(_has_bounded(child, keywords) for child in children) or _has_bounded(
+        node.get("items"), keywords
+    )
 
 
 def completion_budget(schema: dict) -> int:
@@ -86,7 +122,7 @@ def completion_budget(schema: dict) -> int:
     `maxItems` x its item's budget, an object its braces plus each field's key and value, a
     string `STRING_TOKENS`, anything else `SCALAR_TOKENS`; plus `ANSWER_OVERHEAD_TOKENS`, and
     never below `MIN_COMPLETION_TOKENS`. E.g. `rag.claims` for a 20-word answer: 13 claims x
-    (8 + 3 x 4 + 40 + 40 + 8) = 1,404, + the reason, the flag and braces (68), + 64: 1,536
+    (8 + 3 x 4 + 50 + 50 + 8) = 1,664, + the reason, the flag and braces (78), + 64: 1,806
     tokens."""
 
     def cost(node) -> int:
@@ -140,19 +176,21 @@ _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 def prepare(
-    rubric: Rubric, limits: dict[str, int] | None = None, *, send_bounds: bool = True
+    rubric: Rubric, limits: dict[str, int] | None = None, *, keywords: frozenset = BOUND_KEYWORDS
 ) -> PreparedRubric:
-    """The rubric's prepared schema for these array bounds, built on first use and kept (by
-    the rubric's schema object and the bounds). With `send_bounds=False` the schema sent is
-    the rubric's own, without `maxItems`; the budget is still sized from the bounds."""
+    """The rubric's prepared schema for these array bounds and bound keywords (`maxItems`,
+    `maxLength`; `server_bounds`), built on first use and kept (by the rubric's schema object,
+    the bounds and the keywords). The budget is sized from the array bounds whether or not
+    `maxItems` is sent."""
     source = rubric.schema
     bounds = tuple(sorted((limits or {}).items()))
-    key = (id(source), rubric.id, bounds, send_bounds)
+    keywords = frozenset(keywords)
+    key = (id(source), rubric.id, bounds, keywords)
     prepared = _prepared.get(key)
     if prepared is not None and prepared.source is source:
         return prepared
-    bounded = bound_schema(source, dict(bounds))
-    schema = bounded if send_bounds else source
+    schema = bound_schema(source, dict(bounds), keywords)
+    sized = bound_schema(source, dict(bounds), frozenset({MAX_ITEMS}))
     # An invalid schema is a bug in the rubric, not a judge failure: let SchemaError raise.
     validator_class = validators.validator_for(schema)
     validator_class.check_schema(schema)
@@ -171,7 +209,7 @@ def prepare(
             "type": "json_schema",
             "json_schema": {"name": name, "schema": {"sha256": schema_hash}, "strict": True},
         },
-        budget=completion_budget(bounded),
+        budget=completion_budget(sized),
         source=source,
     )
     if len(_prepared) >= _PREPARED_MAX:  # rubrics built on the fly must not grow this forever
@@ -197,7 +235,7 @@ _QUICK_TYPES = {
 def quick_check(schema):
     """A predicate that is True only for instances valid against `schema`, for the keywords
     rubric schemas use (type, properties, required, additionalProperties: false, items,
-    maxItems, enum of scalars); None for a schema using anything else. False means "ask
+    maxItems, maxLength, enum of scalars); None for a schema using anything else. False means "ask
     jsonschema", which decides (and words the problem), so the predicate may be stricter,
     never looser."""
     if not isinstance(schema, dict):
@@ -213,6 +251,7 @@ def quick_check(schema):
             "items",
             "enum",
             "maxItems",
+            "maxLength",
         }
     ):
         return None
@@ -222,6 +261,12 @@ def quick_check(schema):
         if not isinstance(kind, str) or kind not in _QUICK_TYPES:
             return None
         tests.append(_QUICK_TYPES[kind])
+    if "maxLength" in schema:
+        longest = schema["maxLength"]
+        if kind != "string" or not isinstance(longest, int) or isinstance(longest, bool):
+            return None
+        # Characters as jsonschema counts them (code points); a str's len() is that.
+        tests.append(lambda v: len(v) <= longest)
     if "enum" in schema:
         enum = schema["enum"]
         if not isinstance(enum, list) or not all(

@@ -31,6 +31,12 @@ _OPENAI_HOSTS = ("api.openai.com",)
 _OPENAI_HOST_SUFFIXES = (".openai.azure.com", ".openai.com")
 
 
+def is_openai_host(base_url: str) -> bool:
+    """Is this OpenAI's own API or Azure OpenAI (by host), rather than a self-hosted server?"""
+    host = (urlparse(base_url).hostname or "").lower()
+    return host in _OPENAI_HOSTS or host.endswith(_OPENAI_HOST_SUFFIXES)
+
+
 def cap_parameter(base_url: str, choice: str = "auto") -> str:
     """The request parameter that carries the completion cap (`SHERLOCK_JUDGE_MAX_TOKENS_PARAM`).
 
@@ -39,10 +45,7 @@ def cap_parameter(base_url: str, choice: str = "auto") -> str:
     """
     if choice in CAP_PARAMETERS:
         return choice
-    host = (urlparse(base_url).hostname or "").lower()
-    if host in _OPENAI_HOSTS or host.endswith(_OPENAI_HOST_SUFFIXES):
-        return "max_completion_tokens"
-    return "max_tokens"
+    return "max_completion_tokens" if is_openai_host(base_url) else "max_tokens"
 
 
 _clients: dict[tuple[int, str, str], openai.OpenAI] = {}

@@ -21,6 +21,7 @@ from evaluations.judge import (
     reset_default_judges,
 )
 from evaluations.judge.cache import canonical_json, sha256
+from evaluations.judge.schema import bound_schema
 from evaluations.models import CostEntry, JudgeCall, ModelPrice, Run, Trial
 from tests.support import factories
 from tests.support.judge_fixtures import JUDGE_MODEL
@@ -71,6 +72,9 @@ def test_a_valid_answer_is_data_with_one_recorded_call(judge, llm_server):
     }
 
 
+BOUNDED = bound_schema(RELEVANCE.schema, {})
+
+
 def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_seed(llm_server):
     fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
 
@@ -80,7 +84,8 @@ def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_se
     assert request["seed"] == settings.SHERLOCK_JUDGE_SEED
     assert request["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "test_relevance", "schema": RELEVANCE.schema, "strict": True},
+        # The rubric's schema with its bounds (issue 14): the reason's maxLength.
+        "json_schema": {"name": "test_relevance", "schema": BOUNDED, "strict": True},
     }
     assert request["messages"] == [
         {"role": "system", "content": RELEVANCE.system},

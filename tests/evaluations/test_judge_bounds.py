@@ -8,7 +8,7 @@ import pytest
 from evaluations.checks import rubrics
 from evaluations.checks.rag import numbered_contexts
 from evaluations.judge import JudgeClient
-from evaluations.judge.schema import completion_budget, prepare
+from evaluations.judge.schema import bound_schema, completion_budget, prepare, server_bounds
 from evaluations.judge.sdk import cap_parameter
 from evaluations.models import CheckResult, JudgeCall
 from tests.support import factories
@@ -49,8 +49,8 @@ def test_every_call_sends_a_cap_sized_from_the_bounded_schema(llm_server):
     (request,) = llm_server.requests
     schema = sent_schema(request)
     assert request["max_tokens"] == completion_budget(schema)
-    # 11 claims x (8 + 3 x 4 + 40 + 40 + 8) + the reason, the flag and the braces, + 64.
-    assert request["max_tokens"] == 11 * 108 + 8 + 4 + 4 + 40 + 4 + 8 + 64
+    # 11 claims x (8 + 3 x 4 + 50 + 50 + 8) + the reason, the flag and the braces, + 64.
+    assert request["max_tokens"] == 11 * 128 + 8 + 4 + 4 + 50 + 4 + 8 + 64
     assert "max_completion_tokens" not in request
 
 
@@ -143,7 +143,7 @@ def test_bounds_can_be_turned_off_for_a_server_that_refuses_them(llm_server):
     assert request["max_tokens"] == prepare(rubrics.CLAIMS, {"claims": 11}).budget  # still sized
 
 
-def test_a_400_naming_maxitems_is_asked_again_without_bounds_once_and_for_all(llm_server):
+def test_a_400_naming_maxitems_is_asked_again_without_it_once_and_for_all(llm_server):
     refused = Fault(status=400, message="Invalid schema: 'maxItems' is not permitted.")
     llm_server.script([refused, GOOD_CLAIMS])
     judge = fast_judge(llm_server)
@@ -154,8 +154,48 @@ def test_a_400_naming_maxitems_is_asked_again_without_bounds_once_and_for_all(ll
     assert answer.ok and answer.http_calls == 2
     first, second, later = llm_server.requests
     assert list(arrays(sent_schema(first)))[0][1]["maxItems"] == 11
-    assert sent_schema(second) == sent_schema(later) == rubrics.CLAIMS.schema
-    assert not judge.sends_bounds
+    lengths_only = bound_schema(rubrics.CLAIMS.schema, {}, frozenset({"maxLength"}))
+    assert sent_schema(second) == sent_schema(later) == lengths_only
+    assert judge.bounds == {"maxLength"}
+
+
+def test_a_400_naming_maxlength_drops_only_maxlength(llm_server):
+    refused = Fault(
+        status=400, message="Invalid schema for response_format: maxLength is not permitted."
+    )
+    llm_server.script([refused, GOOD_CLAIMS])
+    judge = fast_judge(llm_server)
+
+    assert judge.ask(rubrics.CLAIMS, CLAIMS).ok
+
+    first, second = llm_server.requests
+    assert sent_schema(first)["properties"]["reason"]["maxLength"] == 200
+    assert sent_schema(second) == bound_schema(
+        rubrics.CLAIMS.schema, {"claims": 11}, frozenset({"maxItems"})
+    )
+    assert judge.bounds == {"maxItems"}
+
+
+def test_free_text_strings_are_bounded_and_enums_are_left_alone(llm_server):
+    fast_judge(llm_server).ask(rubrics.CLAIMS, CLAIMS)
+
+    schema = sent_schema(llm_server.requests[0])
+    item = schema["properties"]["claims"]["items"]["properties"]
+    assert item["claim"]["maxLength"] == item["reason"]["maxLength"] == 200
+    assert "maxLength" not in item["relevant"]  # an enum
+
+
+@pytest.mark.parametrize(
+    ("url", "keywords"),
+    [
+        ("https://api.openai.com/v1", {"maxItems"}),  # strict mode refuses maxLength
+        ("https://myteam.openai.azure.com/openai/v1/", {"maxItems"}),
+        ("http://127.0.0.1:8080/v1", {"maxItems", "maxLength"}),
+    ],
+)
+def test_each_server_is_sent_the_bounds_it_takes(url, keywords):
+    assert server_bounds(url) == keywords
+    assert server_bounds(url, enabled=False) == set()
 
 
 def test_another_400_is_not_asked_again(llm_server):

@@ -3,6 +3,7 @@
 
 from django.conf import settings
 
+from evaluations.judge.schema import bound_schema
 from tests.support.judge_fixtures import JUDGE_MODEL
 from tests.support.judging import GOOD, RELEVANCE, VARIABLES, fast_judge
 from tests.support.llm_server import server_error
@@ -37,7 +38,7 @@ def test_the_request_is_the_sdks_chat_completion_with_the_question_and_nothing_e
     assert body["max_tokens"] == 256  # a reason and a score: the smallest budget
     assert body["response_format"]["json_schema"] == {
         "name": "test_relevance",
-        "schema": RELEVANCE.schema,
+        "schema": bound_schema(RELEVANCE.schema, {}),  # with the reason's maxLength
         "strict": True,
     }
 

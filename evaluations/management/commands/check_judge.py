@@ -61,7 +61,10 @@ class Command(BaseCommand):
         results = probe_judge(judge, families)
         probe = store_probe(judge, results)
         price = ModelPrice.objects.filter(model=judge.model).first()
-        bounds_refused = settings.SHERLOCK_JUDGE_SCHEMA_BOUNDS and not judge.sends_bounds
+        from evaluations.judge.schema import server_bounds
+
+        configured = server_bounds(judge.base_url, settings.SHERLOCK_JUDGE_SCHEMA_BOUNDS)
+        bounds_refused = sorted(configured - judge.bounds)
         if options["json"]:
             self.stdout.write(
                 json.dumps(
@@ -86,9 +89,10 @@ class Command(BaseCommand):
 
     def _report(self, judge, results, price, bounds_refused):
         cap = judge.max_tokens or "sized per question"
+        bounds = ", ".join(sorted(judge.bounds)) or "none"
         self.stdout.write(
             f"judge {judge.model} at {judge.base_url} (timeout {judge.timeout:g} s, cap {cap} "
-            f"as {judge.cap_parameter}, maxItems {'on' if judge.sends_bounds else 'off'})"
+            f"as {judge.cap_parameter}, bounds {bounds})"
         )
         for result in results:
             verdict = "ok" if result.ok else f"FAILED ({result.error_code})"
@@ -103,8 +107,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"             -> {result.advice}")
         if bounds_refused:
             self.stdout.write(
-                "the server refused maxItems: set SHERLOCK_JUDGE_SCHEMA_BOUNDS=false to stop "
-                "sending it (each process finds out with one refused call otherwise)"
+                f"the server refused {' and '.join(bounds_refused)}: set "
+                "SHERLOCK_JUDGE_SCHEMA_BOUNDS=false to stop sending bounds (each process finds "
+                "out with one refused call otherwise)"
             )
         if price is None:
             self.stdout.write(
