@@ -68,7 +68,9 @@ class Rubric:
 
     `max_items(variables)` gives, for the question those variables make, the most items each
     top-level array of the answer may hold (`{"claims": 7}`); the judge sends them as
-    `maxItems`, and bounds any array it does not name by its own ceiling.
+    `maxItems`, and bounds any array it does not name by its own ceiling. `scale(variables)`
+    gives the (low, high) range of an integer `score` the answer holds, which the judge sends
+    as an enum of that range (a custom check's scale is the check's own).
     """
 
     id: str
@@ -77,6 +79,7 @@ class Rubric:
     template: str
     schema: dict
     max_items: Callable[[dict], dict[str, int]] | None = None
+    scale: Callable[[dict], tuple[int, int]] | None = None
 
     @property
     def family(self) -> str:
@@ -282,6 +285,7 @@ CUSTOM = Rubric(
     ),
     schema=_object(quotes=_list(_STRING), reason=_STRING, score=_INTEGER),
     max_items=lambda v: {"quotes": items_from_text(v["output"], MAX_QUOTES)},
+    scale=lambda v: (int(v["low"]), int(v["high"])),
 )
 
 RUBRICS: dict[str, Rubric] = {

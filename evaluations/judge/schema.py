@@ -175,21 +175,38 @@ _PREPARED_MAX = 1024
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 
+def with_scale(schema: dict, scale: tuple[int, int] | None) -> dict:
+    """`schema` with its top-level integer `score` an enum of `scale` (low..high), so that the
+    grade cannot leave the question's scale (a small model writes 1000000000000000)."""
+    score = (schema.get("properties") or {}).get("score")
+    if scale is None or not isinstance(score, dict) or score.get("type") != "integer":
+        return schema
+    low, high = scale
+    enum = {**score, "enum": list(range(low, high + 1))}
+    return {**schema, "properties": {**schema["properties"], "score": enum}}
+
+
 def prepare(
-    rubric: Rubric, limits: dict[str, int] | None = None, *, keywords: frozenset = BOUND_KEYWORDS
+    rubric: Rubric,
+    limits: dict[str, int] | None = None,
+    *,
+    keywords: frozenset = BOUND_KEYWORDS,
+    scale: tuple[int, int] | None = None,
 ) -> PreparedRubric:
     """The rubric's prepared schema for these array bounds and bound keywords (`maxItems`,
     `maxLength`; `server_bounds`), built on first use and kept (by the rubric's schema object,
     the bounds and the keywords). The budget is sized from the array bounds whether or not
-    `maxItems` is sent."""
+    `maxItems` is sent. `scale` makes the integer `score` an enum of its range (`with_scale`),
+    always: an integer enum is plain structured output that every server takes."""
     source = rubric.schema
     bounds = tuple(sorted((limits or {}).items()))
     keywords = frozenset(keywords)
-    key = (id(source), rubric.id, bounds, keywords)
+    scale = tuple(scale) if scale is not None else None
+    key = (id(source), rubric.id, bounds, keywords, scale)
     prepared = _prepared.get(key)
     if prepared is not None and prepared.source is source:
         return prepared
-    schema = bound_schema(source, dict(bounds), keywords)
+    schema = with_scale(bound_schema(source, dict(bounds), keywords), scale)
     sized = bound_schema(source, dict(bounds), frozenset({MAX_ITEMS}))
     # An invalid schema is a bug in the rubric, not a judge failure: let SchemaError raise.
     validator_class = validators.validator_for(schema)

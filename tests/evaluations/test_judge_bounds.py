@@ -185,6 +185,16 @@ def test_free_text_strings_are_bounded_and_enums_are_left_alone(llm_server):
     assert "maxLength" not in item["relevant"]  # an enum
 
 
+def test_a_custom_score_is_an_enum_of_the_checks_own_scale(llm_server):
+    variables = {**rubrics.PROBES["custom"][1], "low": 1, "high": 5}
+
+    fast_judge(llm_server).ask(rubrics.CUSTOM, variables)
+
+    score = sent_schema(llm_server.requests[0])["properties"]["score"]
+    assert score == {"type": "integer", "enum": [1, 2, 3, 4, 5]}
+    assert rubrics.CUSTOM.schema["properties"]["score"] == {"type": "integer"}  # the rubric's
+
+
 @pytest.mark.parametrize(
     ("url", "keywords"),
     [
