@@ -68,9 +68,10 @@ class Rubric:
 
     `max_items(variables)` gives, for the question those variables make, the most items each
     top-level array of the answer may hold (`{"claims": 7}`); the judge sends them as
-    `maxItems`, and bounds any array it does not name by its own ceiling. `scale(variables)`
-    gives the (low, high) range of an integer `score` the answer holds, which the judge sends
-    as an enum of that range (a custom check's scale is the check's own).
+    `maxItems`, and bounds any array it does not name by its own ceiling. `ranges(variables)`
+    gives the (low, high) range of the answer's integer fields by name (a custom check's
+    `score` on the check's own scale, the `claim` a verdict names among the numbered claims),
+    which the judge sends as an enum of that range.
     """
 
     id: str
@@ -79,7 +80,7 @@ class Rubric:
     template: str
     schema: dict
     max_items: Callable[[dict], dict[str, int]] | None = None
-    scale: Callable[[dict], tuple[int, int]] | None = None
+    ranges: Callable[[dict], dict[str, tuple[int, int]]] | None = None
 
     @property
     def family(self) -> str:
@@ -158,6 +159,7 @@ FAITHFULNESS = Rubric(
         )
     ),
     max_items=lambda v: {"verdicts": numbered_lines(v["claims"])},
+    ranges=lambda v: {"claim": (1, numbered_lines(v["claims"]))},
 )
 
 CONTEXT_PRECISION = Rubric(
@@ -172,6 +174,7 @@ CONTEXT_PRECISION = Rubric(
     ),
     schema=_object(verdicts=_list(_object(context=_INTEGER, reason=_STRING, useful=_BOOLEAN))),
     max_items=lambda v: {"verdicts": numbered_contexts(v["contexts"])},
+    ranges=lambda v: {"context": (1, numbered_contexts(v["contexts"]))},
 )
 
 CONTEXT_RECALL = Rubric(
@@ -285,7 +288,7 @@ CUSTOM = Rubric(
     ),
     schema=_object(quotes=_list(_STRING), reason=_STRING, score=_INTEGER),
     max_items=lambda v: {"quotes": items_from_text(v["output"], MAX_QUOTES)},
-    scale=lambda v: (int(v["low"]), int(v["high"])),
+    ranges=lambda v: {"score": (int(v["low"]), int(v["high"]))},
 )
 
 RUBRICS: dict[str, Rubric] = {

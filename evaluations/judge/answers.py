@@ -117,15 +117,15 @@ def build_question(
     """The question `rubric` asks about `variables` (`rubric.template.format(**variables)`).
 
     The schema's arrays are bounded by `rubric.max_items(variables)` and its strings by
-    `schema.STRING_MAX_CHARS`, sent as the keywords in `bounds` (`schema.server_bounds`); an
-    integer `score` is an enum of `rubric.scale(variables)`; and the request carries the
-    completion cap as `token_param`:
+    `schema.STRING_MAX_CHARS`, sent as the keywords in `bounds` (`schema.server_bounds`); the
+    integer fields named by `rubric.ranges(variables)` are enums of their range; and the
+    request carries the completion cap as `token_param`:
     `max_tokens` when given (`SHERLOCK_JUDGE_MAX_TOKENS`), else the budget sized from the
     bounded schema (`schema.completion_budget`).
     """
     limits = rubric.max_items(variables) if rubric.max_items is not None else {}
-    scale = rubric.scale(variables) if rubric.scale is not None else None
-    prepared = prepare(rubric, limits, keywords=bounds, scale=scale)
+    ranges = rubric.ranges(variables) if rubric.ranges is not None else None
+    prepared = prepare(rubric, limits, keywords=bounds, ranges=ranges)
     cap = max_tokens or prepared.budget
     user = {"role": "user", "content": rubric.template.format(**variables)}
     messages = [{"role": "system", "content": rubric.system}, user] if rubric.system else [user]

@@ -175,15 +175,27 @@ _PREPARED_MAX = 1024
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 
-def with_scale(schema: dict, scale: tuple[int, int] | None) -> dict:
-    """`schema` with its top-level integer `score` an enum of `scale` (low..high), so that the
-    grade cannot leave the question's scale (a small model writes 1000000000000000)."""
-    score = (schema.get("properties") or {}).get("score")
-    if scale is None or not isinstance(score, dict) or score.get("type") != "integer":
+def with_ranges(schema: dict, ranges: dict[str, tuple[int, int]] | None) -> dict:
+    """`schema` with each integer property named in `ranges` (at any depth) an enum of its
+    range (low..high), so that a grade or an item number cannot leave the question's range
+    (a small model writes 1000000000000000)."""
+    if not ranges:
         return schema
-    low, high = scale
-    enum = {**score, "enum": list(range(low, high + 1))}
-    return {**schema, "properties": {**schema["properties"], "score": enum}}
+
+    def walk(node, name=None):
+        if not isinstance(node, dict):
+            return node
+        out = dict(node)
+        if node.get("type") == "integer" and name in ranges:
+            low, high = ranges[name]
+            out["enum"] = list(range(int(low), int(high) + 1))
+        if "items" in node:
+            out["items"] = walk(node["items"])
+        if isinstance(node.get("properties"), dict):
+            out["properties"] = {key: walk(child, key) for key, child in node["properties"].items()}
+        return out
+
+    return walk(schema)
 
 
 def prepare(
@@ -191,22 +203,22 @@ def prepare(
     limits: dict[str, int] | None = None,
     *,
     keywords: frozenset = BOUND_KEYWORDS,
-    scale: tuple[int, int] | None = None,
+    ranges: dict[str, tuple[int, int]] | None = None,
 ) -> PreparedRubric:
     """The rubric's prepared schema for these array bounds and bound keywords (`maxItems`,
     `maxLength`; `server_bounds`), built on first use and kept (by the rubric's schema object,
     the bounds and the keywords). The budget is sized from the array bounds whether or not
-    `maxItems` is sent. `scale` makes the integer `score` an enum of its range (`with_scale`),
+    `maxItems` is sent. `ranges` make integer fields enums of their range (`with_ranges`),
     always: an integer enum is plain structured output that every server takes."""
     source = rubric.schema
     bounds = tuple(sorted((limits or {}).items()))
     keywords = frozenset(keywords)
-    scale = tuple(scale) if scale is not None else None
-    key = (id(source), rubric.id, bounds, keywords, scale)
+    spans = tuple(sorted((name, tuple(span)) for name, span in (ranges or {}).items()))
+    key = (id(source), rubric.id, bounds, keywords, spans)
     prepared = _prepared.get(key)
     if prepared is not None and prepared.source is source:
         return prepared
-    schema = with_scale(bound_schema(source, dict(bounds), keywords), scale)
+    schema = with_ranges(bound_schema(source, dict(bounds), keywords), dict(spans))
     sized = bound_schema(source, dict(bounds), frozenset({MAX_ITEMS}))
     # An invalid schema is a bug in the rubric, not a judge failure: let SchemaError raise.
     validator_class = validators.validator_for(schema)

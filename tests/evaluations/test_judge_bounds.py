@@ -195,6 +195,20 @@ def test_a_custom_score_is_an_enum_of_the_checks_own_scale(llm_server):
     assert rubrics.CUSTOM.schema["properties"]["score"] == {"type": "integer"}  # the rubric's
 
 
+def test_a_verdict_can_only_name_a_claim_or_context_that_exists(llm_server):
+    judge = fast_judge(llm_server)
+    contexts = numbered_contexts(["Paris is in France.", "The Seine runs through Paris."])
+
+    judge.ask(rubrics.FAITHFULNESS, {"contexts": contexts, "claims": "1. a\n2. b\n3. c"})
+    judge.ask(rubrics.CONTEXT_PRECISION, {"question": "q", "answer": "a", "contexts": contexts})
+
+    faithfulness, precision = (sent_schema(r) for r in llm_server.requests)
+    claim = faithfulness["properties"]["verdicts"]["items"]["properties"]["claim"]
+    context = precision["properties"]["verdicts"]["items"]["properties"]["context"]
+    assert claim == {"type": "integer", "enum": [1, 2, 3]}
+    assert context == {"type": "integer", "enum": [1, 2]}
+
+
 @pytest.mark.parametrize(
     ("url", "keywords"),
     [
