@@ -32,7 +32,7 @@ from evaluations.judge.errors import (
 
 CONTEXT_FLAGS = "llama.cpp -c, vLLM --max-model-len, Ollama num_ctx"
 _STATUS = re.compile(r"^HTTP (\d{3})")
-_SCHEMA_WORDS = ("maxitems", "schema", "response_format", "json_schema", "strict")
+_SCHEMA_WORDS = ("maxitems", "maxlength", "schema", "response_format", "json_schema", "strict")
 
 
 @dataclass
