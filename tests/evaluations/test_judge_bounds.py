@@ -34,6 +34,15 @@ def arrays(schema, path=""):
         yield from arrays(child, f"{path}.{name}")
 
 
+def nodes(schema):
+    """Every schema node, depth first."""
+    yield schema
+    for child in (schema.get("properties") or {}).values():
+        yield from nodes(child)
+    if isinstance(schema.get("items"), dict):
+        yield from nodes(schema["items"])
+
+
 def sent_schema(request):
     return request["response_format"]["json_schema"]["schema"]
 
@@ -108,6 +117,9 @@ def test_every_array_of_every_rubric_is_bounded_on_the_wire(rubric, llm_server):
     schema = sent_schema(llm_server.requests[0])
     found = list(arrays(schema))
     assert all("maxItems" in array for _, array in found), found
+    free_text = [node for node in nodes(schema) if node.get("type") == "string"]
+    free_text = [node for node in free_text if "enum" not in node]
+    assert free_text and all(node["maxLength"] == 200 for node in free_text)
     assert llm_server.requests[0]["max_tokens"] >= 256
 
 
