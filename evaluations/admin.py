@@ -19,6 +19,8 @@ from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 from evaluations.actions._case_fields import CASE_FIELDS
 from evaluations.actions._check_fields import CHECK_FIELDS
@@ -36,6 +38,7 @@ from evaluations.admin_cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
 from evaluations.admin_forms import CHECKS_DOC_URL, CaseVersionForm, CheckForm, add_refusal
 from evaluations.api.checks import may_preview, preview_check
 from evaluations.costs import describe_estimate, describe_spend
+from evaluations.judge.probe import judge_status
 from evaluations.models import (
     Case,
     CaseResult,
@@ -47,6 +50,7 @@ from evaluations.models import (
     DatasetVersion,
     HumanLabel,
     JudgeCall,
+    JudgeProbe,
     ModelPrice,
     Run,
     Trial,
@@ -592,13 +596,14 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "trials_error",
         "spend",
         "estimate_view",
+        "judge_status_view",
         "summary",
         "requested_by",
         "created_at",
         "started_at",
         "finished_at",
     ]
-    readonly_fields = ["progress", "spend", "estimate_view"]
+    readonly_fields = ["progress", "spend", "estimate_view", "judge_status_view"]
     actions = ["cancel_runs"]
 
     def get_queryset(self, request):
@@ -618,6 +623,12 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="estimate before start")
     def estimate_view(self, obj):
         return describe_estimate(obj.estimate)
+
+    @admin.display(description="judge now")
+    def judge_status_view(self, obj):
+        """The judge's status today (the newest check_judge probe), as new runs' estimates
+        will carry it; this run's own, from its start, is in its estimate."""
+        return judge_status()["summary"]
 
     cancel_runs = verb_action(
         CancelRun, "cancelled", description="Cancel selected runs", subject="run"
@@ -681,6 +692,45 @@ class JudgeCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         return _ledger_queryset(request, super().get_queryset(request))
+
+
+@admin.register(JudgeProbe)
+class JudgeProbeAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """The judge's status page: every `check_judge` probe, newest first; the newest one of the
+    configured server and model is the status runs are estimated with (`judge_status`)."""
+
+    list_display = ["created_at", "model", "base_url", "ok", "failed", "priced"]
+    list_filter = ["ok", "model"]
+    fields = ["created_at", "model", "base_url", "ok", "priced", "report"]
+    readonly_fields = fields
+
+    @admin.display(description="failed families")
+    def failed(self, obj):
+        return ", ".join(obj.failed_families) or "-"
+
+    @admin.display(description="per family")
+    def report(self, obj):
+        lines = []
+        for name, family in sorted(obj.families.items()):
+            line = (
+                f"{name}: {'ok' if family.get('ok') else family.get('error_code')}, "
+                f"{family.get('latency_ms', 0):.0f} ms, {family.get('prompt_tokens', 0)} in / "
+                f"{family.get('completion_tokens', 0)} out, cap {family.get('max_tokens', 0)}"
+            )
+            if family.get("error"):
+                line += f"; {family['error']}"
+            if family.get("advice"):
+                line += f" -> {family['advice']}"
+            lines.append(line)
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
+
+    def changelist_view(self, request, extra_context=None):
+        # The one status line, as runs' estimates carry it, above the probes: a warning unless
+        # the newest probe of the configured judge answered in every family.
+        status = judge_status()
+        level = messages.INFO if status.get("ok") else messages.WARNING
+        self.message_user(request, f"Judge status: {status['summary']}", level)
+        return super().changelist_view(request, extra_context)
 
 
 @admin.register(CostEntry)

@@ -4,7 +4,8 @@ A model's price is a `ModelPrice` row (USD per million tokens; `ModelPrice.cost`
 call's tokens). A model without a row has no price: what it costs is unknown, shown as "price
 missing" and never counted as $0. On that rule this module builds:
 
-- the estimate `StartRun` stores on a run before it starts (`estimate_run`);
+- the estimate `StartRun` stores on a run before it starts (`estimate_run`), with the judge's
+  status and a warning naming the blocking model checks that cannot be scored;
 - the cost of one agent call and its billing coverage (`agent_cost`), and of judge calls
   (`price_judge_calls`, from prices loaded once or looked up in one query), which the run
   engine computes per trial without the database (`evaluations.engine.trials`);
@@ -26,7 +27,7 @@ from django.conf import settings
 from django.db.models import Avg, Count, Exists, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
-from evaluations.choices import BillingCoverage, CostKind, TrialStatus
+from evaluations.choices import BillingCoverage, CheckMode, CostKind, TrialStatus
 from evaluations.contract.db import MONEY, ZERO
 from evaluations.models import CheckResult, CostEntry, JudgeCall, ModelPrice, Trial
 
@@ -209,7 +210,8 @@ def describe_spend(run):
 
 def describe_estimate(estimate):
     """A run's estimate (`estimate_run`) in one line for the admin: calls, and the USD or what
-    is missing a price with the part that is known."""
+    is missing a price with the part that is known, then its warnings (blocking model checks
+    that cannot be scored)."""
     estimate = estimate or {}
     if not estimate:
         return "-"
@@ -217,7 +219,10 @@ def describe_estimate(estimate):
     cost = f"${usd:.4f}" if usd is not None else "price missing"
     if usd is None and estimate.get("price_missing"):
         cost += f" ({', '.join(estimate['price_missing'])}; ${estimate['usd_known']:.4f} known)"
-    return f"{estimate.get('calls')} calls ({estimate.get('judge_calls')} judge), {cost}"
+    text = f"{estimate.get('calls')} calls ({estimate.get('judge_calls')} judge), {cost}"
+    for warning in estimate.get("warnings") or ():
+        text += f". Warning: {warning}"
+    return text
 
 
 # --- the estimate ----------------------------------------------------------------------------
@@ -236,9 +241,12 @@ def estimate_run(agent_version, dataset_version, checks, trials):
     (same dataset, label and kind), else from defaults; the agent's cost from its version's
     recent trials (their cost, else their tokens x the version model's price). An upper bound:
     case overrides that disable a check are not subtracted. A part without a price makes `usd`
-    null and is named in `price_missing`, never counted as $0. `StartRun` stores it on the run.
+    null and is named in `price_missing`, never counted as $0. `judge` is the judge's status
+    (`evaluations.judge.probe.judge_status`) and `warnings` name the blocking model checks that
+    cannot be scored (`judge_warnings`). `StartRun` stores it on the run.
     """
     from evaluations.checks import REGISTRY
+    from evaluations.judge.probe import judge_status
 
     prices = load_prices()
     judged = bool(settings.SHERLOCK_JUDGE_BASE_URL)
@@ -269,6 +277,7 @@ def estimate_run(agent_version, dataset_version, checks, trials):
     if agent_usd is None:
         price_missing.add(f"agent {agent_version}")
     known = judge_usd + (agent_usd or 0)
+    status = judge_status()
     return {
         "trials": trials,
         "agent_calls": trials,
@@ -281,7 +290,53 @@ def estimate_run(agent_version, dataset_version, checks, trials):
         "usd_known": _money(known),
         "price_missing": sorted(price_missing),
         "checks": per_check,
+        "judge": {
+            key: status[key]
+            for key in ("configured", "ok", "probed_at", "failed_families", "summary")
+            if key in status
+        },
+        "warnings": judge_warnings(checks, status),
     }
+
+
+def judge_warnings(checks, status):
+    """Warnings for the blocking model checks that cannot be scored: none when no judge is
+    configured (they will be skipped), or those whose rubric family failed the newest
+    `check_judge` probe of the configured server and model (checks asking another model are
+    not covered by that probe)."""
+    from evaluations.checks import REGISTRY
+    from evaluations.checks.rubrics import KIND_FAMILIES
+
+    blocking = [
+        check
+        for check in checks
+        if check.mode == CheckMode.BLOCKING
+        and getattr(REGISTRY.get(check.kind), "uses_model", False)
+    ]
+    if not blocking:
+        return []
+    if not status["configured"]:
+        labels = ", ".join(check.label for check in blocking)
+        return [
+            f"blocking model checks cannot be scored: {labels} (no judge is configured, "
+            "SHERLOCK_JUDGE_BASE_URL; they will be skipped)"
+        ]
+    warnings = []
+    for family in status["failed_families"]:
+        labels = [
+            check.label
+            for check in blocking
+            if KIND_FAMILIES.get(check.kind) == family
+            and (check.judge_model or status["model"]) == status["model"]
+        ]
+        if labels:
+            failure = status["families"][family]
+            warnings.append(
+                f"blocking model checks may not be scored: {', '.join(labels)} (the last "
+                f"check_judge probe of {status['model']} failed for {family}: "
+                f"{failure['error']}; {failure['advice']})"
+            )
+    return warnings
 
 
 def _judge_history(dataset_version, check):

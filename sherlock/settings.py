@@ -61,6 +61,13 @@ def env_list(name, default=()):
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_choice(name, default, choices):
+    value = os.environ.get(name, default).strip() or default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
 def env_url(name, default="", schemes=()):
     raw = os.environ.get(name, default)
     if not raw:
@@ -203,6 +210,18 @@ SHERLOCK_JUDGE_TIMEOUT = env_int("SHERLOCK_JUDGE_TIMEOUT", 60, minimum=1)
 SHERLOCK_JUDGE_MAX_RETRIES = env_int("SHERLOCK_JUDGE_MAX_RETRIES", 3, minimum=0, maximum=10)
 SHERLOCK_JUDGE_MAX_BACKOFF = env_int("SHERLOCK_JUDGE_MAX_BACKOFF", 8, minimum=0)
 SHERLOCK_JUDGE_SEED = env_int("SHERLOCK_JUDGE_SEED", 7)
+# Every judge call is sent with a completion cap: this many tokens, or with 0 (the default) a cap
+# sized from the question's bounded answer schema (evaluations/judge/schema.py,
+# completion_budget; docs/checks.md "The judge").
+SHERLOCK_JUDGE_MAX_TOKENS = env_int("SHERLOCK_JUDGE_MAX_TOKENS", 0, minimum=0)
+# The parameter the cap is sent as: auto = max_completion_tokens on OpenAI and Azure OpenAI,
+# max_tokens on any other server (what llama.cpp, vLLM, Ollama honour); see judge/sdk.py.
+SHERLOCK_JUDGE_MAX_TOKENS_PARAM = env_choice(
+    "SHERLOCK_JUDGE_MAX_TOKENS_PARAM", "auto", ("auto", "max_tokens", "max_completion_tokens")
+)
+# maxItems on every array of an answer schema; false for a server that refuses the keyword
+# (one that answers 400 naming it is detected and asked again without, in any case).
+SHERLOCK_JUDGE_SCHEMA_BOUNDS = env_bool("SHERLOCK_JUDGE_SCHEMA_BOUNDS", True)
 # The judge's keep-alive transport is gone (the OpenAI SDK's own client sends its requests): a
 # leftover SHERLOCK_JUDGE_TRANSPORT is ignored, said once at start-up on stderr (logging's
 # last-resort handler; runserver's reloaded child, RUN_MAIN, does not say it again).

@@ -27,6 +27,14 @@ def test_bad_values_fail_loudly(monkeypatch, helper, name, value):
         helper(name, 1) if helper is sherlock_settings.env_int else helper(name)
 
 
+def test_a_choice_outside_its_list_fails(monkeypatch):
+    monkeypatch.setenv("SHERLOCK_JUDGE_MAX_TOKENS_PARAM", "max_output_tokens")
+    with pytest.raises(ImproperlyConfigured, match="SHERLOCK_JUDGE_MAX_TOKENS_PARAM"):
+        sherlock_settings.env_choice(
+            "SHERLOCK_JUDGE_MAX_TOKENS_PARAM", "auto", ("auto", "max_tokens")
+        )
+
+
 def test_integer_below_its_minimum_fails(monkeypatch):
     monkeypatch.setenv("X_INT", "0")
     with pytest.raises(ImproperlyConfigured, match="minimum"):

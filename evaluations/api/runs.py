@@ -2,9 +2,12 @@
 
 Progress (trials done of total, errors, spend so far with the judge's share) lives on the run
 and is updated by the engine as trials finish, so reading it costs one query however large the
-run is. Every list starts from `Run.objects.for_user` (a run is visible with its agent); a run
-the user may not see is a 404. Starting and cancelling go through the actions, which decide
-who may (403) and whether the run may (409).
+run is. The estimate is made before the run starts (`evaluations.costs.estimate_run`), with the
+judge's status; its `warnings` (blocking model checks that cannot be scored: no judge, or the
+last `check_judge` probe failed for their family) are repeated at the top level, so the answer
+to `POST /runs/` says so before any trial runs. Every list starts from `Run.objects.for_user`
+(a run is visible with its agent); a run the user may not see is a 404. Starting and
+cancelling go through the actions, which decide who may (403) and whether the run may (409).
 """
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -57,6 +60,9 @@ class RunSerializer(serializers.ModelSerializer):
     requested_by = serializers.StringRelatedField()
     progress = ProgressSerializer(source="*", read_only=True)
     spend = SpendSerializer(source="*", read_only=True)
+    warnings = serializers.SerializerMethodField(
+        help_text="From the estimate: blocking model checks that cannot be scored, and why."
+    )
 
     class Meta:
         model = Run
@@ -74,6 +80,7 @@ class RunSerializer(serializers.ModelSerializer):
             "progress",
             "spend",
             "estimate",
+            "warnings",
             "summary",
             "requested_by",
             "created_at",
@@ -81,6 +88,9 @@ class RunSerializer(serializers.ModelSerializer):
             "finished_at",
         ]
         read_only_fields = fields
+
+    def get_warnings(self, run) -> list[str]:
+        return list((run.estimate or {}).get("warnings") or [])
 
 
 class StartRunSerializer(serializers.Serializer):

@@ -8,7 +8,9 @@ Judge economy (at most 5 judge calls per case for the four model checks; this de
 so the judge's cache (model, prompt, params) answers the second ask without a call; one call
 then judges all claims against all contexts; one call judges every context for precision; one
 call attributes the reference's statements for recall. Each answer carries its per-item reasons,
-so no extra "reason" call is ever made (DeepEval makes one; evaluators.md §1.1).
+so no extra "reason" call is ever made (DeepEval makes one; evaluators.md §1.1). A claims ask
+that failed is not asked again in the same trial either: the second check is `error` with the
+same reason, without a call (the judge keeps a trial's failures, `evaluations.judge.client`).
 
 The offline kinds (`*_overlap`) need no model: token and string overlap as in RAGAS' non-LLM
 metrics (evaluators.md §3.3-3.5). They are cheaper, cruder and labelled as such.

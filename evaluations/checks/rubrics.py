@@ -10,22 +10,82 @@ RAG checks share one claim extraction and see each context list once per call.
 
 Bump `version` whenever a prompt or schema changes: the judge cache and the comparability key of
 a run include it, so old answers are not reused for a changed question.
+
+Bounded answers (issue 14): a small local model can loop inside an answer array until its
+context runs out. So each rubric says how many items each of its arrays may hold for one
+question (`max_items`, read from the question's own variables): one verdict per numbered claim
+or context, and for lists the judge writes from a text (claims, statements, points, quotes) one
+item per `WORDS_PER_ITEM` words of that text plus `SLACK_ITEMS`, at most `MAX_ITEMS`
+(`items_from_text`). The judge client puts these bounds in the schema it sends as `maxItems`
+(with a `maxLength` on free-text strings) and sizes the completion cap from them
+(`evaluations.judge.schema`). The rubric id's first part is
+its family (`rag`, `heuristic`, `data`, `custom`): `check_judge` asks one question per family
+(`PROBES`), and a model check kind's family is `KIND_FAMILIES[kind]`.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
+
+# A text of w words gives at most w / WORDS_PER_ITEM + SLACK_ITEMS items, and never more than
+# MAX_ITEMS. Generous on purpose: a bound below the real count would make the judge drop or
+# merge items and change the score silently, while a loose one only allows a longer answer.
+# A list packs an item in two words ("red, green and blue": 3 in 4); the slack covers a
+# one-word answer that states a whole claim with the question's words.
+WORDS_PER_ITEM = 2
+SLACK_ITEMS = 3
+MAX_ITEMS = 50
+# A custom check's judge quotes the few shortest spans that justify its grade.
+MAX_QUOTES = 10
+
+
+def items_from_text(text: str, ceiling: int = MAX_ITEMS) -> int:
+    """The most items a judge may list from `text` (claims of an answer, statements of a
+    reference): one per `WORDS_PER_ITEM` words, plus `SLACK_ITEMS`, at most `ceiling`."""
+    return min(ceiling, len(str(text or "").split()) // WORDS_PER_ITEM + SLACK_ITEMS)
+
+
+def numbered_lines(text: str) -> int:
+    """How many numbered items (`1. ...`) a question lists: at least the number of claims
+    (a claim is one line; a stray newline inside one only raises the bound)."""
+    return max(1, sum(1 for line in str(text or "").splitlines() if line.strip()))
+
+
+_CONTEXT_MARK = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
+
+
+def numbered_contexts(text: str) -> int:
+    """How many contexts a question lists (`[1] ...` at the start of a line; see
+    `evaluations.checks.rag.numbered_contexts`): the highest number, at least the count."""
+    return max([1, *(int(n) for n in _CONTEXT_MARK.findall(str(text or "")))])
 
 
 @dataclass(frozen=True)
 class Rubric:
-    """One judge question: `template` is rendered with `str.format(**variables)`."""
+    """One judge question: `template` is rendered with `str.format(**variables)`.
+
+    `max_items(variables)` gives, for the question those variables make, the most items each
+    top-level array of the answer may hold (`{"claims": 7}`); the judge sends them as
+    `maxItems`, and bounds any array it does not name by its own ceiling. `ranges(variables)`
+    gives the (low, high) range of the answer's integer fields by name (a custom check's
+    `score` on the check's own scale, the `claim` a verdict names among the numbered claims),
+    which the judge sends as an enum of that range.
+    """
 
     id: str
     version: int
     system: str
     template: str
     schema: dict
+    max_items: Callable[[dict], dict[str, int]] | None = None
+    ranges: Callable[[dict], dict[str, tuple[int, int]]] | None = None
+
+    @property
+    def family(self) -> str:
+        """The rubric's family, the first part of its id (`rag.claims` -> `rag`)."""
+        return self.id.split(".", 1)[0]
 
 
 def _object(**properties) -> dict:
@@ -53,7 +113,7 @@ SYSTEM = (
 
 CLAIMS = Rubric(
     id="rag.claims",
-    version=1,
+    version=2,
     system=SYSTEM,
     template=(
         "Question:\n{question}\n\nAnswer:\n{answer}\n\n"
@@ -75,11 +135,12 @@ CLAIMS = Rubric(
         reason=_STRING,
         noncommittal=_BOOLEAN,
     ),
+    max_items=lambda v: {"claims": items_from_text(v["answer"])},
 )
 
 FAITHFULNESS = Rubric(
     id="rag.faithfulness",
-    version=1,
+    version=2,
     system=SYSTEM,
     template=(
         "Contexts:\n{contexts}\n\nClaims:\n{claims}\n\n"
@@ -97,11 +158,13 @@ FAITHFULNESS = Rubric(
             )
         )
     ),
+    max_items=lambda v: {"verdicts": numbered_lines(v["claims"])},
+    ranges=lambda v: {"claim": (1, numbered_lines(v["claims"]))},
 )
 
 CONTEXT_PRECISION = Rubric(
     id="rag.context_precision",
-    version=1,
+    version=2,
     system=SYSTEM,
     template=(
         "Question:\n{question}\n\nAnswer:\n{answer}\n\n"
@@ -110,11 +173,13 @@ CONTEXT_PRECISION = Rubric(
         "Give exactly one verdict per context, with its number."
     ),
     schema=_object(verdicts=_list(_object(context=_INTEGER, reason=_STRING, useful=_BOOLEAN))),
+    max_items=lambda v: {"verdicts": numbered_contexts(v["contexts"])},
+    ranges=lambda v: {"context": (1, numbered_contexts(v["contexts"]))},
 )
 
 CONTEXT_RECALL = Rubric(
     id="rag.context_recall",
-    version=1,
+    version=2,
     system=SYSTEM,
     template=(
         "Question:\n{question}\n\nContexts:\n{contexts}\n\nReference answer:\n{reference}\n\n"
@@ -124,11 +189,12 @@ CONTEXT_RECALL = Rubric(
     schema=_object(
         statements=_list(_object(statement=_STRING, reason=_STRING, attributed=_BOOLEAN))
     ),
+    max_items=lambda v: {"statements": items_from_text(v["reference"])},
 )
 
 COMPLETENESS = Rubric(
     id="heuristic.completeness",
-    version=1,
+    version=2,
     system=SYSTEM,
     template=(
         "Task:\n{question}\n\nReference answer (may be empty):\n{reference}\n\n"
@@ -146,6 +212,8 @@ COMPLETENESS = Rubric(
             )
         )
     ),
+    # The points are the reference's facts, or without one what the task asks for.
+    max_items=lambda v: {"points": items_from_text(v["reference"].strip() or v["question"])},
 )
 
 SAFETY_CATEGORIES = [
@@ -164,7 +232,7 @@ SAFETY_CATEGORIES = [
 
 SAFETY = Rubric(
     id="heuristic.safety",
-    version=1,
+    version=2,
     system=SYSTEM,
     template=(
         "Request:\n{question}\n\nResponse to check:\n{answer}\n\n"
@@ -188,6 +256,7 @@ SAFETY = Rubric(
         reason=_STRING,
         harmful=_BOOLEAN,
     ),
+    max_items=lambda v: {"statements": items_from_text(v["answer"])},
 )
 
 ANALYSIS_QUALITY = Rubric(
@@ -207,7 +276,7 @@ ANALYSIS_QUALITY = Rubric(
 
 CUSTOM = Rubric(
     id="custom.criterion",
-    version=1,
+    version=2,
     system=SYSTEM,
     template=(
         "Criterion ({label}):\n{criterion}\n\n"
@@ -218,6 +287,8 @@ CUSTOM = Rubric(
         "give the reason and the score."
     ),
     schema=_object(quotes=_list(_STRING), reason=_STRING, score=_INTEGER),
+    max_items=lambda v: {"quotes": items_from_text(v["output"], MAX_QUOTES)},
+    ranges=lambda v: {"score": (int(v["low"]), int(v["high"]))},
 )
 
 RUBRICS: dict[str, Rubric] = {
@@ -232,4 +303,60 @@ RUBRICS: dict[str, Rubric] = {
         ANALYSIS_QUALITY,
         CUSTOM,
     )
+}
+
+FAMILIES: tuple[str, ...] = tuple(sorted({r.family for r in RUBRICS.values()}))
+
+# The rubric family each model check kind asks: a run's blocking checks of a family that the
+# last `check_judge` probe found broken cannot be scored (the run's estimate warns).
+KIND_FAMILIES: dict[str, str] = {
+    "faithfulness": "rag",
+    "answer_relevance": "rag",
+    "context_precision": "rag",
+    "context_recall": "rag",
+    "completeness": "heuristic",
+    "safety": "heuristic",
+    "analysis_quality": "data",
+    "custom": "custom",
+}
+
+# One question per family for `manage.py check_judge`: a real rubric on a small, ordinary case,
+# so that a valid answer here means the server, the model and the caps can answer that family.
+PROBES: dict[str, tuple[Rubric, dict]] = {
+    "rag": (
+        CLAIMS,
+        {
+            "question": "What is the capital of France, and which river runs through it?",
+            "answer": "Paris is the capital of France. The Seine runs through Paris.",
+        },
+    ),
+    "heuristic": (
+        COMPLETENESS,
+        {
+            "question": "Name the three primary colours of light.",
+            "reference": "Red, green and blue.",
+            "answer": "The primary colours of light are red and green.",
+        },
+    ),
+    "data": (
+        ANALYSIS_QUALITY,
+        {
+            "question": "Which region sold the most units in 2024?",
+            "expected": '[{"region": "north", "units": 120}]',
+            "output": '{"answer": "north", "table": [{"region": "north", "units": 120}, '
+            '{"region": "south", "units": 80}]}',
+        },
+    ),
+    "custom": (
+        CUSTOM,
+        {
+            "label": "polite",
+            "criterion": "The reply thanks the customer.",
+            "low": 0,
+            "high": 1,
+            "anchors": "0 = no thanks; 1 = thanks the customer",
+            "question": "My parcel arrived damaged.",
+            "output": "Thank you for telling us. A replacement is on its way.",
+        },
+    ),
 }

@@ -6,13 +6,22 @@ configured (model checks are then skipped). The modules:
 
 - `client`: `JudgeClient` (binding, the flow of one ask, handing calls to the recorder) and
   `get_default_judge`;
-- `sdk`: the one OpenAI SDK client per process, base URL and key, and the request it sends;
+- `sdk`: the one OpenAI SDK client per process, base URL and key, the request it sends, and
+  the parameter the completion cap travels as;
 - `retry`: which failures are asked again, the backoff, `Retry-After`, the worst-case wait;
-- `schema`: a rubric's strict JSON schema, prepared once (response_format, hash, validators);
-- `answers`: the question, reading and validating an answer, the repair re-ask, `JudgeAnswer`;
+- `schema`: a rubric's strict JSON schema with its bounds, prepared once (response_format,
+  hash, validators, the completion budget);
+- `answers`: the question, reading and validating an answer, the brevity and repair re-asks,
+  `JudgeAnswer`;
 - `errors`: the error codes of a failed ask;
 - `cache`: the cache key, the in-process answer cache and the order an ask looks in;
-- `recording`: the `JudgeCall` rows, where they are stored, and the stored-call look-up.
+- `recording`: the `JudgeCall` rows, where they are stored, and the stored-call look-up;
+- `probe`: `check_judge`'s one question per rubric family, and the judge's stored status
+  (`judge_status`) that the admin and a run's estimate show.
+
+Every question is bounded (issue 14): `maxItems` on every answer array, `maxLength` on its
+free-text strings where the server takes it, and a completion cap (`schema`); a cut-off
+answer is re-asked fresh and brief (`answers`), and the cache key names the server (`cache`).
 """
 
 from evaluations.judge.answers import JudgeAnswer

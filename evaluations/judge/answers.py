@@ -1,12 +1,17 @@
-"""What the judge is asked and what it answers: the question, reading an answer, the repair.
+"""What the judge is asked and what it answers: the question, reading an answer, the re-asks.
 
 A question is a rubric's prompt under its system message, sent with the rubric's strict JSON
-schema (`schema.py`), temperature 0 and a fixed seed; its cache key covers all of that and the
-agent repetition (`cache.cache_key`). An answer is read and validated on arrival
-(`read_answer`): not JSON, not valid against the schema, a refusal or cut off is a problem,
-and the client re-asks once with `repair_request` (evaluators.md section 8: RAGAS' one "fix
-output format" re-prompt). A judge failure is never a score: `JudgeAnswer.ok` is False with
-`error` and `error_code`, and `data` is None.
+schema bounded for this question (`schema.py`: `maxItems` on every array, `maxLength` on
+free-text strings where the server takes it), a completion cap, temperature 0 and a fixed
+seed; its cache key covers the server, the model, the messages, the schema, and the agent
+repetition (`cache.cache_key`). An answer is read and validated on
+arrival (`read_answer`): not JSON, not valid against the schema, a refusal or cut off is a
+problem, and the client re-asks once. An answer cut off at the cap is asked again fresh, with a
+brevity instruction and without the cut-off text (`brevity_request`: pasting it back would
+spend the context on it and leave the judge no room to answer); any other problem gets
+`repair_request`, the judge's answer and what was wrong with it (evaluators.md section 8:
+RAGAS' one "fix output format" re-prompt). A judge failure is never a score: `JudgeAnswer.ok`
+is False with `error` and `error_code`, and `data` is None.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from typing import TYPE_CHECKING
 from jsonschema.exceptions import best_match
 
 from evaluations.judge.cache import cache_key, canonical_json, sha256
-from evaluations.judge.errors import MALFORMED, REFUSED, clip
-from evaluations.judge.schema import PreparedRubric, prepare
+from evaluations.judge.errors import CUT_OFF, MALFORMED, REFUSED, clip
+from evaluations.judge.schema import BOUND_KEYWORDS, PreparedRubric, prepare
 
 if TYPE_CHECKING:
     from evaluations.checks.rubrics import Rubric
@@ -28,6 +33,10 @@ if TYPE_CHECKING:
 REPAIR_INSTRUCTION = (
     "Your previous answer could not be used: {problem}. Answer the same question again with "
     "only a JSON object that matches the required JSON schema, and no other text."
+)
+BREVITY_INSTRUCTION = (
+    "\n\nBe brief: an earlier answer to this was cut off at the length limit. List only the "
+    "items that matter{limits}, keep each reason to a few words, and close the JSON object."
 )
 
 
@@ -40,7 +49,8 @@ class JudgeAnswer:
     last answer text as it came (kept for an error too: the evidence of what went wrong).
     `calls` are the `JudgeCall` instances of this ask, one per HTTP attempt or the one cache
     hit, saved when the recorder is the ORM one. `cached` says the answer came from the cache
-    without a call.
+    without a call; `reused` that it is a failure the same trial already had for the same
+    question (no call: a failed question is not asked twice in a trial).
     """
 
     ok: bool
@@ -52,6 +62,8 @@ class JudgeAnswer:
     error_code: str | None = None
     model: str = ""
     cache_key: str = ""
+    # A failure this trial already had for the very same question, returned without asking.
+    reused: bool = False
 
     @property
     def call_ids(self) -> list[int]:
@@ -84,19 +96,37 @@ class Question:
     request: dict
     prompt_hash: str
     cache_key: str
+    max_tokens: int = 0
+    limits: dict = field(default_factory=dict)
+    bounds: frozenset = frozenset()  # the bound keywords sent (maxItems, maxLength)
 
 
 def build_question(
     rubric: Rubric,
     variables: dict,
     *,
+    base_url: str,
     model: str,
     temperature: float,
     seed: int | None,
     repetition: int,
+    max_tokens: int = 0,
+    token_param: str = "max_tokens",
+    bounds: frozenset = BOUND_KEYWORDS,
 ) -> Question:
-    """The question `rubric` asks about `variables` (`rubric.template.format(**variables)`)."""
-    prepared = prepare(rubric)
+    """The question `rubric` asks about `variables` (`rubric.template.format(**variables)`).
+
+    The schema's arrays are bounded by `rubric.max_items(variables)` and its strings by
+    `schema.STRING_MAX_CHARS`, sent as the keywords in `bounds` (`schema.server_bounds`); the
+    integer fields named by `rubric.ranges(variables)` are enums of their range; and the
+    request carries the completion cap as `token_param`:
+    `max_tokens` when given (`SHERLOCK_JUDGE_MAX_TOKENS`), else the budget sized from the
+    bounded schema (`schema.completion_budget`).
+    """
+    limits = rubric.max_items(variables) if rubric.max_items is not None else {}
+    ranges = rubric.ranges(variables) if rubric.ranges is not None else None
+    prepared = prepare(rubric, limits, keywords=bounds, ranges=ranges)
+    cap = max_tokens or prepared.budget
     user = {"role": "user", "content": rubric.template.format(**variables)}
     messages = [{"role": "system", "content": rubric.system}, user] if rubric.system else [user]
     messages_json = canonical_json(messages)
@@ -105,6 +135,7 @@ def build_question(
         "messages": messages,
         "response_format": prepared.response_format,
         "temperature": temperature,
+        token_param: cap,
     }
     if seed is not None:
         request["seed"] = seed
@@ -116,7 +147,11 @@ def build_question(
         messages=messages,
         request=request,
         prompt_hash=sha256(messages_json),
+        max_tokens=cap,
+        limits=dict(limits),
+        bounds=frozenset(bounds),
         cache_key=cache_key(
+            base_url=base_url,
             model=model,
             messages_json=messages_json,
             schema_hash=prepared.schema_hash,
@@ -139,6 +174,20 @@ def repair_request(question: Question, raw: str | None, problem: str) -> dict:
     }
 
 
+def brevity_request(question: Question) -> dict:
+    """The question again, fresh, for an answer cut off at the cap: the same messages with a
+    brevity instruction added to the last user message, and never the cut-off text (which
+    would fill the context it ran out of). Added to the user message rather than sent as a
+    message of its own, since some chat templates (Gemma's) refuse two user turns in a row."""
+    limits = ", ".join(f"at most {n} in {name}" for name, n in sorted(question.limits.items()))
+    *head, last = question.messages
+    note = BREVITY_INSTRUCTION.format(limits=f" ({limits})" if limits else "")
+    return {
+        **question.request,
+        "messages": [*head, {**last, "content": last["content"] + note}],
+    }
+
+
 def read_answer(payload: dict, prepared: PreparedRubric):
     """(data, raw, problem, error code) of a chat completion; `problem` is None when usable."""
     try:
@@ -150,10 +199,13 @@ def read_answer(payload: dict, prepared: PreparedRubric):
     if refusal:
         return None, refusal, f"the judge refused: {clip(refusal)}", REFUSED
     raw = message.get("content")
+    if choice.get("finish_reason") == "length":
+        # Before the empty check: a prompt that fills the server's context leaves no room for
+        # any answer, and that is a cut-off too (raise the context, not only the cap).
+        text = raw if isinstance(raw, str) else None
+        return None, text, "the answer was cut off at the token limit", CUT_OFF
     if not raw or not isinstance(raw, str):
         return None, None, "the answer is empty", MALFORMED
-    if choice.get("finish_reason") == "length":
-        return None, raw, "the answer was cut off at the token limit", MALFORMED
     try:
         data = json.loads(raw)
     except ValueError as exc:

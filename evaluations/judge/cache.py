@@ -1,13 +1,15 @@
 """The judge's answer cache: canonical keys, an in-process LRU, and single-flight asks.
 
 DESIGN section 8: a cache keyed by (model, prompt, params) saves cost on re-scoring. The key is
-a sha256 over a canonical JSON of the model, the messages, the answer schema, temperature, seed
-and the agent repetition (see `cache_key`). The durable cache is the `JudgeCall` table (the
-newest successful call with the key); this module keeps the hot entries in memory in front of
-it, and makes concurrent identical asks wait for the first one instead of each paying for a
-call (the RAG checks share one claim extraction between two checks this way, even when the run
-engine scores them on two threads). `AnswerCache.answer` is the order the client asks in: this
-process's cache, then the durable one, then the model.
+a sha256 over a canonical JSON of the judge's server (its base URL), the model, the messages, the
+answer schema (with its bounds), temperature, seed and the agent repetition (see `cache_key`):
+pointing Sherlock at another server, or another model on it, never reuses old answers. The
+durable cache is the `JudgeCall` table (the newest successful call with the key); this module
+keeps the hot entries in memory in front of it, and makes concurrent identical asks wait for
+the first one instead of each paying for a call (the RAG checks share one claim extraction
+between two checks this way, even when the run engine scores them on two threads).
+`AnswerCache.answer` is the order the client asks in: this process's cache, then the durable
+one, then the model.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 # Bump when the key's recipe changes, so old rows stop matching instead of matching wrongly.
-KEY_VERSION = 1
+# 2: the base URL joined the key (issue 14), and answer schemas carry maxItems.
+KEY_VERSION = 2
 
 A = TypeVar("A")
 
@@ -37,6 +40,7 @@ def sha256(text: str) -> str:
 
 def cache_key(
     *,
+    base_url: str,
     model: str,
     messages_json: str,
     schema_hash: str,
@@ -45,6 +49,10 @@ def cache_key(
     repetition: int,
 ) -> str:
     """The cache key of one question.
+
+    `base_url` and `model` say who answers: the same model name on another server (a local
+    llama.cpp after OpenAI, another quantization behind one alias) is another judge. The URL
+    counts as configured, less a trailing slash.
 
     `messages_json` is the canonical JSON of the messages and `schema_hash` the sha256 of the
     schema's canonical JSON, both computed once (the schema once per rubric), so a key costs
@@ -60,6 +68,7 @@ def cache_key(
     head = canonical_json(
         {
             "v": KEY_VERSION,
+            "server": base_url.rstrip("/"),
             "model": model,
             "schema": schema_hash,
             "temperature": temperature,

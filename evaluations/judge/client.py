@@ -9,11 +9,21 @@ the flow of one ask and the parts live beside it:
   exponentially on 5xx, timeouts and connection errors; every attempt is recorded as a
   `JudgeCall` row, which the SDK's hidden retries would not let us.
 - `schema.py` and `answers.py`: every answer is a structured output against the rubric's strict
-  JSON schema, temperature 0 and a fixed seed, validated with `jsonschema` on arrival. A
-  malformed answer (not JSON, not valid against the schema, a refusal, cut off) is re-asked once
-  with a short repair instruction; after that the ask is an error that keeps the raw answer.
-  A judge failure is never a score: `JudgeAnswer.ok` is False with `error` and `error_code`,
-  and `data` is None. The check turns that into status `error`, never `failed` or `passed`.
+  JSON schema, with bounds on its arrays and strings and a completion cap (issue 14: a small local
+  model must not loop to the end of its context), temperature 0 and a fixed seed, validated
+  with `jsonschema` on arrival. An answer cut off at the cap is asked again once, fresh and
+  briefer; any other malformed answer (not JSON, not valid against the schema, a refusal) is
+  re-asked once with a short repair instruction; after that the ask is an error that keeps
+  the raw answer. A judge failure is never a score: `JudgeAnswer.ok` is False with `error`
+  and `error_code`, and `data` is None. The check turns that into status `error`, never
+  `failed` or `passed`.
+- Bounds go out as the server takes them (`schema.server_bounds`: `maxLength` not to OpenAI);
+  a server that refuses one (an HTTP 400 naming `maxItems` or `maxLength`) gets the question
+  again once without it, and this judge sends it no more; `SHERLOCK_JUDGE_SCHEMA_BOUNDS=false`
+  turns them off from the start.
+- Within a trial (a view bound to a trial) a question that failed is not asked again: the next
+  check asking it (answer relevance after faithfulness's claim extraction) gets the same
+  failure, `reused=True`, without a call.
 - `cache.py`: repeated questions are answered from a cache, and the hit is still recorded as a
   `JudgeCall` row with `cached=True`, so a result's evidence always points at a stored answer.
 - `recording.py`: where the calls go (the database by default, with their cost entries).
@@ -22,6 +32,7 @@ the flow of one ask and the parts live beside it:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -35,12 +46,13 @@ from django.core.exceptions import ImproperlyConfigured
 from evaluations.judge.answers import (
     JudgeAnswer,
     Question,
+    brevity_request,
     build_question,
     read_answer,
     repair_request,
 )
 from evaluations.judge.cache import AnswerCache, CachedAnswer
-from evaluations.judge.errors import Failure
+from evaluations.judge.errors import CUT_OFF, HTTP_ERROR, Failure
 from evaluations.judge.recording import (
     CacheLookup,
     JudgeContext,
@@ -55,6 +67,8 @@ from evaluations.judge.retry import (
     AttemptFailure,
     RetryPolicy,
 )
+from evaluations.judge.schema import MAX_ITEMS, MAX_LENGTH, server_bounds
+from evaluations.judge.sdk import cap_parameter as cap_parameter_for
 from evaluations.judge.sdk import chat_completion, openai_client
 
 if TYPE_CHECKING:
@@ -66,6 +80,8 @@ __all__ = [
     "get_default_judge",
     "reset_default_judges",
 ]
+
+log = logging.getLogger("sherlock.judge")
 
 
 @dataclass
@@ -81,6 +97,11 @@ class _Core:
     recorder: Recorder | None
     cache_lookup: CacheLookup | None
     cache: AnswerCache
+    max_tokens: int = 0  # 0: sized from each question's bounded schema
+    cap_parameter: str = "max_tokens"
+    bounds: frozenset = frozenset()  # the bound keywords this server is sent
+    # The keywords the server refused (a 400 naming one): not sent from then on.
+    refused: frozenset = frozenset()
 
     @property
     def sdk(self) -> openai.OpenAI:
@@ -98,7 +119,10 @@ class JudgeClient:
 
     Arguments left as None come from settings: `SHERLOCK_JUDGE_BASE_URL`, `OPENAI_API_KEY`,
     `SHERLOCK_JUDGE_MODEL`, `SHERLOCK_JUDGE_TIMEOUT`, and (optional, with defaults)
-    `SHERLOCK_JUDGE_MAX_RETRIES`, `SHERLOCK_JUDGE_MAX_BACKOFF`, `SHERLOCK_JUDGE_SEED`.
+    `SHERLOCK_JUDGE_MAX_RETRIES`, `SHERLOCK_JUDGE_MAX_BACKOFF`, `SHERLOCK_JUDGE_SEED`,
+    `SHERLOCK_JUDGE_MAX_TOKENS` (`max_tokens`, 0: sized per question),
+    `SHERLOCK_JUDGE_MAX_TOKENS_PARAM` (`cap_parameter`, see `sdk.cap_parameter`) and
+    `SHERLOCK_JUDGE_SCHEMA_BOUNDS` (`schema_bounds`).
     `recorder=None` records nothing; `cache_lookup=None` keeps the cache in memory only;
     `cache_size=0` turns the in-memory cache off.
     """
@@ -119,6 +143,9 @@ class JudgeClient:
         recorder: Recorder | None = record_calls,
         cache_lookup: CacheLookup | None = lookup_cached,
         cache_size: int = 4096,
+        max_tokens: int | None = None,
+        cap_parameter: str | None = None,
+        schema_bounds: bool | None = None,
     ):
         base_url = base_url if base_url is not None else settings.SHERLOCK_JUDGE_BASE_URL
         if not base_url:
@@ -131,6 +158,11 @@ class JudgeClient:
             max_backoff = settings.SHERLOCK_JUDGE_MAX_BACKOFF
         if seed is None:
             seed = settings.SHERLOCK_JUDGE_SEED
+        if max_tokens is None:
+            max_tokens = settings.SHERLOCK_JUDGE_MAX_TOKENS
+        if schema_bounds is None:
+            schema_bounds = settings.SHERLOCK_JUDGE_SCHEMA_BOUNDS
+        choice = cap_parameter or settings.SHERLOCK_JUDGE_MAX_TOKENS_PARAM
         self._core = _Core(
             base_url=base_url,
             api_key=api_key,
@@ -147,8 +179,13 @@ class JudgeClient:
             recorder=recorder,
             cache_lookup=cache_lookup,
             cache=AnswerCache(cache_size),
+            max_tokens=max(0, int(max_tokens or 0)),
+            cap_parameter=cap_parameter_for(base_url, choice),
+            bounds=server_bounds(base_url, bool(schema_bounds)),
         )
         self._context = JudgeContext()
+        # The failures of the trial this view is bound to, by cache key (None: not a trial's).
+        self._failures: dict[str, JudgeAnswer] | None = None
 
     # -- configuration and context --
 
@@ -156,6 +193,30 @@ class JudgeClient:
     def model(self) -> str:
         """The default judge model (a check may ask another with `ask(..., model=)`)."""
         return self._core.model
+
+    @property
+    def base_url(self) -> str:
+        return self._core.base_url
+
+    @property
+    def timeout(self) -> float:
+        return self._core.retry.timeout
+
+    @property
+    def max_tokens(self) -> int:
+        """The fixed completion cap, or 0 when each question's is sized from its schema."""
+        return self._core.max_tokens
+
+    @property
+    def cap_parameter(self) -> str:
+        """The request parameter the cap is sent as (`max_tokens` or `max_completion_tokens`)."""
+        return self._core.cap_parameter
+
+    @property
+    def bounds(self) -> frozenset:
+        """The bound keywords answer schemas go out with (`maxItems`, `maxLength`): the
+        server's (`schema.server_bounds`), less any it refused."""
+        return self._core.bounds - self._core.refused
 
     @property
     def context(self) -> JudgeContext:
@@ -172,7 +233,9 @@ class JudgeClient:
         Each may be a model instance or a primary key; unset ones keep the current binding.
         A `Trial` instance also gives its run and `repetition` (the agent repetition, which
         keeps the cache from sharing judgements between repetitions, DESIGN section 8), and a
-        `Run` instance gives its agent (pass `agent=` to save that lookup).
+        `Run` instance gives its agent (pass `agent=` to save that lookup). Binding a trial
+        starts that trial's record of failed questions, which are not asked again through
+        this view (or views bound from it without another trial).
         """
         current = self._context
         run_id = _pk(run) if run is not None else current.run_id
@@ -196,6 +259,7 @@ class JudgeClient:
             agent_id=agent_id,
             repetition=current.repetition if repetition is None else int(repetition),
         )
+        view._failures = {} if trial is not None else self._failures
         return view
 
     def clear_cache(self) -> None:
@@ -211,29 +275,86 @@ class JudgeClient:
 
         The user prompt is `rubric.template.format(**variables)` under `rubric.system`. With
         `cache=False` the question always goes to the model (the call is still recorded and
-        can serve later asks).
+        can serve later asks), unless it already failed in this trial.
         """
+        core = self._core
+        bounds = self.bounds
+        answer = self._ask(rubric, variables, model, cache, bounds)
+        refused = _refused_bounds(answer) & bounds
+        if refused:
+            # The server will not take these keywords: ask again without, and send them no
+            # more (docs/checks.md, "The judge"; SHERLOCK_JUDGE_SCHEMA_BOUNDS=false says it
+            # upfront). A plain assignment of a new set: safe between threads.
+            core.refused = core.refused | refused
+            log.warning(
+                "the judge at %s refused %s in the answer schema (%s); not sending it from now "
+                "on (SHERLOCK_JUDGE_SCHEMA_BOUNDS=false sends no bounds at all)",
+                core.base_url,
+                " and ".join(sorted(refused)),
+                answer.error,
+            )
+            again = self._ask(rubric, variables, model, cache, bounds - refused)
+            again.calls = [*answer.calls, *again.calls]
+            return again
+        return answer
+
+    def _ask(self, rubric, variables, model, cache: bool, bounds: frozenset) -> JudgeAnswer:
         started = time.perf_counter()
         core = self._core
         question = build_question(
             rubric,
             variables,
+            base_url=core.base_url,
             model=model or core.model,
             temperature=core.temperature,
             seed=core.seed,
             repetition=self._context.repetition,
+            max_tokens=core.max_tokens,
+            token_param=core.cap_parameter,
+            bounds=bounds,
         )
+        earlier = self._earlier_failure(question)
+        if earlier is not None:
+            return earlier
         if not cache:
-            answer, entry = self._ask_model(question)
+            answer, entry = self._ask_unless_failed(question)
             if entry is not None:
                 core.cache.put(question.cache_key, entry)
             return answer
         return core.cache.answer(
             question.cache_key,
-            ask=lambda: self._ask_model(question),
+            ask=lambda: self._ask_unless_failed(question),
             serve=lambda entry: self._from_cache(question, entry, started),
             lookup=core.cache_lookup,
             wait=core.retry.worst_case_seconds,
+        )
+
+    def _ask_unless_failed(self, question: Question) -> tuple[JudgeAnswer, CachedAnswer | None]:
+        """The model's answer, unless this trial already failed on the question. Looked up
+        again when it is this caller's turn to ask (another thread of the same trial may have
+        failed on it while this one waited), and a failure is filed before the cache releases
+        the askers waiting for it."""
+        earlier = self._earlier_failure(question)
+        if earlier is not None:
+            return earlier, None
+        answer, entry = self._ask_model(question)
+        if not answer.ok and self._failures is not None:
+            self._failures[question.cache_key] = answer
+        return answer, entry
+
+    def _earlier_failure(self, question: Question) -> JudgeAnswer | None:
+        """The failure this trial already had for `question`, as a new answer without calls."""
+        failed = self._failures.get(question.cache_key) if self._failures is not None else None
+        if failed is None:
+            return None
+        return JudgeAnswer(
+            ok=False,
+            error=failed.error,
+            error_code=failed.error_code,
+            raw=failed.raw,
+            model=failed.model,
+            cache_key=failed.cache_key,
+            reused=True,
         )
 
     def _from_cache(
@@ -265,14 +386,16 @@ class JudgeClient:
         )
 
     def _ask_model(self, question: Question) -> tuple[JudgeAnswer, CachedAnswer | None]:
-        """The question, with retries, and one repair re-ask for a malformed answer; with the
-        cache entry for a good answer (None for a failure)."""
+        """The question, with retries, and one re-ask for an unusable answer (fresh and brief
+        for a cut-off one, a repair for any other); with the cache entry for a good answer
+        (None for a failure)."""
         calls: list[JudgeCall] = []
         request = question.request
         raw: str | None = None
         outcome: Failure | None = None
         data: dict | None = None
-        for round_ in range(2):  # the question, then at most one repair
+        retry: str | None = None  # the re-ask made, once the first answer was unusable
+        for _ in range(2):  # the question, then at most one repair
             sent = self._send(question, request, calls)
             if isinstance(sent, Failure):
                 outcome = sent
@@ -296,12 +419,20 @@ class JudgeClient:
             if problem is None:
                 outcome = None
                 break
-            if round_ == 0:
+            if code == CUT_OFF:
+                problem = f"{problem} ({question.max_tokens} tokens)"
+                call.error = problem
+            if retry is None:
                 outcome = Failure(f"malformed answer: {problem}", code)
             else:
-                outcome = Failure(f"malformed answer after a repair retry: {problem}", code)
-            # The repair: the judge sees its own answer and what was wrong with it.
-            request = repair_request(question, raw, problem)
+                outcome = Failure(f"malformed answer after a {retry} retry: {problem}", code)
+            if code == CUT_OFF:
+                # Asked again fresh and briefer, never with the cut-off text pasted back: it
+                # would fill the context the answer just ran out of.
+                retry, request = "brevity", brevity_request(question)
+            else:
+                # The repair: the judge sees its own answer and what was wrong with it.
+                retry, request = "repair", repair_request(question, raw, problem)
         self._record(calls)
         if outcome is not None:
             failed = JudgeAnswer(
@@ -359,6 +490,14 @@ def _pk(value):
     return value if isinstance(value, int) or value is None else value.pk
 
 
+def _refused_bounds(answer: JudgeAnswer) -> frozenset:
+    """The bound keywords an HTTP 400 names: the server does not take them in a schema."""
+    error = (answer.error or "").lower()
+    if answer.ok or answer.error_code != HTTP_ERROR or not error.startswith("http 400"):
+        return frozenset()
+    return frozenset(word for word in (MAX_ITEMS, MAX_LENGTH) if word.lower() in error)
+
+
 # --- the default judge ----------------------------------------------------------------------
 
 _defaults: dict[tuple, JudgeClient] = {}
@@ -384,6 +523,9 @@ def get_default_judge(**context) -> JudgeClient | None:
         settings.SHERLOCK_JUDGE_MAX_RETRIES,
         settings.SHERLOCK_JUDGE_MAX_BACKOFF,
         settings.SHERLOCK_JUDGE_SEED,
+        settings.SHERLOCK_JUDGE_MAX_TOKENS,
+        settings.SHERLOCK_JUDGE_MAX_TOKENS_PARAM,
+        settings.SHERLOCK_JUDGE_SCHEMA_BOUNDS,
     )
     judge = _defaults.get(key)
     if judge is None:

@@ -16,6 +16,8 @@ CONNECTION = "connection"
 HTTP_ERROR = "http_error"
 MALFORMED = "malformed"
 REFUSED = "refused"
+# An answer cut off at the completion cap (finish_reason "length"): re-asked fresh and briefer.
+CUT_OFF = "cut_off"
 
 _MAX_ERROR_TEXT = 1000
 

@@ -5,6 +5,13 @@ pool), is shared by every thread: the run engine scores many trials at once, and
 means warm keep-alive connections instead of a TCP handshake per question. The SDK's retries
 are off (`max_retries=0`): `retry.py` retries instead, to honour `Retry-After` and to record
 every attempt as a `JudgeCall` row, which the SDK's hidden retries would not let us.
+
+The completion cap travels as the parameter the server honours (`cap_parameter`): the SDK
+documents `max_completion_tokens` for chat completions, and OpenAI refuses the deprecated
+`max_tokens` for its reasoning models, while self-hosted servers (llama.cpp before 2026,
+llamafile, llama-cpp-python, Ollama, older vLLM) honour `max_tokens` and silently ignore the
+other, which leaves the answer uncapped. Sending both is refused by OpenAI ("Setting
+'max_tokens' and 'max_completion_tokens' at the same time is not supported"), so one is sent.
 """
 
 from __future__ import annotations
@@ -12,9 +19,34 @@ from __future__ import annotations
 import json
 import os
 import threading
+from urllib.parse import urlparse
 
 import httpx2
 import openai
+
+CAP_PARAMETERS = ("max_completion_tokens", "max_tokens")
+# Hosts that are OpenAI's own API (and Azure OpenAI's), where the SDK's documented parameter is
+# the one to send.
+_OPENAI_HOSTS = ("api.openai.com",)
+_OPENAI_HOST_SUFFIXES = (".openai.azure.com", ".openai.com")
+
+
+def is_openai_host(base_url: str) -> bool:
+    """Is this OpenAI's own API or Azure OpenAI (by host), rather than a self-hosted server?"""
+    host = (urlparse(base_url).hostname or "").lower()
+    return host in _OPENAI_HOSTS or host.endswith(_OPENAI_HOST_SUFFIXES)
+
+
+def cap_parameter(base_url: str, choice: str = "auto") -> str:
+    """The request parameter that carries the completion cap (`SHERLOCK_JUDGE_MAX_TOKENS_PARAM`).
+
+    `auto`: `max_completion_tokens` (the SDK's documented one) on OpenAI's and Azure OpenAI's
+    hosts, `max_tokens` on any other server, which is what self-hosted servers honour.
+    """
+    if choice in CAP_PARAMETERS:
+        return choice
+    return "max_completion_tokens" if is_openai_host(base_url) else "max_tokens"
+
 
 _clients: dict[tuple[int, str, str], openai.OpenAI] = {}
 _clients_lock = threading.Lock()

@@ -1,7 +1,7 @@
 """Models of the evaluations app, re-exported here: import from `evaluations.models`."""
 
 from evaluations.models.datasets import Case, CaseVersion, Check, Dataset, DatasetVersion
-from evaluations.models.judging import CostEntry, JudgeCall, ModelPrice
+from evaluations.models.judging import CostEntry, JudgeCall, JudgeProbe, ModelPrice
 from evaluations.models.runs import CaseResult, CheckResult, HumanLabel, Run, Trial
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "DatasetVersion",
     "HumanLabel",
     "JudgeCall",
+    "JudgeProbe",
     "ModelPrice",
     "Run",
     "Trial",

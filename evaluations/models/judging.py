@@ -90,6 +90,35 @@ class JudgeCall(models.Model):
         return self.usd is None and not self.cached
 
 
+class JudgeProbe(models.Model):
+    """One `manage.py check_judge` run: did the judge at `base_url` answer each rubric family.
+
+    `families` maps a family (`rag`, `heuristic`, `data`, `custom`: evaluations.checks.rubrics)
+    to what its probe question got: `ok`, `error`, `error_code`, `latency_ms`, `prompt_tokens`,
+    `completion_tokens`, `max_tokens` and `advice` (what to change). The newest probe of the
+    configured server and model is the judge's status shown by the admin and put in a run's
+    estimate (`evaluations.judge.probe.judge_status`); a probe of another server says nothing
+    about this one.
+    """
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    base_url = models.CharField(max_length=500)
+    model = models.CharField(max_length=200)
+    ok = models.BooleanField(help_text="Every family got a valid answer.")
+    priced = models.BooleanField(help_text="The model had a ModelPrice when probed.")
+    families = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.model} at {self.base_url}: {'ok' if self.ok else 'failed'}"
+
+    @property
+    def failed_families(self):
+        return sorted(name for name, family in self.families.items() if not family.get("ok"))
+
+
 class CostEntry(models.Model):
     """One line of the cost ledger: an agent call, a scoring (judge) call or a summary.
 

@@ -21,6 +21,7 @@ from evaluations.judge import (
     reset_default_judges,
 )
 from evaluations.judge.cache import canonical_json, sha256
+from evaluations.judge.schema import bound_schema
 from evaluations.models import CostEntry, JudgeCall, ModelPrice, Run, Trial
 from tests.support import factories
 from tests.support.judge_fixtures import JUDGE_MODEL
@@ -71,6 +72,9 @@ def test_a_valid_answer_is_data_with_one_recorded_call(judge, llm_server):
     }
 
 
+BOUNDED = bound_schema(RELEVANCE.schema, {})
+
+
 def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_seed(llm_server):
     fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
 
@@ -80,7 +84,8 @@ def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_se
     assert request["seed"] == settings.SHERLOCK_JUDGE_SEED
     assert request["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "test_relevance", "schema": RELEVANCE.schema, "strict": True},
+        # The rubric's schema with its bounds (issue 14): the reason's maxLength.
+        "json_schema": {"name": "test_relevance", "schema": BOUNDED, "strict": True},
     }
     assert request["messages"] == [
         {"role": "system", "content": RELEVANCE.system},
@@ -301,13 +306,18 @@ def test_a_refusal_then_a_valid_answer_is_ok(llm_server):
     assert answer.http_calls == 2
 
 
-def test_an_answer_cut_off_at_the_token_limit_is_malformed(llm_server):
+def test_an_answer_cut_off_twice_at_the_token_limit_is_an_error(llm_server):
+    # Issue 14: a cut-off answer has a code of its own, and its re-ask is a brevity retry
+    # (tests/evaluations/test_judge_bounds.py shows what that re-ask sends).
     llm_server.script([Reply(content='{"reason": "It ans', finish_reason="length")] * 2)
 
     answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
 
-    assert not answer.ok and answer.error_code == "malformed"
-    assert "cut off" in answer.error
+    assert not answer.ok and answer.error_code == "cut_off"
+    assert answer.error == (
+        "malformed answer after a brevity retry: the answer was cut off at the token limit "
+        "(256 tokens)"
+    )
 
 
 # --- the cache ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 from django.conf import settings
 
+from evaluations.judge.schema import bound_schema
 from tests.support.judge_fixtures import JUDGE_MODEL
 from tests.support.judging import GOOD, RELEVANCE, VARIABLES, fast_judge
 from tests.support.llm_server import server_error
@@ -20,15 +21,24 @@ def test_the_request_is_the_sdks_chat_completion_with_the_question_and_nothing_e
     assert headers["user-agent"].startswith("OpenAI/Python")
     assert headers["content-type"] == "application/json"
     (body,) = llm_server.requests
-    assert set(body) == {"model", "messages", "response_format", "temperature", "seed"}
+    # The completion cap travels as max_tokens to a server that is not OpenAI's (sdk.py).
+    assert set(body) == {
+        "model",
+        "messages",
+        "response_format",
+        "temperature",
+        "seed",
+        "max_tokens",
+    }
     assert (body["model"], body["temperature"], body["seed"]) == (
         JUDGE_MODEL,
         0,
         settings.SHERLOCK_JUDGE_SEED,
     )
+    assert body["max_tokens"] == 256  # a reason and a score: the smallest budget
     assert body["response_format"]["json_schema"] == {
         "name": "test_relevance",
-        "schema": RELEVANCE.schema,
+        "schema": bound_schema(RELEVANCE.schema, {}),  # with the reason's maxLength
         "strict": True,
     }
 
