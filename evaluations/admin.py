@@ -34,6 +34,7 @@ from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
 from evaluations.admin_cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
 from evaluations.admin_forms import CHECKS_DOC_URL, CaseVersionForm, CheckForm, add_refusal
+from evaluations.admin_start_run import StartRunPermission, start_run_action
 from evaluations.api.checks import may_preview, preview_check
 from evaluations.costs import describe_estimate, describe_spend
 from evaluations.models import (
@@ -294,17 +295,17 @@ class CaseVersionInline(ReadOnlyInline):
 
 
 @admin.register(DatasetVersion)
-class DatasetVersionAdmin(admin.ModelAdmin):
+class DatasetVersionAdmin(StartRunPermission, admin.ModelAdmin):
     """Versions list their cases and checks; a draft's page links to adding a case or a check
     (their own pages, through the actions), a frozen one's says it is read-only. Freeze a
-    draft with the admin action."""
+    draft with the admin action; "Run an agent on it…" starts runs (`admin_start_run`)."""
 
     list_display = ["__str__", "frozen_at", "frozen_by", "n_cases", "n_checks"]
     list_select_related = ["dataset", "frozen_by"]
     fields = ["dataset", "number", "note", "created_at", "frozen_at", "frozen_by"]
     readonly_fields = fields
     inlines = [CheckInline, CaseVersionInline]
-    actions = ["freeze", *EXPORT_ACTIONS]
+    actions = ["freeze", "start_run", *EXPORT_ACTIONS]
 
     def get_queryset(self, request):
         return (
@@ -348,6 +349,12 @@ class DatasetVersionAdmin(admin.ModelAdmin):
     @admin.display(ordering="n_checks")
     def n_checks(self, obj):
         return obj.n_checks
+
+    @admin.action(description="Run an agent on it…", permissions=["start_run"])
+    def start_run(self, request, queryset):
+        return start_run_action(
+            self, request, queryset, selected="dataset_version", description="Run an agent on it"
+        )
 
     freeze = verb_action(
         FreezeDatasetVersion,

@@ -7,7 +7,12 @@ the user may not see is a 404. Starting and cancelling go through the actions, w
 who may (403) and whether the run may (409).
 """
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -15,6 +20,7 @@ from rest_framework.response import Response
 from agents.models import Agent, AgentVersion
 from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.start_run import StartRun
+from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, Run
 
 _ERROR = OpenApiResponse(description='`{"detail", "code"}` (and `field` for a 400)')
@@ -31,16 +37,44 @@ class ProgressSerializer(serializers.Serializer):
 
 
 class SpendSerializer(serializers.Serializer):
-    """Spend so far. `usd` counts priced calls only; `unpriced_calls` are the agent and judge
-    calls whose cost is unknown (no `ModelPrice`, no reported cost): "price missing", not $0."""
+    """Spend so far. A cost that is unknown is never 0: while any call has no price (no
+    `ModelPrice`, no reported cost), `usd` is null and `price_missing_calls` says how many;
+    `usd_known` is the priced part, `judge_usd` the priced judge part. `unpriced_calls` is
+    the same count as `price_missing_calls` (kept for older clients)."""
 
-    usd = serializers.DecimalField(source="spend_usd", max_digits=14, decimal_places=8)
-    judge_usd = serializers.DecimalField(source="judge_spend_usd", max_digits=14, decimal_places=8)
-    unpriced_calls = serializers.IntegerField()
+    usd = serializers.SerializerMethodField(
+        help_text="Total spend, agent and judge; null while a call's price is missing."
+    )
+    usd_known = serializers.DecimalField(
+        source="spend_usd",
+        max_digits=14,
+        decimal_places=8,
+        help_text="The priced part of the spend (every call whose cost is known).",
+    )
+    judge_usd = serializers.DecimalField(
+        source="judge_spend_usd",
+        max_digits=14,
+        decimal_places=8,
+        help_text="The priced part of the judge's spend.",
+    )
+    price_missing_calls = serializers.IntegerField(
+        source="unpriced_calls", help_text="Agent and judge calls whose cost is unknown."
+    )
+    unpriced_calls = serializers.IntegerField(help_text="Same as price_missing_calls.")
     price_missing = serializers.SerializerMethodField()
+    text = serializers.SerializerMethodField(
+        help_text='As the pages show it: "$0.0123", or "price missing (3 calls)".'
+    )
+
+    @extend_schema_field(serializers.DecimalField(max_digits=14, decimal_places=8, allow_null=True))
+    def get_usd(self, run):
+        return None if run.unpriced_calls else f"{run.spend_usd:.8f}"
 
     def get_price_missing(self, run) -> bool:
         return run.unpriced_calls > 0
+
+    def get_text(self, run) -> str:
+        return format_usd(run.spend_usd, run.unpriced_calls)
 
 
 class RunSerializer(serializers.ModelSerializer):
