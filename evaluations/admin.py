@@ -36,7 +36,8 @@ from evaluations.admin_cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
 from evaluations.admin_forms import CHECKS_DOC_URL, CaseVersionForm, CheckForm, add_refusal
 from evaluations.admin_start_run import StartRunPermission, start_run_action
 from evaluations.api.checks import may_preview, preview_check
-from evaluations.costs import describe_estimate, describe_spend
+from evaluations.choices import TrialStatus
+from evaluations.costs import describe_estimate, describe_spend, format_usd
 from evaluations.models import (
     Case,
     CaseResult,
@@ -640,11 +641,17 @@ class CheckResultInline(ReadOnlyMixin, admin.TabularInline):
 
 @admin.register(Trial)
 class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "run", "case", "repetition", "status", "latency_ms", "cost_usd"]
+    list_display = ["id", "run", "case", "repetition", "status", "latency_ms", "cost"]
     list_filter = ["status"]
     list_select_related = RUN_RELATED + ["case__dataset"]
     search_fields = ["case__key"]
     inlines = [CheckResultInline]
+
+    @admin.display(description="agent cost", ordering="cost_usd")
+    def cost(self, obj):
+        if obj.status in (TrialStatus.PENDING, TrialStatus.RUNNING, TrialStatus.CANCELLED):
+            return "-"
+        return format_usd(obj.cost_usd, 0 if obj.cost_usd is not None else 1)
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(run__in=Run.objects.for_user(request.user))
@@ -683,8 +690,14 @@ def _ledger_queryset(request, queryset):
 
 @admin.register(JudgeCall)
 class JudgeCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "model", "rubric_id", "status", "cached", "prompt_tokens", "usd"]
+    list_display = ["id", "model", "rubric_id", "status", "cached", "prompt_tokens", "cost"]
     list_filter = ["status", "cached", "model"]
+
+    @admin.display(description="usd", ordering="usd")
+    def cost(self, obj):
+        if obj.cached:
+            return "cached (no cost)"
+        return format_usd(obj.usd, 1 if obj.price_missing else 0)
 
     def get_queryset(self, request):
         return _ledger_queryset(request, super().get_queryset(request))
@@ -692,9 +705,13 @@ class JudgeCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(CostEntry)
 class CostEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["day", "kind", "agent", "model", "usd"]
+    list_display = ["day", "kind", "agent", "model", "cost"]
     list_filter = ["kind", "day"]
     list_select_related = ["agent"]
+
+    @admin.display(description="usd", ordering="usd")
+    def cost(self, obj):
+        return format_usd(obj.usd, 0 if obj.usd is not None else 1)
 
     def get_queryset(self, request):
         return _ledger_queryset(request, super().get_queryset(request))

@@ -248,14 +248,18 @@ def describe_estimate(estimate):
     estimate = estimate or {}
     if not estimate:
         return "-"
-    usd = estimate.get("usd")
-    if usd is not None:
-        cost = format_usd(usd)
-    else:
-        cost = format_usd(estimate.get("usd_known") or None, estimate_missing_calls(estimate))
-        if estimate.get("price_missing"):
-            cost += f" for {', '.join(estimate['price_missing'])}"
+    cost = estimate_cost(estimate)
+    if estimate.get("usd") is None and estimate.get("price_missing"):
+        cost += f" for {', '.join(estimate['price_missing'])}"
     return f"{estimate.get('calls')} calls ({estimate.get('judge_calls')} judge), {cost}"
+
+
+def estimate_cost(estimate):
+    """An estimate's money alone: "$0.0200", or the known part + "price missing (N calls)"."""
+    estimate = estimate or {}
+    if estimate.get("usd") is not None:
+        return format_usd(estimate["usd"])
+    return format_usd(estimate.get("usd_known") or None, estimate_missing_calls(estimate))
 
 
 # --- the estimate ----------------------------------------------------------------------------
