@@ -2,8 +2,10 @@
 
 Progress (trials done of total, errors, spend so far with the judge's share) lives on the run
 and is updated by the engine as trials finish, so reading it costs one query however large the
-run is. Every list starts from `Run.objects.for_user` (a run is visible with its agent); a run
-the user may not see is a 404. Starting and cancelling go through the actions, which decide
+run is. An unknown cost is never 0: `spend.usd` is null while calls have no price, with
+`price_missing_calls` and the priced part `usd_known` (`evaluations.costs.format_usd` words
+it). Every list starts from `Run.objects.for_user` (a run is visible with its agent); a run the
+user may not see is a 404. Starting and cancelling go through the actions, which decide
 who may (403) and whether the run may (409).
 """
 
