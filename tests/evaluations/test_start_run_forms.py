@@ -150,6 +150,8 @@ def test_the_run_list_offers_the_form_to_a_builder_only(
 ):
     page = logged_in(client, builder, password).get("/runs/").content.decode()
     assert "Start a run" in page and str(version) in page and str(dataset_version) in page
+    page = client.get("/runs/start/").content.decode()  # the same form on its own page
+    assert "<h1>Start a run</h1>" in page and 'name="estimate"' in page
     for user in (publisher, editor):
         client.logout()
         page = logged_in(client, user, password).get("/runs/").content.decode()
