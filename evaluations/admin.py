@@ -36,8 +36,10 @@ from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
 from evaluations.admin_cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
 from evaluations.admin_forms import CHECKS_DOC_URL, CaseVersionForm, CheckForm, add_refusal
+from evaluations.admin_start_run import StartRunPermission, start_run_action
 from evaluations.api.checks import may_preview, preview_check
-from evaluations.costs import describe_estimate, describe_spend
+from evaluations.choices import TrialStatus
+from evaluations.costs import describe_estimate, describe_spend, format_usd
 from evaluations.judge.probe import judge_status
 from evaluations.models import (
     Case,
@@ -298,17 +300,17 @@ class CaseVersionInline(ReadOnlyInline):
 
 
 @admin.register(DatasetVersion)
-class DatasetVersionAdmin(admin.ModelAdmin):
+class DatasetVersionAdmin(StartRunPermission, admin.ModelAdmin):
     """Versions list their cases and checks; a draft's page links to adding a case or a check
     (their own pages, through the actions), a frozen one's says it is read-only. Freeze a
-    draft with the admin action."""
+    draft with the admin action; "Run an agent on it…" starts runs (`admin_start_run`)."""
 
     list_display = ["__str__", "frozen_at", "frozen_by", "n_cases", "n_checks"]
     list_select_related = ["dataset", "frozen_by"]
     fields = ["dataset", "number", "note", "created_at", "frozen_at", "frozen_by"]
     readonly_fields = fields
     inlines = [CheckInline, CaseVersionInline]
-    actions = ["freeze", *EXPORT_ACTIONS]
+    actions = ["freeze", "start_run", *EXPORT_ACTIONS]
 
     def get_queryset(self, request):
         return (
@@ -352,6 +354,12 @@ class DatasetVersionAdmin(admin.ModelAdmin):
     @admin.display(ordering="n_checks")
     def n_checks(self, obj):
         return obj.n_checks
+
+    @admin.action(description="Run an agent on it…", permissions=["start_run"])
+    def start_run(self, request, queryset):
+        return start_run_action(
+            self, request, queryset, selected="dataset_version", description="Run an agent on it"
+        )
 
     freeze = verb_action(
         FreezeDatasetVersion,
@@ -644,11 +652,17 @@ class CheckResultInline(ReadOnlyMixin, admin.TabularInline):
 
 @admin.register(Trial)
 class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "run", "case", "repetition", "status", "latency_ms", "cost_usd"]
+    list_display = ["id", "run", "case", "repetition", "status", "latency_ms", "cost"]
     list_filter = ["status"]
     list_select_related = RUN_RELATED + ["case__dataset"]
     search_fields = ["case__key"]
     inlines = [CheckResultInline]
+
+    @admin.display(description="agent cost", ordering="cost_usd")
+    def cost(self, obj):
+        if obj.status in (TrialStatus.PENDING, TrialStatus.RUNNING, TrialStatus.CANCELLED):
+            return "-"
+        return format_usd(obj.cost_usd, 0 if obj.cost_usd is not None else 1)
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(run__in=Run.objects.for_user(request.user))
@@ -687,8 +701,14 @@ def _ledger_queryset(request, queryset):
 
 @admin.register(JudgeCall)
 class JudgeCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "model", "rubric_id", "status", "cached", "prompt_tokens", "usd"]
+    list_display = ["id", "model", "rubric_id", "status", "cached", "prompt_tokens", "cost"]
     list_filter = ["status", "cached", "model"]
+
+    @admin.display(description="usd", ordering="usd")
+    def cost(self, obj):
+        if obj.cached:
+            return "cached (no cost)"
+        return format_usd(obj.usd, 1 if obj.price_missing else 0)
 
     def get_queryset(self, request):
         return _ledger_queryset(request, super().get_queryset(request))
@@ -735,9 +755,13 @@ class JudgeProbeAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(CostEntry)
 class CostEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["day", "kind", "agent", "model", "usd"]
+    list_display = ["day", "kind", "agent", "model", "cost"]
     list_filter = ["kind", "day"]
     list_select_related = ["agent"]
+
+    @admin.display(description="usd", ordering="usd")
+    def cost(self, obj):
+        return format_usd(obj.usd, 0 if obj.usd is not None else 1)
 
     def get_queryset(self, request):
         return _ledger_queryset(request, super().get_queryset(request))

@@ -5,7 +5,8 @@ call's tokens). A model without a row has no price: what it costs is unknown, sh
 missing" and never counted as $0. On that rule this module builds:
 
 - the estimate `StartRun` stores on a run before it starts (`estimate_run`), with the judge's
-  status and a warning naming the blocking model checks that cannot be scored;
+  status and a warning naming the blocking model checks that cannot be scored, and the one the
+  start forms show before a person confirms (`estimate_start`);
 - the cost of one agent call and its billing coverage (`agent_cost`), and of judge calls
   (`price_judge_calls`, from prices loaded once or looked up in one query), which the run
   engine computes per trial without the database (`evaluations.engine.trials`);
@@ -14,8 +15,9 @@ missing" and never counted as $0. On that rule this module builds:
 - a stored trial's whole cost (agent + judge) with its coverage, as the contract of stored runs
   and the trial-record export judge it (`trials_with_judge_cost`, `trial_cost`,
   `unattributed_judge_spend`);
-- the cost views: the ledger by day, agent and kind (`daily_ledger`) and the admin's texts for
-  a run's spend and estimate (`describe_spend`, `describe_estimate`).
+- the cost views: the ledger by day, agent and kind (`daily_ledger`), and the one money text
+  of every page, the admin, the commands (`format_usd`: "price missing (N calls)", never
+  $0.0000) with a run's spend and estimate in words (`describe_spend`, `describe_estimate`).
 
 The run engine and the judge's ORM recorder (`evaluations.judge.recording.record_calls`, for
 judge calls made outside a trial) both price judge calls and write their ledger lines here.
@@ -29,7 +31,7 @@ from django.db.models.functions import Coalesce
 
 from evaluations.choices import BillingCoverage, CheckMode, CostKind, TrialStatus
 from evaluations.contract.db import MONEY, ZERO
-from evaluations.models import CheckResult, CostEntry, JudgeCall, ModelPrice, Trial
+from evaluations.models import CaseVersion, CheckResult, CostEntry, JudgeCall, ModelPrice, Trial
 
 # --- prices ----------------------------------------------------------------------------------
 
@@ -196,33 +198,72 @@ def unattributed_judge_spend(run):
     return row["priced"] or Decimal(0), row["unpriced"]
 
 
-# --- the admin's texts -----------------------------------------------------------------------
+# --- the texts every page, command and the admin show ----------------------------------------
+
+
+def _calls(n):
+    return f"{n} call" if n == 1 else f"{n} calls"
+
+
+def format_usd(amount, missing_calls=0):
+    """Money as every page, the admin and the commands show it (issue 12): "$0.0123"; with
+    calls whose price is missing, "price missing (3 calls)" when nothing is priced, or
+    "$0.0123 + price missing (3 calls)"; an amount of None is "price missing". Never $0.0000
+    for an unknown cost. Templates use it as ``{{ amount|usd:missing_calls }}``
+    (`evaluations.templatetags.money`)."""
+    missing_calls = int(missing_calls or 0)
+    if amount is None:
+        return f"price missing ({_calls(missing_calls)})" if missing_calls else "price missing"
+    if missing_calls:
+        missing = f"price missing ({_calls(missing_calls)})"
+        return f"${Decimal(str(amount)):.4f} + {missing}" if amount else missing
+    return f"${Decimal(str(amount)):.4f}"
 
 
 def describe_spend(run):
-    """A run's spend so far, agent and judge, for the admin; calls without a price are
-    counted, never shown as $0."""
-    text = f"${run.spend_usd:.4f} (judge ${run.judge_spend_usd:.4f})"
-    if run.unpriced_calls:
-        text += f" + price missing for {run.unpriced_calls} call(s)"
+    """A run's spend so far, agent and judge, with the judge's priced share when it has one,
+    for the admin and `evaluate`; calls without a price are counted, never shown as $0."""
+    text = format_usd(run.spend_usd, run.unpriced_calls)
+    if run.judge_spend_usd:
+        text += f" (judge {format_usd(run.judge_spend_usd)})"
     return text
 
 
+def estimate_missing_calls(estimate):
+    """How many of an estimate's calls (`estimate_run`) have no price: the agent's calls when
+    its cost is unknown, and the judge calls of each model check whose model has no price."""
+    estimate = estimate or {}
+    if "price_missing_calls" in estimate:
+        return estimate["price_missing_calls"]
+    missing = estimate.get("agent_calls", 0) if estimate.get("agent_usd") is None else 0
+    for check in (estimate.get("checks") or {}).values():
+        if check.get("usd") is None:
+            missing += check.get("calls") or 0
+    return missing
+
+
 def describe_estimate(estimate):
-    """A run's estimate (`estimate_run`) in one line for the admin: calls, and the USD or what
-    is missing a price with the part that is known, then its warnings (blocking model checks
-    that cannot be scored)."""
+    """A run's estimate (`estimate_run`) in one line for the admin, the run list and
+    `evaluate`: calls, and the USD, or the known part + "price missing (N calls)" for what
+    lacks a price, then its warnings (blocking model checks that cannot be scored)."""
     estimate = estimate or {}
     if not estimate:
         return "-"
-    usd = estimate.get("usd")
-    cost = f"${usd:.4f}" if usd is not None else "price missing"
-    if usd is None and estimate.get("price_missing"):
-        cost += f" ({', '.join(estimate['price_missing'])}; ${estimate['usd_known']:.4f} known)"
+    cost = estimate_cost(estimate)
+    if estimate.get("usd") is None and estimate.get("price_missing"):
+        cost += f" for {', '.join(estimate['price_missing'])}"
     text = f"{estimate.get('calls')} calls ({estimate.get('judge_calls')} judge), {cost}"
     for warning in estimate.get("warnings") or ():
         text += f". Warning: {warning}"
     return text
+
+
+def estimate_cost(estimate):
+    """An estimate's money alone: "$0.0200", or the known part + "price missing (N calls)"."""
+    estimate = estimate or {}
+    if estimate.get("usd") is not None:
+        return format_usd(estimate["usd"])
+    return format_usd(estimate.get("usd_known") or None, estimate_missing_calls(estimate))
 
 
 # --- the estimate ----------------------------------------------------------------------------
@@ -241,7 +282,8 @@ def estimate_run(agent_version, dataset_version, checks, trials):
     (same dataset, label and kind), else from defaults; the agent's cost from its version's
     recent trials (their cost, else their tokens x the version model's price). An upper bound:
     case overrides that disable a check are not subtracted. A part without a price makes `usd`
-    null and is named in `price_missing`, never counted as $0. `judge` is the judge's status
+    null and is named in `price_missing` with its calls counted in `price_missing_calls`,
+    never counted as $0. `judge` is the judge's status
     (`evaluations.judge.probe.judge_status`) and `warnings` name the blocking model checks that
     cannot be scored (`judge_warnings`). `StartRun` stores it on the run.
     """
@@ -278,7 +320,7 @@ def estimate_run(agent_version, dataset_version, checks, trials):
         price_missing.add(f"agent {agent_version}")
     known = judge_usd + (agent_usd or 0)
     status = judge_status()
-    return {
+    estimate = {
         "trials": trials,
         "agent_calls": trials,
         "judge_calls": judge_calls,
@@ -297,6 +339,16 @@ def estimate_run(agent_version, dataset_version, checks, trials):
         },
         "warnings": judge_warnings(checks, status),
     }
+    estimate["price_missing_calls"] = estimate_missing_calls(estimate)
+    return estimate
+
+
+def estimate_start(agent_version, dataset_version, repetitions):
+    """`estimate_run` of a run not started yet (the start forms show it before confirming):
+    the dataset version's cases x `repetitions` trials, with its checks."""
+    cases = CaseVersion.objects.filter(dataset_version=dataset_version).count()
+    checks = list(dataset_version.checks.all())
+    return estimate_run(agent_version, dataset_version, checks, cases * repetitions)
 
 
 def judge_warnings(checks, status):

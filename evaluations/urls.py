@@ -1,11 +1,12 @@
 from django.urls import path
 
-from evaluations import views
+from evaluations import views, views_runs
 
 app_name = "evaluations"
 urlpatterns = [
     path("", views.home, name="home"),
     path("runs/", views.run_list, name="run-list"),
+    path("runs/start/", views_runs.start_run, name="start-run"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("costs/", views.costs, name="costs"),
 ]

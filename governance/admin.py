@@ -1,5 +1,6 @@
 """Admin for governance. Every change goes through a governance action: the publishing verbs
-are admin actions on versions, requests and bypasses; policies are created and changed (a new
+are admin actions on versions, requests and bypasses (and "Start a run…" on a version, through
+`evaluations.admin_start_run`); policies are created and changed (a new
 version each time) by the policy actions; roles are granted and revoked on a user's "Roles"
 page. Requests, decisions, bypasses and the audit log are otherwise read-only.
 
@@ -31,6 +32,7 @@ from django.utils.html import format_html
 
 from agents.admin import AgentVersionAdmin as BaseAgentVersionAdmin
 from agents.models import Agent, AgentVersion
+from evaluations.admin_start_run import StartRunPermission, start_run_action
 from evaluations.models import Dataset
 from governance.actions._policy import POLICY_FIELDS
 from governance.actions.approve_bypass import ApproveBypass
@@ -102,14 +104,22 @@ admin.site.unregister(AgentVersion)
 
 
 @admin.register(AgentVersion)
-class AgentVersionAdmin(VerbPermissions, BaseAgentVersionAdmin):
-    actions = ["request_publication", "publish", "retire", "roll_back"]
+class AgentVersionAdmin(StartRunPermission, VerbPermissions, BaseAgentVersionAdmin):
+    actions = ["start_run", "request_publication", "publish", "retire", "roll_back"]
     list_display = [*BaseAgentVersionAdmin.list_display, "publish_page"]
 
     @admin.display(description="gate")
     def publish_page(self, obj):
         url = reverse("governance:publish", args=[obj.pk])
         return format_html('<a href="{}">publish page</a>', url)
+
+    @admin.action(description="Start a run…", permissions=["start_run"])
+    def start_run(self, request, queryset):
+        """Choose a dataset version and the repetitions, see the estimate, start
+        (evaluations.admin_start_run)."""
+        return start_run_action(
+            self, request, queryset, selected="agent_version", description="Start a run"
+        )
 
     request_publication = verb_action(
         RequestPublication,

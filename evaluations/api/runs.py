@@ -5,12 +5,19 @@ and is updated by the engine as trials finish, so reading it costs one query how
 run is. The estimate is made before the run starts (`evaluations.costs.estimate_run`), with the
 judge's status; its `warnings` (blocking model checks that cannot be scored: no judge, or the
 last `check_judge` probe failed for their family) are repeated at the top level, so the answer
-to `POST /runs/` says so before any trial runs. Every list starts from `Run.objects.for_user`
-(a run is visible with its agent); a run the user may not see is a 404. Starting and
-cancelling go through the actions, which decide who may (403) and whether the run may (409).
+to `POST /runs/` says so before any trial runs. An unknown cost is never 0: `spend.usd` is null
+while calls have no price, with `price_missing_calls` and the priced part `usd_known`
+(`evaluations.costs.format_usd` words it). Every list starts from `Run.objects.for_user` (a run
+is visible with its agent); a run the user may not see is a 404. Starting and cancelling go
+through the actions, which decide who may (403) and whether the run may (409).
 """
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -18,6 +25,7 @@ from rest_framework.response import Response
 from agents.models import Agent, AgentVersion
 from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.start_run import StartRun
+from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, Run
 
 _ERROR = OpenApiResponse(description='`{"detail", "code"}` (and `field` for a 400)')
@@ -34,16 +42,44 @@ class ProgressSerializer(serializers.Serializer):
 
 
 class SpendSerializer(serializers.Serializer):
-    """Spend so far. `usd` counts priced calls only; `unpriced_calls` are the agent and judge
-    calls whose cost is unknown (no `ModelPrice`, no reported cost): "price missing", not $0."""
+    """Spend so far. A cost that is unknown is never 0: while any call has no price (no
+    `ModelPrice`, no reported cost), `usd` is null and `price_missing_calls` says how many;
+    `usd_known` is the priced part, `judge_usd` the priced judge part. `unpriced_calls` is
+    the same count as `price_missing_calls` (kept for older clients)."""
 
-    usd = serializers.DecimalField(source="spend_usd", max_digits=14, decimal_places=8)
-    judge_usd = serializers.DecimalField(source="judge_spend_usd", max_digits=14, decimal_places=8)
-    unpriced_calls = serializers.IntegerField()
+    usd = serializers.SerializerMethodField(
+        help_text="Total spend, agent and judge; null while a call's price is missing."
+    )
+    usd_known = serializers.DecimalField(
+        source="spend_usd",
+        max_digits=14,
+        decimal_places=8,
+        help_text="The priced part of the spend (every call whose cost is known).",
+    )
+    judge_usd = serializers.DecimalField(
+        source="judge_spend_usd",
+        max_digits=14,
+        decimal_places=8,
+        help_text="The priced part of the judge's spend.",
+    )
+    price_missing_calls = serializers.IntegerField(
+        source="unpriced_calls", help_text="Agent and judge calls whose cost is unknown."
+    )
+    unpriced_calls = serializers.IntegerField(help_text="Same as price_missing_calls.")
     price_missing = serializers.SerializerMethodField()
+    text = serializers.SerializerMethodField(
+        help_text='As the pages show it: "$0.0123", or "price missing (3 calls)".'
+    )
+
+    @extend_schema_field(serializers.DecimalField(max_digits=14, decimal_places=8, allow_null=True))
+    def get_usd(self, run):
+        return None if run.unpriced_calls else f"{run.spend_usd:.8f}"
 
     def get_price_missing(self, run) -> bool:
         return run.unpriced_calls > 0
+
+    def get_text(self, run) -> str:
+        return format_usd(run.spend_usd, run.unpriced_calls)
 
 
 class RunSerializer(serializers.ModelSerializer):

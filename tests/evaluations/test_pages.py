@@ -83,6 +83,7 @@ def test_run_list_and_grid_keep_a_constant_number_of_queries(
             ).execute()
 
     small = add_run(2)
+    client.get("/runs/")  # the first request fills the content-type cache (the start form's)
     list_small, grid_small = _queries(client, "/runs/"), _queries(client, f"/runs/{small.pk}/")
     big = add_run(12)
     add_run(3)
@@ -108,3 +109,23 @@ def test_costs_page_separates_kinds_and_shows_price_missing(client, builder, pas
     assert "scoring" in page and "price missing" in page
     assert '<span class="status error">1</span>' in page
     assert "<rect" in page
+
+
+def test_spend_without_a_price_reads_price_missing_on_the_list_and_run_pages(
+    client, builder, password, finished_run
+):
+    # The flaky agent reports no cost and has no price: 2 calls whose cost is unknown.
+    client = login(client, builder, password)
+    for url in ("/runs/", f"/runs/{finished_run.pk}/"):
+        page = client.get(url).content.decode()
+        assert "price missing (2 calls)" in page, url
+        assert "$0.0000" not in page, url
+    Run.objects.filter(pk=finished_run.pk).update(spend_usd=Decimal("0.5"), unpriced_calls=0)
+    assert "$0.5000" in client.get("/runs/").content.decode()
+
+
+def test_a_cost_row_without_any_price_reads_price_missing(client, builder, password):
+    agent = factories.agent("unpriced")
+    CostEntry.objects.create(kind="agent", day=date.today(), agent=agent, usd=None, model="m")
+    page = login(client, builder, password).get("/costs/").content.decode()
+    assert "price missing (1 call)" in page and "$0.0000" not in page

@@ -209,7 +209,25 @@ def test_the_admin_shows_progress_spend_and_estimate(
     client.login(username=admin_user.username, password=password)
     page = client.get(f"/admin/evaluations/run/{run.pk}/change/").content.decode()
     assert "2/2" in page
-    assert "$0.0200 (judge $0.0000) + price missing for 1 call(s)" in page
-    assert "2 calls (0 judge), price missing (agent support-bot v" in page
+    # Issue 12: one money text everywhere, "price missing (N calls)" (evaluations.costs).
+    assert "$0.0200 + price missing (1 call)" in page
+    assert "2 calls (0 judge), price missing (2 calls) for agent support-bot v" in page
     listing = client.get("/admin/evaluations/run/").content.decode()
-    assert "price missing for 1 call(s)" in listing
+    assert "price missing (1 call)" in listing
+
+
+def test_the_admin_lists_say_price_missing_for_trials_judge_calls_and_ledger_lines(
+    admin_user, password, builder, settings, two_cases, client, django_capture_on_commit_callbacks
+):
+    from datetime import date
+
+    from evaluations.models import CostEntry, JudgeCall
+
+    settings.SHERLOCK_JUDGE_BASE_URL = ""
+    start(builder, two_cases, django_capture_on_commit_callbacks, model="no-price")
+    JudgeCall.objects.create(model="no-price", rubric_id="r", status="ok", cached=False)
+    CostEntry.objects.create(kind="scoring", day=date.today(), model="no-price", usd=None)
+    client.login(username=admin_user.username, password=password)
+    for url in ("trial", "judgecall", "costentry"):
+        page = client.get(f"/admin/evaluations/{url}/").content.decode()
+        assert "price missing (1 call)" in page, url

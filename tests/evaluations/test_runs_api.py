@@ -52,12 +52,17 @@ def test_builder_starts_a_run_and_reads_its_progress(
     run = api(builder).get(f"/api/v1/runs/{created['id']}/").json()
     assert run["status"] == "completed"
     assert run["progress"] == {"done": 4, "total": 4, "errors": 0, "percent": 100.0}
+    # Issue 12: an unknown cost is null with the calls counted, never 0.
     assert run["spend"] == {
-        "usd": "0.00000000",
+        "usd": None,
+        "usd_known": "0.00000000",
         "judge_usd": "0.00000000",
+        "price_missing_calls": 4,
         "unpriced_calls": 4,
         "price_missing": True,
+        "text": "price missing (4 calls)",
     }
+    assert run["estimate"]["usd"] is None and run["estimate"]["price_missing_calls"] == 4
     assert run["agent"] == "support-bot" and run["dataset"] == "support-basics"
     assert run["summary"]["passed"] == 2
 

@@ -1,0 +1,309 @@
+"""`manage.py evaluate AGENT --dataset SLUG`: start a run, wait for it, print its results.
+
+    manage.py evaluate AGENT [--version N] --dataset SLUG [--dataset-version N]
+        [--repetitions K] [--wait S] [--junit FILE] [--json FILE] [--user U]
+
+The run is started as `--user` (default: the `SHERLOCK_USER` environment variable; without
+either the command stops with a usage error) through `StartRun`, so permissions are those of
+`POST /api/v1/runs/`: the agent and dataset must be visible to the user, and the user must be a
+Builder (or Admin) of the agent. `--version` defaults to the agent's live version, else its
+newest version; `--dataset-version` to the dataset's newest frozen version.
+
+While it waits, a terminal shows a progress bar (rich); when stdout is not a terminal (CI), a
+plain line each time the progress changes. Then the case table (each case passed, failed or
+flaky, and each check's status and mean score), the spend, and the five-metric contract of the
+run (DESIGN section 6, `evaluations.contract.db.run_contract` and `render_table`) with seed
+003's worked-example thresholds, as `GET /api/v1/runs/compare/` uses them: this is a test
+report, not a release decision (that is `manage.py gate`, with the agent's publishing policy).
+`--junit FILE` writes JUnit XML (`export_run --format junit`'s writer), `--json FILE` a JSON
+summary.
+
+Exit status: 0 when every case passed and the contract passed; 1 when not; 2 on an error (bad
+usage, unknown agent, dataset or version, a refused start, a run that failed or was cancelled,
+any unexpected failure) or when the run did not finish within `--wait` seconds (it goes on; the
+message names it).
+"""
+
+import json
+import os
+import time
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from agents.models import Agent
+from evaluations.actions.start_run import StartRun
+from evaluations.choices import RUN_TERMINAL, RunStatus
+from evaluations.contract import DEFAULT_THRESHOLDS, GATE_LABELS, render_table
+from evaluations.contract.db import run_contract
+from evaluations.costs import describe_estimate, describe_spend, format_usd
+from evaluations.management.commands.export_run import Command as ExportRun
+from evaluations.models import CaseResult, Dataset, Run
+from sherlock.core.errors import ActionError
+
+PASSED, FAILED, ERROR = 0, 1, 2
+USER_ENV = "SHERLOCK_USER"
+
+
+class Command(BaseCommand):
+    help = (
+        "Start a run of an agent version on a dataset version as --user (or $SHERLOCK_USER), "
+        "wait for it, print the case table and the five-metric contract. Exit 0 when every case "
+        "and the contract passed, 1 when not, 2 on an error or a timeout."
+    )
+
+    def add_arguments(self, parser):
+        # `--version N` is the agent's version; Django's own `--version` gives way (as in gate).
+        parser._optionals.conflict_handler = "resolve"
+        parser.add_argument("agent_slug")
+        parser.add_argument(
+            "--version", type=int, help="agent version number (default: live, else newest)"
+        )
+        parser.add_argument("--dataset", required=True, help="the dataset's slug")
+        parser.add_argument(
+            "--dataset-version", type=int, help="dataset version number (default: newest frozen)"
+        )
+        parser.add_argument("--repetitions", type=int, default=1, help="runs of each case (1)")
+        parser.add_argument(
+            "--wait", type=float, default=600, help="seconds to wait for the run (600)"
+        )
+        parser.add_argument("--junit", help="write a JUnit XML report to this file")
+        parser.add_argument("--json", dest="json_file", help="write a JSON summary to this file")
+        parser.add_argument(
+            "--user", help=f"start the run as this user, a Builder (default: ${USER_ENV})"
+        )
+        parser.add_argument("--poll", type=float, default=1.0, help="seconds between checks (1)")
+
+    def execute(self, *args, **options):
+        """Exit 1 means "the agent failed" and nothing else; any failure that is not a verdict
+        exits 2 with one line on stderr, not a traceback."""
+        try:
+            return super().execute(*args, **options)
+        except CommandError:
+            raise
+        except Exception as exc:
+            message = " ".join(str(exc).split()) or "no message"
+            raise CommandError(
+                f"unexpected error, no verdict: {type(exc).__name__}: {message}"[:500],
+                returncode=ERROR,
+            ) from exc
+
+    def handle(self, *args, agent_slug, dataset, **options):
+        user = self.acting_user(options["user"])
+        agent_version = self.agent_version(user, agent_slug, options["version"])
+        dataset_version = self.dataset_version(user, dataset, options["dataset_version"])
+        try:
+            run = StartRun(
+                acting_user=user,
+                agent_version=agent_version,
+                dataset_version=dataset_version,
+                repetitions=options["repetitions"],
+            ).execute()
+        except ActionError as exc:
+            raise CommandError(f"run refused: {exc}", returncode=ERROR) from None
+        self.stdout.write(
+            f"run #{run.pk}: {agent_version} on {dataset_version}, {run.repetitions} "
+            f"repetition(s), {run.trials_total} trials; estimate "
+            f"{describe_estimate(run.estimate)}"
+        )
+        run = self.wait_for(run, options["wait"], options["poll"])
+        if run.status != RunStatus.COMPLETED:
+            raise CommandError(
+                f"run #{run.pk} {run.status}, no verdict: {run.error or 'no error recorded'}",
+                returncode=ERROR,
+            )
+        cases = list(
+            CaseResult.objects.filter(run=run).select_related("case").order_by("case__key")
+        )
+        contract = run_contract(run, DEFAULT_THRESHOLDS)
+        self.print_cases(run, cases)
+        self.stdout.write(f"spend: {describe_spend(run)}")
+        self.stdout.write("contract (seed 003's worked-example thresholds):")
+        self.stdout.write(render_table([contract]))
+        for gate in contract.gates:
+            self.stdout.write(f"  {GATE_LABELS[gate.name]:<24} {gate.status:<4}  {gate.detail}")
+        all_passed = bool(cases) and all(case.passed for case in cases)
+        passed = all_passed and contract.first_failing_gate is None
+        verdict = "passed" if passed else self.why_failed(cases, contract)
+        self.stdout.write(f"result: {verdict}")
+        if options["junit"]:
+            self.write_file(options["junit"], ExportRun().export_junit(run), "JUnit XML")
+        if options["json_file"]:
+            summary = self.summary(run, cases, contract, passed)
+            self.write_file(options["json_file"], json.dumps(summary, indent=2) + "\n", "JSON")
+        if not passed:
+            raise SystemExit(FAILED)
+
+    # --- what to run ---------------------------------------------------------------------
+
+    def acting_user(self, username):
+        username = username or os.environ.get(USER_ENV)
+        if not username:
+            raise CommandError(
+                f"usage: pass --user USERNAME (a Builder of the agent) or set ${USER_ENV}",
+                returncode=ERROR,
+            )
+        user = get_user_model().objects.filter(username=username, is_active=True).first()
+        if user is None:
+            raise CommandError(f"no active user named {username!r}", returncode=ERROR)
+        return user
+
+    def agent_version(self, user, slug, number):
+        agent = Agent.objects.for_user(user).filter(slug=slug).first()
+        if agent is None:
+            raise CommandError(f"no agent {slug!r} (that {user} may see)", returncode=ERROR)
+        versions = agent.versions.order_by("-number")
+        if number is not None:
+            found = versions.filter(number=number).first()
+        else:
+            found = agent.live_version or versions.first()
+        if found is None:
+            which = f"version {number}" if number is not None else "version"
+            raise CommandError(f"{slug} has no {which}", returncode=ERROR)
+        return found
+
+    def dataset_version(self, user, slug, number):
+        dataset = Dataset.objects.for_user(user).filter(slug=slug).first()
+        if dataset is None:
+            raise CommandError(f"no dataset {slug!r} (that {user} may see)", returncode=ERROR)
+        versions = dataset.versions.select_related("dataset").order_by("-number")
+        if number is not None:
+            found = versions.filter(number=number).first()
+        else:
+            found = versions.filter(frozen_at__isnull=False).first()
+        if found is None:
+            which = f"version {number}" if number is not None else "frozen version"
+            raise CommandError(f"dataset {slug} has no {which}", returncode=ERROR)
+        return found
+
+    # --- waiting ---------------------------------------------------------------------------
+
+    def wait_for(self, run, wait, poll):
+        deadline = time.monotonic() + max(wait, 0)
+        if self.stdout.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            console = Console(file=self.stdout._out)
+            columns = ["{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+            with Progress(*columns, console=console, transient=True) as bar:
+                task = bar.add_task(f"run #{run.pk}", total=run.trials_total)
+                return self._poll(
+                    run, deadline, wait, poll, lambda r: bar.update(task, completed=r.trials_done)
+                )
+        seen = [None]
+
+        def line(r):
+            now = (r.status, r.trials_done, r.trials_error)
+            if now != seen[0]:
+                seen[0] = now
+                errors = f", {r.trials_error} errors" if r.trials_error else ""
+                self.stdout.write(
+                    f"run #{r.pk} {r.status}: {r.trials_done}/{r.trials_total} trials{errors}"
+                )
+
+        return self._poll(run, deadline, wait, poll, line)
+
+    def _poll(self, run, deadline, wait, poll, show):
+        while True:
+            run = Run.objects.select_related(
+                "agent_version__agent", "dataset_version__dataset"
+            ).get(pk=run.pk)
+            show(run)
+            if run.status in RUN_TERMINAL:
+                return run
+            if time.monotonic() >= deadline:
+                raise CommandError(
+                    f"timed out after {wait:g}s: run #{run.pk} is {run.status}, "
+                    f"{run.trials_done}/{run.trials_total} trials done (it goes on)",
+                    returncode=ERROR,
+                )
+            time.sleep(max(0.05, min(poll, deadline - time.monotonic())))
+
+    # --- the report ------------------------------------------------------------------------
+
+    def print_cases(self, run, cases):
+        labels = list(
+            run.dataset_version.checks.order_by("position", "label").values_list("label", flat=True)
+        )
+        rows = [["case", "result", *labels]]
+        for case in cases:
+            result = "flaky" if case.flaky else ("passed" if case.passed else "failed")
+            result += f" {case.repetitions_passed}/{case.repetitions}"
+            rows.append([case.case.key, result, *(_cell(case.checks.get(x)) for x in labels)])
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            self.stdout.write(
+                "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            )
+        passed = sum(case.passed for case in cases)
+        flaky = sum(case.flaky for case in cases)
+        self.stdout.write(f"cases passed: {passed}/{len(cases)}, flaky: {flaky}")
+
+    def why_failed(self, cases, contract):
+        reasons = []
+        failed = [case.case.key for case in cases if not case.passed]
+        if failed:
+            reasons.append(f"{len(failed)} case(s) failed ({', '.join(failed[:5])})")
+        if contract.first_failing_gate:
+            reasons.append(f"contract failed at {GATE_LABELS[contract.first_failing_gate]}")
+        return "failed: " + "; ".join(reasons or ["no case results"])
+
+    def summary(self, run, cases, contract, passed):
+        return {
+            "run": run.pk,
+            "agent": run.agent_version.agent.slug,
+            "agent_version": run.agent_version.number,
+            "dataset": run.dataset_version.dataset.slug,
+            "dataset_version": run.dataset_version.number,
+            "repetitions": run.repetitions,
+            "status": run.status,
+            "passed": passed,
+            "exit_code": PASSED if passed else FAILED,
+            "cases": [
+                {
+                    "case": case.case.key,
+                    "passed": case.passed,
+                    "flaky": case.flaky,
+                    "repetitions_passed": case.repetitions_passed,
+                    "repetitions": case.repetitions,
+                    "checks": case.checks,
+                }
+                for case in cases
+            ],
+            "contract": {
+                **contract.as_dict(),
+                "thresholds": "seed 003's worked example (not a publishing policy)",
+            },
+            "spend": {
+                "usd": None if run.unpriced_calls else str(run.spend_usd),
+                "usd_known": str(run.spend_usd),
+                "price_missing_calls": run.unpriced_calls,
+                "text": format_usd(run.spend_usd, run.unpriced_calls),
+            },
+            "estimate": run.estimate,
+        }
+
+    def write_file(self, path, text, what):
+        try:
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(
+                f"cannot write {path}: {exc.strerror or exc}", returncode=ERROR
+            ) from None
+        self.stdout.write(f"wrote {what} to {path}")
+
+
+def _cell(summary):
+    """A check's cell in the case table: its status, the mean score, flaky marked."""
+    if summary is None:
+        return "-"
+    text = summary.get("status") or "?"
+    if summary.get("mean") is not None:
+        text += f" {summary['mean']:.2f}"
+    if summary.get("flaky"):
+        text += " (flaky)"
+    if not summary.get("blocking", True):
+        text += " (info)"
+    return text

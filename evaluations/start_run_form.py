@@ -1,0 +1,106 @@
+"""The "start a run" form of the run list page and of the two admin actions (issue 12).
+
+A person chooses an agent version (of the agents they may build), a dataset version (of the
+datasets they may see) and the repetitions, sees the estimate (`estimate_start`: calls, USD,
+what has no price), then confirms. Confirming is `StartRun`, which decides who may and what is
+valid; a refusal comes back as a message on the form. The posted `estimated` key carries what
+was estimated, so a confirmation of other choices than those on screen estimates again instead of
+starting a run nobody saw the cost of.
+"""
+
+from django import forms
+
+from agents.models import Agent, AgentVersion
+from evaluations.actions.start_run import StartRun
+from evaluations.costs import describe_estimate, estimate_start, format_usd
+from evaluations.models import Dataset, DatasetVersion
+from sherlock.core.errors import ActionError
+
+SIDES = ("agent_version", "dataset_version")
+
+
+def may_start_runs(user):
+    """The user may start runs of at least one agent (Builder or Admin, global or on it): the
+    pages and the admin offer the form only then; `StartRun` still decides per agent."""
+    return Agent.objects.for_user(user, "build").exists()
+
+
+def startable_agent_versions(user):
+    return (
+        AgentVersion.objects.filter(agent__in=Agent.objects.for_user(user, "build"))
+        .select_related("agent")
+        .order_by("agent__slug", "-number")
+    )
+
+
+def visible_dataset_versions(user):
+    return (
+        DatasetVersion.objects.filter(dataset__in=Dataset.objects.for_user(user, "view"))
+        .select_related("dataset")
+        .order_by("dataset__slug", "-number")
+    )
+
+
+class StartRunForm(forms.Form):
+    """The sides not `fixed` (the admin action's selected rows fix one), and the repetitions."""
+
+    agent_version = forms.ModelChoiceField(AgentVersion.objects.none(), label="Agent version")
+    dataset_version = forms.ModelChoiceField(
+        DatasetVersion.objects.none(),
+        label="Dataset version",
+        help_text="A draft version may be run ad hoc; its results are not comparable with gate "
+        "runs.",
+    )
+    repetitions = forms.IntegerField(min_value=1, max_value=100, initial=1)
+
+    def __init__(self, user, *args, fixed=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.estimated_key = ""  # what `previews` estimated: the templates post it back
+        self.fields["agent_version"].queryset = startable_agent_versions(user)
+        self.fields["dataset_version"].queryset = visible_dataset_versions(user)
+        for side in fixed:
+            del self.fields[side]
+
+    def key(self, pairs):
+        reps = self.cleaned_data["repetitions"]
+        return ";".join(f"{a.pk}:{d.pk}:{reps}" for a, d in pairs)
+
+    def previews(self, pairs):
+        """One row per (agent version, dataset version) to start: the estimate in words, its
+        parts, and the refusal `StartRun.check` would give (None: it may start)."""
+        reps = self.cleaned_data["repetitions"]
+        rows = []
+        for agent_version, dataset_version in pairs:
+            estimate = estimate_start(agent_version, dataset_version, reps)
+            refusal = None
+            try:
+                self.action(agent_version, dataset_version).check()
+            except ActionError as exc:
+                refusal = str(exc)
+            if not estimate["trials"] and refusal is None:
+                refusal = "the dataset version has no cases"
+            rows.append(
+                {
+                    "agent_version": agent_version,
+                    "dataset_version": dataset_version,
+                    "estimate": estimate,
+                    "text": describe_estimate(estimate),
+                    "cost": format_usd(estimate["usd"], estimate["price_missing_calls"]),
+                    "refusal": refusal,
+                }
+            )
+        self.estimated_key = self.key(pairs)
+        return rows
+
+    def confirmed(self, pairs):
+        """The person confirmed the very choices whose estimate they saw."""
+        return self.data.get("estimated") == self.key(pairs)
+
+    def action(self, agent_version, dataset_version):
+        return StartRun(
+            acting_user=self.user,
+            agent_version=agent_version,
+            dataset_version=dataset_version,
+            repetitions=self.cleaned_data["repetitions"],
+        )

@@ -1,0 +1,45 @@
+"""Starting a run from the pages (issue 12): the run list's "Start a run" form.
+
+`GET /runs/start/` is the form on a page of its own; the run list shows the same partial
+(`{% start_run_form %}`, evaluations/templatetags/runs.py) to whoever may start runs.
+`POST /runs/start/` with "estimate" shows the estimate of the choices (calls, USD, "price
+missing (N calls)"); with "confirm" it starts the run through `StartRun` and goes to the run's
+page, but only when the choices are those whose estimate was shown (`StartRunForm.confirmed`),
+else it estimates again. A refusal is a message on the form. htmx swaps the partial in place;
+without JavaScript the same view answers a full page.
+"""
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
+
+from evaluations.start_run_form import StartRunForm, may_start_runs
+from sherlock.core.errors import ActionError
+from sherlock.core.htmx import render_page
+
+PARTIAL = "evaluations/partials/start_run.html"
+
+
+@login_required
+def start_run(request):
+    if not may_start_runs(request.user):
+        context = {"start_refused": "You may not start runs (Builder role on an agent needed)."}
+        return render_page(request, "evaluations/start_run.html", context, partial=PARTIAL)
+    form = StartRunForm(request.user, request.POST if request.method == "POST" else None)
+    context = {"start_form": form, "start_previews": None}
+    if form.is_bound and form.is_valid():
+        pair = (form.cleaned_data["agent_version"], form.cleaned_data["dataset_version"])
+        if "confirm" in request.POST and form.confirmed([pair]):
+            try:
+                run = form.action(*pair).execute()
+            except ActionError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            else:
+                url = reverse("evaluations:run-detail", args=[run.pk])
+                if getattr(request, "htmx", False):
+                    return HttpResponseClientRedirect(url)
+                return redirect(url)
+        else:
+            context["start_previews"] = form.previews([pair])
+    return render_page(request, "evaluations/start_run.html", context, partial=PARTIAL)

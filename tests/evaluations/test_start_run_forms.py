@@ -1,0 +1,206 @@
+"""Starting a run where people work (issue 12): the admin's "Start a run…" on agent versions
+and "Run an agent on it…" on dataset versions, and the run list's form. Each shows the estimate
+(calls, "price missing (N calls)") before the person confirms, starts through StartRun, and is
+offered only to those who may start runs."""
+
+import re
+
+import pytest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from guardian.shortcuts import assign_perm
+
+from evaluations.models import Run
+from governance.models import AuditEntry
+from tests.support import factories
+
+SHAPE = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
+AGENT_VERSIONS = "/admin/agents/agentversion/"
+DATASET_VERSIONS = "/admin/evaluations/datasetversion/"
+
+
+@pytest.fixture
+def version(db):
+    return factories.agent_version()
+
+
+@pytest.fixture
+def dataset_version(db):
+    return factories.dataset_version(cases=[("c1", "hi", {}), ("c2", "yo", {})], checks=[SHAPE])
+
+
+def logged_in(client, user, password):
+    client.login(username=user.username, password=password)
+    return client
+
+
+def estimated_key(page):
+    return re.search(r'name="estimated" value="([^"]*)"', page).group(1)
+
+
+def test_a_builder_starts_a_run_from_an_agent_version_after_seeing_the_estimate(
+    client, builder, password, version, dataset_version, django_capture_on_commit_callbacks
+):
+    logged_in(client, builder, password)
+    base = {"action": "start_run", ACTION_CHECKBOX_NAME: [version.pk]}
+    page = client.post(AGENT_VERSIONS, base).content.decode()
+    assert "Start a run" in page and 'name="dataset_version"' in page
+    assert 'name="agent_version"' not in page  # the selected rows are that side
+    assert not Run.objects.exists()
+
+    choice = {**base, "dataset_version": dataset_version.pk, "repetitions": 2}
+    page = client.post(AGENT_VERSIONS, {**choice, "estimate": "1"}).content.decode()
+    assert "Estimate before you start" in page
+    assert "price missing (4 calls)" in page and "$0.0000" not in page
+    assert not Run.objects.exists()  # nothing starts before the confirmation
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            AGENT_VERSIONS, {**choice, "apply": "1", "estimated": estimated_key(page)}, follow=True
+        )
+    run = Run.objects.get()
+    assert (run.agent_version, run.dataset_version, run.repetitions) == (
+        version,
+        dataset_version,
+        2,
+    )
+    assert run.requested_by == builder and run.status == "completed"
+    assert f"run #{run.pk}</a> started" in response.content.decode()
+    assert AuditEntry.objects.filter(action="evaluations.run.start", actor=builder).exists()
+
+
+def test_changed_choices_are_estimated_again_instead_of_started(
+    client, builder, password, version, dataset_version
+):
+    logged_in(client, builder, password)
+    base = {"action": "start_run", ACTION_CHECKBOX_NAME: [version.pk]}
+    choice = {**base, "dataset_version": dataset_version.pk, "repetitions": 1}
+    page = client.post(AGENT_VERSIONS, {**choice, "estimate": "1"}).content.decode()
+    key = estimated_key(page)
+    page = client.post(
+        AGENT_VERSIONS, {**choice, "repetitions": 5, "apply": "1", "estimated": key}
+    ).content.decode()
+    assert not Run.objects.exists()
+    assert "Estimate before you start" in page and "10 (0)" in page  # 2 cases x 5
+
+
+def test_a_builder_runs_an_agent_on_a_dataset_version(
+    client, builder, password, version, dataset_version, django_capture_on_commit_callbacks
+):
+    logged_in(client, builder, password)
+    base = {"action": "start_run", ACTION_CHECKBOX_NAME: [dataset_version.pk]}
+    page = client.post(DATASET_VERSIONS, base).content.decode()
+    assert "Run an agent on it" in page and 'name="agent_version"' in page
+    choice = {**base, "agent_version": version.pk, "repetitions": 1}
+    page = client.post(DATASET_VERSIONS, {**choice, "estimate": "1"}).content.decode()
+    assert "price missing (2 calls)" in page
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(DATASET_VERSIONS, {**choice, "apply": "1", "estimated": estimated_key(page)})
+    assert Run.objects.get().agent_version == version
+
+
+def test_a_refusal_is_a_message_on_the_estimate_and_nothing_starts(
+    client, builder, password, version
+):
+    empty = factories.dataset_version(factories.dataset("empty"), cases=[])
+    logged_in(client, builder, password)
+    base = {"action": "start_run", ACTION_CHECKBOX_NAME: [version.pk]}
+    choice = {**base, "dataset_version": empty.pk, "repetitions": 1}
+    page = client.post(AGENT_VERSIONS, {**choice, "estimate": "1"}).content.decode()
+    assert "the dataset version has no cases" in page
+    assert 'name="apply"' not in page  # nothing that may start: no start button
+    response = client.post(
+        AGENT_VERSIONS, {**choice, "apply": "1", "estimated": estimated_key(page)}, follow=True
+    )
+    assert "the dataset version has no cases" in response.content.decode()
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("persona", ["editor", "publisher"])
+def test_the_admin_actions_are_offered_only_to_who_may_start_runs(
+    request, client, password, persona, version, dataset_version
+):
+    user = request.getfixturevalue(persona)
+    logged_in(client, user, password)
+    for url in (AGENT_VERSIONS, DATASET_VERSIONS):
+        page = client.get(url).content.decode()
+        assert 'value="start_run"' not in page
+        client.post(
+            url,
+            {
+                "action": "start_run",
+                ACTION_CHECKBOX_NAME: [version.pk if url == AGENT_VERSIONS else dataset_version.pk],
+            },
+        )
+    assert not Run.objects.exists()
+
+
+def test_the_admin_actions_are_offered_to_a_builder(
+    client, builder, password, version, dataset_version
+):
+    logged_in(client, builder, password)
+    assert 'value="start_run"' in client.get(AGENT_VERSIONS).content.decode()
+    assert 'value="start_run"' in client.get(DATASET_VERSIONS).content.decode()
+
+
+# --- the run list's form -----------------------------------------------------------------
+
+
+def test_the_run_list_offers_the_form_to_a_builder_only(
+    client, builder, publisher, editor, password, version, dataset_version
+):
+    page = logged_in(client, builder, password).get("/runs/").content.decode()
+    assert "Start a run" in page and str(version) in page and str(dataset_version) in page
+    page = client.get("/runs/start/").content.decode()  # the same form on its own page
+    assert "<h1>Start a run</h1>" in page and 'name="estimate"' in page
+    for user in (publisher, editor):
+        client.logout()
+        page = logged_in(client, user, password).get("/runs/").content.decode()
+        assert "Start a run" not in page and "Runs" in page
+        page = client.post("/runs/start/", {"estimate": "1"}).content.decode()
+        assert "You may not start runs" in page
+
+
+def test_the_run_list_form_estimates_then_starts_the_run(
+    client, builder, password, version, dataset_version, django_capture_on_commit_callbacks
+):
+    logged_in(client, builder, password)
+    choice = {"agent_version": version.pk, "dataset_version": dataset_version.pk}
+    page = client.post(
+        "/runs/start/", {**choice, "repetitions": 1, "estimate": "1"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert page.lstrip().startswith(("<section", "\n<section")) or "<html" not in page
+    assert "price missing (2 calls)" in page and 'name="confirm"' in page
+    assert not Run.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/runs/start/",
+            {**choice, "repetitions": 1, "confirm": "1", "estimated": estimated_key(page)},
+            HTTP_HX_REQUEST="true",
+        )
+    run = Run.objects.get()
+    assert response.headers["HX-Redirect"] == f"/runs/{run.pk}/"
+    assert run.requested_by == builder
+
+
+def test_a_scoped_builder_chooses_only_among_its_own_agents(
+    client, password, version, dataset_version
+):
+    other = factories.agent_version(factories.agent("other-bot"))
+    scoped = factories.user("scoped")
+    assign_perm("agents.view_agent", scoped, version.agent)
+    assign_perm("agents.build_agent", scoped, version.agent)
+    assign_perm("evaluations.view_dataset", scoped, dataset_version.dataset)
+    logged_in(client, scoped, password)
+    page = client.get("/runs/").content.decode()
+    assert str(version) in page and str(other) not in page
+    page = client.post(
+        "/runs/start/",
+        {
+            "agent_version": other.pk,
+            "dataset_version": dataset_version.pk,
+            "repetitions": 1,
+            "estimate": "1",
+        },
+    ).content.decode()
+    assert "Select a valid choice" in page
+    assert not Run.objects.exists()
