@@ -7,5 +7,6 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("runs/", views.run_list, name="run-list"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/cases/<slug:key>/", views.trial_detail, name="trial-detail"),
     path("costs/", views.costs, name="costs"),
 ]
