@@ -51,6 +51,13 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
+def compact(value: Any) -> str:
+    """A value on one line: text as is, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
 def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 

@@ -30,7 +30,7 @@ from evaluations.choices import RUN_TERMINAL, CheckStatus, CostKind, RunStatus, 
 from evaluations.contract import DEFAULT_THRESHOLDS, GATE_LABELS, TABLE_COLUMNS, format_cells
 from evaluations.contract.db import run_contract
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
-from evaluations.evidence_display import evidence_blocks, highlight_quotes, pretty
+from evaluations.evidence_display import compact, evidence_blocks, highlight_quotes, pretty
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
 from sherlock.core.htmx import render_page
 
@@ -302,7 +302,7 @@ def trial_detail(request, pk, key):
         "case_input": pretty(trial.case_version.input),
         "expected": trial.case_version.expected,
         "expected_blocks": evidence_blocks(trial.case_version.expected),
-        "expected_tools": [pretty(t) for t in trial.case_version.expected_tools or []],
+        "expected_tools": [compact(t) for t in trial.case_version.expected_tools or []],
         "output": output,
         "output_html": output_html,
         "output_is_text": isinstance(output, str),

@@ -302,5 +302,5 @@ def test_the_judge_calls_of_a_check_are_shown_with_prompt_answer_tokens_and_cost
 def test_the_case_result_is_summed_over_repetitions_on_the_trial_page(signed_in, flaky_run):
     result = CaseResult.objects.get(run=flaky_run, case__key="alternating")
     page = text(signed_in.get(f"/runs/{flaky_run.pk}/cases/alternating/"))
-    assert f"failed {result.repetitions_passed}/{result.repetitions}" in page
+    assert f"{result.repetitions_passed} of {result.repetitions} repetitions passed" in page
     assert '<span class="flaky">flaky</span>' in page
