@@ -75,11 +75,11 @@ def _table(items: list[dict]) -> dict:
 
 def evidence_blocks(evidence: Any) -> list[dict]:
     """The evidence as blocks for `partials/evidence.html`, each ``{"kind", "label", ...}``:
-    ``pair``, ``table``, ``list``, ``value`` or ``json``. ``quotes`` is left to
-    ``highlight_quotes`` (it marks the output), except for being listed."""
+    ``facts`` (the scalar values, first), ``pair``, ``table``, ``list`` or ``json``. The
+    ``quotes`` are listed here and marked in the output by ``highlight_quotes``."""
     if not isinstance(evidence, dict):
         return [{"kind": "json", "label": "evidence", "text": pretty(evidence)}] if evidence else []
-    blocks, used = [], set()
+    blocks, facts, used = [], [], set()
     for left, right in PAIRS:
         if left in used or right in used:
             continue
@@ -124,8 +124,8 @@ def evidence_blocks(evidence: Any) -> list[dict]:
             else:
                 blocks.append({"kind": "list", "label": key, "items": [pretty(v) for v in value]})
         else:
-            blocks.append({"kind": "value", "label": key, **_cell(key, value)})
-    return blocks
+            facts.append({"label": key, **_cell(key, value)})
+    return ([{"kind": "facts", "label": "", "facts": facts}] if facts else []) + blocks
 
 
 def _empty(key: str) -> dict:

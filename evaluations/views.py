@@ -250,18 +250,15 @@ def trial_detail(request, pk, key):
         ),
         pk=pk,
     )
-    trials = list(
-        trials_with_judge_cost(run)
-        .filter(case__key=key)
-        .select_related("case", "case_version")
-        .order_by("repetition")
-    )
+    of_case = trials_with_judge_cost(run).filter(case__key=key)
+    # The switcher needs every repetition's number and status, not their transcripts.
+    trials = list(of_case.only("pk", "repetition", "status").order_by("repetition"))
     if not trials:
         raise Http404("no such case in this run")
     wanted = request.GET.get("repetition", "")
-    trial = next((t for t in trials if str(t.repetition) == wanted), None)
-    if trial is None:
-        trial = _default_repetition(trials)
+    chosen = next((t for t in trials if str(t.repetition) == wanted), None)
+    chosen = chosen or _default_repetition(trials)
+    trial = of_case.select_related("case", "case_version").get(pk=chosen.pk)
     case_result = CaseResult.objects.filter(run=run, case=trial.case).first()
     check_results = list(
         trial.check_results.select_related("check_config").order_by(

@@ -97,9 +97,14 @@ def test_the_run_pages_tell_passing_failing_contract_and_unscored_runs_apart(
     assert "could not be scored" in banner and "no judge is configured" in banner
     shot(page, "run-page-unscored-banner")
 
-    first = fast.case_results.order_by("case__key").first()
+    # From the failing gate to its reason: the trial whose declared completion failed its
+    # outcome check (the $250 credit the tool policy refused).
+    false_success = fast.trials.get(declared_complete=True, outcome_verdict="failed")
     page.goto(f"{server}/runs/{fast.pk}/")
-    page.click(f"#results a[href='/runs/{fast.pk}/cases/{first.case.key}/']")
+    page.click(f"#results a[href='/runs/{fast.pk}/cases/{false_success.case.key}/']")
     page.wait_for_selector("#repetitions")
-    assert "Tool effects" in page.inner_text("main")
-    shot(page, "trial-page-refund-agent")
+    main = page.inner_text("main")
+    assert "billing.apply_credit" in main and "denied" in main
+    assert "declared the task complete" in page.inner_text("#false-success")
+    assert "Tool effects" in main
+    shot(page, "trial-page-false-success")
