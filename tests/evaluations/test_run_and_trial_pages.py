@@ -304,3 +304,37 @@ def test_the_case_result_is_summed_over_repetitions_on_the_trial_page(signed_in,
     page = text(signed_in.get(f"/runs/{flaky_run.pk}/cases/alternating/"))
     assert f"{result.repetitions_passed} of {result.repetitions} repetitions passed" in page
     assert '<span class="flaky">flaky</span>' in page
+
+
+def _stored_run(n_cases):
+    """A finished run of `n_cases` case results written directly (no trials): the grid's size."""
+    from evaluations.models import Case
+
+    version = factories.agent_version(factories.agent(f"stored-{n_cases}"))
+    dataset_version = factories.dataset_version(
+        factories.dataset(f"stored-{n_cases}"), checks=TOOLS
+    )
+    cases = Case.objects.bulk_create(
+        Case(dataset=dataset_version.dataset, key=f"c{i:05d}") for i in range(n_cases)
+    )
+    run = Run.objects.create(
+        agent_version=version,
+        dataset_version=dataset_version,
+        status="completed",
+        summary={"cases": n_cases, "passed": n_cases // 2, "flaky": 0},
+    )
+    summary = {"status": "failed", "statuses": {"failed": 1}, "blocking": True, "flaky": False}
+    CaseResult.objects.bulk_create(
+        CaseResult(run=run, case=case, passed=i % 2 == 0, repetitions=1, checks={"Tools": summary})
+        for i, case in enumerate(cases)
+    )
+    return run
+
+
+def test_a_run_of_5000_cases_costs_the_queries_of_a_run_of_20(signed_in):
+    small, big = _stored_run(20), _stored_run(5000)
+    for query in ("", "?show=failed", "?show=failed&check=Tools", "?page=50"):
+        assert queries(signed_in, f"/runs/{small.pk}/{query}") == queries(
+            signed_in, f"/runs/{big.pk}/{query}"
+        ), query
+    assert "page 50 of 50" in text(signed_in.get(f"/runs/{big.pk}/?page=50"))
