@@ -142,9 +142,11 @@ def unscored_checks(run):
     return {"total": sum(g["n"] for g in groups), "groups": groups}
 
 
-def run_verdict(run, contract):
-    """The run's verdict, told first: failed when it did not complete, when a case failed or
-    when the contract fails (naming the first failing gate), whatever the cases say."""
+def run_verdict(run, contract, unscored=0):
+    """The run's verdict, told first: failed when it did not complete, when a case failed, when
+    the contract fails (naming the first failing gate), whatever the cases say, or when
+    blocking checks went unscored (``unscored``): the release decision fails closed on those
+    (``checks_scored``, DESIGN section 10.5), so the page does not call such a run passed."""
     summary = run.summary or {}
     reasons = []
     if run.status != RunStatus.COMPLETED:
@@ -155,6 +157,8 @@ def run_verdict(run, contract):
     first = contract.first_failing_gate if contract else None
     if first:
         reasons.append(f"the contract fails at {GATE_LABELS[first]}")
+    if unscored:
+        reasons.append(f"{unscored} blocking check result{'s' if unscored > 1 else ''} not scored")
     return {"passed": not reasons, "reasons": reasons, "first_gate": first}
 
 
@@ -204,6 +208,7 @@ def run_detail(request, pk):
         # the verdict appear when it ends. Seed 003's thresholds, as the compare API uses; the
         # release decision applies the publishing policy (governance).
         contract = run_contract(run, DEFAULT_THRESHOLDS)
+        unscored = unscored_checks(run)
         context.update(
             contract=contract,
             contract_cells=[format_cells(contract)[column] for column in TABLE_COLUMNS],
@@ -218,9 +223,9 @@ def run_detail(request, pk):
                 }
                 for gate in contract.gates
             ],
-            verdict=run_verdict(run, contract),
+            verdict=run_verdict(run, contract, unscored["total"]),
             verdict_gate=GATE_LABELS.get(contract.first_failing_gate, ""),
-            unscored=unscored_checks(run),
+            unscored=unscored,
         )
     return render(request, "evaluations/run_detail.html", context)
 

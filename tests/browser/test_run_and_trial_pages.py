@@ -95,6 +95,7 @@ def test_the_run_pages_tell_passing_failing_contract_and_unscored_runs_apart(
     page.goto(f"{server}/runs/{stable.pk}/")
     banner = page.inner_text("#unscored")
     assert "could not be scored" in banner and "no judge is configured" in banner
+    assert "FAILED" in page.inner_text("#verdict")
     shot(page, "run-page-unscored-banner")
 
     # From the failing gate to its reason: the trial whose declared completion failed its

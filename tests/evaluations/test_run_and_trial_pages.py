@@ -107,6 +107,8 @@ def test_unscored_blocking_checks_raise_a_banner_with_the_count(signed_in, flaky
     assert 'id="unscored"' in page
     assert "4 blocking check results could not be scored" in page
     assert "no judge is configured" in page
+    # The release decision fails closed on unscored checks; the page does not say passed.
+    assert 'class="verdict bad"' in page and "4 blocking check results not scored" in page
 
 
 def test_the_banner_counts_the_checks_a_case_could_not_feed(signed_in, flaky_run):
