@@ -230,14 +230,19 @@ def run_detail(request, pk):
     return render(request, "evaluations/run_detail.html", context)
 
 
-def _default_repetition(trials):
-    """The repetition a cell's link opens: the first that failed a blocking check, else the
-    first in error, else the first (one query)."""
-    failing = set(
+def _failing_trials(trials):
+    """The ids of ``trials`` that failed a blocking check (one query), for the switcher's marks
+    and the repetition a cell's link opens."""
+    return set(
         CheckResult.objects.filter(
-            trial__in=trials, blocking=True, status=CheckStatus.FAILED
+            trial__in=[t.pk for t in trials], blocking=True, status=CheckStatus.FAILED
         ).values_list("trial_id", flat=True)
     )
+
+
+def _default_repetition(trials, failing):
+    """The repetition a cell's link opens: the first that failed a blocking check, else the
+    first in error, else the first."""
     return next(
         (t for t in trials if t.pk in failing),
         next((t for t in trials if t.status == TrialStatus.ERROR), trials[0]),
@@ -262,7 +267,8 @@ def trial_detail(request, pk, key):
         raise Http404("no such case in this run")
     wanted = request.GET.get("repetition", "")
     chosen = next((t for t in trials if str(t.repetition) == wanted), None)
-    chosen = chosen or _default_repetition(trials)
+    failing = _failing_trials(trials)
+    chosen = chosen or _default_repetition(trials, failing)
     trial = of_case.select_related("case", "case_version").get(pk=chosen.pk)
     case_result = CaseResult.objects.filter(run=run, case=trial.case).first()
     check_results = list(
@@ -299,7 +305,15 @@ def trial_detail(request, pk, key):
     context = {
         "run": run,
         "trial": trial,
-        "trials": trials,
+        "repetitions": [
+            {
+                "trial": t,
+                "outcome": "failed"
+                if t.pk in failing or t.status == TrialStatus.ERROR
+                else "passed",
+            }
+            for t in trials
+        ],
         "case_result": case_result,
         "case_input": pretty(trial.case_version.input),
         "expected": trial.case_version.expected,

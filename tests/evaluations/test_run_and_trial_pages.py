@@ -223,7 +223,9 @@ def test_the_trial_page_opens_the_failing_repetition_with_its_reason(signed_in, 
         trial__run=flaky_run, trial__case__key="alternating", status=CheckStatus.FAILED
     )
     page = text(signed_in.get(f"/runs/{flaky_run.pk}/cases/alternating/"))
-    assert f'<span class="current">{failing.trial.repetition} ·' in page
+    assert f'<span class="current">{failing.trial.repetition} · failed</span>' in page
+    other = 3 - failing.trial.repetition
+    assert f'<a href="?repetition={other}" class="passed">{other} · passed</a>' in page
     assert 'id="check-tools"' in page and failing.reason in page
     assert "expected vs called" in page and "kb.search" in page
     assert "threshold" in page and "blocking" in page
