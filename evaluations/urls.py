@@ -8,5 +8,6 @@ urlpatterns = [
     path("runs/", views.run_list, name="run-list"),
     path("runs/start/", views_runs.start_run, name="start-run"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/cases/<slug:key>/", views.trial_detail, name="trial-detail"),
     path("costs/", views.costs, name="costs"),
 ]

@@ -1,4 +1,11 @@
-"""The live htmx pages of evaluations: runs, a run's progress and results grid, costs.
+"""The live htmx pages of evaluations: runs, a run's page, a trial's page, costs.
+
+The run page tells the truth first: its verdict (failed when a case failed *or* the five-metric
+contract of DESIGN section 6 fails, naming the first failing gate), the contract table with
+its gates, a banner when blocking checks could not be scored, then the results grid, filtered
+(failed, flaky, one check) and paginated in the database. Every grid cell and case links to the
+trial page (`trial_detail`), which shows one case of the run, a repetition at a time, with the
+evidence of every check (rendered by `evaluations.evidence_display`).
 
 Every page starts from `Run.objects.for_user` (or the agents the user may see), and keeps a
 constant number of queries however many rows it shows. `render_page` is the one place that
@@ -6,15 +13,25 @@ decides between the full page and an htmx partial.
 """
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Max
+from django.db.models.fields.json import KeyTransform
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from agents.models import Agent
-from evaluations.choices import RUN_TERMINAL, CostKind
-from evaluations.costs import daily_ledger
-from evaluations.models import CaseResult, Run
+from agents.transcripts import tool_calls
+from evaluations.checks.base import as_text
+from evaluations.choices import RUN_TERMINAL, CheckStatus, CostKind, RunStatus, TrialStatus
+from evaluations.contract import DEFAULT_THRESHOLDS, GATE_LABELS, TABLE_COLUMNS, format_cells
+from evaluations.contract.db import run_contract
+from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
+from evaluations.evidence_display import compact, evidence_blocks, highlight_quotes, pretty
+from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
 from sherlock.core.htmx import render_page
 
 
@@ -35,13 +52,49 @@ def run_list(request):
     )
 
 
-def results_grid(run):
-    """Cases x checks of a finished run: one row per case, one cell per check label."""
-    labels = list(
+GRID_PAGE_SIZE = 100
+GRID_SHOW = {"all": "all cases", "failed": "failed", "flaky": "flaky"}
+
+
+def check_labels(run):
+    """The run's check labels in the dataset version's order (one query)."""
+    return list(
         run.dataset_version.checks.order_by("position", "label").values_list("label", flat=True)
     )
+
+
+def grid_filter(request, labels):
+    """The grid's filter from the query string: ``show`` (all, failed, flaky) and ``check``
+    (a label: then ``show`` applies to that check's cell instead of the whole case)."""
+    show = request.GET.get("show", "all")
+    check = request.GET.get("check", "")
+    return (show if show in GRID_SHOW else "all"), (check if check in labels else "")
+
+
+def results_grid(run, labels, show="all", check="", page_number=1):
+    """One page of the cases x checks grid of a finished run, filtered by ``show``/``check``.
+
+    Two queries whatever the run's size (the page count and the page): the filter runs in the
+    database, on ``CaseResult.passed``/``flaky`` or, for one check, on its summary in
+    ``CaseResult.checks`` (``{label: {status, flaky, ...}}``, DESIGN section 5).
+    """
+    results = CaseResult.objects.filter(run=run).select_related("case").order_by("case__key")
+    if check:
+        # The label's summary as an alias, not as "checks__<label>__...": a label may hold "__".
+        results = results.alias(_summary=KeyTransform(check, "checks"))
+        if show == "failed":
+            results = results.filter(_summary__status=CheckStatus.FAILED)
+        elif show == "flaky":
+            results = results.filter(_summary__flaky=True)
+        else:
+            results = results.filter(checks__has_key=check)
+    elif show == "failed":
+        results = results.filter(passed=False)
+    elif show == "flaky":
+        results = results.filter(flaky=True)
+    page = Paginator(results, GRID_PAGE_SIZE).get_page(page_number)
     rows = []
-    for result in CaseResult.objects.filter(run=run).select_related("case").order_by("case__key"):
+    for result in page:
         cells = []
         for label in labels:
             summary = result.checks.get(label)
@@ -49,7 +102,7 @@ def results_grid(run):
                 cells.append(None)
                 continue
             statuses = ", ".join(f"{k}: {v}" for k, v in summary["statuses"].items())
-            cells.append({**summary, "title": statuses})
+            cells.append({**summary, "label": label, "title": statuses})
         rows.append(
             {
                 "key": result.case.key,
@@ -60,7 +113,53 @@ def results_grid(run):
                 "cells": cells,
             }
         )
-    return labels, rows
+    return page, rows
+
+
+def unscored_checks(run):
+    """Blocking check results the run could not score (skipped or error: no judge configured,
+    judge down, missing input), per check and status, with one reason each. A case's pass does
+    not count them (DESIGN section 5), so the page must say so. One query."""
+    rows = (
+        CheckResult.objects.filter(
+            trial__run=run,
+            blocking=True,
+            status__in=[CheckStatus.SKIPPED, CheckStatus.ERROR],
+        )
+        .values("check_config__label", "status")
+        .annotate(n=Count("pk"), reason=Max("reason"))
+        .order_by("check_config__position", "check_config__label", "status")
+    )
+    groups = [
+        {
+            "label": r["check_config__label"],
+            "status": r["status"],
+            "n": r["n"],
+            "reason": r["reason"],
+        }
+        for r in rows
+    ]
+    return {"total": sum(g["n"] for g in groups), "groups": groups}
+
+
+def run_verdict(run, contract, unscored=0):
+    """The run's verdict, told first: failed when it did not complete, when a case failed, when
+    the contract fails (naming the first failing gate), whatever the cases say, or when
+    blocking checks went unscored (``unscored``): the release decision fails closed on those
+    (``checks_scored``, DESIGN section 10.5), so the page does not call such a run passed."""
+    summary = run.summary or {}
+    reasons = []
+    if run.status != RunStatus.COMPLETED:
+        reasons.append(f"the run {run.status}")
+    cases, passed = summary.get("cases"), summary.get("passed")
+    if cases and passed is not None and passed < cases:
+        reasons.append(f"{cases - passed} of {cases} cases failed")
+    first = contract.first_failing_gate if contract else None
+    if first:
+        reasons.append(f"the contract fails at {GATE_LABELS[first]}")
+    if unscored:
+        reasons.append(f"{unscored} blocking check result{'s' if unscored > 1 else ''} not scored")
+    return {"passed": not reasons, "reasons": reasons, "first_gate": first}
 
 
 @login_required
@@ -81,8 +180,169 @@ def run_detail(request, pk):
     }
     if request.GET.get("part") == "progress" and getattr(request, "htmx", False):
         return render(request, "evaluations/partials/run_progress.html", context)
-    context["labels"], context["grid"] = results_grid(run) if finished else ([], [])
+    labels = check_labels(run)
+    show, check = grid_filter(request, labels)
+    context.update(
+        labels=labels,
+        show=show,
+        check=check,
+        show_links=[
+            (name, text, "?" + urlencode({"show": name, **({"check": check} if check else {})}))
+            for name, text in GRID_SHOW.items()
+        ],
+        grid_query=urlencode({"show": show, **({"check": check} if check else {})}),
+    )
+    if finished:
+        context["page"], context["grid"] = results_grid(
+            run, labels, show, check, request.GET.get("page") or 1
+        )
+    if getattr(request, "htmx", False) and request.htmx.target == "grid":
+        return render_page(
+            request,
+            "evaluations/run_detail.html",
+            context,
+            "evaluations/partials/results_grid.html",
+        )
+    if finished:
+        # Numbers from an unfinished run are not evidence (DESIGN section 10): the contract and
+        # the verdict appear when it ends. Seed 003's thresholds, as the compare API uses; the
+        # release decision applies the publishing policy (governance).
+        contract = run_contract(run, DEFAULT_THRESHOLDS)
+        unscored = unscored_checks(run)
+        context.update(
+            contract=contract,
+            contract_cells=[format_cells(contract)[column] for column in TABLE_COLUMNS],
+            contract_columns=TABLE_COLUMNS,
+            gates=[
+                {
+                    "label": GATE_LABELS[gate.name],
+                    "status": gate.status,
+                    "css": gate.status.replace("/", ""),
+                    "detail": gate.detail,
+                    "first": gate.name == contract.first_failing_gate,
+                }
+                for gate in contract.gates
+            ],
+            verdict=run_verdict(run, contract, unscored["total"]),
+            verdict_gate=GATE_LABELS.get(contract.first_failing_gate, ""),
+            unscored=unscored,
+        )
     return render(request, "evaluations/run_detail.html", context)
+
+
+def _failing_trials(trials):
+    """The ids of ``trials`` that failed a blocking check (one query), for the switcher's marks
+    and the repetition a cell's link opens."""
+    return set(
+        CheckResult.objects.filter(
+            trial__in=[t.pk for t in trials], blocking=True, status=CheckStatus.FAILED
+        ).values_list("trial_id", flat=True)
+    )
+
+
+def _default_repetition(trials, failing):
+    """The repetition a cell's link opens: the first that failed a blocking check, else the
+    first in error, else the first."""
+    return next(
+        (t for t in trials if t.pk in failing),
+        next((t for t in trials if t.status == TrialStatus.ERROR), trials[0]),
+    )
+
+
+@login_required
+def trial_detail(request, pk, key):
+    """One case of a run as a person reads it: input, output, tool calls, contexts, every check
+    result with its evidence, the judge calls, the outcome and tool-effect evidence, and cost.
+    ``?repetition=N`` switches between repetitions. A constant number of queries."""
+    run = get_object_or_404(
+        Run.objects.for_user(request.user).select_related(
+            "agent_version__agent", "dataset_version__dataset"
+        ),
+        pk=pk,
+    )
+    of_case = trials_with_judge_cost(run).filter(case__key=key)
+    # The switcher needs every repetition's number and status, not their transcripts.
+    trials = list(of_case.only("pk", "repetition", "status").order_by("repetition"))
+    if not trials:
+        raise Http404("no such case in this run")
+    wanted = request.GET.get("repetition", "")
+    chosen = next((t for t in trials if str(t.repetition) == wanted), None)
+    failing = _failing_trials(trials)
+    chosen = chosen or _default_repetition(trials, failing)
+    trial = of_case.select_related("case", "case_version").get(pk=chosen.pk)
+    case_result = CaseResult.objects.filter(run=run, case=trial.case).first()
+    check_results = list(
+        trial.check_results.select_related("check_config").order_by(
+            "check_config__position", "check_config__label"
+        )
+    )
+    judge_calls = {call.pk: call for call in JudgeCall.objects.filter(trial=trial).order_by("pk")}
+    transcript = trial.transcript or {}
+    output = transcript.get("output")
+    output_text = None if output is None else as_text(output)
+    quotes = []
+    checks = []
+    for result in check_results:
+        evidence = result.evidence or {}
+        if output_text is not None and isinstance(evidence.get("quotes"), list):
+            quotes.extend(q for q in evidence["quotes"] if isinstance(q, str))
+        ids = [i for i in result.judge_call_ids or [] if i in judge_calls]
+        checks.append(
+            {
+                "result": result,
+                "label": result.check_config.label,
+                "kind": result.check_config.kind,
+                "blocks": evidence_blocks(evidence),
+                "judge_calls": [judge_calls.pop(i) for i in ids],
+            }
+        )
+    output_html, _ = highlight_quotes(output_text, quotes) if output_text is not None else ("", [])
+    try:
+        calls, calls_error = tool_calls(transcript), ""
+    except ValueError as exc:
+        calls, calls_error = None, str(exc)
+    cost, coverage = trial_cost(trial)
+    context = {
+        "run": run,
+        "trial": trial,
+        "repetitions": [
+            {
+                "trial": t,
+                "outcome": "failed"
+                if t.pk in failing or t.status == TrialStatus.ERROR
+                else "passed",
+            }
+            for t in trials
+        ],
+        "case_result": case_result,
+        "case_input": pretty(trial.case_version.input),
+        "expected": trial.case_version.expected,
+        "expected_blocks": evidence_blocks(trial.case_version.expected),
+        "expected_tools": [compact(t) for t in trial.case_version.expected_tools or []],
+        "output": output,
+        "output_html": output_html,
+        "output_is_text": isinstance(output, str),
+        "tool_calls": [
+            {"call": c, "arguments": pretty(c.arguments), "result": pretty(c.result)}
+            for c in calls or []
+        ],
+        "tool_calls_recorded": calls is not None,
+        "tool_calls_error": calls_error,
+        "contexts": [pretty(c) for c in transcript.get("contexts") or []],
+        "checks": checks,
+        "other_judge_calls": list(judge_calls.values()),
+        "outcome_blocks": evidence_blocks(trial.outcome_evidence),
+        "effects": trial.tool_effects or [],
+        "effects_table": evidence_blocks({"tool effects": trial.tool_effects})
+        if trial.tool_effects
+        else [],
+        "wait": pretty(trial.wait) if trial.wait else "",
+        "progress": trial.progress or {},
+        "cost": cost,
+        "coverage": coverage,
+        "judge_usd": trial.judge_usd,
+    }
+    return render(request, "evaluations/trial_detail.html", context)
 
 
 KIND_COLORS = {CostKind.AGENT: "#2e90fa", CostKind.SCORING: "#9e77ed", CostKind.SUMMARY: "#f79009"}
