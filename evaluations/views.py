@@ -341,6 +341,7 @@ def trial_detail(request, pk, key):
         "cost": cost,
         "coverage": coverage,
         "judge_usd": trial.judge_usd,
+        "judge_unpriced": trial.judge_unpriced,
     }
     return render(request, "evaluations/trial_detail.html", context)
 
