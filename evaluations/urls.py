@@ -1,11 +1,13 @@
 from django.urls import path
 
-from evaluations import views
+from evaluations import views, views_compare, views_trends
 
 app_name = "evaluations"
 urlpatterns = [
     path("", views.home, name="home"),
     path("runs/", views.run_list, name="run-list"),
+    path("runs/compare/", views_compare.compare, name="compare"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("trends/", views_trends.trends, name="trends"),
     path("costs/", views.costs, name="costs"),
 ]
