@@ -4,7 +4,8 @@ A Builder opens the blocked `support-bot` v2 gate run, follows "compare with the
 latest run on this dataset" (v1, published through the gate), reads the verdict, the two
 contract tables, the regressed cases and the check deltas, then opens Trends from the
 navigation. The Publisher reaches the same comparison from the v2 publish page. Screenshots:
-`compare`, `trends`, `publish-compare` (SHERLOCK_SCREENSHOTS keeps them).
+`run-page-compare-link`, `compare`, `trends`, `publish-page`, `publish-compare`,
+`trends-informative` (SHERLOCK_SCREENSHOTS keeps them).
 """
 
 import io
@@ -50,6 +51,8 @@ def test_a_builder_compares_the_candidate_with_live_and_opens_trends(server, bro
     assert "builder" in nav
 
     page.click(f"a[href='/runs/{demo['fast_gate'].pk}/']")
+    page.wait_for_selector(".compare-link")
+    shot(page, "run-page-compare-link")
     page.click("text=Compare with the live version's latest run on this dataset")
     page.wait_for_selector("#contract")
     assert f"a={demo['careful_gate'].pk}&b={demo['fast_gate'].pk}" in page.url
@@ -86,11 +89,19 @@ def test_the_publisher_compares_candidate_and_live_from_the_publish_page(
     sign_in(page, server, "publisher")
     page.goto(f"{server}/governance/versions/{demo['fast'].pk}/")
     assert "Audit" not in page.inner_text("header")
+    assert "blocked" in page.inner_text("#gate")
+    shot(page, "publish-page")
     page.click("#compare-live a")
     page.wait_for_selector("#contract")
     assert f"b={demo['fast_gate'].pk}" in page.url
     assert "regressed" in page.inner_text("#changes")
     shot(page, "publish-compare")
+
+    # Seed 003's informative task-quality check is tracked over time too.
+    page.goto(f"{server}/trends/?agent=refund-agent&dataset=refund-desk")
+    table = page.inner_text("#trend-table")
+    assert "Task quality (informative)" in table and "n/a" in table
+    shot(page, "trends-informative")
 
     admin = browser.new_page()  # a context of its own: another person
     sign_in(admin, server, "admin")
