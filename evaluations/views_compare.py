@@ -112,9 +112,11 @@ def contract_rows(result_a, result_b):
 
 
 def _picker(request, error=None):
-    runs = _visible(request.user).order_by("-created_at", "-pk")[:100]
-    context = {"picker": True, "runs": runs, "error": error}
-    context.update(a=request.GET.get("a", ""), b=request.GET.get("b", ""))
+    runs = list(_visible(request.user).order_by("-created_at", "-pk")[:100])
+    # Preselected: the ids asked for, else the newest run as B and the one before it as A.
+    a = request.GET.get("a", "") or (str(runs[1].pk) if len(runs) > 1 else "")
+    b = request.GET.get("b", "") or (str(runs[0].pk) if runs else "")
+    context = {"picker": True, "runs": runs, "error": error, "a": a, "b": b}
     return render_page(request, "evaluations/compare.html", context)
 
 

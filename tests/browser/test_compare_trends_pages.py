@@ -4,8 +4,8 @@ A Builder opens the blocked `support-bot` v2 gate run, follows "compare with the
 latest run on this dataset" (v1, published through the gate), reads the verdict, the two
 contract tables, the regressed cases and the check deltas, then opens Trends from the
 navigation. The Publisher reaches the same comparison from the v2 publish page. Screenshots:
-`run-page-compare-link`, `compare`, `trends`, `publish-page`, `publish-compare`,
-`trends-informative` (SHERLOCK_SCREENSHOTS keeps them).
+`compare-picker`, `run-page-compare-link`, `compare`, `trends`, `publish-page`, `publish-compare`,
+`trends-informative`, `compare-refund` (SHERLOCK_SCREENSHOTS keeps them).
 """
 
 import io
@@ -50,6 +50,10 @@ def test_a_builder_compares_the_candidate_with_live_and_opens_trends(server, bro
     assert "Audit" not in nav  # a Builder may not read the audit log
     assert "builder" in nav
 
+    page.click("header >> text=Compare")
+    assert page.locator("select[name=a] option").count() == Run.objects.count()
+    shot(page, "compare-picker")
+    page.click("header >> text=Runs")
     page.click(f"a[href='/runs/{demo['fast_gate'].pk}/']")
     page.wait_for_selector(".compare-link")
     shot(page, "run-page-compare-link")
@@ -102,6 +106,10 @@ def test_the_publisher_compares_candidate_and_live_from_the_publish_page(
     table = page.inner_text("#trend-table")
     assert "Task quality (informative)" in table and "n/a" in table
     shot(page, "trends-informative")
+    page.click("text=Compare the first and the last run")  # seed 003: stable vs fast
+    page.wait_for_selector("#contract")
+    assert "fail (false success)" in page.inner_text("#contract")
+    shot(page, "compare-refund")
 
     admin = browser.new_page()  # a context of its own: another person
     sign_in(admin, server, "admin")

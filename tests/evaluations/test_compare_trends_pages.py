@@ -120,6 +120,9 @@ def test_compare_without_runs_offers_pickers_and_bad_ids_say_so(
     client = login(client, builder, password)
     page = client.get("/runs/compare/").content.decode()
     assert page.count("<select") == 2 and f'value="{a.pk}"' in page
+    # Preselected: the newest run as B, the one before as A.
+    select_a, select_b = page.split('name="b"')
+    assert f'value="{a.pk}" selected' in select_a and f'value="{b.pk}" selected' in select_b
     page = client.get(f"/runs/compare/?a=x&b={b.pk}").content.decode()
     assert "&#x27;a&#x27; must be a run id" in page
     assert client.get(f"/runs/compare/?a={a.pk}&b=999999").status_code == 404
