@@ -186,3 +186,19 @@ def test_the_fast_support_bot_is_blocked(seeded):
     assert request.decision["first_failing_gate"] == "case_pass_rate"
     assert request.agent_version.state == "draft"
     assert request.agent_version.agent.live_version.config["kwargs"]["style"] == "careful"
+
+
+def test_it_prints_only_where_to_look_and_the_logins(ledger):
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    lines = out.getvalue().splitlines()
+    careful, fast = (support_request(style).agent_version for style in ("careful", "fast"))
+
+    assert len(lines) <= 6, lines
+    assert "/runs/" in lines[0]
+    assert f"/governance/versions/{careful.pk}/" in out.getvalue()
+    assert f"/governance/versions/{fast.pk}/  support-bot v2: blocked at case_pass_rate" in (
+        out.getvalue()
+    )
+    assert "published by publisher (gate passed, no bypass)" in out.getvalue()
+    assert "sherlock-<user>" in lines[-1]

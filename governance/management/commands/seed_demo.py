@@ -159,6 +159,17 @@ def completed_run(builder, version, dataset_version, repetitions=1):
     return run
 
 
+def describe(request):
+    """A publish request's outcome in a few words, for the printed summary."""
+    if request.state == RequestState.PUBLISHED:
+        by = request.published_by.get_username() if request.published_by else "?"
+        bypassed = request.bypasses.filter(used_at__isnull=False).exists()
+        return f"published by {by} " + ("with a bypass" if bypassed else "(gate passed, no bypass)")
+    if request.state == RequestState.BLOCKED:
+        return f"blocked at {request.decision.get('first_failing_gate')}"
+    return str(request.state)
+
+
 class Command(BaseCommand):
     help = (
         "Create the demo users, agents, datasets, policies and runs; publish one version "
@@ -174,15 +185,18 @@ class Command(BaseCommand):
             self.seed_policy(admin, agent, dataset_version.dataset)
         completed_run(users["builder"], versions[0], dataset_version, repetitions=2)
         passed, blocked = (self.seed_publication(users, version) for version in versions[:2])
+        if passed.state != RequestState.PUBLISHED:
+            self.stderr.write(
+                f"{passed.agent_version} was not published ({describe(passed)}): this database "
+                "was seeded by an older demo; `make clean` and `make run` give the current one."
+            )
         refund_runs = self.seed_refund_desk(users)
-        gate = blocked.decision.get("first_failing_gate")
-        self.stdout.write(
-            f"Demo: {versions[0]} passed the default policy and publisher published it (no "
-            f"bypass); {versions[1]} is blocked ({gate}). Look at /runs/, then:"
-        )
+        self.stdout.write("Demo ready. Look at /runs/, and the publish pages:")
         for request in (passed, blocked):
-            version = request.agent_version
-            self.stdout.write(f"  /governance/versions/{version.pk}/  {version}, {request.state}")
+            self.stdout.write(
+                f"  /governance/versions/{request.agent_version_id}/  {request.agent_version}: "
+                + describe(request)
+            )
         self.stdout.write(
             f"  /runs/compare/?a={refund_runs[0].pk}&b={refund_runs[1].pk}  refund-agent v1 vs "
             "v2: v2 scores higher, yet fails at false success (seed 003)"
