@@ -16,7 +16,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) manage.py migrate --noinput
+	$(PY) manage.py migrate --noinput --verbosity 0
 	$(PY) manage.py seed_demo
 	$(PY) manage.py serve $(ADDR)
 

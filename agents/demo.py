@@ -1,9 +1,11 @@
 """The demo agent of `seed_demo`: a small, deterministic support assistant.
 
 It answers from a tiny knowledge base and calls tools the way a real tool-using agent would,
-so every behavioural check has something true to score. `style="fast"` is the second demo
-version: quicker and terser, it answers in JSON when asked but skips the order lookup before
-refunding, which the `tools_used` check catches.
+so every behavioural check has something true to score; its reply and refunds are written to
+the demo ledger, where the outcome and effect verifiers read them back. `style="careful"`
+passes the default publishing policy; `style="fast"`, the second demo version, is quicker and
+terser but skips the order lookup before refunding, which the `tools_used` check catches, so
+its publication is blocked.
 
 `refund_agent` (below) is the second demo, seed 003's story: see its comment block.
 """
@@ -27,7 +29,7 @@ KNOWLEDGE = {
 }
 
 
-def _topic(text):
+def topic_of(text):
     lowered = text.lower()
     for topic in KNOWLEDGE:
         if topic in lowered:
@@ -36,36 +38,55 @@ def _topic(text):
 
 
 def support_bot(case, style="careful", delay_ms=5):
-    """Answer one case. `case` is the check input dict (docs/checks.md)."""
+    """Answer one case. `case` is the check input dict (docs/checks.md).
+
+    The bot's destination is the demo ledger (below): the reply it posts on the ticket
+    (`tickets.reply`) and the refund it issues (`refunds.create`) are written there, so the
+    cases' outcome verifiers and the tools' effect verifiers read them back, and every call is
+    billed (`cost_usd`). `careful` passes the default publishing policy; `fast` skips the order
+    lookup before refunding, which the `tools_used` check catches on the two refund cases.
+    """
     question = case.get("input")
     wants_json = isinstance(question, dict)
     text = question.get("question", "") if wants_json else str(question or "")
     time.sleep((delay_ms if style == "careful" else delay_ms / 2) / 1000)
-    topic = _topic(text)
-    tool_calls = []
+    topic = topic_of(text)
+    tools = _Tools(())
+    windows = []
     if topic:
-        tool_calls.append(
-            {"name": "kb.search", "arguments": {"query": topic}, "result": KNOWLEDGE[topic]}
-        )
+        tools.call("kb.search", {"query": topic}, lambda: KNOWLEDGE[topic])
+        windows.append({"evidence_delta": f"found the {topic} article"})
     if topic == "refund":
         if style == "careful":
-            tool_calls.append(
-                {"name": "orders.lookup", "arguments": {"order": "A-1001"}, "result": "paid"}
-            )
-        tool_calls.append(
-            {"name": "refunds.create", "arguments": {"order": "A-1001", "amount": 40}}
-        )
+            tools.call("orders.lookup", {"order": "A-1001"}, lambda: "paid")
+            windows.append({"evidence_delta": "order A-1001 is paid"})
+        args = {"order": "A-1001", "amount": 40}
+        entry = tools.call("refunds.create", args, lambda: write_ledger("refund", **args))
+        windows.append({"evidence_delta": f"refund {entry['id']} written"})
     answer = KNOWLEDGE.get(topic, "I am not sure; let me connect you with a person.")
     if style == "fast":
         answer = answer.split(";")[0]
+    # The reply is posted on the ticket, a hand-off included (topic None).
+    tools.call(
+        "tickets.reply",
+        {"topic": topic, "answer": answer},
+        lambda: write_ledger("reply", topic=topic, answer=answer)["id"],
+    )
+    windows.append({"evidence_delta": "reply posted"})
     output = json.dumps({"answer": answer, "topic": topic}) if wants_json else answer
     return {
         "output": output,
-        "tool_calls": tool_calls,
+        "tool_calls": tools.calls,
         "contexts": [KNOWLEDGE[topic]] if topic else [],
         "declared_complete": topic is not None,
+        "windows": windows,
+        "cost_usd": _SUPPORT_COSTS[style],
         "usage": {"prompt_tokens": 40 + len(text) // 4, "completion_tokens": len(answer) // 4},
     }
+
+
+# Billed cost per support-bot trial (USD).
+_SUPPORT_COSTS = {"careful": 0.012, "fast": 0.008}
 
 
 # --- The refund desk: seed 003's release inversion, told with a real destination ---------------

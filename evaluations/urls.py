@@ -1,13 +1,15 @@
 from django.urls import path
 
-from evaluations import views, views_runs
+from evaluations import views, views_compare, views_runs, views_trends
 
 app_name = "evaluations"
 urlpatterns = [
     path("", views.home, name="home"),
     path("runs/", views.run_list, name="run-list"),
     path("runs/start/", views_runs.start_run, name="start-run"),
+    path("runs/compare/", views_compare.compare, name="compare"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cases/<slug:key>/", views.trial_detail, name="trial-detail"),
+    path("trends/", views_trends.trends, name="trends"),
     path("costs/", views.costs, name="costs"),
 ]

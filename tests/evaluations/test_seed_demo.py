@@ -1,6 +1,9 @@
-"""`seed_demo` tells seed 003's story: the fast refund agent scores higher and costs less per
-run, yet its contract fails at the false-success gate, because the ledger has no trace of the
-credit it claimed; the stable one passes. Idempotent, and fast enough to run on every start."""
+"""`seed_demo` shows both paths of the publish gate and tells seed 003's story.
+
+`support-bot` v1 passes the default publishing policy and is published by `publisher` with no
+bypass; v2 is blocked. The fast refund agent scores higher and costs less per run, yet its
+contract fails at the false-success gate, because the ledger has no trace of the credit it
+claimed; the stable one passes. Idempotent, and fast enough to run on every start."""
 
 import io
 import json
@@ -12,7 +15,7 @@ from django.core.management import call_command
 from agents.models import Agent, AgentVersion, Tool
 from evaluations.contract.db import decide, policy_thresholds, run_contract
 from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion, Run, Trial
-from governance.models import PublishingPolicy
+from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
 
 pytestmark = pytest.mark.django_db
 
@@ -28,6 +31,8 @@ MODELS = (
     Run,
     Trial,
     PublishingPolicy,
+    PublishRequest,
+    Bypass,
 )
 
 
@@ -132,7 +137,68 @@ def test_the_fast_version_is_blocked_by_the_release_decision(seeded):
 
 
 def test_the_support_bot_demo_still_runs(seeded):
-    run = Run.objects.get(agent_version__agent__slug="support-bot")
+    run = Run.objects.get(agent_version__agent__slug="support-bot", purpose="adhoc")
 
     assert run.status == "completed"
     assert (run.summary["cases"], run.trials.count()) == (12, 24)
+
+
+def support_request(style):
+    return PublishRequest.objects.select_related("agent_version__agent", "published_by").get(
+        agent_version__agent__slug="support-bot", agent_version__config__kwargs__style=style
+    )
+
+
+def test_the_careful_support_bot_is_published_through_the_gate_without_a_bypass(seeded):
+    request = support_request("careful")
+    version = request.agent_version
+
+    assert request.decision["release"] == "pass", request.decision["first_failing_gate"]
+    assert request.policy.agent is None  # the default publishing policy
+    assert request.state == "published" and request.published_by.username == "publisher"
+    assert version.state == "published" and version.agent.live_version_id == version.pk
+    assert not Bypass.objects.exists()
+    (entry,) = AuditEntry.objects.filter(action="governance.version.publish")
+    assert entry.actor.username == "publisher"
+    assert request.requested_by.username == "builder"
+    (run,) = request.runs.all()
+    assert (run.purpose, run.status, run.repetitions) == ("gate", "completed", 2)
+    # Every gate passed on evidence, not on a limit left unset.
+    gates = {gate["name"]: gate["status"] for gate in request.decision["gates"]}
+    assert gates == {
+        "coverage": "pass",
+        "false_success": "pass",
+        "unknown_effects": "pass",
+        "floors": "pass",
+        "budget": "pass",
+        "quality": "n/a",
+        "checks_scored": "pass",
+        "case_pass_rate": "pass",
+    }
+    budget = next(g for g in request.decision["gates"] if g["name"] == "budget")
+    assert budget["value"]["verified_outcomes"] == 24  # every trial's outcome is in the ledger
+
+
+def test_the_fast_support_bot_is_blocked(seeded):
+    request = support_request("fast")
+
+    assert request.state == "blocked"
+    assert request.decision["first_failing_gate"] == "case_pass_rate"
+    assert request.agent_version.state == "draft"
+    assert request.agent_version.agent.live_version.config["kwargs"]["style"] == "careful"
+
+
+def test_it_prints_only_where_to_look_and_the_logins(ledger):
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    lines = out.getvalue().splitlines()
+    careful, fast = (support_request(style).agent_version for style in ("careful", "fast"))
+
+    assert len(lines) <= 6, lines
+    assert "/runs/" in lines[0]
+    assert f"/governance/versions/{careful.pk}/" in out.getvalue()
+    assert f"/governance/versions/{fast.pk}/  support-bot v2: blocked at case_pass_rate" in (
+        out.getvalue()
+    )
+    assert "published by publisher (gate passed, no bypass)" in out.getvalue()
+    assert "sherlock-<user>" in lines[-1]

@@ -1,16 +1,24 @@
 """`manage.py seed_demo`: demo users, two demo agents with two versions each, datasets and runs.
 
 - `support-bot` on `support-basics`: the everyday checks (answer shape, latency, expected tools,
-  a guardrail), one completed run with two repetitions.
+  a guardrail), one completed ad-hoc run with two repetitions, then both paths of the publish
+  gate (DESIGN section 10) under the default publishing policy, through the real actions:
+  v1 ("careful") is requested by `builder`, its gate run passes every gate and `publisher`
+  publishes it, with no bypass; v2 ("fast") is requested too and blocked (it skips the order
+  lookup before refunding, so its case pass rate is under the policy's 0.9). The bot's replies
+  and refunds are written to the demo ledger (`agents.demo`) and read back by the cases'
+  outcome verifiers and the tools' effect verifiers, and its calls are billed, so the gate has
+  the evidence it asks for.
 - `refund-agent` on `refund-desk`: seed 003's release inversion. Its tools write to a small
   ledger (`agents.demo`), and every case's outcome verifier and every tool's effect verifier
   read that ledger back. Version 2 ("fast") has the higher quality score and the lower cost per
   run, yet its contract fails at the false-success gate: it told the customer a $250 credit was
-  applied when the tool policy had refused it. Version 1 ("stable") passes. Their runs, and the
-  contract table printed at the end, show it.
+  applied when the tool policy had refused it. Version 1 ("stable") passes. Their runs show it
+  (the compare page puts them side by side).
 
-Idempotent: running it again resets the demo passwords and adds only what is missing. The
-completed runs are executed in-process (no worker needs to be up yet).
+It prints only where to look and the logins. Idempotent: running it again resets the demo
+passwords and adds only what is missing. The runs are executed in-process (no worker needs to
+be up yet).
 """
 
 from decimal import Decimal
@@ -22,6 +30,7 @@ from django.db import transaction
 
 from agents import demo
 from agents.actions.create_draft_version import CreateDraftVersion
+from agents.choices import VersionState
 from agents.models import Agent, Tool
 from evaluations import engine
 from evaluations.actions.create_case import CreateCase
@@ -29,13 +38,14 @@ from evaluations.actions.create_check import CreateCheck
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.start_run import StartRun
-from evaluations.choices import RunStatus
-from evaluations.contract import render_table
-from evaluations.contract.db import policy_thresholds, run_contract
+from evaluations.choices import RunPurpose, RunStatus
 from evaluations.models import Dataset, Run
 from governance.actions.create_policy import CreatePolicy
-from governance.choices import Role
-from governance.models import PublishingPolicy
+from governance.actions.decide_publish_request import DecidePublishRequest
+from governance.actions.publish_version import PublishVersion
+from governance.actions.request_publication import RequestPublication
+from governance.choices import RequestState, Role
+from governance.models import PublishingPolicy, PublishRequest
 
 DEMO_USERS = [
     ("editor", Role.EDITOR),
@@ -50,6 +60,9 @@ ANSWER_SCHEMA = {
     "properties": {"answer": {"type": "string"}, "topic": {"type": ["string", "null"]}},
 }
 
+# key, question, expected tools; the outcome each case must leave in the ledger is the refund of
+# order A-1001 for the refund questions, else the reply posted on the ticket with its topic
+# (None: handed off to a person).
 CASES = [
     (
         "refund-small",
@@ -88,6 +101,16 @@ CHECKS = [
 
 PASSWORD = "sherlock-{}"
 
+# The support bot's tools: name, effectful, high impact, the ledger kind its effect verifier
+# reads and the call arguments it matches (agents.demo.support_bot writes them).
+SUPPORT_TOOLS = [
+    ("kb.search", False, False, None, None),
+    ("orders.lookup", False, False, None, None),
+    ("refunds.create", True, False, "refund", ["order", "amount"]),
+    ("tickets.reply", True, False, "reply", ["topic"]),
+    ("accounts.delete", True, True, None, None),
+]
+
 
 def frozen_dataset(editor, *, slug, name, description, note, checks, cases):
     """The dataset's latest frozen version, or a first one built and frozen by `editor` through
@@ -115,8 +138,43 @@ def frozen_dataset(editor, *, slug, name, description, note, checks, cases):
     return FreezeDatasetVersion(acting_user=editor, dataset_version=draft, note=note).execute()
 
 
+def completed_run(builder, version, dataset_version, repetitions=1):
+    """The version's completed ad-hoc run on `dataset_version`, or a new one started by
+    `builder` (`StartRun`) and executed in-process."""
+    run = Run.objects.filter(
+        agent_version=version,
+        dataset_version=dataset_version,
+        status=RunStatus.COMPLETED,
+        purpose=RunPurpose.ADHOC,
+    ).first()
+    if run is None:
+        run = StartRun(
+            acting_user=builder,
+            agent_version=version,
+            dataset_version=dataset_version,
+            repetitions=repetitions,
+        ).execute()
+        engine.run_shard(run.pk, list(run.trials.values_list("pk", flat=True)))
+        run.refresh_from_db()
+    return run
+
+
+def describe(request):
+    """A publish request's outcome in a few words, for the printed summary."""
+    if request.state == RequestState.PUBLISHED:
+        by = request.published_by.get_username() if request.published_by else "?"
+        bypassed = request.bypasses.filter(used_at__isnull=False).exists()
+        return f"published by {by} " + ("with a bypass" if bypassed else "(gate passed, no bypass)")
+    if request.state == RequestState.BLOCKED:
+        return f"blocked at {request.decision.get('first_failing_gate')}"
+    return str(request.state)
+
+
 class Command(BaseCommand):
-    help = "Create the demo users, agent, dataset, policy and one completed run (idempotent)."
+    help = (
+        "Create the demo users, agents, datasets, policies and runs; publish one version "
+        "through the gate and leave one blocked (idempotent)."
+    )
 
     def handle(self, *args, **options):
         users = self.seed_users()
@@ -125,28 +183,59 @@ class Command(BaseCommand):
             agent, versions = self.seed_agent(users["builder"])
             dataset_version = self.seed_dataset(users["editor"])
             self.seed_policy(admin, agent, dataset_version.dataset)
-        run = Run.objects.filter(
-            agent_version=versions[0],
-            dataset_version=dataset_version,
-            status=RunStatus.COMPLETED,
-        ).first()
-        if run is None:
-            run = StartRun(
-                acting_user=users["builder"],
-                agent_version=versions[0],
-                dataset_version=dataset_version,
-                repetitions=2,
-            ).execute()
-            engine.run_shard(run.pk, list(run.trials.values_list("pk", flat=True)))
-            run.refresh_from_db()
+        completed_run(users["builder"], versions[0], dataset_version, repetitions=2)
+        passed, blocked = (self.seed_publication(users, version) for version in versions[:2])
+        if passed.state != RequestState.PUBLISHED:
+            self.stderr.write(
+                f"{passed.agent_version} was not published ({describe(passed)}): this database "
+                "was seeded by an older demo; `make clean` and `make run` give the current one."
+            )
+        refund_runs = self.seed_refund_desk(users)
+        self.stdout.write("Demo ready. Look at /runs/, and the publish pages:")
+        for request in (passed, blocked):
+            self.stdout.write(
+                f"  /governance/versions/{request.agent_version_id}/  {request.agent_version}: "
+                + describe(request)
+            )
         self.stdout.write(
-            f"Demo run #{run.pk}: {run.status}, {run.summary.get('passed')}/"
-            f"{run.summary.get('cases')} cases passed"
+            f"  /runs/compare/?a={refund_runs[0].pk}&b={refund_runs[1].pk}  refund-agent v1 vs "
+            "v2: v2 scores higher, yet fails at false success (seed 003)"
         )
-        self.seed_refund_desk(users)
-        self.stdout.write("Demo logins (user / password):")
-        for username, role in DEMO_USERS:
-            self.stdout.write(f"  {username:<10} {PASSWORD.format(username):<20} {role}")
+        self.stdout.write(
+            "Logins: "
+            + ", ".join(f"{name} ({role})" for name, role in DEMO_USERS)
+            + ", password sherlock-<user>."
+        )
+
+    def seed_publication(self, users, version):
+        """`version`'s publish request under the policy in force, made by `builder` through
+        `RequestPublication`; its gate runs are executed here, the receiver decides, and a
+        passed decision is published by `publisher` (`PublishVersion`, no bypass)."""
+        request = (
+            PublishRequest.objects.filter(agent_version=version)
+            .exclude(state=RequestState.SUPERSEDED)
+            .order_by("-pk")
+            .first()
+        )
+        if request is None:
+            request = RequestPublication(
+                acting_user=users["builder"], agent_version=version
+            ).execute()
+        for run in request.runs.exclude(status=RunStatus.COMPLETED):
+            engine.run_shard(run.pk, list(run.trials.values_list("pk", flat=True)))
+        # The `run_finished` receiver decides on commit; inside an outer transaction (a test)
+        # that has not happened yet, so decide here too: the action is idempotent.
+        DecidePublishRequest(publish_request_id=request.pk).execute()
+        request.refresh_from_db()
+        version.refresh_from_db()
+        if request.state == RequestState.PASSED and version.state != VersionState.PUBLISHED:
+            PublishVersion(
+                acting_user=users["publisher"],
+                agent_version=version,
+                reason="The gate passed: demo publication.",
+            ).execute()
+            request.refresh_from_db()
+        return request
 
     def seed_users(self):
         user_model = get_user_model()
@@ -163,15 +252,24 @@ class Command(BaseCommand):
         return users
 
     def seed_agent(self, builder):
-        for name, effectful, high_impact in [
-            ("kb.search", False, False),
-            ("orders.lookup", False, False),
-            ("refunds.create", True, False),
-            ("accounts.delete", True, True),
-        ]:
-            Tool.objects.get_or_create(
-                name=name, defaults={"effectful": effectful, "high_impact": high_impact}
+        for name, effectful, high_impact, kind, fields in SUPPORT_TOOLS:
+            verifier = (
+                {
+                    "kind": "python",
+                    "callable": "agents.demo.effect_in_ledger",
+                    "params": {"kind": kind, "fields": fields},
+                }
+                if kind
+                else {}
             )
+            tool, _ = Tool.objects.get_or_create(
+                name=name,
+                defaults={"effectful": effectful, "high_impact": high_impact, "verifier": verifier},
+            )
+            if verifier and not tool.verifier:
+                # A database seeded before the bot wrote to the ledger: give it its verifier.
+                tool.verifier = verifier
+                tool.save(update_fields=["verifier"])
         agent, _ = Agent.objects.get_or_create(
             slug="support-bot",
             defaults={
@@ -213,10 +311,22 @@ class Command(BaseCommand):
                 # Nothing to expect: the check does not apply here (rather than a skip that the
                 # release gate would rightly count as "could not be scored").
                 overrides["Expected tools"] = {"disabled": True}
+            text = question["question"] if isinstance(question, dict) else question
+            topic = demo.topic_of(text)
+            outcome = (
+                {"kind": "refund", "order": "A-1001", "amount": 40}
+                if topic == "refund"
+                else {"kind": "reply", "topic": topic}
+            )
             cases.append(
                 {
                     "key": key,
                     "input": question,
+                    "outcome_check": {
+                        "kind": "python",
+                        "callable": "agents.demo.outcome_in_ledger",
+                        "params": outcome,
+                    },
                     "expected_tools": [{"name": name} for name in tools],
                     "tags": ["json"] if isinstance(question, dict) else [],
                     "overrides": overrides,
@@ -248,27 +358,12 @@ class Command(BaseCommand):
 
     def seed_refund_desk(self, users):
         """Two versions of `refund-agent`, the `refund-desk` dataset, its policy and one
-        completed run per version; prints both runs' contracts under the policy."""
+        completed run per version (returned, stable first)."""
         with transaction.atomic():
             agent, versions = self.seed_refund_agent(users["builder"])
             dataset_version = self.seed_refund_dataset(users["editor"])
-            policy = self.seed_refund_policy(users["admin"], agent, dataset_version.dataset)
-        results = []
-        for version in versions:
-            run = Run.objects.filter(
-                agent_version=version, dataset_version=dataset_version, status=RunStatus.COMPLETED
-            ).first()
-            if run is None:
-                run = StartRun(
-                    acting_user=users["builder"],
-                    agent_version=version,
-                    dataset_version=dataset_version,
-                ).execute()
-                engine.run_shard(run.pk, list(run.trials.values_list("pk", flat=True)))
-                run.refresh_from_db()
-            results.append(run_contract(run, policy_thresholds(policy)))
-        self.stdout.write(f"Refund desk under {policy} (seed 003's release inversion):")
-        self.stdout.write(render_table(results))
+            self.seed_refund_policy(users["admin"], agent, dataset_version.dataset)
+        return [completed_run(users["builder"], v, dataset_version) for v in versions]
 
     def seed_refund_agent(self, builder):
         tools = {}

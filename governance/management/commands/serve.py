@@ -27,8 +27,8 @@ class Command(BaseCommand):
             subprocess.Popen([python, manage, "runserver", "--noreload", "--insecure", addrport]),
         ]
         self.stdout.write(
-            f"Sherlock is at http://{addrport}/admin/ (API: /api/v1/, docs: /api/docs/). "
-            "Press Ctrl-C to stop the server and the worker."
+            f"Sherlock is at http://{addrport}/runs/ (admin: /admin/, API docs: /api/docs/). "
+            "Ctrl-C stops the server and the worker."
         )
         stopping = False
 

@@ -1,0 +1,175 @@
+"""The compare page (`/runs/compare/?a=RUN&b=RUN`): two runs side by side, for a person.
+
+The same comparison as `GET /api/v1/runs/compare/` (`evaluations.api.compare`), and built
+from its functions: both runs' five-measure contracts (`run_contract` with seed 003's worked
+example thresholds, since a comparison is not a release decision), the comparability verdict
+(`comparability_differences`: same dataset version, check versions, quality grader and judge
+models, or why not), every case whose status changed (`case_changes`), and each check's mean
+score and pass rate with their deltas (`evaluations.views_trends.check_stats`).
+
+`a` is the baseline, `b` the candidate. `a=live` stands for the latest completed run of the
+agent's live version on `b`'s dataset: the run page and the publish page link to it ("compare
+with the live version's latest run on this dataset") without a query of their own, and the page
+redirects to the two run ids. Without both ids the page offers two run pickers. Runs come from
+`Run.objects.for_user`: one the user may not see is a 404, like one that does not exist. A
+constant number of queries, however many cases the runs have.
+"""
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+
+from evaluations.api.compare import case_changes, comparability_differences
+from evaluations.choices import RunStatus
+from evaluations.contract import DEFAULT_THRESHOLDS, GATE_LABELS, TABLE_COLUMNS, format_cells
+from evaluations.contract.db import run_contract
+from evaluations.models import Run
+from evaluations.views_trends import check_stats
+from sherlock.core.htmx import render_page
+
+# How many case keys each change list shows (the count is always the full one).
+SHOWN_CASES = 200
+CHANGE_LABELS = {
+    "regressed": "regressed (passed in A, fails in B)",
+    "improved": "improved (failed in A, passes in B)",
+    "newly_flaky": "newly flaky",
+    "no_longer_flaky": "no longer flaky",
+    "only_in_a": "only in A",
+    "only_in_b": "only in B",
+}
+
+
+def _visible(user):
+    return Run.objects.for_user(user).select_related(
+        "agent_version__agent", "dataset_version__dataset"
+    )
+
+
+def _run_id(raw, name):
+    if not raw.isdigit() or int(raw) < 1:
+        return None, f"'{name}' must be a run id, not {raw!r}"
+    return int(raw), None
+
+
+def live_baseline(user, candidate):
+    """The latest completed run the user may see of the live version of ``candidate``'s agent
+    on ``candidate``'s dataset (any of its versions), other than ``candidate``; or None."""
+    live = candidate.agent_version.agent.live_version_id
+    if live is None:
+        return None
+    return (
+        Run.objects.for_user(user)
+        .filter(
+            agent_version_id=live,
+            dataset_version__dataset_id=candidate.dataset_version.dataset_id,
+            status=RunStatus.COMPLETED,
+        )
+        .exclude(pk=candidate.pk)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+
+
+def _delta(a, b):
+    return None if a is None or b is None else b - a
+
+
+def check_deltas(a, b):
+    """One row per check label of either run: A's and B's mean score and pass rate, and the
+    change from A to B (None where either side has no number)."""
+    stats = check_stats([a.pk, b.pk])
+    sa, sb = stats.get(a.pk, {}), stats.get(b.pk, {})
+    rows = []
+    for label in dict.fromkeys([*sa, *sb]):
+        left, right = sa.get(label), sb.get(label)
+        mean_a, mean_b = (left or {}).get("mean"), (right or {}).get("mean")
+        rate_a, rate_b = (left or {}).get("pass_rate"), (right or {}).get("pass_rate")
+        rows.append(
+            {
+                "label": label,
+                "mode": (right or left)["mode"],
+                "a": left,
+                "b": right,
+                "mean_delta": _delta(mean_a, mean_b),
+                "rate_delta": _delta(rate_a, rate_b),
+            }
+        )
+    return rows
+
+
+def contract_rows(result_a, result_b):
+    """The two contract tables side by side: one row per measure of DESIGN section 6, then one
+    per gate with its status and detail on each side."""
+    cells = [format_cells(result_a), format_cells(result_b)]
+    measures = [(column, cells[0][column], cells[1][column]) for column in TABLE_COLUMNS[1:]]
+    gates_b = {gate.name: gate for gate in result_b.gates}
+    gates = [
+        {"label": GATE_LABELS[gate.name], "a": gate, "b": gates_b.get(gate.name)}
+        for gate in result_a.gates
+    ]
+    return measures, gates
+
+
+def _picker(request, error=None):
+    runs = list(_visible(request.user).order_by("-created_at", "-pk")[:100])
+    # Preselected: the ids asked for, else the newest run as B and the one before it as A.
+    a = request.GET.get("a", "") or (str(runs[1].pk) if len(runs) > 1 else "")
+    b = request.GET.get("b", "") or (str(runs[0].pk) if runs else "")
+    context = {"picker": True, "runs": runs, "error": error, "a": a, "b": b}
+    return render_page(request, "evaluations/compare.html", context)
+
+
+@login_required
+def compare(request):
+    raw_a, raw_b = request.GET.get("a", ""), request.GET.get("b", "")
+    if not raw_a or not raw_b:
+        return _picker(request)
+    b_id, error = _run_id(raw_b, "b")
+    if error:
+        return _picker(request, error)
+    visible = _visible(request.user)
+    if raw_a == "live":
+        candidate = get_object_or_404(visible, pk=b_id)
+        baseline = live_baseline(request.user, candidate)
+        if baseline is None:
+            return _picker(
+                request,
+                f"{candidate.agent_version.agent.slug} has no live version with a completed run "
+                f"on {candidate.dataset_version.dataset.slug} that you may see: pick run A.",
+            )
+        return redirect(f"{reverse('evaluations:compare')}?a={baseline.pk}&b={candidate.pk}")
+    a_id, error = _run_id(raw_a, "a")
+    if error:
+        return _picker(request, error)
+    runs = {run.pk: run for run in visible.filter(pk__in=[a_id, b_id])}
+    if a_id not in runs or b_id not in runs:
+        raise Http404("no such run, or one you may not see")
+    a, b = runs[a_id], runs[b_id]
+    result_a, result_b = run_contract(a, DEFAULT_THRESHOLDS), run_contract(b, DEFAULT_THRESHOLDS)
+    measures, gates = contract_rows(result_a, result_b)
+    changes = case_changes(a, b)
+    differences = comparability_differences(a, b)
+    context = {
+        "a": a,
+        "b": b,
+        "finished": a.status == RunStatus.COMPLETED and b.status == RunStatus.COMPLETED,
+        "results": (result_a, result_b),
+        "measures": measures,
+        "gates": gates,
+        "differences": differences,
+        "comparable": not differences,
+        "changes": [
+            {
+                "name": name,
+                "label": label,
+                "count": len(changes[name]),
+                "keys": changes[name][:SHOWN_CASES],
+                "more": max(0, len(changes[name]) - SHOWN_CASES),
+            }
+            for name, label in CHANGE_LABELS.items()
+        ],
+        "changed": any(changes[name] for name in CHANGE_LABELS),
+        "deltas": check_deltas(a, b),
+    }
+    return render_page(request, "evaluations/compare.html", context)
