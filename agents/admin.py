@@ -100,7 +100,7 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
         if change:
             changes = {
                 name: form.cleaned_data[name]
-                for name in ("config", "notes", "tools", "denied_tools")
+                for name in ("adapter", "config", "notes", "tools", "denied_tools")
                 if name in form.cleaned_data
             }
             UpdateDraftVersion(

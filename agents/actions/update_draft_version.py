@@ -1,4 +1,4 @@
-"""UpdateDraftVersion: a Builder changes a draft version's notes, config or tools.
+"""UpdateDraftVersion: a Builder changes a draft version's notes, adapter, config or tools.
 
 The admin's change form and `PATCH /api/v1/versions/{id}/` both change a version here, so the
 tool policy (tools offered, tools denied) is never a bare many-to-many save: it is checked
@@ -17,14 +17,16 @@ _UNSET = object()
 
 
 class UpdateDraftVersion(Action):
-    """Change what is given (`config`, `notes`, `tools`, `denied_tools`) of `version`; what is
-    not given stays. Notes may change on any version; the rest only on an unfrozen draft."""
+    """Change what is given (`adapter`, `config`, `notes`, `tools`, `denied_tools`) of
+    `version`; what is not given stays. Notes may change on any version; the rest only on an
+    unfrozen draft."""
 
     def __init__(
         self,
         *,
         acting_user,
         version,
+        adapter=_UNSET,
         config=_UNSET,
         notes=_UNSET,
         tools=_UNSET,
@@ -35,6 +37,7 @@ class UpdateDraftVersion(Action):
         self.changes = {
             name: value
             for name, value in (
+                ("adapter", adapter),
                 ("config", config),
                 ("notes", notes),
                 ("tools", tools),
@@ -44,13 +47,17 @@ class UpdateDraftVersion(Action):
         }
 
     def _governed_changes(self):
-        current = {"config": self.version.config, **tool_names(self.version)}
+        current = {
+            "adapter": self.version.adapter,
+            "config": self.version.config,
+            **tool_names(self.version),
+        }
         changed = []
-        for name in ("config", "tools", "denied_tools"):
+        for name in ("adapter", "config", "tools", "denied_tools"):
             if name not in self.changes:
                 continue
             value = self.changes[name]
-            if name != "config":
+            if name in ("tools", "denied_tools"):
                 value = sorted(tool.name for tool in value)
             if value != current[name]:
                 changed.append(name)
@@ -66,24 +73,35 @@ class UpdateDraftVersion(Action):
                 "cannot change; create a new draft instead.",
                 code="version_frozen",
             )
-        if "config" in self.changes:
+        if "adapter" in self.changes or "config" in self.changes:
+            adapter = self.changes.get("adapter", self.version.adapter)
             try:
-                validate_config(self.version.adapter, self.changes["config"])
+                validate_config(adapter, self.changes.get("config", self.version.config))
             except ValueError as exc:
                 raise ActionInvalid(str(exc), field="config") from None
 
+    def snapshot(self):
+        version = self.version
+        return {
+            "adapter": version.adapter,
+            "config_hash": version.config_hash,
+            "notes": version.notes,
+            **tool_names(version),
+        }
+
     def perform(self):
         version = self.version
-        before = {"config_hash": version.config_hash, "notes": version.notes, **tool_names(version)}
-        fields = [name for name in ("config", "notes") if name in self.changes]
+        before = self.snapshot()
+        fields = [name for name in ("adapter", "config", "notes") if name in self.changes]
         for name in fields:
             setattr(version, name, self.changes[name])
         if fields:
-            version.save(update_fields=fields)
+            # config_hash covers the adapter too (the model adds it only for `config`).
+            version.save(update_fields=[*fields, "config_hash"])
         for name in ("tools", "denied_tools"):
             if name in self.changes:
                 getattr(version, name).set(self.changes[name])
-        after = {"config_hash": version.config_hash, "notes": version.notes, **tool_names(version)}
+        after = self.snapshot()
         if after != before:
             audit(
                 "agents.version.update",
