@@ -142,6 +142,24 @@ def sdk_client(base_url, api_key, timeout, max_retries):
 
 _WIRE_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
+_template_caps = {}
+
+
+def llama_template_caps(client, base_url):
+    """llama.cpp's `chat_template_caps` from `GET /props` (the server root, not `/v1`), or {}
+    when the server has none to give; asked once per process and server."""
+    key = (os.getpid(), base_url)
+    if key not in _template_caps:
+        root = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
+        caps = {}
+        try:
+            raw = client.get(f"{root}/props", cast_to=httpx2.Response)
+            caps = json.loads(raw.content).get("chat_template_caps") or {}
+        except (openai.APIError, ValueError, AttributeError):
+            pass  # not llama.cpp after all, or an older one: nothing it can tell us
+        _template_caps[key] = caps if isinstance(caps, dict) else {}
+    return _template_caps[key]
+
 
 def _written_call(name):
     """A tool call written out as text: `"name": "kb_search"` (JSON) or `kb_search(` (code)."""
@@ -241,6 +259,8 @@ class OpenAIChatAgent(PreparedAgent):
                 raise AgentCallError(f"{self.model}: the response has no message") from None
             transcript["finish_reasons"].append(choice.get("finish_reason"))
             transcript["warnings"] += self._warnings(turns, choice, message)
+            if turns == 1 and self.tool_specs and not message.get("tool_calls"):
+                transcript["warnings"] += self._template_warnings(client, response)
             if not message.get("tool_calls"):
                 transcript["output"] = message.get("content")
                 transcript["finish_reason"] = choice.get("finish_reason")
@@ -308,6 +328,22 @@ class OpenAIChatAgent(PreparedAgent):
                 "tool call; it ignores tool_choice or cannot use tools"
             )
         return warnings
+
+    def _template_warnings(self, client, response):
+        """llama.cpp drops the tools without a word when the model's chat template has none:
+        the reply looks like any other. The server does say so, in `GET /props`
+        (`chat_template_caps.supports_tool_calls`), so when a reply carries llama.cpp's
+        `timings` and no tool call, ask it (once per process and server)."""
+        if "timings" not in response:
+            return []
+        caps = llama_template_caps(client, self.config["base_url"])
+        if caps.get("supports_tool_calls") is not False:
+            return []
+        return [
+            "tools were offered but the server reports that its chat template cannot call "
+            "tools (llama.cpp /props: supports_tool_calls false), so the model was never shown "
+            "them: use a model whose template has tools, or a --chat-template that does"
+        ]
 
     def _complete(self, client, body):
         """One chat completion, as the JSON dict the endpoint sent.

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from agents.adapters import AgentCallError, call_agent, prepare, validate_config
+from agents.adapters import AgentCallError, call_agent, openai_chat, prepare, validate_config
 from agents.adapters.replay import read_jsonl
 from agents.models import AgentVersion, Tool
 from tests.support import factories
@@ -354,6 +354,44 @@ def test_openai_chat_warns_on_a_tool_calls_finish_without_calls(llm_server, tool
     llm_server.script([Reply(content="", finish_reason="tool_calls")])
     transcript = call_agent(version("openai_chat", chat_config(llm_server), tools=[tools[0]]), CASE)
     assert "finish_reason tool_calls but sent no tool calls" in transcript["warnings"][0]
+
+
+@pytest.fixture(autouse=True)
+def fresh_template_caps():
+    # What a server said of its chat template is kept per process and base URL; a test's
+    # loopback port may be an earlier test's.
+    openai_chat._template_caps.clear()
+
+
+LLAMA_PROPS_NO_TOOLS = {
+    "chat_template_caps": {"supports_tool_calls": False, "supports_tools": False},
+    "model_alias": "agent-model",
+}
+
+
+def test_openai_chat_warns_when_llama_cpp_reports_its_template_cannot_call_tools(llm_server, tools):
+    # What llama.cpp does with a chat template without tools: drops them and answers as if
+    # none were offered; only its /props says so.
+    llm_server.llama_props = LLAMA_PROPS_NO_TOOLS
+    llm_server.script([Reply(content="Shipping takes 5 days.")])
+    transcript = call_agent(version("openai_chat", chat_config(llm_server), tools=[tools[0]]), CASE)
+    [warning] = transcript["warnings"]
+    assert "its chat template cannot call tools" in warning
+    assert ("GET", "/props") in [(method, path) for method, path, _ in llm_server.log]
+
+
+def test_openai_chat_asks_nothing_more_of_a_server_that_is_not_llama_cpp(llm_server, tools):
+    llm_server.script([Reply(content="Shipping takes 5 days.")])
+    transcript = call_agent(version("openai_chat", chat_config(llm_server), tools=[tools[0]]), CASE)
+    assert transcript["warnings"] == []
+    assert [path for _, path, _ in llm_server.log] == ["/v1/chat/completions"]
+
+
+def test_openai_chat_does_not_warn_when_llama_cpp_can_call_tools(llm_server, tools):
+    llm_server.llama_props = {"chat_template_caps": {"supports_tool_calls": True}}
+    llm_server.script([Reply(content="Shipping takes 5 days.")])
+    transcript = call_agent(version("openai_chat", chat_config(llm_server), tools=[tools[0]]), CASE)
+    assert transcript["warnings"] == []
 
 
 def test_openai_chat_names_a_server_that_refuses_tools(llm_server, tools):
