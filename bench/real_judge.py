@@ -195,6 +195,8 @@ def run_adapter(users, count):
             f"{len(transcript.get('tool_calls') or [])} tool calls, "
             f"{transcript.get('turns')} turns, {transcript['latency_ms'] / 1000:.1f} s"
         )
+        output = str(transcript.get("output") or "")
+        print(f"      output: {output[:70]!r}{'...' if len(output) > 70 else ''}")
         for warning in transcript.get("warnings", []):
             print(f"      warning: {warning}")
 
