@@ -173,13 +173,6 @@ class Faithfulness(ModelCheck):
             return f"no contexts to check the answer against ({where})"
         return super().missing_input(params, case, transcript)
 
-    def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
-        # An empty answer addresses nothing: 0, with or without a judge (not a skip, which
-        # would let an agent that says nothing leave the check unscored).
-        if question_text(case) is not None and is_empty_answer(transcript):
-            return scored(0.0, "the answer is empty", {"answer": transcript["output"]})
-        return super().evaluate(params, case, transcript, judge)
-
     def judge_case(self, params, case, transcript, session) -> CheckVerdict:
         extracted = extract_claims(session, case, transcript)
         claims = extracted["claims"]

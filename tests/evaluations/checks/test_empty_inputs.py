@@ -196,3 +196,10 @@ def test_a_params_error_names_the_field_that_is_missing(kind, params, field):
     with pytest.raises(ParamsError) as error:
         validate_params(kind, params)
     assert (error.value.field, error.value.message) == (field, "is required")
+
+
+def test_an_empty_answer_is_not_a_faithfulness_verdict():
+    # Faithfulness keeps its rule: an answer with no claims is skipped (RAGAS NaN).
+    judge = ScriptedJudge({"rag.claims": [{"claims": [], "reason": "", "noncommittal": False}]})
+    verdict = evaluate("faithfulness", {}, CASE, {"output": "", "contexts": ["x"]}, judge)
+    assert verdict.outcome == "skipped"
