@@ -14,9 +14,11 @@ Each answer's `finish_reason` is recorded (`finish_reasons`, one per turn; `fini
 last), and `warnings` lists what a person should know before trusting the transcript: an answer
 cut off at the token limit (`length`), and tools offered to a server that shows it could not
 use them (a `tool_calls` finish with no calls, an answer that writes an offered tool's call as
-text, `tool_choice: "required"` answered without a call). A server that refuses the tools
-outright (llama.cpp without `--jinja`: "tools param requires --jinja flag") fails the call
-with that reason. Self-hosted servers: docs/judges.md.
+text, `tool_choice: "required"` answered without a call, or llama.cpp saying in `GET /props`
+that the model's chat template cannot call tools, which it otherwise drops without a word;
+none with `tool_choice: "none"`). A server that refuses the tools outright (llama.cpp without
+`--jinja`: "tools param requires --jinja flag") fails the call with that reason. Self-hosted
+servers: docs/judges.md.
 
 Config (docs/adapters.md):
 
@@ -259,7 +261,7 @@ class OpenAIChatAgent(PreparedAgent):
                 raise AgentCallError(f"{self.model}: the response has no message") from None
             transcript["finish_reasons"].append(choice.get("finish_reason"))
             transcript["warnings"] += self._warnings(turns, choice, message)
-            if turns == 1 and self.tool_specs and not message.get("tool_calls"):
+            if turns == 1 and self._expects_tools() and not message.get("tool_calls"):
                 transcript["warnings"] += self._template_warnings(client, response)
             if not message.get("tool_calls"):
                 transcript["output"] = message.get("content")
@@ -286,6 +288,9 @@ class OpenAIChatAgent(PreparedAgent):
             transcript["cost_usd"] = cost
         return transcript
 
+    def _expects_tools(self):
+        return bool(self.tool_specs) and self.config.get("tool_choice") != "none"
+
     def _warnings(self, turn, choice, message):
         """What this answer says about the server, in words a person reads on the trial page.
 
@@ -302,7 +307,7 @@ class OpenAIChatAgent(PreparedAgent):
                 f"answer {turn} was cut off at the token limit (finish_reason length"
                 + (f", max_tokens {cap})" if cap else ", the server's own cap)")
             )
-        if not self.tool_specs or message.get("tool_calls"):
+        if not self._expects_tools() or message.get("tool_calls"):
             return warnings
         if finish == "tool_calls":
             warnings.append(

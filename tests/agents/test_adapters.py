@@ -387,6 +387,14 @@ def test_openai_chat_asks_nothing_more_of_a_server_that_is_not_llama_cpp(llm_ser
     assert [path for _, path, _ in llm_server.log] == ["/v1/chat/completions"]
 
 
+def test_openai_chat_does_not_warn_about_tools_it_told_the_model_not_to_use(llm_server, tools):
+    llm_server.llama_props = LLAMA_PROPS_NO_TOOLS
+    llm_server.script([Reply(content='{"name": "kb_search"}')])
+    config = chat_config(llm_server, tool_choice="none")
+    transcript = call_agent(version("openai_chat", config, tools=[tools[0]]), CASE)
+    assert transcript["warnings"] == []
+
+
 def test_openai_chat_does_not_warn_when_llama_cpp_can_call_tools(llm_server, tools):
     llm_server.llama_props = {"chat_template_caps": {"supports_tool_calls": True}}
     llm_server.script([Reply(content="Shipping takes 5 days.")])
