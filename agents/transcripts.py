@@ -17,6 +17,11 @@ string it is. ``denied`` is the adapter's boolean: only ``true`` says the policy
 call. Anything else is a ValueError: a bare string is not read as a name, because a string where
 a list belongs would otherwise become one "call" per character (``"tool_calls": "email.send"``
 once passed a forbidden-tool guardrail that way).
+
+What a case EXPECTS (``expected_tools``, ``expected.trajectory``, ``tools_used``'s
+``params.tools``) is read by ``read_expected_calls``, which also takes a plain string inside
+the list as a name-only call (``["kb.search", {"name": "orders.lookup", ...}]``, as
+docs/checks.md promises). A transcript is never read that way: what an agent did stays strict.
 """
 
 from __future__ import annotations
@@ -70,6 +75,22 @@ def read_calls(value: Any, what: str) -> list[ToolCall]:
     if not isinstance(value, list):
         raise ValueError(f"{what} must be a list of tool calls, got {type(value).__name__}")
     return [read_call(item) for item in value]
+
+
+def read_expected_calls(value: Any, what: str) -> list[ToolCall]:
+    """Expected calls as ToolCalls: a list whose items are calls or plain tool names (a name-only
+    call). ValueError for anything else, a bare string where the list belongs included."""
+    if not isinstance(value, list):
+        raise ValueError(f"{what} must be a list of tool calls, got {type(value).__name__}")
+    calls = []
+    for item in value:
+        if isinstance(item, str):
+            if not item:
+                raise ValueError("a tool name is empty")
+            calls.append(ToolCall(name=item))
+        else:
+            calls.append(read_call(item))
+    return calls
 
 
 def tool_calls(transcript: Mapping) -> list[ToolCall] | None:

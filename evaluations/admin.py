@@ -656,6 +656,7 @@ class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ["status"]
     list_select_related = RUN_RELATED + ["case__dataset"]
     search_fields = ["case__key"]
+    readonly_fields = ["transcript_warnings"]
     inlines = [CheckResultInline]
 
     @admin.display(description="agent cost", ordering="cost_usd")
@@ -666,6 +667,20 @@ class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(run__in=Run.objects.for_user(request.user))
+
+    def get_fields(self, request, obj=None):
+        fields = [f for f in super().get_fields(request, obj) if f != "transcript_warnings"]
+        at = fields.index("transcript") if "transcript" in fields else len(fields)
+        return [*fields[:at], "transcript_warnings", *fields[at:]]
+
+    @admin.display(description="Warnings")
+    def transcript_warnings(self, obj):
+        """What the adapter warned about (`openai_chat`: a cut-off answer, a server that cannot
+        pass tools), shown above the transcript so nobody trusts it without reading them."""
+        warnings = (obj.transcript or {}).get("warnings") if obj else None
+        if not isinstance(warnings, list) or not warnings:
+            return "none"
+        return format_html_join(mark_safe("<br>"), "⚠ {}", ((str(w),) for w in warnings))
 
 
 @admin.register(CheckResult)

@@ -1,4 +1,8 @@
-"""CreateDraftVersion: a Builder adds a new draft version of an agent."""
+"""CreateDraftVersion: a Builder adds a new draft version of an agent, with its tools.
+
+The admin's add form and `POST /api/v1/versions/` (tools and denied tools by name) both create
+drafts here, so both are checked and audited the same way; the audit entry names the tools.
+"""
 
 from django.db.models import Max
 
@@ -52,6 +56,15 @@ class CreateDraftVersion(Action):
                 "number": version.number,
                 "adapter": version.adapter,
                 "config_hash": version.config_hash,
+                **tool_names(version),
             },
         )
         return version
+
+
+def tool_names(version):
+    """The version's tool policy as the audit log records it: sorted tool names."""
+    return {
+        "tools": sorted(tool.name for tool in version.tools.all()),
+        "denied_tools": sorted(tool.name for tool in version.denied_tools.all()),
+    }

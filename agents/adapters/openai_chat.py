@@ -10,11 +10,21 @@ model like the others, so that a model that reaches for one is seen doing so, bu
 never executes them: the model gets a refusal as the tool result, and the call is recorded
 with `"denied": true` (seed 003: an intentionally denied call is proof a boundary worked).
 
+Each answer's `finish_reason` is recorded (`finish_reasons`, one per turn; `finish_reason`, the
+last), and `warnings` lists what a person should know before trusting the transcript: an answer
+cut off at the token limit (`length`), and tools offered to a server that shows it could not
+use them (a `tool_calls` finish with no calls, an answer that writes an offered tool's call as
+text, `tool_choice: "required"` answered without a call, or llama.cpp saying in `GET /props`
+that the model's chat template cannot call tools, which it otherwise drops without a word;
+none with `tool_choice: "none"`). A server that refuses the tools outright (llama.cpp without
+`--jinja`: "tools param requires --jinja flag") fails the call with that reason. Self-hosted
+servers: docs/judges.md.
+
 Config (docs/adapters.md):
 
     {"base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini",
      "api_key": {"env": "OPENAI_API_KEY"}, "system_prompt": "...", "temperature": 0,
-     "max_turns": 8, "timeout": 60, "max_retries": 2,
+     "max_tokens": 1024, "tool_choice": "auto", "max_turns": 8, "timeout": 60, "max_retries": 2,
      "tools": {"kb.search": {"callable": "pkg.tools.search"},
                "orders.lookup": {"url": "https://tools.internal/orders", "headers": {...}}}}
 """
@@ -72,6 +82,20 @@ SCHEMA = {
         "system_prompt": {"type": "string"},
         "temperature": {"type": "number", "minimum": 0, "maximum": 2},
         "seed": {"type": "integer"},
+        # Sent as `max_tokens`, the completion cap every OpenAI-compatible server reads.
+        "max_tokens": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+        # "auto" (the servers' default), "none", "required", or one tool by its Sherlock name.
+        "tool_choice": {
+            "oneOf": [
+                {"enum": ["auto", "none", "required"]},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["name"],
+                    "properties": {"name": {"type": "string", "minLength": 1}},
+                },
+            ]
+        },
         "max_turns": {"type": "integer", "minimum": 1, "maximum": 50},
         "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
         "max_retries": {"type": "integer", "minimum": 0, "maximum": 10},
@@ -120,6 +144,31 @@ def sdk_client(base_url, api_key, timeout, max_retries):
 
 _WIRE_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
+_template_caps = {}
+
+
+def llama_template_caps(client, base_url):
+    """llama.cpp's `chat_template_caps` from `GET /props` (the server root, not `/v1`), or {}
+    when the server has none to give; asked once per process and server."""
+    key = (os.getpid(), base_url)
+    if key not in _template_caps:
+        root = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
+        caps = {}
+        try:
+            raw = client.get(f"{root}/props", cast_to=httpx2.Response)
+            caps = json.loads(raw.content).get("chat_template_caps") or {}
+        except (openai.APIError, ValueError, AttributeError):
+            pass  # not llama.cpp after all, or an older one: nothing it can tell us
+        _template_caps[key] = caps if isinstance(caps, dict) else {}
+    return _template_caps[key]
+
+
+def _written_call(name):
+    """A tool call written out as text: `"name": "kb_search"` (JSON) or `kb_search(` (code)."""
+    quoted = re.escape(name)
+    as_json = rf"""["']?name["']?\s*[:=]\s*["']?{quoted}(?![\w.-])"""
+    return re.compile(rf"{as_json}|(?<![\w.]){quoted}\s*\(")
+
 
 class OpenAIChatAgent(PreparedAgent):
     """The prepared chat loop: tools listed once per version, executors imported once."""
@@ -152,6 +201,15 @@ class OpenAIChatAgent(PreparedAgent):
                     },
                 }
             )
+        self.tool_choice = config.get("tool_choice")
+        if isinstance(self.tool_choice, dict):
+            wire = {v: k for k, v in self.by_wire_name.items()}.get(self.tool_choice["name"])
+            if wire is None:
+                raise AgentCallError(
+                    f"config.tool_choice.name: {self.tool_choice['name']!r} is not a tool of "
+                    "this version"
+                )
+            self.tool_choice = {"type": "function", "function": {"name": wire}}
         self.executors = {}
         for name, executor in (config.get("tools") or {}).items():
             if "callable" in executor:
@@ -178,13 +236,15 @@ class OpenAIChatAgent(PreparedAgent):
             messages.append({"role": "system", "content": self.config["system_prompt"]})
         messages.append({"role": "user", "content": case_text(case)})
         request = {"model": self.model}
-        for name in ("temperature", "seed"):
+        for name in ("temperature", "seed", "max_tokens"):
             if name in self.config:
                 request[name] = self.config[name]
         if self.tool_specs:
             request["tools"] = self.tool_specs
+            if self.tool_choice is not None:
+                request["tool_choice"] = self.tool_choice
         tool_calls, usage, cost, turns = [], {"prompt_tokens": 0, "completion_tokens": 0}, None, 0
-        transcript = {"model": self.model}
+        transcript = {"model": self.model, "finish_reasons": [], "warnings": []}
         while True:
             turns += 1
             response = self._complete(client, {**request, "messages": messages})
@@ -199,6 +259,10 @@ class OpenAIChatAgent(PreparedAgent):
                 message = choice["message"]
             except (KeyError, IndexError, TypeError):
                 raise AgentCallError(f"{self.model}: the response has no message") from None
+            transcript["finish_reasons"].append(choice.get("finish_reason"))
+            transcript["warnings"] += self._warnings(turns, choice, message)
+            if turns == 1 and self._expects_tools() and not message.get("tool_calls"):
+                transcript["warnings"] += self._template_warnings(client, response)
             if not message.get("tool_calls"):
                 transcript["output"] = message.get("content")
                 transcript["finish_reason"] = choice.get("finish_reason")
@@ -224,6 +288,68 @@ class OpenAIChatAgent(PreparedAgent):
             transcript["cost_usd"] = cost
         return transcript
 
+    def _expects_tools(self):
+        return bool(self.tool_specs) and self.config.get("tool_choice") != "none"
+
+    def _warnings(self, turn, choice, message):
+        """What this answer says about the server, in words a person reads on the trial page.
+
+        Only what the reply shows: a model that simply chose not to call a tool gets no
+        warning, but a `tool_calls` finish without calls, a call written out as text naming an
+        offered tool, or `tool_choice: "required"` answered without one are the marks of a
+        server (or chat template) that cannot pass tools through.
+        """
+        warnings = []
+        finish = choice.get("finish_reason")
+        if finish == "length":
+            cap = self.config.get("max_tokens")
+            warnings.append(
+                f"answer {turn} was cut off at the token limit (finish_reason length"
+                + (f", max_tokens {cap})" if cap else ", the server's own cap)")
+            )
+        if not self._expects_tools() or message.get("tool_calls"):
+            return warnings
+        if finish == "tool_calls":
+            warnings.append(
+                f"answer {turn}: the server reported finish_reason tool_calls but sent no tool "
+                "calls; it may not support tools for this model"
+            )
+        content = message.get("content")
+        if isinstance(content, str):
+            written = sorted(
+                name
+                for wire, name in self.by_wire_name.items()
+                if any(_written_call(spelling).search(content) for spelling in {wire, name})
+            )
+            if written:
+                warnings.append(
+                    f"answer {turn}: tools were offered but the server returned no tool calls; "
+                    f"the answer writes a call to {', '.join(written)} as text, so the server "
+                    "(or its chat template) does not pass tool calls through"
+                )
+        if self.config.get("tool_choice") == "required":
+            warnings.append(
+                f"answer {turn}: tool_choice is required but the server answered without a "
+                "tool call; it ignores tool_choice or cannot use tools"
+            )
+        return warnings
+
+    def _template_warnings(self, client, response):
+        """llama.cpp drops the tools without a word when the model's chat template has none:
+        the reply looks like any other. The server does say so, in `GET /props`
+        (`chat_template_caps.supports_tool_calls`), so when a reply carries llama.cpp's
+        `timings` and no tool call, ask it (once per process and server)."""
+        if "timings" not in response:
+            return []
+        caps = llama_template_caps(client, self.config["base_url"])
+        if caps.get("supports_tool_calls") is not False:
+            return []
+        return [
+            "tools were offered but the server reports that its chat template cannot call "
+            "tools (llama.cpp /props: supports_tool_calls false), so the model was never shown "
+            "them: use a model whose template has tools, or a --chat-template that does"
+        ]
+
     def _complete(self, client, body):
         """One chat completion, as the JSON dict the endpoint sent.
 
@@ -235,6 +361,13 @@ class OpenAIChatAgent(PreparedAgent):
         try:
             raw = client.post("/chat/completions", body=body, cast_to=httpx2.Response)
             response = json.loads(raw.content)
+        except openai.APIStatusError as exc:
+            where = f"{self.model} at {self.config['base_url']}"
+            if body.get("tools") and "tool" in str(exc).lower():
+                raise AgentCallError(
+                    f"{where} cannot use the tools offered (the server refused them: {exc})"
+                ) from exc
+            raise AgentCallError(f"{where}: {exc}") from exc
         except openai.APIError as exc:
             raise AgentCallError(f"{self.model} at {self.config['base_url']}: {exc}") from exc
         except ValueError as exc:

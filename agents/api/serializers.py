@@ -5,7 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.choices import Adapter
-from agents.models import Agent, AgentVersion
+from agents.models import Agent, AgentVersion, Tool
 
 
 class AgentSerializer(serializers.ModelSerializer):
@@ -28,6 +28,8 @@ class AgentVersionSerializer(serializers.ModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     is_live = serializers.SerializerMethodField()
+    tools = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+    denied_tools = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
 
     class Meta:
         model = AgentVersion
@@ -40,6 +42,8 @@ class AgentVersionSerializer(serializers.ModelSerializer):
             "adapter",
             "config",
             "config_hash",
+            "tools",
+            "denied_tools",
             "notes",
             "created_by",
             "created_at",
@@ -59,8 +63,41 @@ class VisibleAgentField(serializers.SlugRelatedField):
         return Agent.objects.for_user(self.context["request"].user, "view")
 
 
-class AgentVersionInputSerializer(serializers.Serializer):
+def tool_names_field(help_text):
+    """Tools named by `Tool.name`; an unknown name is refused naming it (a typo would otherwise
+    leave a tool unoffered, or a high-impact tool undenied)."""
+    return serializers.SlugRelatedField(
+        slug_field="name",
+        queryset=Tool.objects.all(),
+        many=True,
+        required=False,
+        help_text=help_text,
+        error_messages={"does_not_exist": "no tool named {value!r}"},
+    )
+
+
+class ToolPolicyFields(serializers.Serializer):
+    tools = tool_names_field("Tools offered to the agent, by name.")
+    denied_tools = tool_names_field("High-impact tools this version's policy refuses, by name.")
+
+    def validate(self, attrs):
+        for name in ("tools", "denied_tools"):
+            names = [tool.name for tool in attrs.get(name, ())]
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            if repeated:
+                raise serializers.ValidationError({name: f"{repeated[0]!r} is listed twice"})
+        return attrs
+
+
+class AgentVersionInputSerializer(ToolPolicyFields):
     agent = VisibleAgentField(slug_field="slug")
     adapter = serializers.ChoiceField(choices=Adapter.choices)
     config = serializers.JSONField()
     notes = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class AgentVersionUpdateSerializer(ToolPolicyFields):
+    """What `PATCH` may change on a draft; fields left out stay as they are."""
+
+    config = serializers.JSONField(required=False)
+    notes = serializers.CharField(required=False, allow_blank=True)

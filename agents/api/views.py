@@ -1,7 +1,8 @@
 """The agents API: agents and their versions, listed through `for_user` (a user who may not
-see an object gets 404). Creating goes through the actions. The publishing verbs on a version
-(`request-publication`, `publish`, `retire`, `rollback`) are governance's and live in
-`governance.api.views`, under the same `/versions/{id}/` path."""
+see an object gets 404). Creating and changing go through the actions the admin calls
+(`CreateDraftVersion`, `UpdateDraftVersion`), tools and denied tools named by `Tool.name`.
+The publishing verbs on a version (`request-publication`, `publish`, `retire`, `rollback`)
+are governance's and live in `governance.api.views`, under the same `/versions/{id}/` path."""
 
 import django_filters
 from drf_spectacular.utils import extend_schema, extend_schema_view
@@ -10,17 +11,20 @@ from rest_framework.response import Response
 
 from agents.actions.create_agent import CreateAgent
 from agents.actions.create_draft_version import CreateDraftVersion
+from agents.actions.update_draft_version import UpdateDraftVersion
 from agents.api.serializers import (
     AgentInputSerializer,
     AgentSerializer,
     AgentVersionInputSerializer,
     AgentVersionSerializer,
+    AgentVersionUpdateSerializer,
 )
 from agents.choices import VersionState
 from agents.models import Agent, AgentVersion
 from sherlock.core.api import refusals
 
 REFUSED = refusals(400, 403)
+UPDATE_REFUSED = refusals(400, 403, 409)
 
 
 @extend_schema_view(
@@ -79,6 +83,7 @@ class AgentVersionViewSet(
         return (
             AgentVersion.objects.for_user(self.request.user, "view")
             .select_related("agent", "created_by")
+            .prefetch_related("tools", "denied_tools")
             .order_by("agent__slug", "-number")
         )
 
@@ -93,3 +98,18 @@ class AgentVersionViewSet(
         version = CreateDraftVersion(acting_user=request.user, **data.validated_data).execute()
         version = self.get_queryset().get(pk=version.pk)
         return Response(AgentVersionSerializer(version).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Change a draft's config, notes or tools (Builder)",
+        request=AgentVersionUpdateSerializer,
+        responses={200: AgentVersionSerializer, **UPDATE_REFUSED},
+    )
+    def partial_update(self, request, *args, **kwargs):
+        version = self.get_object()
+        data = AgentVersionUpdateSerializer(data=request.data, context={"request": request})
+        data.is_valid(raise_exception=True)
+        UpdateDraftVersion(
+            acting_user=request.user, version=version, **data.validated_data
+        ).execute()
+        version = self.get_queryset().get(pk=version.pk)
+        return Response(AgentVersionSerializer(version).data)

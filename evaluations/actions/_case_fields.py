@@ -10,6 +10,7 @@ with Sherlock's privileges (`agents.verifiers.spec.validate_verifier_spec`).
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from agents.transcripts import read_expected_calls
 from agents.verifiers.spec import InvalidVerifier, validate_verifier_spec
 from evaluations.choices import CheckMode
 from evaluations.models import Case, DatasetVersion
@@ -59,11 +60,16 @@ def validate_content(fields, checks):
         kind = _CASE_TYPES[name]
         if kind and not isinstance(value, kind):
             raise ActionInvalid(f"{name}: must be a JSON {kind.__name__}", field=name)
+    # A tool is a plain name ("kb.search") or a call ({"name", "arguments"}), read as
+    # tools_used reads it (agents.transcripts.read_expected_calls).
     for i, tool in enumerate(fields.get("expected_tools") or []):
-        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+        try:
+            read_expected_calls([tool], "expected_tools")
+        except ValueError:
             raise ActionInvalid(
-                f"expected_tools[{i}]: needs a tool name", field=f"expected_tools[{i}]"
-            )
+                f"expected_tools[{i}]: needs a tool name (a string, or an object with a name)",
+                field=f"expected_tools[{i}]",
+            ) from None
     if fields.get("outcome_check"):
         try:
             validate_verifier_spec(fields["outcome_check"])

@@ -143,7 +143,12 @@ def params_object(properties: dict, required: tuple = (), **extra) -> dict:
 def needed_when(key: str, field: str, value: Any) -> dict:
     """A params-schema clause: `key` is required when `field` is `value` (pair it with
     `only_when` in `clean`, so the key is refused otherwise)."""
-    return {"if": {"properties": {field: {"const": value}}}, "then": {"required": [key]}}
+    # `required` in the `if`: without it an absent `field` satisfies the condition, and a
+    # params object missing `field` was told that `key` is required instead.
+    return {
+        "if": {"properties": {field: {"const": value}}, "required": [field]},
+        "then": {"required": [key]},
+    }
 
 
 def only_when(params: dict, key: str, field: str, value: Any) -> None:

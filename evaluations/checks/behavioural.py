@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from agents.transcripts import ToolCall, read_calls, tool_calls
+from agents.transcripts import ToolCall, read_expected_calls, tool_calls
 
 from . import charts, tables
 from .base import (
@@ -308,6 +308,11 @@ class ToolsUsed(CheckKind):
     `subset` (default) or `exact`; `ignore` compares names only. Names may be glob patterns
     (`send_*`). `forbidden: true` passes when no listed tool was called (promptfoo
     `not-trajectory:tool-used`: none of them, not "not all of them"). Score 1/0.
+
+    An explicit empty list (`tools: []`, or the case's `expected_tools: []`) with `match:
+    exact` means "no tool may be called": it passes only when the transcript records no calls.
+    With another match it would pass whatever the agent did, so it is refused in params and
+    skipped from a case; an absent list is skipped (docs/checks.md, "Empty inputs").
     """
 
     kind = "tools_used"
@@ -318,7 +323,6 @@ class ToolsUsed(CheckKind):
         {
             "tools": {
                 "type": "array",
-                "minItems": 1,
                 "items": {
                     "oneOf": [
                         {"type": "string", "minLength": 1},
@@ -359,19 +363,40 @@ class ToolsUsed(CheckKind):
         # Store one shape: {"name"} or {"name", "arguments"}, whichever way the tool was given.
         if "tools" in params:
             params["tools"] = [{"name": t} if isinstance(t, str) else t for t in params["tools"]]
+            if not params["tools"] and (params["match"] != "exact" or params["forbidden"]):
+                raise ParamsError(
+                    "tools",
+                    "an empty list means no tool may be called, which needs match: exact "
+                    "(and not forbidden)",
+                )
         return params
 
     def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
-        wanted = params.get("tools") or case.get("expected_tools")
-        if wanted is None or wanted == []:
+        # params.tools, when given (even empty), wins over the case's list.
+        wanted = params["tools"] if "tools" in params else case.get("expected_tools")
+        if wanted is None:
             return skipped("no expected tools (set params.tools or the case's expected_tools)")
         try:
-            wanted = read_calls(wanted, "expected tools")
+            wanted = read_expected_calls(wanted, "expected tools")
         except ValueError as exc:
             return errored(f"expected tools are invalid: {exc}")
+        if not wanted and (params["match"] != "exact" or params["forbidden"]):
+            return skipped(
+                "the expected tools are an empty list: that scores only with match: exact "
+                "(no tool may be called)"
+            )
         calls, unscored = recorded_or_verdict(transcript, params)
         if unscored:
             return unscored
+        if not wanted:
+            called = [describe(c) for c in calls]
+            return binary(
+                not called,
+                f"tools called where none may be: {', '.join(called)}"
+                if called
+                else "no tool was called, as expected",
+                {"expected": [], "called": called},
+            )
 
         def matches(want, call):
             if not fnmatchcase(call.name, want.name):
@@ -418,7 +443,8 @@ class Trajectory(CheckKind):
     Empty sides: with no calls, precision is 0 (1 if the reference is empty too), so doing
     nothing never earns precision; an empty reference leaves recall undefined, so it is skipped;
     exact/in_order/any_order against an empty reference follow ADK (exact needs no calls).
-    `single_tool_use` asks only whether `tool_name` was called and needs no reference.
+    `single_tool_use` asks only whether `tool_name` was called and needs no reference. A
+    reference call may be a plain tool name (a name-only call).
     """
 
     kind = "trajectory"
@@ -464,7 +490,9 @@ class Trajectory(CheckKind):
         if metric != "single_tool_use" and reference is None:
             return skipped("the case has no reference trajectory (expected.trajectory)")
         try:
-            reference = read_calls(reference if reference is not None else [], "the reference")
+            reference = read_expected_calls(
+                reference if reference is not None else [], "the reference"
+            )
         except ValueError as exc:
             return errored(f"reference trajectory is invalid: {exc}")
         calls, unscored = recorded_or_verdict(transcript, params)

@@ -58,6 +58,24 @@ def reference_answer(case: dict) -> str | None:
     return None if value is None or as_text(value).strip() == "" else as_text(value)
 
 
+# --- empty inputs (docs/checks.md, "Empty inputs"): present but empty is not absent ---------
+
+NOTHING_RETRIEVED = "nothing was retrieved (transcript.contexts is empty): 0 recall"
+
+
+def retrieved_nothing(transcript: dict) -> bool:
+    """The agent reported its retrieval and it found nothing: `contexts` is a list (so not
+    absent) holding no text. Recall of nothing is 0, not unknown."""
+    contexts = transcript.get("contexts")
+    return isinstance(contexts, list) and not context_texts(contexts)
+
+
+def is_empty_answer(transcript: dict) -> bool:
+    """The agent answered with an empty (or blank) string: scored 0 for relevance."""
+    output = transcript.get("output")
+    return isinstance(output, str) and not output.strip()
+
+
 def numbered_contexts(contexts: list[str]) -> str:
     return "\n\n".join(f"[{i}] {text}" for i, text in enumerate(contexts, start=1))
 
@@ -207,8 +225,8 @@ class AnswerRelevance(ModelCheck):
     Statement verdicts (DeepEval's variant; no embedding model needed) read from the same
     claims answer faithfulness uses, so it costs no extra call. "idk" claims (background,
     unclear) count `idk_weight` (default 0.5; DeepEval counts them fully, weight 1). A
-    noncommittal answer ("I don't know") scores 0, as RAGAS does; an answer with no claims
-    otherwise is `skipped`.
+    noncommittal answer ("I don't know") scores 0, as RAGAS does, and so does an empty one
+    (`""`: no judge asked); an answer with no claims otherwise is `skipped`.
     """
 
     kind = "answer_relevance"
@@ -231,6 +249,13 @@ class AnswerRelevance(ModelCheck):
         if question_text(case) is None:
             return "the case has no input (question)"
         return super().missing_input(params, case, transcript)
+
+    def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
+        # An empty answer addresses nothing: 0, with or without a judge (not a skip, which
+        # would let an agent that says nothing leave the check unscored).
+        if question_text(case) is not None and is_empty_answer(transcript):
+            return scored(0.0, "the answer is empty", {"answer": transcript["output"]})
+        return super().evaluate(params, case, transcript, judge)
 
     def judge_case(self, params, case, transcript, session) -> CheckVerdict:
         extracted = extract_claims(session, case, transcript)
@@ -339,7 +364,8 @@ class ContextRecall(ModelCheck):
 
     One call, RAGAS LLMContextRecall: the judge splits the reference answer into statements and
     attributes each to the contexts or not. No reference answer, or none of its statements
-    found, is `skipped` (RAGAS NaN), never 1.
+    found, is `skipped` (RAGAS NaN), never 1. An explicit empty retrieval (`contexts: []`, or
+    only blank contexts) found nothing: 0, no judge asked; absent `contexts` is skipped.
     """
 
     kind = "context_recall"
@@ -354,6 +380,11 @@ class ContextRecall(ModelCheck):
         if reference_answer(case) is None:
             return "the case has no reference answer (expected.output)"
         return None
+
+    def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
+        if retrieved_nothing(transcript) and reference_answer(case) is not None:
+            return scored(0.0, NOTHING_RETRIEVED, {"contexts": transcript["contexts"]})
+        return super().evaluate(params, case, transcript, judge)
 
     def judge_case(self, params, case, transcript, session) -> CheckVerdict:
         data = session.ask(
@@ -466,7 +497,8 @@ class AnswerRelevanceOverlap(CheckKind):
     the question, `auto` means rouge1 recall, the share of the question's words the answer takes
     up, in any order: an answer is longer than its question and rarely repeats it in order.
     Words are Unicode word characters, case-folded; there is no stemming or stop-word list.
-    Cheap and crude: it rewards shared wording, not meaning.
+    Cheap and crude: it rewards shared wording, not meaning. An empty answer (no words) scores
+    0; a missing output or target is skipped.
     """
 
     kind = "answer_relevance_overlap"
@@ -508,9 +540,12 @@ class AnswerRelevanceOverlap(CheckKind):
                 )
             )
         answer, target_words = words(as_text(transcript["output"])), words(target)
-        if not answer or not target_words:
-            return skipped(
-                "no words to compare in the " + ("answer" if not answer else params["against"])
+        if not target_words:
+            return skipped(f"no words to compare in the {params['against']}")
+        if not answer:
+            # An empty answer shares nothing with its target: 0, not a skip.
+            return scored(
+                0.0, "the answer has no words: no overlap", {"answer": transcript["output"]}
             )
         by_reference = params["against"] == "reference"
         measure, mode = params["measure"], params["mode"]
@@ -591,7 +626,8 @@ class ContextRecallOverlap(ContextOverlap):
     retrieved context resembles (similarity >= `similarity_threshold`).
 
     RAGAS uses `>` here but `>=` for precision, so a pair at exactly 0.5 counts for one and not
-    the other; we use `>=` for both (evaluators.md §3.4 spec note).
+    the other; we use `>=` for both (evaluators.md §3.4 spec note). An explicit empty retrieval
+    (`contexts: []`) scores 0, as for `context_recall`.
     """
 
     kind = "context_recall_overlap"
@@ -599,6 +635,8 @@ class ContextRecallOverlap(ContextOverlap):
     params_schema = params_object({"similarity_threshold": _THRESHOLD})
 
     def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
+        if retrieved_nothing(transcript) and context_texts(case.get("contexts")):
+            return scored(0.0, NOTHING_RETRIEVED, {"contexts": transcript["contexts"]})
         loaded = self.pairs(params, case, transcript)
         if isinstance(loaded, CheckVerdict):
             return loaded

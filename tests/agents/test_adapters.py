@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from agents.adapters import AgentCallError, call_agent, prepare, validate_config
+from agents.adapters import AgentCallError, call_agent, openai_chat, prepare, validate_config
 from agents.adapters.replay import read_jsonl
 from agents.models import AgentVersion, Tool
 from tests.support import factories
-from tests.support.llm_server import Reply, server_error, tool_call
+from tests.support.llm_server import Fault, Reply, server_error, tool_call
 from tests.support.loopback_agent import LoopbackAgent
 
 CASE = {
@@ -62,6 +62,16 @@ def version(adapter, config, tools=(), denied=()):
         ),
         ("openai_chat", {"base_url": "http://llm/v1"}, "config.model: is required"),
         ("openai_chat", {"base_url": "http://x", "model": "m", "max_turns": 0}, "config.max_turns"),
+        (
+            "openai_chat",
+            {"base_url": "http://x", "model": "m", "max_tokens": 0},
+            "config.max_tokens",
+        ),
+        (
+            "openai_chat",
+            {"base_url": "http://x", "model": "m", "tool_choice": "always"},
+            "config.tool_choice",
+        ),
         (
             "openai_chat",
             {"base_url": "http://llm/v1", "model": "m", "api_key": "sk-live-123"},
@@ -287,6 +297,133 @@ def test_openai_chat_endpoint_failure_is_an_agent_error(llm_server, db):
     agent = version("openai_chat", chat_config(llm_server, tools={}))
     with pytest.raises(AgentCallError, match="agent-model"):
         call_agent(agent, CASE)
+
+
+def test_openai_chat_records_each_finish_reason_and_no_warning_for_a_plain_answer(
+    llm_server, tools
+):
+    llm_server.script([tool_call("kb_search", {"query": "refund"}), Reply(content="3 days.")])
+    agent = version("openai_chat", chat_config(llm_server), tools=[tools[0]])
+    transcript = call_agent(agent, CASE)
+    assert transcript["finish_reasons"] == ["tool_calls", "stop"]
+    assert transcript["finish_reason"] == "stop"
+    assert transcript["warnings"] == []
+
+
+def test_openai_chat_warns_when_the_answer_was_cut_off(llm_server, tools):
+    llm_server.script([Reply(content="Refunds take three busi", finish_reason="length")])
+    config = chat_config(llm_server, max_tokens=5, tool_choice="auto")
+    transcript = call_agent(version("openai_chat", config, tools=[tools[0]]), CASE)
+    assert transcript["finish_reason"] == "length"
+    assert transcript["warnings"] == [
+        "answer 1 was cut off at the token limit (finish_reason length, max_tokens 5)"
+    ]
+    [request] = llm_server.requests
+    assert request["max_tokens"] == 5 and request["tool_choice"] == "auto"
+
+
+def test_openai_chat_warns_when_the_server_writes_a_tool_call_as_text(llm_server, tools):
+    # What a server whose chat template lacks tools sends: the call as text, no tool_calls.
+    text = '```json\n{"name": "kb_search", "arguments": {"query": "refund"}}\n```'
+    llm_server.script([Reply(content=text)])
+    transcript = call_agent(version("openai_chat", chat_config(llm_server), tools=[tools[0]]), CASE)
+    assert transcript["tool_calls"] == []
+    [warning] = transcript["warnings"]
+    assert "tools were offered but the server returned no tool calls" in warning
+    assert "kb.search" in warning
+
+
+def test_openai_chat_does_not_warn_when_the_model_just_answers_without_a_tool(llm_server, tools):
+    llm_server.script([Reply(content="Use the kb_search page; refunds take 3 days.")])
+    transcript = call_agent(version("openai_chat", chat_config(llm_server), tools=[tools[0]]), CASE)
+    assert transcript["warnings"] == []
+
+
+def test_openai_chat_warns_when_a_required_tool_call_does_not_come(llm_server, tools):
+    llm_server.script([Reply(content="Refunds take 3 days.")])
+    config = chat_config(llm_server, tool_choice="required")
+    transcript = call_agent(version("openai_chat", config, tools=[tools[0]]), CASE)
+    assert llm_server.requests[0]["tool_choice"] == "required"
+    assert (
+        "tool_choice is required but the server answered without a tool call"
+        in (transcript["warnings"][0])
+    )
+
+
+def test_openai_chat_warns_on_a_tool_calls_finish_without_calls(llm_server, tools):
+    llm_server.script([Reply(content="", finish_reason="tool_calls")])
+    transcript = call_agent(version("openai_chat", chat_config(llm_server), tools=[tools[0]]), CASE)
+    assert "finish_reason tool_calls but sent no tool calls" in transcript["warnings"][0]
+
+
+@pytest.fixture(autouse=True)
+def fresh_template_caps():
+    # What a server said of its chat template is kept per process and base URL; a test's
+    # loopback port may be an earlier test's.
+    openai_chat._template_caps.clear()
+
+
+LLAMA_PROPS_NO_TOOLS = {
+    "chat_template_caps": {"supports_tool_calls": False, "supports_tools": False},
+    "model_alias": "agent-model",
+}
+
+
+def test_openai_chat_warns_when_llama_cpp_reports_its_template_cannot_call_tools(llm_server, tools):
+    # What llama.cpp does with a chat template without tools: drops them and answers as if
+    # none were offered; only its /props says so.
+    llm_server.llama_props = LLAMA_PROPS_NO_TOOLS
+    llm_server.script([Reply(content="Shipping takes 5 days.")])
+    transcript = call_agent(version("openai_chat", chat_config(llm_server), tools=[tools[0]]), CASE)
+    [warning] = transcript["warnings"]
+    assert "its chat template cannot call tools" in warning
+    assert ("GET", "/props") in [(method, path) for method, path, _ in llm_server.log]
+
+
+def test_openai_chat_asks_nothing_more_of_a_server_that_is_not_llama_cpp(llm_server, tools):
+    llm_server.script([Reply(content="Shipping takes 5 days.")])
+    transcript = call_agent(version("openai_chat", chat_config(llm_server), tools=[tools[0]]), CASE)
+    assert transcript["warnings"] == []
+    assert [path for _, path, _ in llm_server.log] == ["/v1/chat/completions"]
+
+
+def test_openai_chat_does_not_warn_about_tools_it_told_the_model_not_to_use(llm_server, tools):
+    llm_server.llama_props = LLAMA_PROPS_NO_TOOLS
+    llm_server.script([Reply(content='{"name": "kb_search"}')])
+    config = chat_config(llm_server, tool_choice="none")
+    transcript = call_agent(version("openai_chat", config, tools=[tools[0]]), CASE)
+    assert transcript["warnings"] == []
+
+
+def test_openai_chat_does_not_warn_when_llama_cpp_can_call_tools(llm_server, tools):
+    llm_server.llama_props = {"chat_template_caps": {"supports_tool_calls": True}}
+    llm_server.script([Reply(content="Shipping takes 5 days.")])
+    transcript = call_agent(version("openai_chat", chat_config(llm_server), tools=[tools[0]]), CASE)
+    assert transcript["warnings"] == []
+
+
+def test_openai_chat_names_a_server_that_refuses_tools(llm_server, tools):
+    # llama.cpp started without --jinja answers a request with tools this way.
+    llm_server.script([Fault(status=500, message="tools param requires --jinja flag")])
+    agent = version("openai_chat", chat_config(llm_server), tools=[tools[0]])
+    with pytest.raises(AgentCallError, match="cannot use the tools offered.*--jinja"):
+        call_agent(agent, CASE)
+
+
+def test_openai_chat_sends_a_named_tool_choice_by_its_wire_name(llm_server, tools):
+    llm_server.script([tool_call("kb_search", {"query": "x"}), Reply(content="Done.")])
+    config = chat_config(llm_server, tool_choice={"name": "kb.search"})
+    call_agent(version("openai_chat", config, tools=[tools[0]]), CASE)
+    assert llm_server.requests[0]["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "kb_search"},
+    }
+
+
+def test_openai_chat_refuses_a_tool_choice_the_version_does_not_offer(llm_server, tools):
+    config = chat_config(llm_server, tool_choice={"name": "orders.lookup"})
+    with pytest.raises(AgentCallError, match="config.tool_choice.name"):
+        prepare(version("openai_chat", config, tools=[tools[0]]))
 
 
 # --- replay -----------------------------------------------------------------------------------

@@ -45,3 +45,33 @@ def test_a_person_watches_a_run_finish_and_reads_its_grid(server, browser):
     grid = page.inner_text("main")
     assert "completed" in grid and "2/2" in grid
     assert "Tools" in grid and "passed" in grid
+
+
+def test_a_person_reads_the_agents_warnings_on_the_trial_page(server, browser, tmp_path):
+    factories.user("root", is_superuser=True)
+    version = factories.agent_version()
+    dataset_version = factories.dataset_version(cases=[("greeting", "hello", {})])
+    run = Run.objects.create(agent_version=version, dataset_version=dataset_version)
+    case_version = dataset_version.case_versions.get()
+    warning = "answer 1 was cut off at the token limit (finish_reason length, max_tokens 5)"
+    trial = Trial.objects.create(
+        run=run,
+        case=case_version.case,
+        case_version=case_version,
+        repetition=1,
+        status="completed",
+        transcript={
+            "output": "Hello, how can I he",
+            "finish_reason": "length",
+            "warnings": [warning],
+        },
+    )
+
+    page = browser.new_page()
+    page.goto(f"{server}/admin/login/?next=/admin/evaluations/trial/{trial.pk}/change/")
+    page.fill("#id_username", "root")
+    page.fill("#id_password", factories.PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_selector("text=Warnings")
+    page.screenshot(path=str(tmp_path / "trial.png"), full_page=True)
+    assert warning in page.inner_text(".field-transcript_warnings")

@@ -284,6 +284,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") == "/v1/models":
             data = [{"id": owner.model, "object": "model", "created": 0, "owned_by": "sherlock"}]
             self._send(200, {"object": "list", "data": data})
+        elif self.path.rstrip("/") == "/props" and owner.llama_props is not None:
+            self._send(200, owner.llama_props)
         else:
             self._send(404, _error_body("Not found.", "invalid_request_error", None))
 
@@ -379,7 +381,9 @@ class LLMServer:
 
     `url` is the base URL for the SDK (`http://127.0.0.1:PORT/v1`). `latency` (seconds) is
     added to every answer and blocks only that request's thread. `model` is what the answers
-    and `/v1/models` name when the request does not say.
+    and `/v1/models` name when the request does not say. `llama_props`, when set, makes it
+    answer as llama.cpp's server does: `GET /props` (at the root, not under `/v1`) returns it,
+    and every completion carries llama.cpp's `timings`.
     """
 
     def __init__(
@@ -397,6 +401,7 @@ class LLMServer:
         self.default_responder = responder
         self.responder = responder
         self.model = model
+        self.llama_props: dict | None = None
         self.requests: list[dict] = []
         self.log: list[tuple[str, str, dict]] = []
         self.connections = 0  # TCP connections accepted: keep-alive reuse shows as few
@@ -467,7 +472,7 @@ class LLMServer:
         return len(self._queue)
 
     def reset(self) -> None:
-        """Forget requests and script; back to the default responder and no latency."""
+        """Forget requests and script; back to the default responder, no latency, not llama.cpp."""
         with self._lock:
             self._queue.clear()
             self.requests.clear()
@@ -476,6 +481,7 @@ class LLMServer:
             self.request_count = 0
         self.responder = self.default_responder
         self.latency = 0.0
+        self.llama_props = None
         # Release the handlers of any hang from before, then arm a fresh event.
         old, self._wake = self._wake, threading.Event()
         old.set()
@@ -539,7 +545,7 @@ class LLMServer:
             prompt_tokens, completion_tokens = reply.usage
         else:
             prompt_tokens, completion_tokens = _prompt_tokens(body), count_tokens(completion_text)
-        return {
+        answer = {
             "id": f"chatcmpl-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -554,3 +560,6 @@ class LLMServer:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+        if self.llama_props is not None:
+            answer["timings"] = {"prompt_n": prompt_tokens, "predicted_n": completion_tokens}
+        return answer

@@ -347,9 +347,8 @@ def test_tool_calls_given_as_a_string_are_named_as_such():
     )
 
 
-@pytest.mark.parametrize(
-    "expected_tools", ["search_orders", {"name": "search_orders"}, ["search_orders"]]
-)
+# A list of plain names is valid since issue 14 (tests/evaluations/checks/test_empty_inputs.py).
+@pytest.mark.parametrize("expected_tools", ["search_orders", {"name": "search_orders"}, [7], [""]])
 def test_tools_used_is_an_error_when_the_cases_expected_tools_are_malformed(expected_tools):
     verdict = run("tools_used", {}, CALLS, {"expected_tools": expected_tools})
 
@@ -357,7 +356,7 @@ def test_tools_used_is_an_error_when_the_cases_expected_tools_are_malformed(expe
     assert verdict.reason.startswith("expected tools are invalid")
 
 
-@pytest.mark.parametrize("trajectory", ["AB", {"name": "A"}, ["A", "B"]])
+@pytest.mark.parametrize("trajectory", ["AB", {"name": "A"}, [["A"]], [{"arguments": {}}]])
 def test_trajectory_is_an_error_when_the_reference_is_malformed(trajectory):
     verdict = run(
         "trajectory",
