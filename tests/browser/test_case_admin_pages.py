@@ -55,7 +55,10 @@ def test_an_editor_writes_a_case_then_a_custom_check_after_a_preview(
     shot(page, "02-case-add")
     page.click("input[name=_save]")
     error = page.locator(".field-expected_tools .errorlist")
-    assert error.inner_text() == "expected_tools[0]: needs a tool name"
+    assert (
+        error.inner_text() == "expected_tools[0]: needs a tool name"
+        " (a string, or an object with a name)"
+    )
     assert page.input_value("#id_key") == "refund-over-limit"  # the input is kept
     assert page.input_value("#id_input") == "Refund order 1182, please."
     assert not CaseVersion.objects.filter(case__key="refund-over-limit").exists()

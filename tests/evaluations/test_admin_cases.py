@@ -84,9 +84,11 @@ def test_a_bad_expected_tools_is_shown_on_its_field_with_the_input_kept(logged_i
     response = logged_in(editor).post(ADD, new_case(draft, expected_tools='[{"tool": "refund"}]'))
     assert response.status_code == 200
     form = form_of(response)
-    assert form.errors["expected_tools"] == ["expected_tools[0]: needs a tool name"]
+    assert form.errors["expected_tools"] == [
+        "expected_tools[0]: needs a tool name (a string, or an object with a name)"
+    ]
     page = response.content.decode()
-    assert "expected_tools[0]: needs a tool name" in page
+    assert "expected_tools[0]: needs a tool name (a string, or an object with a name)" in (page)
     assert "Refund order 1182, please." in page and "refund-over-limit" in page  # kept
     assert not Case.objects.filter(key="refund-over-limit").exists()  # nothing written
     assert not AuditEntry.objects.filter(action="evaluations.case.create").exists()

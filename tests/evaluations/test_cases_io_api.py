@@ -55,7 +55,8 @@ def test_a_json_list_of_cases_is_imported(editor, dataset):
 def test_a_bad_file_answers_400_with_every_error_and_saves_nothing(editor, dataset):
     upload = SimpleUploadedFile(
         "cases.jsonl",
-        b'{"key": "ok"}\n{"key": "bad", "expected_tools": ["x"]}\n{"key": "worse", "tags": 3}\n',
+        b'{"key": "ok"}\n{"key": "bad", "expected_tools": [{"arguments": {}}]}\n'
+        b'{"key": "worse", "tags": 3}\n',
     )
     answer = factories.api(editor).post(f"{URL}draft/import/", {"file": upload})
     assert answer.status_code == 400
@@ -65,7 +66,8 @@ def test_a_bad_file_answers_400_with_every_error_and_saves_nothing(editor, datas
     assert body["errors"] == [
         {
             "line": 2,
-            "detail": "line 2: expected_tools[0]: needs a tool name",
+            "detail": "line 2: expected_tools[0]: needs a tool name"
+            " (a string, or an object with a name)",
             "code": "invalid",
             "field": "expected_tools[0]",
         },

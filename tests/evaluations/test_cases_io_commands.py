@@ -105,7 +105,10 @@ def test_import_prints_every_error_with_its_line_exits_1_and_saves_nothing(
         )
     assert caught.value.returncode == 1
     lines = err.getvalue().splitlines()
-    assert lines[0] == f"{path}: line 2: expected_tools[0]: needs a tool name"
+    assert (
+        lines[0] == f"{path}: line 2: expected_tools[0]: needs a tool name"
+        " (a string, or an object with a name)"
+    )
     assert lines[1].startswith(f"{path}: line 3: not JSON")
     assert lines[2] == f"{path}: line 4: overrides.Tools.threshold: must be in [0, 1]"
     assert not Case.objects.filter(key="ok").exists()

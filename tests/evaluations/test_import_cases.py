@@ -93,7 +93,11 @@ def test_one_bad_line_refuses_the_whole_file_naming_every_line_and_field(editor,
     with pytest.raises(CasesInvalid) as caught:
         run(editor, dataset, text)
     errors = [(e.line, e.field, str(e)) for e in caught.value.errors]
-    assert errors[0] == (2, "expected_tools[0]", "line 2: expected_tools[0]: needs a tool name")
+    assert errors[0] == (
+        2,
+        "expected_tools[0]",
+        "line 2: expected_tools[0]: needs a tool name (a string, or an object with a name)",
+    )
     assert errors[1][:2] == (3, "key") and errors[1][2].startswith("line 3: key: Enter a valid")
     assert errors[2] == (4, "key", "line 4: key: 'good' is also on line 1")
     assert errors[3] == (
