@@ -85,7 +85,7 @@ def build_dataset(editor, count):
     cases = []
     for key, question, tools in CASES[:count]:
         text = question["question"] if isinstance(question, dict) else question
-        topic = demo._topic(text)
+        topic = demo.topic_of(text)
         cases.append(
             {
                 "key": key,
