@@ -58,6 +58,17 @@ def password():
     return factories.PASSWORD
 
 
+@pytest.fixture
+def logged_in(client, password):
+    """`logged_in(user)`: the test client, signed in as `user` (the admin tests' way in)."""
+
+    def login(user):
+        client.login(username=user.username, password=password)
+        return client
+
+    return login
+
+
 def _audit_triggers(action):
     from importlib import import_module
 

@@ -8,7 +8,8 @@
 - `states`: compare-and-set moves along declared state transitions;
 - `api`: the API's exception handler;
 - `admin`: admin mixins shared by the apps;
-- `htmx`: the full-page-or-partial helper.
+- `htmx`: the full-page-or-partial helper;
+- `commands`: the base of management commands whose exit code is a verdict (`gate`, `evaluate`).
 
 The layering `governance > evaluations > agents > sherlock.core` is checked by `lint-imports`
 (pyproject.toml); the one upward reference is the audit writer resolving

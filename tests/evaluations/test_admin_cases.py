@@ -16,15 +16,6 @@ TOOLS_CHECK = {"label": "Tools", "kind": "tools_used", "params": {}, "threshold"
 
 
 @pytest.fixture
-def logged_in(client, password):
-    def login(user):
-        client.login(username=user.username, password=password)
-        return client
-
-    return login
-
-
-@pytest.fixture
 def draft(db):
     return factories.dataset_version(
         factories.dataset("refunds"),

@@ -21,15 +21,6 @@ def dataset():
     return dataset
 
 
-@pytest.fixture
-def logged_in(client, password):
-    def login(user):
-        client.login(username=user.username, password=password)
-        return client
-
-    return login
-
-
 def url(dataset, page="import"):
     return f"/admin/evaluations/dataset/{dataset.pk}/{page}/"
 

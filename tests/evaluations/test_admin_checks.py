@@ -18,15 +18,6 @@ PREVIEW = "/admin/evaluations/check/preview/"
 
 
 @pytest.fixture
-def logged_in(client, password):
-    def login(user):
-        client.login(username=user.username, password=password)
-        return client
-
-    return login
-
-
-@pytest.fixture
 def draft(db):
     return factories.dataset_version(
         factories.dataset("refunds"),

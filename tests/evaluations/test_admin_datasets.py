@@ -31,15 +31,6 @@ def form(check, **changes):
     return data
 
 
-@pytest.fixture
-def logged_in(client, password):
-    def login(user):
-        client.login(username=user.username, password=password)
-        return client
-
-    return login
-
-
 def test_editor_changes_a_draft_check_through_the_action(logged_in, editor):
     draft = factories.dataset_version(cases=[("c1", "x", {})], checks=[GOOD], frozen=False)
     check = draft.checks.get()

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from agents.models import Agent
 from evaluations.actions.start_run import StartRun
@@ -40,13 +40,14 @@ from evaluations.contract.db import run_contract
 from evaluations.costs import describe_estimate, describe_spend, format_usd
 from evaluations.management.commands.export_run import Command as ExportRun
 from evaluations.models import CaseResult, Dataset, Run
+from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
 
-PASSED, FAILED, ERROR = 0, 1, 2
+PASSED, FAILED = 0, 1  # ERROR (2) comes with VerdictCommand
 USER_ENV = "SHERLOCK_USER"
 
 
-class Command(BaseCommand):
+class Command(VerdictCommand):
     help = (
         "Start a run of an agent version on a dataset version as --user (or $SHERLOCK_USER), "
         "wait for it, print the case table and the five-metric contract. Exit 0 when every case "
@@ -74,20 +75,6 @@ class Command(BaseCommand):
             "--user", help=f"start the run as this user, a Builder (default: ${USER_ENV})"
         )
         parser.add_argument("--poll", type=float, default=1.0, help="seconds between checks (1)")
-
-    def execute(self, *args, **options):
-        """Exit 1 means "the agent failed" and nothing else; any failure that is not a verdict
-        exits 2 with one line on stderr, not a traceback."""
-        try:
-            return super().execute(*args, **options)
-        except CommandError:
-            raise
-        except Exception as exc:
-            message = " ".join(str(exc).split()) or "no message"
-            raise CommandError(
-                f"unexpected error, no verdict: {type(exc).__name__}: {message}"[:500],
-                returncode=ERROR,
-            ) from exc
 
     def handle(self, *args, agent_slug, dataset, **options):
         user = self.acting_user(options["user"])

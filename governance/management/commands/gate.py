@@ -3,7 +3,7 @@
 import time
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from agents.choices import VersionState
 from agents.models import Agent
@@ -13,12 +13,11 @@ from governance.actions.request_publication import RequestPublication
 from governance.choices import Enforcement, RequestState
 from governance.decision import PASS, gate_rows, release_of
 from governance.models import PublishingPolicy, PublishRequest
+from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
 
-ERROR = 2
 
-
-class Command(BaseCommand):
+class Command(VerdictCommand):
     help = (
         "Request (with --user) or read the gate decision of an agent version (default: its "
         "newest draft), wait for its runs, print the gate table. Exit 0 when it passed, 1 when "
@@ -39,21 +38,6 @@ class Command(BaseCommand):
             "--user", help="request publication as this user (a Builder) when none is current"
         )
         parser.add_argument("--poll", type=float, default=1.0, help="seconds between checks (1)")
-
-    def execute(self, *args, **options):
-        """Exit 1 means "blocked" and nothing else: CI reads it as a verdict. So any failure
-        that is not one of the deliberate outcomes (a database that is down, a bug) exits 2,
-        with one line on stderr instead of a traceback."""
-        try:
-            return super().execute(*args, **options)
-        except CommandError:
-            raise
-        except Exception as exc:
-            message = " ".join(str(exc).split()) or "no message"
-            raise CommandError(
-                f"unexpected error, no verdict: {type(exc).__name__}: {message}"[:500],
-                returncode=ERROR,
-            ) from exc
 
     def handle(self, *args, agent_slug, version, wait, user, poll, **options):
         agent = Agent.objects.filter(slug=agent_slug).first()
