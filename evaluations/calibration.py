@@ -1,21 +1,31 @@
-"""Calibration of model checks against human labels (DESIGN section 8, issue 3).
+"""Calibration of model checks against human labels (DESIGN section 8, issue 3 and 13).
 
 Editors label check results by hand (`HumanLabel`: pass/fail, or a score read as pass when it
 meets the check's threshold). For each check we compare the judge's pass/fail with the humans'
-and report Cohen's kappa and the confusion counts. A check marked `requires_calibration` counts
-as blocking only once it has at least `min_labels` labels and kappa >= `kappa_floor`; until then
-scoring treats it as informative and the result says why.
+and report Cohen's kappa, its 95 % interval and the confusion counts.
+
+The rule (issue 13): a check marked `requires_calibration` counts as blocking only while it has
+at least `min_labels` labels under its current judging configuration and the LOWER bound of
+kappa's 95 % interval is >= `kappa_floor`; until then scoring treats it as informative and the
+result says why (evaluations.engine.shards loads `calibration_gate` once per shard). Each label
+stores the check's `calibration_key` (kind, params, judge model: evaluations.models.datasets.
+judging_key): a label given under another key belongs to an old version of the check, is kept
+and shown on the calibration page, and does not count.
 """
 
+import math
 from dataclasses import dataclass, field
 
 from evaluations.choices import CheckStatus
 from evaluations.models import HumanLabel
 
+# z of a two-sided 95 % normal interval.
+Z95 = 1.96
+
 
 @dataclass
 class Agreement:
-    """Judge versus human on one check: the confusion counts and Cohen's kappa."""
+    """Judge versus human on one check: the confusion counts, Cohen's kappa and its interval."""
 
     both_pass: int = 0
     both_fail: int = 0
@@ -24,30 +34,72 @@ class Agreement:
     excluded: int = 0  # labels on results with no pass/fail (skipped, error, scored)
     label_ids: list = field(default_factory=list)
 
+    def add(self, judge, human):
+        if judge and human:
+            self.both_pass += 1
+        elif not judge and not human:
+            self.both_fail += 1
+        elif judge:
+            self.judge_pass_human_fail += 1
+        else:
+            self.judge_fail_human_pass += 1
+
     @property
     def n(self):
         agree = self.both_pass + self.both_fail
         return agree + self.judge_pass_human_fail + self.judge_fail_human_pass
 
-    @property
-    def kappa(self):
-        """Cohen's kappa; None with no labels. Perfect agreement on one class only gives 1.0
-        (observed = expected = 1 makes the usual formula 0/0; there is no disagreement)."""
+    def _proportions(self):
         n = self.n
-        if n == 0:
-            return None
         observed = (self.both_pass + self.both_fail) / n
         judge_pass = (self.both_pass + self.judge_pass_human_fail) / n
         human_pass = (self.both_pass + self.judge_fail_human_pass) / n
         expected = judge_pass * human_pass + (1 - judge_pass) * (1 - human_pass)
+        return observed, expected
+
+    @property
+    def kappa(self):
+        """Cohen's kappa; None with no labels. Perfect agreement on one class only gives 1.0
+        (observed = expected = 1 makes the usual formula 0/0; there is no disagreement)."""
+        if self.n == 0:
+            return None
+        observed, expected = self._proportions()
         if expected == 1:
             return 1.0 if observed == 1 else 0.0
         return (observed - expected) / (1 - expected)
 
+    @property
+    def kappa_se(self):
+        """The standard error of kappa by Cohen's (1960) simple large-sample approximation:
+
+            SE = sqrt(p_o (1 - p_o) / (n (1 - p_e)^2))
+
+        with p_o the observed and p_e the chance agreement. It is the usual textbook interval
+        (not the Fleiss, Cohen and Everitt 1969 variance, which also weighs the marginals);
+        with few labels it is wide, which is the point of gating on its lower bound. None with
+        no labels; 0 when p_e = 1 (one class only, no disagreement possible to estimate)."""
+        if self.n == 0:
+            return None
+        observed, expected = self._proportions()
+        if expected == 1:
+            return 0.0
+        return math.sqrt(observed * (1 - observed) / (self.n * (1 - expected) ** 2))
+
+    @property
+    def kappa95(self):
+        """(low, high): kappa +/- 1.96 SE, clipped to kappa's range [-1, 1]; None with no
+        labels."""
+        if self.n == 0:
+            return None
+        kappa, se = self.kappa, self.kappa_se
+        return (max(-1.0, kappa - Z95 * se), min(1.0, kappa + Z95 * se))
+
     def as_dict(self):
+        interval = self.kappa95
         return {
             "n": self.n,
             "kappa": None if self.kappa is None else round(self.kappa, 4),
+            "kappa95": None if interval is None else [round(v, 4) for v in interval],
             "confusion": {
                 "both_pass": self.both_pass,
                 "both_fail": self.both_fail,
@@ -58,7 +110,8 @@ class Agreement:
         }
 
 
-def _human_passed(label, threshold):
+def human_passed(label, threshold):
+    """The human's pass/fail: `passed`, or a score read against the result's threshold."""
     if label.passed is not None:
         return label.passed
     if label.score is not None and threshold is not None:
@@ -66,67 +119,108 @@ def _human_passed(label, threshold):
     return None
 
 
+def judge_passed(result):
+    """The judge's pass/fail on a result, or None when it gave none (scored, skipped, error)."""
+    if result.status == CheckStatus.PASSED:
+        return True
+    if result.status == CheckStatus.FAILED:
+        return False
+    return None
+
+
+def _tally(agreement, label):
+    result = label.check_result
+    judge, human = judge_passed(result), human_passed(label, result.threshold)
+    if judge is None or human is None:
+        agreement.excluded += 1
+        return False
+    agreement.add(judge, human)
+    return True
+
+
 def agreement_for(check_ids):
-    """Agreement per check id, over every labelled result of the checks (one query)."""
+    """Agreement per check id, over every labelled result of the checks given under the
+    check's current calibration key (one query for the labels, one for the checks)."""
+    from evaluations.models import Check
+
+    keys = {c.pk: c.calibration_key for c in Check.objects.filter(pk__in=check_ids)}
     results = {cid: Agreement() for cid in check_ids}
     labels = HumanLabel.objects.filter(check_result__check_config_id__in=check_ids).select_related(
         "check_result"
     )
     for label in labels:
-        result = label.check_result
-        agreement = results[result.check_config_id]
-        human = _human_passed(label, result.threshold)
-        if result.status not in (CheckStatus.PASSED, CheckStatus.FAILED) or human is None:
-            agreement.excluded += 1
-            continue
-        judge = result.status == CheckStatus.PASSED
-        if judge and human:
-            agreement.both_pass += 1
-        elif not judge and not human:
-            agreement.both_fail += 1
-        elif judge:
-            agreement.judge_pass_human_fail += 1
-        else:
-            agreement.judge_fail_human_pass += 1
+        check_id = label.check_result.check_config_id
+        if label.calibration_key == keys.get(check_id):
+            _tally(results[check_id], label)
     return results
+
+
+def same_check_labels(check):
+    """Every label of the check and of its namesakes in the dataset (earlier versions too, so
+    freezing a new version does not lose the calibration), with result, trial and run."""
+    return HumanLabel.objects.filter(
+        check_result__check_config__dataset_version__dataset_id=check.dataset_version.dataset_id,
+        check_result__check_config__label=check.label,
+        check_result__check_config__kind=check.kind,
+    ).select_related(
+        "labeled_by",
+        "check_result__check_config__dataset_version",
+        "check_result__trial__run",
+        "check_result__trial__case_version__case",
+    )
+
+
+@dataclass
+class Calibration:
+    """A check's calibration now: the agreement under its current key, whether it may block,
+    why not, and how many labels belong to older versions of it."""
+
+    check: object
+    agreement: Agreement
+    old_labels: int
+
+    @property
+    def calibrated(self):
+        return self.reason == ""
+
+    @property
+    def reason(self):
+        check, agreement = self.check, self.agreement
+        if agreement.n < check.min_labels:
+            old = f" ({self.old_labels} from an earlier version)" if self.old_labels else ""
+            return (
+                f"not calibrated: {agreement.n}/{check.min_labels} human labels{old}; "
+                "scored as informative until then"
+            )
+        low = agreement.kappa95[0]
+        if low < check.kappa_floor:
+            return (
+                f"not calibrated: kappa {agreement.kappa:.2f} (95 % lower bound {low:.2f}) "
+                f"below the floor {check.kappa_floor:.2f}; scored as informative until then"
+            )
+        return ""
+
+
+def calibration_of(check, labels=None):
+    """The `Calibration` of one check from its labels (`same_check_labels` unless given)."""
+    labels = same_check_labels(check) if labels is None else labels
+    agreement, old = Agreement(), 0
+    for label in labels:
+        if label.calibration_key != check.calibration_key:
+            old += 1
+        elif _tally(agreement, label):
+            agreement.label_ids.append(label.pk)
+    return Calibration(check=check, agreement=agreement, old_labels=old)
 
 
 def calibration_gate(checks):
     """For checks that require calibration: `{label: reason}` for each one that is not yet
     calibrated (it must be scored as informative, with that reason). Calibrated checks and
-    checks that do not require calibration are absent.
-
-    Labels are looked up over every check with the same label, kind and params in the same
-    dataset (earlier versions too), so freezing a new version does not lose the calibration.
-    """
-    wanted = [c for c in checks if c.requires_calibration]
-    if not wanted:
-        return {}
-    from evaluations.models import Check
-
+    checks that do not require calibration are absent. One query per such check."""
     pending = {}
-    for check in wanted:
-        same = Check.objects.filter(
-            dataset_version__dataset_id=check.dataset_version.dataset_id,
-            label=check.label,
-            kind=check.kind,
-        )
-        ids = [c.pk for c in same if c.version_hash == check.version_hash]
-        merged = Agreement()
-        for agreement in agreement_for(ids).values():
-            merged.both_pass += agreement.both_pass
-            merged.both_fail += agreement.both_fail
-            merged.judge_pass_human_fail += agreement.judge_pass_human_fail
-            merged.judge_fail_human_pass += agreement.judge_fail_human_pass
-        kappa = merged.kappa
-        if merged.n < check.min_labels:
-            pending[check.label] = (
-                f"not calibrated: {merged.n}/{check.min_labels} human labels; "
-                "scored as informative until then"
-            )
-        elif kappa is None or kappa < check.kappa_floor:
-            pending[check.label] = (
-                f"not calibrated: kappa {kappa:.2f} below the floor {check.kappa_floor:.2f}; "
-                "scored as informative until then"
-            )
+    for check in checks:
+        if check.requires_calibration:
+            calibration = calibration_of(check)
+            if not calibration.calibrated:
+                pending[check.label] = calibration.reason
     return pending

@@ -1,15 +1,21 @@
 """LabelCheckResult: an Editor labels a check result by hand, to calibrate a model check."""
 
+from evaluations.choices import CheckStatus
 from evaluations.models import HumanLabel
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
 from sherlock.core.permissions import user_can
 
+# A skipped or error result has no verdict of the judge to agree or disagree with.
+LABELLABLE = (CheckStatus.PASSED, CheckStatus.FAILED, CheckStatus.SCORED)
+
 
 class LabelCheckResult(Action):
     """Record (or replace) the acting Editor's label of one check result: pass/fail or a score
-    in [0, 1]. One label per user and result; the latest one counts."""
+    in [0, 1]. One label per user and result; the latest one counts. Only scored results can
+    be labelled (skipped and error are refused on `check_result`). The label stores the check's
+    calibration key, so it counts only while the check judges the same way."""
 
     def __init__(self, *, acting_user, check_result, passed=None, score=None, note=""):
         super().__init__(acting_user=acting_user)
@@ -22,21 +28,37 @@ class LabelCheckResult(Action):
         dataset = self.check_result.check_config.dataset_version.dataset
         if not user_can(self.acting_user, "edit", dataset):
             raise ActionDenied("You may not label results of this dataset (Editor role needed).")
+        if self.check_result.status not in LABELLABLE:
+            raise ActionInvalid(
+                f"only scored results can be labelled; this one is {self.check_result.status}",
+                field="check_result",
+            )
         if self.passed is None and self.score is None:
             raise ActionInvalid("give `passed` or `score`", field="passed")
         if self.score is not None and not 0 <= self.score <= 1:
             raise ActionInvalid("score must be in [0, 1]", field="score")
 
     def perform(self):
+        key = self.check_result.check_config.calibration_key
         label, created = HumanLabel.objects.update_or_create(
             check_result=self.check_result,
             labeled_by=self.acting_user,
-            defaults={"passed": self.passed, "score": self.score, "note": self.note},
+            defaults={
+                "passed": self.passed,
+                "score": self.score,
+                "note": self.note,
+                "calibration_key": key,
+            },
         )
         audit(
             "evaluations.check_result.label",
             actor=self.acting_user,
             target=self.check_result,
-            after={"passed": self.passed, "score": self.score, "judge": self.check_result.status},
+            after={
+                "passed": self.passed,
+                "score": self.score,
+                "judge": self.check_result.status,
+                "calibration_key": key,
+            },
         )
         return label

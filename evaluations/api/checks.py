@@ -25,7 +25,7 @@ from evaluations.actions.label_check_result import LabelCheckResult
 from evaluations.actions.remove_case import RemoveCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
-from evaluations.calibration import agreement_for, calibration_gate
+from evaluations.calibration import calibration_of
 from evaluations.checks import REGISTRY, ParamsError, UnknownCheckKind, evaluate, validate_params
 from evaluations.choices import CheckMode
 from evaluations.models import CaseVersion, Check, CheckResult, Dataset, DatasetVersion
@@ -111,6 +111,10 @@ class CalibrationSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_blank=True)
     n = serializers.IntegerField()
     kappa = serializers.FloatField(allow_null=True)
+    kappa95 = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, help_text="95 % interval of kappa."
+    )
+    old_labels = serializers.IntegerField(help_text="Labels given under an earlier version.")
     confusion = serializers.DictField(child=serializers.IntegerField())
     excluded = serializers.IntegerField()
 
@@ -213,17 +217,17 @@ class CheckViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def calibration(self, request, pk=None):
         check = self.get_object()
-        agreement = agreement_for([check.pk])[check.pk].as_dict()
-        pending = calibration_gate([check])
+        calibration = calibration_of(check)
         return Response(
             CalibrationSerializer(
                 {
                     "check_id": check.pk,
                     "label": check.label,
                     "requires_calibration": check.requires_calibration,
-                    "calibrated": check.label not in pending,
-                    "reason": pending.get(check.label, ""),
-                    **agreement,
+                    "calibrated": calibration.calibrated,
+                    "reason": calibration.reason,
+                    "old_labels": calibration.old_labels,
+                    **calibration.agreement.as_dict(),
                 }
             ).data
         )

@@ -16,6 +16,15 @@ from evaluations.choices import CheckMode
 from sherlock.core.permissions import ScopedQuerySet
 
 
+def judging_key(kind, params, judge_model):
+    """The calibration key of a model check: a hash of what decides the judge's verdict (its
+    kind, its params, where the criterion and rubric live, and its judge model). A human label
+    stores the key it was given under; changing any of these starts calibration afresh, and the
+    old labels stay, shown as belonging to the old version (evaluations.calibration)."""
+    canonical = json.dumps([kind, params or {}, judge_model or ""], sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
 class Dataset(models.Model):
     """A named collection of cases, edited by Editors."""
 
@@ -192,6 +201,11 @@ class Check(models.Model):
             sort_keys=True,
         )
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    @property
+    def calibration_key(self):
+        """`judging_key` of this check: its labels count toward its calibration only under it."""
+        return judging_key(self.kind, self.params, self.judge_model)
 
     def clean(self):
         from django.core.exceptions import ValidationError

@@ -220,7 +220,11 @@ class CaseResult(models.Model):
 
 
 class HumanLabel(models.Model):
-    """An Editor's hand label of one check result, used to calibrate a model check."""
+    """An Editor's hand label of one check result, used to calibrate a model check.
+
+    `calibration_key` is the check's `judging_key` when the label was given: a label counts
+    toward calibration only while the check still judges the same way (evaluations.calibration).
+    """
 
     check_result = models.ForeignKey(
         CheckResult, on_delete=models.CASCADE, related_name="human_labels"
@@ -231,6 +235,12 @@ class HumanLabel(models.Model):
     passed = models.BooleanField(null=True, blank=True)
     score = models.FloatField(null=True, blank=True)
     note = models.TextField(blank=True)
+    calibration_key = models.CharField(
+        max_length=16,
+        blank=True,
+        db_index=True,
+        help_text="The check's judging configuration (kind, params, judge model) when labelled.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
