@@ -224,3 +224,49 @@ def calibration_gate(checks):
             if not calibration.calibrated:
                 pending[check.label] = calibration.reason
     return pending
+
+
+def informative_checks(runs):
+    """Which checks of `runs` counted as informative and why, for a gate's decision snapshot
+    (governance.decision.make_decision): one row `{run, check, results, informative, why}` per
+    check that did not block on every one of its results. The counts come from the results the
+    engine wrote (what really counted); the reason is the check's mode, its calibration (as it
+    stands now, with the rule's figures) or per-case overrides. Two queries plus one per
+    uncalibrated check."""
+    from django.db.models import Count, Q
+
+    from evaluations.choices import CheckMode
+    from evaluations.models import Check, CheckResult
+
+    run_ids = [run.pk for run in runs]
+    counts = (
+        CheckResult.objects.filter(trial__run_id__in=run_ids)
+        .values("trial__run_id", "check_config_id")
+        .annotate(total=Count("pk"), informative=Count("pk", filter=Q(blocking=False)))
+        .order_by("trial__run_id", "check_config_id")
+    )
+    counts = [row for row in counts if row["informative"]]
+    checks = Check.objects.select_related("dataset_version").in_bulk(
+        {row["check_config_id"] for row in counts}
+    )
+    rows = []
+    for row in counts:
+        check = checks[row["check_config_id"]]
+        if check.mode == CheckMode.INFORMATIVE:
+            why = "its mode is informative"
+        elif check.requires_calibration:
+            calibration = calibration_of(check)
+            why = calibration.reason or ("not calibrated when the run scored it (calibrated since)")
+        else:
+            why = "made informative by case overrides"
+        rows.append(
+            {
+                "run": row["trial__run_id"],
+                "check": check.label,
+                "check_id": check.pk,
+                "results": row["total"],
+                "informative": row["informative"],
+                "why": why,
+            }
+        )
+    return rows

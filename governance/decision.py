@@ -13,6 +13,7 @@ that cannot be computed fails its gate; nothing passes by default (DESIGN sectio
 
 from django.utils import timezone
 
+from evaluations.calibration import informative_checks
 from evaluations.contract.db import decide
 
 PASS = "pass"
@@ -21,9 +22,13 @@ FAIL = "fail"
 
 def make_decision(publish_request):
     """The decision snapshot for `publish_request`: gates, first failing gate, release verdict,
-    the runs and the policy version, stamped with the config hash it was made for."""
+    the runs, the policy version and the checks that counted as informative (with why),
+    stamped with the config hash it was made for."""
     runs = publish_request.runs.select_related("dataset_version__dataset", "agent_version__agent")
-    decision = decide(list(runs.order_by("pk")), publish_request.policy)
+    runs = list(runs.order_by("pk"))
+    decision = decide(runs, publish_request.policy)
+    # Issue 13: which checks did not block (mode, calibration, overrides) and why.
+    decision["informative_checks"] = informative_checks(runs)
     decision["config_hash"] = publish_request.config_hash
     decision["decided_at"] = timezone.now().isoformat()
     return decision

@@ -93,3 +93,35 @@ def test_no_decision_while_a_run_is_not_terminal(status, author, good_version, p
     assert DecidePublishRequest(publish_request_id=request.pk).execute() is None
     request.refresh_from_db()
     assert request.state == RequestState.EVALUATING
+
+
+def test_the_decision_says_which_checks_counted_as_informative_and_why(
+    author, good_version, policy
+):
+    from evaluations.models import Check, CheckResult
+
+    request = RequestPublication(acting_user=author, agent_version=good_version).execute()
+    run = request.runs.get()
+    gated = Check.objects.create(
+        dataset_version=run.dataset_version,
+        label="Polite",
+        kind="custom",
+        params={"criterion": "The answer is polite.", "anchors": "0 = rude, 1 = polite"},
+        threshold=0.5,
+        requires_calibration=True,
+        min_labels=5,
+        position=9,
+    )
+    for trial in run.trials.all():
+        CheckResult.objects.create(
+            trial=trial, check_config=gated, score=0.0, status="failed", blocking=False
+        )
+    decision = finish_gate_runs(request).decision
+    [row] = decision["informative_checks"]
+    assert row["run"] == run.pk and row["check"] == "Polite"
+    assert row["informative"] == row["results"] == run.trials.count()
+    assert "not calibrated: 0/5 human labels" in row["why"]
+
+
+def test_a_decision_with_only_blocking_checks_lists_no_informative_check(passed_request):
+    assert passed_request.decision["informative_checks"] == []
