@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluations import views, views_compare, views_runs, views_trends
+from evaluations import views, views_compare, views_labels, views_runs, views_trends
 
 app_name = "evaluations"
 urlpatterns = [
@@ -12,4 +12,6 @@ urlpatterns = [
     path("runs/<int:pk>/cases/<slug:key>/", views.trial_detail, name="trial-detail"),
     path("trends/", views_trends.trends, name="trends"),
     path("costs/", views.costs, name="costs"),
+    path("labels/", views_labels.labels, name="labels"),
+    path("checks/<int:pk>/calibration/", views_labels.calibration, name="calibration"),
 ]
