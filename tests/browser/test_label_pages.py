@@ -10,9 +10,9 @@ interval, two disagreements linking to their trials. Screenshots: `labels-queue`
 import pytest
 
 from evaluations.models import HumanLabel
-from tests.evaluations.test_label_pages import _run as run_to_label
 from tests.support import factories
 from tests.support.browser import log_in
+from tests.support.labels import run_to_label
 
 pytestmark = [pytest.mark.slow]
 
