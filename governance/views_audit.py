@@ -1,7 +1,8 @@
 """The audit review page (issue 13 point 3): the audit log for Admins, filtered by actor, action
 code, target, date range and request id, each entry's before/after shown as a diff of the keys
 that changed, the chain verified from the page (the same `verify_chain` as `manage.py
-verify_audit`) and the filtered view exported through `governance.audit_export.write_entries`.
+verify_audit`) and the filtered view exported (oldest first, every field, as `export_audit`)
+through `governance.audit_export.write_entries`; an export is itself audited, as in the admin.
 
 Only holders of `governance.view_auditentry` (the Admin role) see it; anyone else gets 404, as
 for any object a user may not see. A page of entries is one count and one select.
@@ -20,6 +21,7 @@ from django.views.decorators.http import require_POST
 
 from governance.audit_export import FORMATS, write_entries
 from governance.models import AuditEntry, verify_chain
+from sherlock.core.audit import audit
 from sherlock.core.htmx import render_page
 
 PAGE_SIZE = 50
@@ -134,7 +136,17 @@ def audit_export(request, fmt):
     if fmt not in FORMATS:
         raise Http404
     out = io.StringIO()
-    write_entries(filtered_entries(request.GET), fmt, out)
+    count = write_entries(filtered_entries(request.GET).order_by("sequence"), fmt, out)
+    audit(
+        "governance.audit.export",
+        actor=request.user,
+        after={
+            "format": fmt,
+            "entries": count,
+            "filters": {k: v for k in FILTERS if (v := request.GET.get(k))},
+        },
+        reason="audit page export",
+    )
     content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
     response = HttpResponse(out.getvalue(), content_type=f"{content_type}; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="audit.{fmt}"'

@@ -156,6 +156,8 @@ def test_export_csv_of_the_filtered_view(admin_client, entries):
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert [int(r["sequence"]) for r in rows] == [entries[1].sequence]
     assert rows[0]["hash"] == entries[1].hash
+    export = AuditEntry.objects.get(action="governance.audit.export")
+    assert export.after == {"format": "csv", "entries": 1, "filters": {"actor": "publisher"}}
 
 
 def test_export_jsonl_of_the_filtered_view(admin_client, entries):
