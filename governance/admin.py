@@ -619,7 +619,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         saved = form.make_action(request.user).execute()
-        obj.pk = saved.pk
+        obj.pk, obj.url, obj.events, obj.active = saved.pk, saved.url, saved.events, saved.active
 
     def delete_model(self, request, obj):
         DeleteWebhook(acting_user=request.user, endpoint=obj).execute()
@@ -642,11 +642,10 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     list_display = [
         "started_at",
         "event",
-        "url",
-        "delivery_id",
         "attempt",
         "status_code",
         "delivered",
+        "url",
         "error",
     ]
     list_filter = ["event", "delivered"]
