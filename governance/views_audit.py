@@ -67,8 +67,13 @@ def filtered_entries(params):
 
 
 def diff(before, after):
-    """The keys that differ between two stored JSON values, as (key, old, new) rows; a value
-    that is not an object on either side is one row keyed "value"."""
+    """The keys that differ between two stored JSON values, as (key, old, new) rows (a side
+    that is absent counts as an empty object); a value that is not an object is one row keyed
+    "value"."""
+    if before is None and isinstance(after, dict):
+        before = {}
+    if after is None and isinstance(before, dict):
+        after = {}
     if not isinstance(before, dict) or not isinstance(after, dict):
         if before == after:
             return []

@@ -110,6 +110,8 @@ def test_before_and_after_are_shown_as_the_changed_keys(admin_client, entries):
         ("repetitions", 1, 3),
     ]
     assert "<b>repetitions</b>: <code>1</code> → <code>3</code>" in response.content.decode()
+    (created,) = admin_client.get(URL, {"request_id": "req-beta"}).context["rows"]
+    assert created["diff"] == [("state", "—", "published")]
 
 
 def test_a_page_of_entries_takes_a_constant_number_of_queries(
