@@ -1,7 +1,8 @@
 """Admin for governance. Every change goes through a governance action: the publishing verbs
 are admin actions on versions, requests and bypasses (and "Start a run…" on a version, through
 `evaluations.admin_start_run`); policies are created and changed (a new
-version each time) by the policy actions; roles are granted and revoked on a user's "Roles"
+version each time) by the policy actions; webhook endpoints by the webhook actions (their
+delivery log is read-only); roles are granted and revoked on a user's "Roles"
 page. Requests, decisions, bypasses and the audit log are otherwise read-only.
 
 Rights cannot be edited behind the actions' back: the user page shows groups, permissions and
@@ -37,7 +38,10 @@ from evaluations.models import Dataset
 from governance.actions._policy import POLICY_FIELDS
 from governance.actions.approve_bypass import ApproveBypass
 from governance.actions.change_policy import ChangePolicy
+from governance.actions.change_webhook import ChangeWebhook
 from governance.actions.create_policy import CreatePolicy
+from governance.actions.create_webhook import CreateWebhook
+from governance.actions.delete_webhook import DeleteWebhook
 from governance.actions.deny_bypass import DenyBypass
 from governance.actions.grant_role import GrantRole
 from governance.actions.publish_version import PublishVersion
@@ -48,8 +52,15 @@ from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.revoke_role import RevokeRole
 from governance.actions.rollback_version import RollBackVersion
 from governance.audit_export import write_entries
-from governance.choices import Role
-from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
+from governance.choices import Role, WebhookEvent
+from governance.models import (
+    AuditEntry,
+    Bypass,
+    PublishingPolicy,
+    PublishRequest,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 from governance.roles import OBJECT_PERMS, holds_admin_rights, is_global_admin, scoped_roles
 from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin, run_verb, verb_action
 from sherlock.core.audit import audit
@@ -518,3 +529,131 @@ class ReadOnlyGroupAdmin(GroupAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+# --- Webhooks ---------------------------------------------------------------------------------
+
+
+class WebhookForm(forms.ModelForm):
+    """Asks the webhook action whether it would accept the change, so a refusal is shown on the
+    form; saving runs that action (governance.actions.create_webhook / change_webhook)."""
+
+    url = forms.URLField(max_length=500, assume_scheme="https")
+    events = forms.MultipleChoiceField(
+        choices=WebhookEvent.choices, widget=forms.CheckboxSelectMultiple
+    )
+    rotate_secret = forms.BooleanField(
+        required=False, help_text="Draw a new secret (receivers must be given the new one)."
+    )
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["url", "events", "active"]
+
+    def make_action(self, user):
+        changes = {name: self.cleaned_data.get(name) for name in ("url", "events", "active")}
+        if self.instance.pk is None:
+            return CreateWebhook(acting_user=user, **changes)
+        return ChangeWebhook(
+            acting_user=user,
+            endpoint=WebhookEndpoint.objects.get(pk=self.instance.pk),
+            changes=changes,
+            rotate_secret=self.cleaned_data.get("rotate_secret", False),
+        )
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            self.make_action(self.user).check()
+        except ActionError as exc:
+            field = getattr(exc, "field", None)
+            self.add_error(field if field in self.fields else None, str(exc))
+        return cleaned
+
+    def _post_clean(self):
+        # The action writes the row; the form does not touch the instance.
+        pass
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(admin.ModelAdmin):
+    """Endpoints are created, changed and deleted by the webhook actions (Admins only, audited).
+    The secret is shown read-only to the Admin, to configure the receiver with."""
+
+    form = WebhookForm
+    list_display = ["url", "events", "active", "created_by", "updated_at"]
+    list_filter = ["active"]
+    readonly_fields = ["secret", "created_by", "created_at", "updated_at"]
+    actions = ["delete_endpoints"]
+
+    def get_fields(self, request, obj=None):
+        fields = ["url", "events", "active"]
+        return [*fields, "rotate_secret", *self.readonly_fields] if obj else fields
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        kwargs["fields"] = ["url", "events", "active", *(["rotate_secret"] if obj else [])]
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def has_module_permission(self, request):
+        return is_global_admin(request.user)
+
+    def has_view_permission(self, request, obj=None):
+        return is_global_admin(request.user)
+
+    has_add_permission = has_module_permission
+
+    def has_change_permission(self, request, obj=None):
+        return is_global_admin(request.user)
+
+    def has_delete_permission(self, request, obj=None):
+        return is_global_admin(request.user)
+
+    def save_model(self, request, obj, form, change):
+        saved = form.make_action(request.user).execute()
+        obj.pk, obj.url, obj.events, obj.active = saved.pk, saved.url, saved.events, saved.active
+
+    def delete_model(self, request, obj):
+        DeleteWebhook(acting_user=request.user, endpoint=obj).execute()
+
+    @admin.action(description="Delete the selected endpoints", permissions=["delete"])
+    def delete_endpoints(self, request, queryset):
+        run_verb(
+            self,
+            request,
+            queryset,
+            lambda endpoint: DeleteWebhook(acting_user=request.user, endpoint=endpoint),
+            "deleted",
+        )
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    """Every attempt of every delivery, with the receiver's answer: read-only."""
+
+    list_display = [
+        "started_at",
+        "event",
+        "attempt",
+        "status_code",
+        "delivered",
+        "url",
+        "error",
+    ]
+    list_filter = ["event", "delivered"]
+    search_fields = ["delivery_id", "url"]
+    list_select_related = ["endpoint"]
+
+    def has_module_permission(self, request):
+        return is_global_admin(request.user)
+
+    def has_view_permission(self, request, obj=None):
+        return is_global_admin(request.user)

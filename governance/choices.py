@@ -69,3 +69,14 @@ BYPASS_TRANSITIONS = {
     BypassState.APPROVED: {BypassState.USED, BypassState.EXPIRED, BypassState.REVOKED},
 }
 BYPASS_ACTIVE = {BypassState.REQUESTED, BypassState.APPROVED}
+
+
+class WebhookEvent(models.TextChoices):
+    """The events a webhook endpoint may subscribe to (`governance.webhooks.notify`); the value
+    is what a delivery's `X-Sherlock-Event` header and body `event` carry."""
+
+    RUN_FINISHED = "run.finished", "run finished"
+    DECISION_MADE = "decision.made", "decision made"
+    VERSION_PUBLISHED = "version.published", "version published"
+    BYPASS_USED = "bypass.used", "bypass used"
+    SCHEDULE_FAILED = "schedule.failed", "schedule failed"

@@ -1,4 +1,5 @@
-"""Signal receivers of governance: the gate decision when runs finish, and the audit of logins
+"""Signal receivers of governance: the gate decision and the `run.finished` webhook when runs
+finish, and the audit of logins
 and of every change to rights, whichever path made it.
 
 Connected in `GovernanceConfig.ready()`. The `run_finished` receiver is the one message that
@@ -41,6 +42,39 @@ def decide_when_gate_runs_finish(sender, run_id, status, **kwargs):
     pending = PublishRequest.objects.filter(runs=run_id, state=RequestState.EVALUATING)
     for pk in pending.values_list("pk", flat=True):
         DecidePublishRequest(publish_request_id=pk).execute()
+
+
+def notify_run_finished(sender, run_id, status, **kwargs):
+    """The `run.finished` webhook event (governance.webhooks), with what a receiver needs to
+    find the run: its agent version, dataset version, purpose and status."""
+    from governance.choices import WebhookEvent
+    from governance.webhooks import notify
+
+    run = (
+        Run.objects.filter(pk=run_id)
+        .values(
+            "purpose",
+            "agent_version__agent__slug",
+            "agent_version__number",
+            "dataset_version__dataset__slug",
+            "dataset_version__number",
+        )
+        .first()
+    )
+    if run is None:
+        return
+    notify(
+        WebhookEvent.RUN_FINISHED,
+        {
+            "run": run_id,
+            "status": status,
+            "purpose": run["purpose"],
+            "agent": run["agent_version__agent__slug"],
+            "agent_version": run["agent_version__number"],
+            "dataset": run["dataset_version__dataset__slug"],
+            "dataset_version": run["dataset_version__number"],
+        },
+    )
 
 
 def audit_login(sender, request, user, **kwargs):
@@ -192,6 +226,7 @@ def audit_user_changes(sender, instance, created, **kwargs):
 def connect():
     user_model = get_user_model()
     run_finished.connect(decide_when_gate_runs_finish, sender=Run, dispatch_uid="gov-decide")
+    run_finished.connect(notify_run_finished, sender=Run, dispatch_uid="gov-webhook-run")
     user_logged_in.connect(audit_login, dispatch_uid="gov-login")
     user_login_failed.connect(audit_login_failed, dispatch_uid="gov-login-failed")
     user_logged_out.connect(audit_logout, dispatch_uid="gov-logout")

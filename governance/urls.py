@@ -1,6 +1,6 @@
 from django.urls import path
 
-from governance import views
+from governance import views, views_audit
 
 app_name = "governance"
 urlpatterns = [
@@ -8,4 +8,7 @@ urlpatterns = [
     path("versions/<int:pk>/bypass/", views.request_bypass, name="request-bypass"),
     path("versions/<int:pk>/<slug:verb>/", views.version_verb, name="version-verb"),
     path("bypasses/<int:pk>/<slug:verb>/", views.bypass_verb, name="bypass-verb"),
+    path("audit/", views_audit.audit_page, name="audit"),
+    path("audit/verify/", views_audit.audit_verify, name="audit-verify"),
+    path("audit/export.<slug:fmt>", views_audit.audit_export, name="audit-export"),
 ]

@@ -234,6 +234,16 @@ SHERLOCK_RUN_CONCURRENCY = env_int("SHERLOCK_RUN_CONCURRENCY", 8, minimum=1, max
 SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)
 SHERLOCK_TRIAL_LEASE_SECONDS = env_int("SHERLOCK_TRIAL_LEASE_SECONDS", 600, minimum=5)
 
+# Webhook deliveries (governance.webhooks, docs/governance.md "Webhooks"): each POST waits at most
+# SHERLOCK_WEBHOOK_TIMEOUT seconds; a 5xx, 408, 429 or transport error is retried up to
+# SHERLOCK_WEBHOOK_MAX_ATTEMPTS attempts in all, waiting SHERLOCK_WEBHOOK_BACKOFF_MS doubled
+# after each attempt, capped at SHERLOCK_WEBHOOK_MAX_BACKOFF_MS (the task sleeps in between, so
+# the worst case stays well under the task timeout).
+SHERLOCK_WEBHOOK_TIMEOUT = env_int("SHERLOCK_WEBHOOK_TIMEOUT", 10, minimum=1, maximum=60)
+SHERLOCK_WEBHOOK_MAX_ATTEMPTS = env_int("SHERLOCK_WEBHOOK_MAX_ATTEMPTS", 5, minimum=1, maximum=10)
+SHERLOCK_WEBHOOK_BACKOFF_MS = env_int("SHERLOCK_WEBHOOK_BACKOFF_MS", 2000, minimum=0)
+SHERLOCK_WEBHOOK_MAX_BACKOFF_MS = env_int("SHERLOCK_WEBHOOK_MAX_BACKOFF_MS", 30000, minimum=0)
+
 # Outcome and effect verifiers (agents.verifiers) are written by Editors and Builders but run
 # with Sherlock's privileges, so what they may reach is listed here, by the operator; the lists
 # are empty (or the demo's two verifiers) by default. Environment variables a verifier must

@@ -5,9 +5,10 @@ from django.utils import timezone
 
 from evaluations.choices import RUN_TERMINAL
 from governance.actions._request_state import move_request
-from governance.choices import RequestState
+from governance.choices import RequestState, WebhookEvent
 from governance.decision import PASS, make_decision, release_of
 from governance.models import PublishRequest
+from governance.webhooks import notify
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 
@@ -60,6 +61,18 @@ class DecidePublishRequest(Action):
                 "release": decision.get("release"),
                 "first_failing_gate": decision.get("first_failing_gate"),
                 "policy": decision.get("policy"),
+                "runs": [run.get("id") for run in decision.get("runs", [])],
+            },
+        )
+        notify(
+            WebhookEvent.DECISION_MADE,
+            {
+                "publish_request": request.pk,
+                "agent": request.agent_version.agent.slug,
+                "agent_version": request.agent_version.number,
+                "state": state,
+                "release": decision.get("release"),
+                "first_failing_gate": decision.get("first_failing_gate"),
                 "runs": [run.get("id") for run in decision.get("runs", [])],
             },
         )

@@ -9,9 +9,10 @@ from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.actions.expire_bypass import ExpireBypass
 from governance.bypass_rules import void_reason
-from governance.choices import BypassState, Enforcement, RequestState
+from governance.choices import BypassState, Enforcement, RequestState, WebhookEvent
 from governance.decision import PASS, release_of
 from governance.models import PublishingPolicy, PublishRequest
+from governance.webhooks import notify
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
@@ -194,6 +195,17 @@ class PublishVersion(GovernanceAction):
                 after={"state": BypassState.USED, "agent_version": version.pk},
                 reason=self.bypass.reason,
             )
+            notify(
+                WebhookEvent.BYPASS_USED,
+                {
+                    "bypass": self.bypass.pk,
+                    "publish_request": request.pk,
+                    "agent": agent.slug,
+                    "agent_version": version.number,
+                    "used_by": user.get_username(),
+                    "reason": self.bypass.reason,
+                },
+            )
         new_state = RequestState.BYPASSED if self.bypass else RequestState.PUBLISHED
         if not move_request(request, new_state, published_at=now, published_by=user):
             raise ActionConflict("The publish request changed meanwhile.", code="conflict")
@@ -213,6 +225,19 @@ class PublishVersion(GovernanceAction):
                 "policy": {"id": request.policy_id, "version": request.policy.version},
             },
             reason=self.reason,
+        )
+        notify(
+            WebhookEvent.VERSION_PUBLISHED,
+            {
+                "agent": agent.slug,
+                "agent_version": version.number,
+                "previous_live_version": previous,
+                "live_version": version.pk,
+                "via": self.verb,
+                "cleared_by": self.route,
+                "publish_request": request.pk,
+                "published_by": user.get_username(),
+            },
         )
         version.state = VersionState.PUBLISHED
         return version

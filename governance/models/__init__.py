@@ -3,5 +3,14 @@
 from governance.models.audit import AuditEntry, verify_chain
 from governance.models.policies import PublishingPolicy
 from governance.models.publishing import Bypass, PublishRequest
+from governance.models.webhooks import WebhookDelivery, WebhookEndpoint
 
-__all__ = ["AuditEntry", "Bypass", "PublishRequest", "PublishingPolicy", "verify_chain"]
+__all__ = [
+    "AuditEntry",
+    "Bypass",
+    "PublishRequest",
+    "PublishingPolicy",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "verify_chain",
+]

@@ -259,7 +259,7 @@ def test_every_page_has_the_navigation_audit_only_for_admins(
             assert f'href="{link}"' in header, (url, link)
         assert 'href="/admin/agents/agentversion/"' in header  # publish: versions, gate links
         assert 'action="/admin/logout/"' in header and user.username in header
-        assert ('href="/admin/governance/auditentry/"' in header) == (who == "admin_user")
+        assert ('href="/governance/audit/"' in header) == (who == "admin_user")
 
 
 def test_the_publish_page_links_candidate_and_live(client, builder, password, two_runs):

@@ -1,0 +1,37 @@
+"""CreateWebhook: an Admin registers an endpoint for some events; a fresh secret is drawn."""
+
+from governance.actions._webhook import clean_events, clean_url, require_admin, snapshot
+from governance.actions.base import GovernanceAction
+from governance.models import WebhookEndpoint
+from governance.models.webhooks import new_secret
+from sherlock.core.audit import audit
+
+
+class CreateWebhook(GovernanceAction):
+    noun = "webhook"
+    verb = "create"
+
+    def __init__(self, *, acting_user, url, events, active=True):
+        super().__init__(acting_user=acting_user)
+        self.url, self.events, self.active = url, events, active
+
+    def check(self):
+        require_admin(self.acting_user)
+        self.url = clean_url(self.url)
+        self.events = clean_events(self.events)
+
+    def perform(self):
+        endpoint = WebhookEndpoint.objects.create(
+            url=self.url,
+            events=self.events,
+            active=bool(self.active),
+            secret=new_secret(),
+            created_by=self.acting_user,
+        )
+        audit(
+            "governance.webhook.create",
+            actor=self.acting_user,
+            target=endpoint,
+            after={**snapshot(endpoint), "secret": "drawn"},
+        )
+        return endpoint

@@ -1,0 +1,31 @@
+"""DeleteWebhook: an Admin removes an endpoint; its delivery log stays (with the URL)."""
+
+from governance.actions._webhook import require_admin, snapshot
+from governance.actions.base import GovernanceAction
+from sherlock.core.audit import audit
+
+
+class DeleteWebhook(GovernanceAction):
+    noun = "webhook"
+    verb = "delete"
+
+    def __init__(self, *, acting_user, endpoint):
+        super().__init__(acting_user=acting_user)
+        self.endpoint = endpoint
+
+    def refusal_target(self):
+        return self.endpoint
+
+    def check(self):
+        require_admin(self.acting_user)
+
+    def perform(self):
+        endpoint = self.endpoint
+        audit(
+            "governance.webhook.delete",
+            actor=self.acting_user,
+            target=endpoint,
+            before=snapshot(endpoint),
+        )
+        endpoint.delete()
+        return endpoint

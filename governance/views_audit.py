@@ -1,0 +1,158 @@
+"""The audit review page (issue 13 point 3): the audit log for Admins, filtered by actor, action
+code, target, date range and request id, each entry's before/after shown as a diff of the keys
+that changed, the chain verified from the page (the same `verify_chain` as `manage.py
+verify_audit`) and the filtered view exported (oldest first, every field, as `export_audit`)
+through `governance.audit_export.write_entries`; an export is itself audited, as in the admin.
+
+Only holders of `governance.view_auditentry` (the Admin role) see it; anyone else gets 404, as
+for any object a user may not see. A page of entries is one count and one select.
+"""
+
+import io
+from datetime import datetime, time
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import Http404, HttpResponse
+from django.utils import timezone
+from django.utils.dateparse import parse_date
+from django.views.decorators.http import require_POST
+
+from governance.audit_export import FORMATS, write_entries
+from governance.models import AuditEntry, verify_chain
+from sherlock.core.audit import audit
+from sherlock.core.htmx import render_page
+
+PAGE_SIZE = 50
+FILTERS = ("actor", "action", "target", "since", "until", "request_id")
+_MISSING = object()
+
+
+def _require_admin(request):
+    if not request.user.has_perm("governance.view_auditentry"):
+        raise Http404
+
+
+def _day_bound(text, end):
+    day = parse_date(text or "")
+    if day is None:
+        return None
+    return timezone.make_aware(datetime.combine(day, time.max if end else time.min))
+
+
+def filtered_entries(params):
+    """The entries matching the page's filters (a query dict); unknown or empty filters are
+    ignored, a date that does not parse is ignored too (the form shows what was applied)."""
+    entries = AuditEntry.objects.all()
+    if actor := params.get("actor", "").strip():
+        entries = entries.filter(actor_repr__icontains=actor)
+    if action := params.get("action", "").strip():
+        entries = entries.filter(action__startswith=action)
+    if target := params.get("target", "").strip():
+        kind, _, pk = target.partition(":")
+        if pk:
+            entries = entries.filter(target_type=kind, target_id=pk)
+        else:
+            entries = entries.filter(
+                Q(target_type__icontains=target) | Q(target_repr__icontains=target)
+            )
+    if since := _day_bound(params.get("since"), end=False):
+        entries = entries.filter(at__gte=since)
+    if until := _day_bound(params.get("until"), end=True):
+        entries = entries.filter(at__lte=until)
+    if request_id := params.get("request_id", "").strip():
+        entries = entries.filter(request_id=request_id)
+    return entries.order_by("-sequence")
+
+
+def diff(before, after):
+    """The keys that differ between two stored JSON values, as (key, old, new) rows (a side
+    that is absent counts as an empty object); a value that is not an object is one row keyed
+    "value"."""
+    if before is None and isinstance(after, dict):
+        before = {}
+    if after is None and isinstance(before, dict):
+        after = {}
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        if before == after:
+            return []
+        return [("value", _MISSING if before is None else before, after)]
+    rows = []
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key, _MISSING), after.get(key, _MISSING)
+        if old != new:
+            rows.append((key, old, new))
+    return rows
+
+
+def _shown(value):
+    return "—" if value is _MISSING else value
+
+
+def _render(request, verification=None):
+    entries = filtered_entries(request.GET)
+    page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [
+        {
+            "entry": entry,
+            "diff": [(k, _shown(o), _shown(n)) for k, o, n in diff(entry.before, entry.after)],
+        }
+        for entry in page
+    ]
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render_page(
+        request,
+        "governance/audit.html",
+        {
+            "page": page,
+            "rows": rows,
+            "filters": {name: request.GET.get(name, "") for name in FILTERS},
+            "query": query.urlencode(),
+            "formats": sorted(FORMATS),
+            "verification": verification,
+        },
+    )
+
+
+@login_required
+def audit_page(request):
+    _require_admin(request)
+    return _render(request)
+
+
+@login_required
+@require_POST
+def audit_verify(request):
+    """Re-compute the whole chain (not only the filtered view: a chain is whole or broken) and
+    show the page again with the result."""
+    _require_admin(request)
+    checked, broken, why = verify_chain()
+    verification = {"checked": checked, "broken": broken, "why": why, "entry": None}
+    if broken is not None:
+        verification["entry"] = AuditEntry.objects.filter(sequence=broken).first()
+    return _render(request, verification)
+
+
+@login_required
+def audit_export(request, fmt):
+    _require_admin(request)
+    if fmt not in FORMATS:
+        raise Http404
+    out = io.StringIO()
+    count = write_entries(filtered_entries(request.GET).order_by("sequence"), fmt, out)
+    audit(
+        "governance.audit.export",
+        actor=request.user,
+        after={
+            "format": fmt,
+            "entries": count,
+            "filters": {k: v for k in FILTERS if (v := request.GET.get(k))},
+        },
+        reason="audit page export",
+    )
+    content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
+    response = HttpResponse(out.getvalue(), content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="audit.{fmt}"'
+    return response

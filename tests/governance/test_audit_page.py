@@ -1,0 +1,175 @@
+"""The audit review page: Admin-only, filters, the before/after diff, chain verification from
+the page (intact and tampered) and the export of the filtered view."""
+
+import csv
+import io
+import json
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+from django.utils import timezone
+
+from governance.models import AuditEntry
+from sherlock.core.audit import audit, request_context
+from tests.governance.test_audit_log import _drop_trigger
+from tests.support import factories
+
+URL = reverse("governance:audit")
+
+
+@pytest.fixture
+def entries(admin_user, publisher):
+    with request_context(request_id="req-alpha", ip="10.0.0.1"):
+        first = audit(
+            "governance.policy.update",
+            actor=admin_user,
+            target=("governance.publishingpolicy", 3, "Default"),
+            before={"repetitions": 1, "name": "Default", "gone": True},
+            after={"repetitions": 3, "name": "Default", "added": "yes"},
+            reason="tighter gate",
+        )
+    with request_context(request_id="req-beta", ip="10.0.0.2"):
+        second = audit(
+            "agents.version.publish",
+            actor=publisher,
+            target=("agents.agentversion", 9, "support-bot v2"),
+            after={"state": "published"},
+        )
+    third = audit("evaluations.run.finish", actor=None, target=("evaluations.run", 4, "run 4"))
+    return first, second, third
+
+
+@pytest.fixture
+def admin_client(client, admin_user):
+    client.force_login(admin_user)
+    return client
+
+
+def _sequences(response):
+    return [row["entry"].sequence for row in response.context["rows"]]
+
+
+@pytest.mark.parametrize("role", ["Editor", "Builder", "Publisher", None])
+def test_only_admins_see_the_audit_page(client, entries, role):
+    client.force_login(factories.user(f"user-{role}", role=role))
+    assert client.get(URL).status_code == 404
+    assert client.post(reverse("governance:audit-verify")).status_code == 404
+    assert client.get(reverse("governance:audit-export", args=["csv"])).status_code == 404
+    assert b"/governance/audit/" not in client.get(reverse("evaluations:run-list")).content
+
+
+def test_an_anonymous_visitor_is_sent_to_log_in(client, entries):
+    response = client.get(URL)
+    assert response.status_code == 302 and "login" in response["Location"]
+
+
+def test_the_admin_sees_every_entry_and_the_nav_link(admin_client, entries):
+    response = admin_client.get(URL)
+    assert response.status_code == 200
+    assert set(_sequences(response)) >= {e.sequence for e in entries}
+    assert b'href="/governance/audit/" aria-current="page">Audit' in response.content
+
+
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ({"actor": "publisher"}, [1]),
+        ({"action": "governance.policy"}, [0]),
+        ({"target": "agents.agentversion:9"}, [1]),
+        ({"target": "run 4"}, [2]),
+        ({"request_id": "req-alpha"}, [0]),
+        ({"request_id": "req-alpha", "actor": "publisher"}, []),
+    ],
+)
+def test_filters_narrow_the_list(admin_client, entries, params, expected):
+    mine = {e.sequence for e in entries}
+    shown = [s for s in _sequences(admin_client.get(URL, params)) if s in mine]
+    assert shown == sorted((entries[i].sequence for i in expected), reverse=True)
+
+
+def test_the_date_range_filter(admin_client, entries):
+    today = timezone.localdate()
+    yesterday = (today - timedelta(days=1)).isoformat()
+    assert set(_sequences(admin_client.get(URL, {"since": today.isoformat()}))) >= {
+        e.sequence for e in entries
+    }
+    assert _sequences(admin_client.get(URL, {"until": yesterday})) == []
+    assert _sequences(admin_client.get(URL, {"since": "not a date", "action": "agents."})) == [
+        entries[1].sequence
+    ]
+
+
+def test_before_and_after_are_shown_as_the_changed_keys(admin_client, entries):
+    response = admin_client.get(URL, {"request_id": "req-alpha"})
+    (row,) = response.context["rows"]
+    assert row["diff"] == [
+        ("added", "—", "yes"),
+        ("gone", True, "—"),
+        ("repetitions", 1, 3),
+    ]
+    assert "<b>repetitions</b>: <code>1</code> → <code>3</code>" in response.content.decode()
+    (created,) = admin_client.get(URL, {"request_id": "req-beta"}).context["rows"]
+    assert created["diff"] == [("state", "—", "published")]
+
+
+def test_a_page_of_entries_takes_a_constant_number_of_queries(
+    admin_client, entries, django_assert_max_num_queries
+):
+    admin_client.get(URL)  # warm the session and permission caches
+    with django_assert_max_num_queries(12) as few:
+        admin_client.get(URL)
+    for n in range(60):
+        audit("governance.test.many", after={"n": n}, before={"n": n - 1})
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        response = admin_client.get(URL)
+    assert len(response.context["rows"]) == 50 and response.context["page"].has_next()
+
+
+def test_verify_reports_an_intact_chain(admin_client, entries):
+    response = admin_client.post(reverse("governance:audit-verify"))
+    count = AuditEntry.objects.count()
+    assert response.context["verification"]["broken"] is None
+    assert f"intact: {count} entries checked" in response.content.decode()
+
+
+def test_verify_names_the_first_broken_entry(admin_client, entries):
+    second = entries[1]
+    _drop_trigger()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE governance_auditentry SET reason = 'rewritten' WHERE sequence = %s",
+            [second.sequence],
+        )
+    response = admin_client.post(reverse("governance:audit-verify") + "?actor=admin")
+    body = response.content.decode()
+    assert f"broken at entry #{second.sequence}: hash does not match" in body
+    assert response.context["verification"]["entry"].pk == second.pk
+    # The filters survive the verification.
+    assert response.context["filters"]["actor"] == "admin"
+
+
+def test_export_csv_of_the_filtered_view(admin_client, entries):
+    response = admin_client.get(
+        reverse("governance:audit-export", args=["csv"]), {"actor": "publisher"}
+    )
+    assert response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [int(r["sequence"]) for r in rows] == [entries[1].sequence]
+    assert rows[0]["hash"] == entries[1].hash
+    export = AuditEntry.objects.get(action="governance.audit.export")
+    assert export.after == {"format": "csv", "entries": 1, "filters": {"actor": "publisher"}}
+
+
+def test_export_jsonl_of_the_filtered_view(admin_client, entries):
+    response = admin_client.get(
+        reverse("governance:audit-export", args=["jsonl"]), {"request_id": "req-alpha"}
+    )
+    lines = [json.loads(line) for line in response.content.decode().splitlines()]
+    assert [line["sequence"] for line in lines] == [entries[0].sequence]
+    assert lines[0]["after"] == {"repetitions": 3, "name": "Default", "added": "yes"}
+
+
+def test_an_unknown_export_format_is_404(admin_client, entries):
+    assert admin_client.get(reverse("governance:audit-export", args=["xml"])).status_code == 404
