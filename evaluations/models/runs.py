@@ -44,6 +44,14 @@ class Run(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    schedule = models.ForeignKey(
+        "evaluations.RunSchedule",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+        help_text="The schedule that started it (purpose `scheduled`).",
+    )
     comparability = models.JSONField(
         default=dict, blank=True, help_text="Dataset version, check versions, judge models."
     )
