@@ -14,7 +14,12 @@ from croniter import croniter
 from django.db import transaction
 from django.utils import timezone
 
-from evaluations.costs import estimate_start
+from evaluations.costs import (
+    estimate_cost,
+    estimate_missing_calls,
+    estimate_start,
+    format_usd,
+)
 from sherlock.core.errors import ActionError
 
 DAYS = 30
@@ -34,17 +39,23 @@ def runs_per_month(cron="", interval_minutes=None, start=None):
 
 def estimate_schedule(agent_version, dataset_version, repetitions, cron="", interval_minutes=None):
     """`estimate_start` of one run, and the month's runs and USD (None when a price is
-    missing: an unknown cost is never $0)."""
+    missing: an unknown cost is never $0), with both in words as the pages show them."""
     from decimal import Decimal
 
     per_run = estimate_start(agent_version, dataset_version, repetitions)
     runs = runs_per_month(cron, interval_minutes)
     usd = per_run["usd"]
+    missing = estimate_missing_calls(per_run)
+    known = Decimal(per_run.get("usd_known") or 0) * runs
     return {
         "per_run": per_run,
         "runs_per_month": runs,
         "calls_per_month": per_run["calls"] * runs,
         "usd_per_month": None if usd is None else str(Decimal(usd) * runs),
+        "per_run_text": estimate_cost(per_run),
+        "per_month_text": format_usd(Decimal(usd) * runs)
+        if usd is not None
+        else format_usd(known or None, missing * runs),
     }
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluations import views, views_compare, views_runs, views_trends
+from evaluations import views, views_compare, views_runs, views_schedules, views_trends
 
 app_name = "evaluations"
 urlpatterns = [
@@ -12,4 +12,10 @@ urlpatterns = [
     path("runs/<int:pk>/cases/<slug:key>/", views.trial_detail, name="trial-detail"),
     path("trends/", views_trends.trends, name="trends"),
     path("costs/", views.costs, name="costs"),
+    path("schedules/", views_schedules.schedules, name="schedules"),
+    path(
+        "schedules/<int:pk>/<str:verb>/",
+        views_schedules.schedule_change,
+        name="schedule-change",
+    ),
 ]
