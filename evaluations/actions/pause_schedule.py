@@ -31,3 +31,10 @@ class PauseSchedule(Action):
             after={"active": schedule.active},
         )
         return schedule
+
+
+class ResumeSchedule(PauseSchedule):
+    """PauseSchedule with `active=True` (the admin's "resume" action takes a class)."""
+
+    def __init__(self, *, acting_user, schedule):
+        super().__init__(acting_user=acting_user, schedule=schedule, active=True)
