@@ -67,6 +67,11 @@ class Run(models.Model):
     )
     estimate = models.JSONField(default=dict, blank=True)
     summary = models.JSONField(default=dict, blank=True)
+    judge_summary = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The judge's summary on request (evaluations.actions.summarize_run).",
+    )
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
