@@ -99,6 +99,13 @@ class Run(models.Model):
         return f"Run #{self.pk} {self.agent_version} on {self.dataset_version}"
 
     @property
+    def summary_unavailable(self):
+        """Why the judge cannot summarise this run now, or None (the run page's button)."""
+        from evaluations.actions.summarize_run import summary_unavailable
+
+        return summary_unavailable(self)
+
+    @property
     def is_adhoc_on_draft(self):
         return self.dataset_version.frozen_at is None
 

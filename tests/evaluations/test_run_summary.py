@@ -90,3 +90,19 @@ def test_the_api_endpoint(judge_settings, llm_server, builder, finished):
     answer = factories.api(builder).post(f"/api/v1/runs/{run.pk}/summary/")
     assert answer.status_code == 200, answer.json()
     assert answer.json()["judge_summary"]["statements"][0]["cases"] == ["refund-2"]
+
+
+def test_the_run_page_button(judge_settings, llm_server, logged_in, builder, finished):
+    _, run = finished
+    client = logged_in(builder)
+    assert "Summarise with the judge" in client.get(f"/runs/{run.pk}/").content.decode()
+    llm_server.script([{"statements": [statement("failures", "Not JSON.", ["refund-1"])]}])
+    page = client.post(f"/runs/{run.pk}/summary/", follow=True).content.decode()
+    assert "Summary written." in page and "Not JSON." in page
+    assert f'href="/runs/{run.pk}/cases/refund-1/"' in page
+
+
+def test_the_run_page_says_why_without_a_judge(settings, logged_in, builder, finished):
+    settings.SHERLOCK_JUDGE_BASE_URL = ""
+    page = logged_in(builder).get(f"/runs/{finished[1].pk}/").content.decode()
+    assert 'id="summary-unavailable"' in page and "No judge is configured" in page
