@@ -132,7 +132,9 @@ class ScheduleViewSet(
 
     def perform_update(self, serializer):
         data = dict(serializer.validated_data)
-        data.pop("agent", None), data.pop("dataset", None)
+        for name in ("agent", "dataset"):  # the same pair may be sent back; another is refused
+            if data.get(name) == getattr(serializer.instance, name):
+                data.pop(name)
         serializer.instance = UpdateSchedule(
             acting_user=self.request.user, schedule=serializer.instance, **data
         ).execute()

@@ -130,6 +130,8 @@ def test_runs_per_month_counts_cron_firings_and_intervals():
     assert runs_per_month(interval_minutes=60) == 720
     assert runs_per_month("0 6 * * *", start=start) == 30
     assert runs_per_month("0 */6 * * *", start=start) == 120
+    assert runs_per_month("* * * * *", start=start) == 43200  # extrapolated past 2000 firings
+    assert runs_per_month("*/5 * * * *", start=start) == 8640
 
 
 def test_the_estimate_is_one_run_times_the_runs_of_a_month(pair):

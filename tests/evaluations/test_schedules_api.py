@@ -26,6 +26,10 @@ def test_a_builder_creates_sees_the_estimate_pauses_and_deletes(builder, pair): 
     )
     assert changed.status_code == 200, changed.json()
     assert changed.json()["estimate"]["runs_per_month"] in (30, 31)
+    factories.agent("other-bot")
+    other = client.patch(f"/api/v1/schedules/{data['id']}/", {"agent": "other-bot"}, format="json")
+    assert other.status_code == 400  # a schedule of another pair is a new schedule
+    assert other.json()["field"] == "agent"
     paused = client.post(f"/api/v1/schedules/{data['id']}/pause/")
     assert paused.json()["active"] is False and paused.json()["next_run"] is None
     assert client.post(f"/api/v1/schedules/{data['id']}/resume/").json()["active"] is True
