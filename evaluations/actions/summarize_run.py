@@ -32,11 +32,7 @@ PER_REASON = 10
 
 def summary_unavailable(run):
     """Why the run cannot be summarised now (None: it can): the button shows it."""
-    if run.status != RunStatus.COMPLETED:
-        return "Only a completed run can be summarised."
-    if get_default_judge() is None:
-        return "No judge is configured (SHERLOCK_JUDGE_BASE_URL), so no summary can be written."
-    return None
+    return run.summary_unavailable
 
 
 def previous_run(run):

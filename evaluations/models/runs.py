@@ -100,10 +100,13 @@ class Run(models.Model):
 
     @property
     def summary_unavailable(self):
-        """Why the judge cannot summarise this run now, or None (the run page's button)."""
-        from evaluations.actions.summarize_run import summary_unavailable
-
-        return summary_unavailable(self)
+        """Why the judge cannot summarise this run now, or None: the run page's button and
+        `evaluations.actions.summarize_run` (the engine imports models, never the actions)."""
+        if self.status != RunStatus.COMPLETED:
+            return "Only a completed run can be summarised."
+        if not settings.SHERLOCK_JUDGE_BASE_URL:
+            return "No judge is configured (SHERLOCK_JUDGE_BASE_URL), so no summary can be written."
+        return None
 
     @property
     def is_adhoc_on_draft(self):
