@@ -22,6 +22,7 @@ class RunPurpose(models.TextChoices):
     ADHOC = "adhoc", "ad hoc"
     GATE = "gate", "gate"
     EXTERNAL = "external", "external (imported trials)"
+    SCHEDULED = "scheduled", "scheduled"
 
 
 class TrialStatus(models.TextChoices):

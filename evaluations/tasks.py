@@ -11,3 +11,10 @@ def run_shard(run_id, trial_ids):
 def reap_expired_leases():
     """Periodic (the `sherlock-reaper` schedule): hand back what dead workers left behind."""
     return engine.reap()
+
+
+def run_schedule(schedule_id):
+    """Fired by a `RunSchedule`'s django-q2 row: start its run (`evaluations.schedules.fire`)."""
+    from evaluations.schedules import fire
+
+    return fire(schedule_id)

@@ -1,6 +1,14 @@
 from django.urls import path
 
-from evaluations import views, views_compare, views_labels, views_runs, views_trends
+from evaluations import (
+    views,
+    views_compare,
+    views_labels,
+    views_runs,
+    views_schedules,
+    views_summaries,
+    views_trends,
+)
 
 app_name = "evaluations"
 urlpatterns = [
@@ -9,9 +17,16 @@ urlpatterns = [
     path("runs/start/", views_runs.start_run, name="start-run"),
     path("runs/compare/", views_compare.compare, name="compare"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/summary/", views_summaries.summarize, name="run-summary"),
     path("runs/<int:pk>/cases/<slug:key>/", views.trial_detail, name="trial-detail"),
     path("trends/", views_trends.trends, name="trends"),
     path("costs/", views.costs, name="costs"),
     path("labels/", views_labels.labels, name="labels"),
     path("checks/<int:pk>/calibration/", views_labels.calibration, name="calibration"),
+    path("schedules/", views_schedules.schedules, name="schedules"),
+    path(
+        "schedules/<int:pk>/<str:verb>/",
+        views_schedules.schedule_change,
+        name="schedule-change",
+    ),
 ]

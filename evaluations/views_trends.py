@@ -4,7 +4,8 @@ Seeds 000-002 say an informative check is "scored, shown and tracked over time";
 For one agent and one dataset, every completed run the user may see (`Run.objects.for_user`),
 oldest first, up to `MAX_RUNS`: each check's mean score and pass rate, and the run's case pass
 rate, as two server-rendered SVG charts (no chart library, no CDN, like the costs page) and a
-table, each run marked with the agent version it evaluated. Checks are matched across dataset
+table, each run marked with the agent version it evaluated (a scheduled run's tick ends in
+"(s)"). Checks are matched across dataset
 versions by label.
 
 `check_stats(run_ids)` is the one aggregate query both this page and the compare page read
@@ -16,11 +17,14 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Avg, Count, Q
 
 from agents.models import Agent
-from evaluations.choices import CheckStatus, RunStatus
+from evaluations.choices import CheckStatus, RunPurpose, RunStatus
 from evaluations.models import CheckResult, Run
 from sherlock.core.htmx import render_page
 
 MAX_RUNS = 60
+# Scheduled runs (`RunSchedule`) are trended like any completed run; their tick says so, and the
+# table names each run's purpose.
+SCHEDULED_MARK = " (s)"
 # One colour per check, in the checks' order; the case pass rate is drawn in black.
 PALETTE = ["#2e90fa", "#9e77ed", "#f79009", "#12b76a", "#f04438", "#0ba5ec", "#ee46bc", "#667085"]
 
@@ -107,7 +111,13 @@ def trend_chart(points, series, width=720, height=200):
             versions.append({"x": x(i), "label": f"v{point['version']}"})
             previous = point["version"]
     grid = [{"y": y(v), "label": f"{v:.2f}"} for v in (0, 0.25, 0.5, 0.75, 1)]
-    ticks = [{"x": x(i), "label": f"#{p['id']} v{p['version']}"} for i, p in enumerate(points)]
+    ticks = [
+        {
+            "x": x(i),
+            "label": f"#{p['id']} v{p['version']}{SCHEDULED_MARK if p.get('scheduled') else ''}",
+        }
+        for i, p in enumerate(points)
+    ]
     return {
         "width": width,
         "height": height,
@@ -149,7 +159,13 @@ def trends_context(user, agent_slug, dataset_slug):
             }
         )
     points = [
-        {"id": run.pk, "version": run.agent_version.number, "label": f"#{run.pk}"} for run in runs
+        {
+            "id": run.pk,
+            "version": run.agent_version.number,
+            "label": f"#{run.pk}",
+            "scheduled": run.purpose == RunPurpose.SCHEDULED,
+        }
+        for run in runs
     ]
     case_line = {
         "name": "case pass rate",

@@ -19,7 +19,7 @@ from django.db.models.signals import m2m_changed, post_delete, post_save, pre_sa
 from guardian.models import GroupObjectPermission, UserObjectPermission
 
 from evaluations.models import Run
-from evaluations.signals import run_finished
+from evaluations.signals import run_finished, schedule_failed
 from governance.choices import RequestState
 from governance.roles import in_role_action
 from sherlock.core.audit import audit, current_actor
@@ -223,10 +223,19 @@ def audit_user_changes(sender, instance, created, **kwargs):
         )
 
 
+def notify_schedule_failed(sender, schedule_id, error, **kwargs):
+    """The `schedule.failed` webhook event: a schedule fired but could not start its run."""
+    from governance.choices import WebhookEvent
+    from governance.webhooks import notify
+
+    notify(WebhookEvent.SCHEDULE_FAILED, {"schedule": schedule_id, "error": error})
+
+
 def connect():
     user_model = get_user_model()
     run_finished.connect(decide_when_gate_runs_finish, sender=Run, dispatch_uid="gov-decide")
     run_finished.connect(notify_run_finished, sender=Run, dispatch_uid="gov-webhook-run")
+    schedule_failed.connect(notify_schedule_failed, dispatch_uid="gov-webhook-schedule")
     user_logged_in.connect(audit_login, dispatch_uid="gov-login")
     user_login_failed.connect(audit_login_failed, dispatch_uid="gov-login-failed")
     user_logged_out.connect(audit_logout, dispatch_uid="gov-logout")

@@ -25,6 +25,7 @@ from rest_framework.response import Response
 from agents.models import Agent, AgentVersion
 from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.start_run import StartRun
+from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, Run
 
@@ -118,6 +119,7 @@ class RunSerializer(serializers.ModelSerializer):
             "estimate",
             "warnings",
             "summary",
+            "judge_summary",
             "requested_by",
             "created_at",
             "started_at",
@@ -155,7 +157,8 @@ class StartRunSerializer(serializers.Serializer):
     retrieve=extend_schema(summary="One run: progress, spend so far, estimate and summary"),
 )
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Runs. `POST /runs/` starts one (StartRun), `POST /runs/{id}/cancel/` cancels it."""
+    """Runs. `POST /runs/` starts one (StartRun), `POST /runs/{id}/cancel/` cancels it,
+    `POST /runs/{id}/summary/` asks the judge for its summary (SummarizeRun)."""
 
     serializer_class = RunSerializer
     filterset_fields = ["status", "purpose", "agent_version", "dataset_version"]
@@ -187,4 +190,18 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         run = CancelRun(acting_user=request.user, run=self.get_object()).execute()
+        return Response(RunSerializer(self.get_queryset().get(pk=run.pk)).data)
+
+    @extend_schema(
+        summary="Ask the judge for a summary of a completed run",
+        description="Failures grouped by reason, the worst cases, what changed against the "
+        "previous run of the agent on the dataset; every statement cites case keys of the run "
+        "(a statement citing others is dropped, under `judge_summary.dropped`). 409 when the "
+        "run is not completed, no judge is configured, or the judge cited no case.",
+        request=None,
+        responses={200: RunSerializer, 403: _ERROR, 409: _ERROR},
+    )
+    @action(detail=True, methods=["post"])
+    def summary(self, request, pk=None):
+        run = SummarizeRun(acting_user=request.user, run=self.get_object()).execute()
         return Response(RunSerializer(self.get_queryset().get(pk=run.pk)).data)

@@ -291,6 +291,34 @@ CUSTOM = Rubric(
     ranges=lambda v: {"score": (int(v["low"]), int(v["high"]))},
 )
 
+# A finished run's summary (issue 13 point 5, `evaluations.actions.summarize_run`): every
+# statement cites case keys of the run, which the action checks after the answer (a statement
+# citing a key the run does not have is dropped, as custom checks drop quotes not in the output).
+RUN_SUMMARY = Rubric(
+    id="summary.run",
+    version=1,
+    system=SYSTEM,
+    template=(
+        "Facts of one finished evaluation run of an AI agent, as JSON:\n{facts}\n\n"
+        "Write a short summary for the people who release the agent, as statements of one "
+        "sentence each: the failures grouped by reason (kind `failures`), the worst cases "
+        "(kind `worst`), and what changed against the previous run of the same agent and "
+        "dataset (kind `change`, only when a previous run is given). Use only these facts. "
+        "Each statement cites, in `cases`, the keys of the cases it is about, copied exactly "
+        "from the facts; a statement that no case supports is left out."
+    ),
+    schema=_object(
+        statements=_list(
+            _object(
+                kind={"type": "string", "enum": ["failures", "worst", "change"]},
+                text=_STRING,
+                cases=_list(_STRING),
+            )
+        )
+    ),
+    max_items=lambda v: {"statements": 12},
+)
+
 RUBRICS: dict[str, Rubric] = {
     r.id: r
     for r in (
@@ -304,6 +332,8 @@ RUBRICS: dict[str, Rubric] = {
         CUSTOM,
     )
 }
+# The check rubrics above have families `check_judge` probes; the run summary is no check and
+# has none, so it is kept apart.
 
 FAMILIES: tuple[str, ...] = tuple(sorted({r.family for r in RUBRICS.values()}))
 

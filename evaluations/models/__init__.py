@@ -3,6 +3,7 @@
 from evaluations.models.datasets import Case, CaseVersion, Check, Dataset, DatasetVersion
 from evaluations.models.judging import CostEntry, JudgeCall, JudgeProbe, ModelPrice
 from evaluations.models.runs import CaseResult, CheckResult, HumanLabel, Run, Trial
+from evaluations.models.schedules import RunSchedule
 
 __all__ = [
     "Case",
@@ -18,5 +19,6 @@ __all__ = [
     "JudgeProbe",
     "ModelPrice",
     "Run",
+    "RunSchedule",
     "Trial",
 ]

@@ -44,6 +44,14 @@ class Run(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    schedule = models.ForeignKey(
+        "evaluations.RunSchedule",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+        help_text="The schedule that started it (purpose `scheduled`).",
+    )
     comparability = models.JSONField(
         default=dict, blank=True, help_text="Dataset version, check versions, judge models."
     )
@@ -59,6 +67,11 @@ class Run(models.Model):
     )
     estimate = models.JSONField(default=dict, blank=True)
     summary = models.JSONField(default=dict, blank=True)
+    judge_summary = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The judge's summary on request (evaluations.actions.summarize_run).",
+    )
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -84,6 +97,16 @@ class Run(models.Model):
 
     def __str__(self):
         return f"Run #{self.pk} {self.agent_version} on {self.dataset_version}"
+
+    @property
+    def summary_unavailable(self):
+        """Why the judge cannot summarise this run now, or None: the run page's button and
+        `evaluations.actions.summarize_run` (the engine imports models, never the actions)."""
+        if self.status != RunStatus.COMPLETED:
+            return "Only a completed run can be summarised."
+        if not settings.SHERLOCK_JUDGE_BASE_URL:
+            return "No judge is configured (SHERLOCK_JUDGE_BASE_URL), so no summary can be written."
+        return None
 
     @property
     def is_adhoc_on_draft(self):

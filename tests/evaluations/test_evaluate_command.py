@@ -220,3 +220,31 @@ def test_only_a_builder_may_start_a_run(request, persona, refunds, agent):
     expected = "no agent 'refunds'" if persona == "outsider" else "run refused: You may not"
     assert expected in out
     assert not Run.objects.exists()
+
+
+def test_summary_prints_the_judges_statements_citing_the_runs_cases(
+    live_db, builder, refunds, agent, judge_settings, llm_server
+):
+    version(agent, SCRIPTED)  # the Tools check fails on both cases
+    llm_server.script(
+        [
+            {
+                "statements": [
+                    {"kind": "failures", "text": "No tool was called.", "cases": ["small"]},
+                    {"kind": "worst", "text": "An invented case.", "cases": ["huge"]},
+                ]
+            }
+        ]
+    )
+    code, out = evaluate("refunds", "--dataset", "support-basics", "--user", "builder", "--summary")
+    assert code == 1, out  # the verdict's exit status
+    assert "  [failures] No tool was called. (small)" in out
+    assert "An invented case." not in out  # it cited a case the run does not have
+
+
+def test_summary_without_a_judge_says_why(live_db, builder, refunds, agent, settings):
+    settings.SHERLOCK_JUDGE_BASE_URL = ""
+    version(agent, SCRIPTED)
+    code, out = evaluate("refunds", "--dataset", "support-basics", "--user", "builder", "--summary")
+    assert code == 1, out
+    assert "summary: unavailable: No judge is configured" in out

@@ -291,6 +291,20 @@ def test_run_finished_is_fired_by_the_receiver(
     assert body["data"]["agent"] == run.agent_version.agent.slug
 
 
+def test_schedule_failed_is_fired_by_the_receiver(
+    admin_user, receiver, django_capture_on_commit_callbacks
+):
+    from evaluations.models import RunSchedule
+    from evaluations.signals import schedule_failed
+
+    endpoint_for(admin_user, receiver.url, events=["schedule.failed"])
+    with django_capture_on_commit_callbacks(execute=True):
+        schedule_failed.send(sender=RunSchedule, schedule_id=7, error="no live version")
+    (body,) = events_received(receiver)
+    assert body["event"] == "schedule.failed"
+    assert body["data"] == {"schedule": 7, "error": "no live version"}
+
+
 def test_decision_publication_and_bypass_use_are_fired(
     admin_user,
     publisher,

@@ -1,7 +1,7 @@
 """`manage.py evaluate AGENT --dataset SLUG`: start a run, wait for it, print its results.
 
     manage.py evaluate AGENT [--version N] --dataset SLUG [--dataset-version N]
-        [--repetitions K] [--wait S] [--junit FILE] [--json FILE] [--user U]
+        [--repetitions K] [--wait S] [--junit FILE] [--json FILE] [--user U] [--summary]
 
 The run is started as `--user` (default: the `SHERLOCK_USER` environment variable; without
 either the command stops with a usage error) through `StartRun`, so permissions are those of
@@ -16,7 +16,9 @@ run (DESIGN section 6, `evaluations.contract.db.run_contract` and `render_table`
 003's worked-example thresholds, as `GET /api/v1/runs/compare/` uses them: this is a test
 report, not a release decision (that is `manage.py gate`, with the agent's publishing policy).
 `--junit FILE` writes JUnit XML (`export_run --format junit`'s writer), `--json FILE` a JSON
-summary.
+summary. `--summary` then asks the judge for the run's summary (`SummarizeRun`: statements citing
+the run's cases) and prints it; when it cannot (no judge, refused) it says why and the exit
+status stays the verdict's.
 
 Exit status: 0 when every case passed and the contract passed; 1 when not; 2 on an error (bad
 usage, unknown agent, dataset or version, a refused start, a run that failed or was cancelled,
@@ -34,6 +36,7 @@ from django.core.management.base import CommandError
 
 from agents.models import Agent
 from evaluations.actions.start_run import StartRun
+from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.choices import RUN_TERMINAL, RunStatus
 from evaluations.contract import DEFAULT_THRESHOLDS, GATE_LABELS, render_table
 from evaluations.contract.db import run_contract
@@ -75,6 +78,11 @@ class Command(VerdictCommand):
             "--user", help=f"start the run as this user, a Builder (default: ${USER_ENV})"
         )
         parser.add_argument("--poll", type=float, default=1.0, help="seconds between checks (1)")
+        parser.add_argument(
+            "--summary",
+            action="store_true",
+            help="ask the judge for the run's summary and print it (judge calls, kind summary)",
+        )
 
     def handle(self, *args, agent_slug, dataset, **options):
         user = self.acting_user(options["user"])
@@ -114,6 +122,8 @@ class Command(VerdictCommand):
         passed = all_passed and contract.first_failing_gate is None
         verdict = "passed" if passed else self.why_failed(cases, contract)
         self.stdout.write(f"result: {verdict}")
+        if options["summary"]:
+            self.print_summary(user, run)
         if options["junit"]:
             self.write_file(options["junit"], ExportRun().export_junit(run), "JUnit XML")
         if options["json_file"]:
@@ -121,6 +131,17 @@ class Command(VerdictCommand):
             self.write_file(options["json_file"], json.dumps(summary, indent=2) + "\n", "JSON")
         if not passed:
             raise SystemExit(FAILED)
+
+    def print_summary(self, user, run):
+        try:
+            run = SummarizeRun(acting_user=user, run=run).execute()
+        except ActionError as exc:
+            self.stdout.write(f"summary: unavailable: {exc}")
+            return
+        self.stdout.write("summary (the judge's; every statement cites cases of this run):")
+        for statement in run.judge_summary["statements"]:
+            cases = ", ".join(statement["cases"])
+            self.stdout.write(f"  [{statement['kind']}] {statement['text']} ({cases})")
 
     # --- what to run ---------------------------------------------------------------------
 

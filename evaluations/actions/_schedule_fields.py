@@ -1,0 +1,87 @@
+"""What the schedule verbs share: who may schedule, field validation, and keeping the owned
+django-q2 `Schedule` row in step with a `RunSchedule` (called inside the verb's transaction)."""
+
+from datetime import timedelta
+
+from croniter import croniter
+from django.utils import timezone
+from django_q.models import Schedule
+
+from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.permissions import user_can
+
+FUNC = "evaluations.tasks.run_schedule"
+FIELDS = (
+    "dataset_id",
+    "dataset_version_id",
+    "agent_id",
+    "agent_version_id",
+    "repetitions",
+    "cron",
+    "interval_minutes",
+    "active",
+)
+
+
+def may_schedule(user, agent, dataset):
+    """An Editor of the dataset or a Builder of the agent (or an Admin) may schedule it."""
+    return user_can(user, "build", agent) or user_can(user, "edit", dataset)
+
+
+def check_may_schedule(user, agent, dataset):
+    if not may_schedule(user, agent, dataset):
+        raise ActionDenied(
+            "You may not schedule this run (Editor of the dataset or Builder of the agent needed)."
+        )
+
+
+def validate(schedule):
+    """Refuse a schedule that could never fire or would fire a run StartRun refuses."""
+    cron, minutes = (schedule.cron or "").strip(), schedule.interval_minutes
+    if bool(cron) == (minutes is not None):
+        raise ActionInvalid("give either a cron expression or an interval in minutes", field="cron")
+    if cron and not croniter.is_valid(cron):
+        raise ActionInvalid(f"{cron!r} is not a valid cron expression", field="cron")
+    if minutes is not None and not 1 <= minutes <= 60 * 24 * 31:
+        raise ActionInvalid(
+            "interval_minutes must be between 1 and 44640", field="interval_minutes"
+        )
+    if not isinstance(schedule.repetitions, int) or not 1 <= schedule.repetitions <= 100:
+        raise ActionInvalid("repetitions must be between 1 and 100", field="repetitions")
+    if schedule.dataset_version_id and schedule.dataset_version.dataset_id != schedule.dataset_id:
+        raise ActionInvalid("the pinned version is not of this dataset", field="dataset_version")
+    if schedule.dataset_version_id and not schedule.dataset_version.is_frozen:
+        raise ActionInvalid("scheduled runs pin frozen dataset versions", field="dataset_version")
+    if schedule.agent_version_id and schedule.agent_version.agent_id != schedule.agent_id:
+        raise ActionInvalid("the pinned version is not of this agent", field="agent_version")
+    schedule.cron = cron
+
+
+def first_run(schedule, now=None):
+    now = now or timezone.now()
+    if schedule.cron:
+        return croniter(schedule.cron, now).get_next(type(now))
+    return now + timedelta(minutes=schedule.interval_minutes)
+
+
+def sync_q_schedule(schedule):
+    """Create or update the django-q2 row that fires `schedule` (paused: `repeats=0`, which
+    django-q2 never fires); the caller's transaction covers both rows."""
+    q = schedule.q_schedule or Schedule(func=FUNC, name=f"sherlock-run-schedule-{schedule.pk}")
+    q.args = repr(schedule.pk)  # django-q2 evaluates `args` as a Python literal
+    if schedule.cron:
+        q.schedule_type, q.cron, q.minutes = Schedule.CRON, schedule.cron, None
+    else:
+        q.schedule_type, q.cron, q.minutes = Schedule.MINUTES, None, schedule.interval_minutes
+    q.repeats = -1 if schedule.active else 0
+    if schedule.active and (q.pk is None or q.next_run is None or q.next_run < timezone.now()):
+        q.next_run = first_run(schedule)
+    q.save()
+    if schedule.q_schedule_id != q.pk:
+        schedule.q_schedule = q
+        schedule.save(update_fields=["q_schedule"])
+    return q
+
+
+def snapshot(schedule):
+    return {name: getattr(schedule, name) for name in FIELDS}

@@ -1,0 +1,22 @@
+"""DeleteSchedule: remove a schedule and the django-q2 row it owns; its runs stay."""
+
+from evaluations.actions._schedule_fields import check_may_schedule, snapshot
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+
+
+class DeleteSchedule(Action):
+    def __init__(self, *, acting_user, schedule):
+        super().__init__(acting_user=acting_user)
+        self.schedule = schedule
+
+    def check(self):
+        check_may_schedule(self.acting_user, self.schedule.agent, self.schedule.dataset)
+
+    def perform(self):
+        schedule = self.schedule
+        before = snapshot(schedule)
+        audit("evaluations.schedule.delete", actor=self.acting_user, target=schedule, before=before)
+        if schedule.q_schedule_id:
+            schedule.q_schedule.delete()
+        schedule.delete()

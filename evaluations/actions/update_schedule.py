@@ -1,0 +1,54 @@
+"""UpdateSchedule: change a schedule's versions, repetitions or timing, and its django-q2 row."""
+
+from evaluations.actions._schedule_fields import (
+    check_may_schedule,
+    snapshot,
+    sync_q_schedule,
+    validate,
+)
+from sherlock.core.actions import Action
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionInvalid
+
+EDITABLE = {
+    "dataset_version",
+    "agent_version",
+    "repetitions",
+    "cron",
+    "interval_minutes",
+    "active",
+}
+
+
+class UpdateSchedule(Action):
+    """Who may create it may change it (checked on the schedule's agent and dataset, which do
+    not change: a schedule of another pair is a new schedule)."""
+
+    def __init__(self, *, acting_user, schedule, **changes):
+        super().__init__(acting_user=acting_user)
+        self.schedule = schedule
+        self.changes = changes
+
+    def check(self):
+        check_may_schedule(self.acting_user, self.schedule.agent, self.schedule.dataset)
+        unknown = set(self.changes) - EDITABLE
+        if unknown:
+            name = sorted(unknown)[0]
+            raise ActionInvalid(f"{name} cannot be changed on a schedule", field=name)
+
+    def perform(self):
+        schedule = self.schedule
+        before = snapshot(schedule)
+        for name, value in self.changes.items():
+            setattr(schedule, name, value)
+        validate(schedule)
+        schedule.save()
+        sync_q_schedule(schedule)
+        audit(
+            "evaluations.schedule.update",
+            actor=self.acting_user,
+            target=schedule,
+            before=before,
+            after=snapshot(schedule),
+        )
+        return schedule

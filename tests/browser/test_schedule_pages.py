@@ -1,0 +1,56 @@
+"""Schedule a run in chromium, on the demo (`seed_demo`): a Builder opens /schedules/, picks
+`support-bot` (its live version) on a dataset (its latest frozen version) every 60 minutes, sees
+the cost per run and per month, saves, and finds the schedule in the list with its next run,
+then pauses it. Screenshots: `schedule-estimate`, `schedules` (SHERLOCK_SCREENSHOTS keeps them).
+"""
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from evaluations.models import RunSchedule
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture
+def demo(live_db, settings, tmp_path):
+    settings.SHERLOCK_DEMO_LEDGER = str(tmp_path / "ledger.jsonl")
+    call_command("seed_demo", stdout=io.StringIO())
+
+
+def sign_in(page, server, username):
+    page.goto(f"{server}/admin/login/?next=/schedules/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", f"sherlock-{username}")
+    page.click("input[type=submit]")
+    page.wait_for_selector("h1 >> text=Schedules")
+
+
+def test_a_builder_schedules_a_run_after_seeing_its_estimate(server, browser, shot, demo):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    sign_in(page, server, "builder")
+    assert "No schedules yet." in page.inner_text("#schedules")
+    page.select_option("#id_agent", label="support-bot")
+    dataset = page.locator("#id_dataset option").nth(1).inner_text()
+    page.select_option("#id_dataset", label=dataset)
+    page.fill("#id_interval_minutes", "60")
+    page.click("button[name=estimate]")
+    page.wait_for_selector("#schedule-estimate")
+    cells = page.locator("#schedule-estimate td").all_inner_texts()
+    assert cells[3] == "720"  # runs in 30 days, every 60 minutes
+    assert cells[2].startswith("$") or "price missing" in cells[2]
+    assert cells[5].startswith("$") or "price missing" in cells[5]
+    shot(page, "schedule-estimate")
+    assert not RunSchedule.objects.exists()  # nothing saved before the estimate is accepted
+    page.click("button[name=save]")
+    page.wait_for_selector("text=Schedule saved.")
+    row = page.inner_text("#schedules tbody tr")
+    assert "support-bot" in row and "every 60 min" in row and "none yet" in row
+    shot(page, "schedules")
+    schedule = RunSchedule.objects.get()
+    assert schedule.created_by.username == "builder" and schedule.next_run is not None
+    page.click("#schedules button >> text=Pause")
+    page.wait_for_selector("text=paused.")
+    assert "paused" in page.inner_text("#schedules tbody tr")

@@ -1,0 +1,64 @@
+"""The schedules page: estimate first (per run and per month), save only what was estimated,
+pause/resume/delete from the list; a Publisher sees the refusal as a message."""
+
+from evaluations.models import RunSchedule
+from tests.evaluations.test_schedules import create, pair  # noqa: F401 - the fixture
+
+
+def form(pair, **fields):  # noqa: F811
+    agent, _, dataset, _ = pair
+    return {
+        "agent": agent.pk,
+        "dataset": dataset.pk,
+        "repetitions": 1,
+        "cron": "",
+        "interval_minutes": 60,
+        **fields,
+    }
+
+
+def test_estimate_then_save(logged_in, editor, pair):  # noqa: F811
+    client = logged_in(editor)
+    shown = client.post("/schedules/", {**form(pair), "estimate": ""})
+    body = shown.content.decode()
+    assert shown.status_code == 200
+    assert 'id="schedule-estimate"' in body and '<td class="num">720</td>' in body
+    assert not RunSchedule.objects.exists()
+    key = shown.context["estimated_key"]
+    changed = client.post(
+        "/schedules/", {**form(pair, interval_minutes=30), "estimated": key, "save": ""}
+    )
+    assert changed.status_code == 200 and not RunSchedule.objects.exists()  # estimated again
+    saved = client.post("/schedules/", {**form(pair), "estimated": key, "save": ""}, follow=True)
+    assert "Schedule saved." in saved.content.decode()
+    schedule = RunSchedule.objects.get()
+    assert schedule.created_by == editor and schedule.interval_minutes == 60
+    page = client.get("/schedules/").content.decode()
+    assert "every 60 min" in page and "none yet" in page
+
+
+def test_a_bad_cron_is_shown_on_the_form(logged_in, builder, pair):  # noqa: F811
+    body = (
+        logged_in(builder)
+        .post("/schedules/", {**form(pair, cron="daily", interval_minutes=""), "estimate": ""})
+        .content.decode()
+    )
+    assert "is not a valid cron expression" in body
+    assert not RunSchedule.objects.exists()
+
+
+def test_pause_resume_delete_and_a_refusal(logged_in, builder, publisher, pair):  # noqa: F811
+    schedule = create(builder, pair)
+    refused = logged_in(publisher).post(f"/schedules/{schedule.pk}/delete/", follow=True)
+    assert "You may not schedule" in refused.content.decode()
+    client = logged_in(builder)
+    client.post(f"/schedules/{schedule.pk}/pause/")
+    schedule.refresh_from_db()
+    assert not schedule.active
+    assert "paused" in client.get("/schedules/").content.decode()
+    client.post(f"/schedules/{schedule.pk}/resume/")
+    schedule.refresh_from_db()
+    assert schedule.active
+    client.post(f"/schedules/{schedule.pk}/delete/")
+    assert not RunSchedule.objects.exists()
+    assert client.post(f"/schedules/{schedule.pk}/explode/").status_code == 404
