@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from agents.models import Agent, AgentVersion
-from evaluations.actions._schedule_fields import may_schedule, validate
+from evaluations.actions._schedule_fields import may_schedule, may_schedule_any, validate
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.pause_schedule import PauseSchedule
@@ -107,7 +107,12 @@ def _schedules(user):
 def schedules(request):
     user = request.user
     form = ScheduleForm(user, request.POST if request.method == "POST" else None)
-    context = {"form": form, "estimate": None, "estimated_key": ""}
+    context = {
+        "form": form,
+        "estimate": None,
+        "estimated_key": "",
+        "may_create": may_schedule_any(user),
+    }
     if form.is_bound and form.is_valid():
         try:
             if "save" in request.POST and request.POST.get("estimated") == form.key():

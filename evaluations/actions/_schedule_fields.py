@@ -7,6 +7,8 @@ from croniter import croniter
 from django.utils import timezone
 from django_q.models import Schedule
 
+from agents.models import Agent
+from evaluations.models import Dataset
 from sherlock.core.errors import ActionDenied, ActionInvalid
 from sherlock.core.permissions import user_can
 
@@ -26,6 +28,14 @@ FIELDS = (
 def may_schedule(user, agent, dataset):
     """An Editor of the dataset or a Builder of the agent (or an Admin) may schedule it."""
     return user_can(user, "build", agent) or user_can(user, "edit", dataset)
+
+
+def may_schedule_any(user):
+    """Whether `user` may schedule anything at all: the pages offer the form only then."""
+    return (
+        Agent.objects.for_user(user, "build").exists()
+        or Dataset.objects.for_user(user, "edit").exists()
+    )
 
 
 def check_may_schedule(user, agent, dataset):

@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 
 from sherlock.core.audit import audit, request_context
-from tests.governance.test_audit_log import _drop_trigger
 from tests.support import factories
+from tests.support.audit import drop_audit_trigger
 from tests.support.browser import log_in
 
 pytestmark = [pytest.mark.slow]
@@ -56,7 +56,7 @@ def test_an_admin_filters_the_audit_log_and_verifies_the_chain(server, browser, 
     exported = Path(download.value.path()).read_text().splitlines()
     assert len(exported) == 1 and f'"sequence": {policy.sequence}' in exported[0]
 
-    _drop_trigger()  # live_db puts it back at teardown
+    drop_audit_trigger()  # live_db puts it back at teardown
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE governance_auditentry SET reason = 'nothing to see' WHERE sequence = %s",

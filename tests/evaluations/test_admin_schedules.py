@@ -4,13 +4,13 @@ pause action pauses."""
 
 from evaluations.models import RunSchedule
 from governance.models import AuditEntry
-from tests.evaluations.test_schedules import OWNED, create, pair  # noqa: F401 - the fixture
 from tests.support import factories
+from tests.support.schedules import OWNED, create
 
 ADD = "/admin/evaluations/runschedule/add/"
 
 
-def form(pair, **fields):  # noqa: F811
+def form(pair, **fields):
     agent, _, dataset, _ = pair
     return {
         "agent": agent.pk,
@@ -25,7 +25,7 @@ def form(pair, **fields):  # noqa: F811
     }
 
 
-def test_a_builder_adds_a_schedule_through_the_verb(logged_in, builder, pair):  # noqa: F811
+def test_a_builder_adds_a_schedule_through_the_verb(logged_in, builder, pair):
     client = logged_in(builder)
     response = client.post(ADD, form(pair))
     assert response.status_code == 302, response.content.decode()[:3000]
@@ -36,20 +36,20 @@ def test_a_builder_adds_a_schedule_through_the_verb(logged_in, builder, pair):  
     assert "per 30 days" in page
 
 
-def test_a_bad_cron_is_a_message_on_the_form(logged_in, builder, pair):  # noqa: F811
+def test_a_bad_cron_is_a_message_on_the_form(logged_in, builder, pair):
     response = logged_in(builder).post(ADD, form(pair, cron="at dawn"))
     assert response.status_code == 200
     assert "is not a valid cron expression" in response.content.decode()
     assert not RunSchedule.objects.exists() and not OWNED().exists()
 
 
-def test_a_publisher_cannot_add(logged_in, publisher, pair):  # noqa: F811
+def test_a_publisher_cannot_add(logged_in, publisher, pair):
     assert logged_in(publisher).get(ADD).status_code == 403
     assert logged_in(publisher).post(ADD, form(pair)).status_code == 403
     assert not RunSchedule.objects.exists()
 
 
-def test_the_pause_action(logged_in, editor, pair):  # noqa: F811
+def test_the_pause_action(logged_in, editor, pair):
     schedule = create(editor, pair)
     logged_in(editor).post(
         "/admin/evaluations/runschedule/",

@@ -7,7 +7,6 @@ import pytest
 from django.utils import timezone
 from django_q.models import Schedule
 
-from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.pause_schedule import PauseSchedule
 from evaluations.actions.update_schedule import UpdateSchedule
@@ -19,32 +18,7 @@ from governance.models import AuditEntry
 from sherlock.core.errors import ActionDenied, ActionInvalid
 from tests.support import factories
 from tests.support.governance import grant_on
-
-
-def OWNED():  # noqa: N802 - reads like the queryset it is
-    """The django-q2 rows schedules own (the reaper's row is there too)."""
-    return Schedule.objects.filter(func="evaluations.tasks.run_schedule")
-
-
-SHAPE = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
-
-
-@pytest.fixture
-def pair(db):
-    agent = factories.agent()
-    live = factories.agent_version(agent)
-    agent.live_version = live
-    agent.save(update_fields=["live_version"])
-    v1 = factories.dataset_version(cases=[("a", "q", {}), ("b", "q", {})], checks=[SHAPE])
-    return agent, live, v1.dataset, v1
-
-
-def create(user, pair, **fields):
-    agent, _, dataset, _ = pair
-    return CreateSchedule(
-        acting_user=user,
-        **{"agent": agent, "dataset": dataset, "interval_minutes": 60, **fields},
-    ).execute()
+from tests.support.schedules import OWNED, SHAPE, create
 
 
 @pytest.mark.parametrize("who", ["editor", "builder", "admin_user"])

@@ -2,16 +2,16 @@
 the verbs decide who may (a Publisher is refused with 403)."""
 
 from evaluations.models import RunSchedule
-from tests.evaluations.test_schedules import OWNED, pair  # noqa: F401 - the fixture
 from tests.support import factories
+from tests.support.schedules import OWNED
 
 
-def body(pair, **fields):  # noqa: F811
+def body(pair, **fields):
     agent, _, dataset, _ = pair
     return {"agent": agent.slug, "dataset": dataset.slug, "interval_minutes": 60, **fields}
 
 
-def test_a_builder_creates_sees_the_estimate_pauses_and_deletes(builder, pair):  # noqa: F811
+def test_a_builder_creates_sees_the_estimate_pauses_and_deletes(builder, pair):
     client = factories.api(builder)
     created = client.post("/api/v1/schedules/", body(pair, repetitions=2), format="json")
     assert created.status_code == 201, created.json()
@@ -37,7 +37,7 @@ def test_a_builder_creates_sees_the_estimate_pauses_and_deletes(builder, pair): 
     assert not RunSchedule.objects.exists() and not OWNED().exists()
 
 
-def test_a_bad_cron_is_a_400_naming_the_field(builder, pair):  # noqa: F811
+def test_a_bad_cron_is_a_400_naming_the_field(builder, pair):
     answer = factories.api(builder).post(
         "/api/v1/schedules/", body(pair, cron="every day", interval_minutes=None), format="json"
     )
@@ -46,7 +46,7 @@ def test_a_bad_cron_is_a_400_naming_the_field(builder, pair):  # noqa: F811
     assert not RunSchedule.objects.exists()
 
 
-def test_a_publisher_is_refused(publisher, pair):  # noqa: F811
+def test_a_publisher_is_refused(publisher, pair):
     answer = factories.api(publisher).post("/api/v1/schedules/", body(pair), format="json")
     assert answer.status_code == 403
     assert "Editor" in answer.json()["detail"]

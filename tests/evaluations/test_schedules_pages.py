@@ -2,10 +2,10 @@
 pause/resume/delete from the list; a Publisher sees the refusal as a message."""
 
 from evaluations.models import RunSchedule
-from tests.evaluations.test_schedules import create, pair  # noqa: F401 - the fixture
+from tests.support.schedules import create
 
 
-def form(pair, **fields):  # noqa: F811
+def form(pair, **fields):
     agent, _, dataset, _ = pair
     return {
         "agent": agent.pk,
@@ -17,7 +17,7 @@ def form(pair, **fields):  # noqa: F811
     }
 
 
-def test_estimate_then_save(logged_in, editor, pair):  # noqa: F811
+def test_estimate_then_save(logged_in, editor, pair):
     client = logged_in(editor)
     shown = client.post("/schedules/", {**form(pair), "estimate": ""})
     body = shown.content.decode()
@@ -37,7 +37,7 @@ def test_estimate_then_save(logged_in, editor, pair):  # noqa: F811
     assert "every 60 min" in page and "none yet" in page
 
 
-def test_a_bad_cron_is_shown_on_the_form(logged_in, builder, pair):  # noqa: F811
+def test_a_bad_cron_is_shown_on_the_form(logged_in, builder, pair):
     body = (
         logged_in(builder)
         .post("/schedules/", {**form(pair, cron="daily", interval_minutes=""), "estimate": ""})
@@ -47,7 +47,7 @@ def test_a_bad_cron_is_shown_on_the_form(logged_in, builder, pair):  # noqa: F81
     assert not RunSchedule.objects.exists()
 
 
-def test_pause_resume_delete_and_a_refusal(logged_in, builder, publisher, pair):  # noqa: F811
+def test_pause_resume_delete_and_a_refusal(logged_in, builder, publisher, pair):
     schedule = create(builder, pair)
     refused = logged_in(publisher).post(f"/schedules/{schedule.pk}/delete/", follow=True)
     assert "You may not schedule" in refused.content.decode()
@@ -62,3 +62,11 @@ def test_pause_resume_delete_and_a_refusal(logged_in, builder, publisher, pair):
     client.post(f"/schedules/{schedule.pk}/delete/")
     assert not RunSchedule.objects.exists()
     assert client.post(f"/schedules/{schedule.pk}/explode/").status_code == 404
+
+
+def test_the_new_schedule_form_is_offered_only_to_those_who_may_schedule(
+    logged_in, builder, publisher, pair
+):
+    assert 'id="new-schedule"' in logged_in(builder).get("/schedules/").content.decode()
+    page = logged_in(publisher).get("/schedules/").content.decode()
+    assert 'id="new-schedule"' not in page and "Scheduling needs the Editor role" in page

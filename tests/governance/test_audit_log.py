@@ -6,6 +6,7 @@ from django.db import DatabaseError, connection, transaction
 
 from governance.models import AuditEntry
 from sherlock.core.audit import audit, request_context
+from tests.support.audit import drop_audit_trigger
 
 
 @pytest.fixture
@@ -61,22 +62,11 @@ def test_verify_audit_reports_an_intact_chain(three_entries, capsys):
     assert f"{AuditEntry.objects.count()} entries checked" in capsys.readouterr().out
 
 
-def _drop_trigger():
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "DROP TRIGGER governance_auditentry_append_only ON governance_auditentry"
-            )
-        else:
-            cursor.execute("DROP TRIGGER governance_auditentry_no_update")
-            cursor.execute("DROP TRIGGER governance_auditentry_no_delete")
-
-
 def test_verify_audit_names_the_tampered_row(three_entries, capsys):
     # Someone with database access drops the trigger and rewrites history: the chain shows it.
     # (DDL is transactional on both databases, so the test's rollback restores the trigger.)
     two = three_entries[1]
-    _drop_trigger()
+    drop_audit_trigger()
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE governance_auditentry SET reason = 'nothing' WHERE sequence = %s",
@@ -90,7 +80,7 @@ def test_verify_audit_names_the_tampered_row(three_entries, capsys):
 
 def test_verify_audit_names_a_deleted_row(three_entries, capsys):
     two = three_entries[1]
-    _drop_trigger()
+    drop_audit_trigger()
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM governance_auditentry WHERE sequence = %s", [two.sequence])
     with pytest.raises(SystemExit):

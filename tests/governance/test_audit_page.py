@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from governance.models import AuditEntry
 from sherlock.core.audit import audit, request_context
-from tests.governance.test_audit_log import _drop_trigger
 from tests.support import factories
+from tests.support.audit import drop_audit_trigger
 
 URL = reverse("governance:audit")
 
@@ -136,7 +136,7 @@ def test_verify_reports_an_intact_chain(admin_client, entries):
 
 def test_verify_names_the_first_broken_entry(admin_client, entries):
     second = entries[1]
-    _drop_trigger()
+    drop_audit_trigger()
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE governance_auditentry SET reason = 'rewritten' WHERE sequence = %s",
