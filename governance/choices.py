@@ -80,3 +80,4 @@ class WebhookEvent(models.TextChoices):
     VERSION_PUBLISHED = "version.published", "version published"
     BYPASS_USED = "bypass.used", "bypass used"
     SCHEDULE_FAILED = "schedule.failed", "schedule failed"
+    AUDIT_CHECKPOINT = "audit.checkpoint", "audit checkpoint"

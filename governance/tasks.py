@@ -15,3 +15,19 @@ def expire_bypasses():
     many this tick expired."""
     due = Bypass.objects.filter(state__in=BYPASS_ACTIVE, expires_at__lte=timezone.now())
     return sum(ExpireBypass(bypass=bypass).execute() for bypass in due.only("pk").order_by("pk"))
+
+
+def write_audit_checkpoint():
+    """Periodic (the `sherlock-audit-checkpoint` schedule, migration 0006): sign the audit
+    chain's head into the checkpoint file and webhooks when it moved and the last checkpoint is
+    `SHERLOCK_AUDIT_CHECKPOINT_MINUTES` old (`governance.audit_checkpoints`). Without
+    `SHERLOCK_AUDIT_KEY` checkpoints are off and the tick does nothing; with no destination it
+    fails, so the task's failure shows in django-q2's admin. Returns the checkpoint's sequence,
+    or None when none was due."""
+    from governance.audit_checkpoints import CheckpointsOff, write_due_checkpoint
+
+    try:
+        written = write_due_checkpoint()
+    except CheckpointsOff:
+        return None
+    return written.checkpoint["seq"] if written.checkpoint else None

@@ -94,6 +94,32 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # proxies, in which case the right-most untrusted X-Forwarded-For hop is used (governance.audit).
 SHERLOCK_TRUSTED_PROXIES = env_list("SHERLOCK_TRUSTED_PROXIES", [])
 
+# Checkpoints of the audit chain's head (governance.audit_checkpoints, docs/governance.md "Audit
+# checkpoints"): HMAC-SHA256 under SHERLOCK_AUDIT_KEY, a key the database never sees, appended to
+# SHERLOCK_AUDIT_CHECKPOINT_FILE (and sent to webhook endpoints subscribed to `audit.checkpoint`)
+# at most every SHERLOCK_AUDIT_CHECKPOINT_MINUTES when the head moved. No key: checkpoints off,
+# and verify_audit says so.
+SHERLOCK_AUDIT_KEY = env_str("SHERLOCK_AUDIT_KEY")
+if SHERLOCK_AUDIT_KEY and len(SHERLOCK_AUDIT_KEY) < 32:
+    raise ImproperlyConfigured(
+        "SHERLOCK_AUDIT_KEY is shorter than 32 characters (draw one with "
+        "`python -c 'import secrets; print(secrets.token_hex(32))'`)"
+    )
+_checkpoint_file = env_str("SHERLOCK_AUDIT_CHECKPOINT_FILE")
+SHERLOCK_AUDIT_CHECKPOINT_FILE = Path(_checkpoint_file).expanduser() if _checkpoint_file else None
+if SHERLOCK_AUDIT_CHECKPOINT_FILE and not SHERLOCK_AUDIT_KEY:
+    raise ImproperlyConfigured(
+        "SHERLOCK_AUDIT_CHECKPOINT_FILE is set but SHERLOCK_AUDIT_KEY is not: a checkpoint "
+        "needs the key to be signed"
+    )
+if SHERLOCK_AUDIT_CHECKPOINT_FILE and not SHERLOCK_AUDIT_CHECKPOINT_FILE.parent.is_dir():
+    raise ImproperlyConfigured(
+        f"SHERLOCK_AUDIT_CHECKPOINT_FILE={_checkpoint_file!r}: its directory does not exist"
+    )
+SHERLOCK_AUDIT_CHECKPOINT_MINUTES = env_int(
+    "SHERLOCK_AUDIT_CHECKPOINT_MINUTES", 5, minimum=1, maximum=1440
+)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -254,6 +280,7 @@ _SHERLOCK_SECRETS = {
     "REDIS_URL",
     "OPENAI_API_KEY",
     "SHERLOCK_VERIFIER_DATABASES",
+    "SHERLOCK_AUDIT_KEY",
 }
 
 

@@ -95,3 +95,30 @@ def test_start_up_check_refuses_retry_not_longer_than_timeout(settings):
 
 def test_start_up_check_accepts_the_default(settings):
     assert q_cluster_retry_longer_than_timeout() == []
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SHERLOCK_AUDIT_KEY": "short"}, "SHERLOCK_AUDIT_KEY is shorter than 32 characters"),
+        (
+            {"SHERLOCK_AUDIT_KEY": "", "SHERLOCK_AUDIT_CHECKPOINT_FILE": "/tmp/checkpoints.jsonl"},
+            "SHERLOCK_AUDIT_KEY is not",
+        ),
+        (
+            {"SHERLOCK_AUDIT_KEY": "k" * 32, "SHERLOCK_AUDIT_CHECKPOINT_FILE": "/nowhere/c.jsonl"},
+            "its directory does not exist",
+        ),
+        ({"SHERLOCK_AUDIT_CHECKPOINT_MINUTES": "0"}, "SHERLOCK_AUDIT_CHECKPOINT_MINUTES"),
+    ],
+)
+def test_a_bad_audit_checkpoint_setting_stops_start_up(env, message):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
