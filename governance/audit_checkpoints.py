@@ -164,8 +164,7 @@ def write_checkpoint(*, interval=None, now=None):
     """Sign the chain's head and append it to the checkpoint file and the `audit.checkpoint`
     webhooks, unless the head has not moved since the last checkpoint (or, with `interval`,
     the last one is younger than that). Raises CheckpointsOff without a key, and ValueError
-    when there is nowhere to write. The file is locked from reading its last line to the
-    `fsync`, so the command and the schedule never both append the same head."""
+    when there is nowhere to write or the file was signed with another key."""
     from governance.webhooks import notify
 
     key = audit_key()
@@ -177,36 +176,59 @@ def write_checkpoint(*, interval=None, now=None):
             "no destination: set SHERLOCK_AUDIT_CHECKPOINT_FILE or subscribe a webhook endpoint "
             "to audit.checkpoint"
         )
+    if path is None:
+        written = _sign_if_due(_last_webhook_checkpoint(), key, interval, now)
+    else:
+        written = _append_if_due(path, key, interval, now)
+    if written.checkpoint is not None and endpoints:
+        notify(WebhookEvent.AUDIT_CHECKPOINT, written.checkpoint)
+        written.endpoints = endpoints
+    return written
+
+
+def _sign_if_due(last, key, interval, now):
     entry = head()
     if entry is None:
         return Written(None, "the audit log is empty")
-    if path is None:
-        why = _due(_last_webhook_checkpoint(), entry, interval, now)
-        if why:
-            return Written(None, why)
-        checkpoint = make_checkpoint(entry["sequence"], entry["hash"], key, now)
-    else:
-        with open(path, "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            last = _parse(_last_line(handle) or "null")
-            if last is not None and last.get("key_id") != key_id(key):
-                # One file, one key: verification takes one key, so a rotated key starts a
-                # new file rather than leaving the old checkpoints unverifiable.
-                raise ValueError(
-                    f"{path} was signed with key {last.get('key_id')}, SHERLOCK_AUDIT_KEY is "
-                    f"{key_id(key)}: point SHERLOCK_AUDIT_CHECKPOINT_FILE at a new file"
-                )
-            why = _due(last, entry, interval, now)
-            if why:
-                return Written(None, why)
-            checkpoint = make_checkpoint(entry["sequence"], entry["hash"], key, now)
-            handle.seek(0, os.SEEK_END)
-            handle.write(to_line(checkpoint).encode())
-            handle.flush()
-            os.fsync(handle.fileno())
-    if endpoints:
-        notify(WebhookEvent.AUDIT_CHECKPOINT, checkpoint)
-    return Written(checkpoint, "", path, endpoints)
+    why = _due(last, entry, interval, now)
+    if why:
+        return Written(None, why)
+    return Written(make_checkpoint(entry["sequence"], entry["hash"], key, now))
+
+
+def _append_if_due(path, key, interval, now):
+    """The file is locked from reading its last line (and the head) to the `fsync`, so the
+    command and the schedule neither append the same head twice nor an older head after a
+    newer one."""
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        last_line = _last_line(handle)
+        last = _parse(last_line) if last_line else None
+        if last is not None and last.get("key_id") != key_id(key):
+            # One file, one key: verification takes one key, so a rotated key starts a new
+            # file rather than leaving the old checkpoints unverifiable.
+            raise ValueError(
+                f"{path} was signed with key {last.get('key_id')}, SHERLOCK_AUDIT_KEY is "
+                f"{key_id(key)}: point SHERLOCK_AUDIT_CHECKPOINT_FILE at a new file"
+            )
+        written = _sign_if_due(last, key, interval, now)
+        if written.checkpoint is None:
+            return written
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() and not _ends_with_newline(handle):
+            handle.write(b"\n")  # a line cut short by a crash stays its own (bad) line
+        handle.write(to_line(written.checkpoint).encode())
+        handle.flush()
+        os.fsync(handle.fileno())
+    written.path = path
+    return written
+
+
+def _ends_with_newline(handle):
+    handle.seek(-1, os.SEEK_END)
+    ends = handle.read(1) == b"\n"
+    handle.seek(0, os.SEEK_END)
+    return ends
 
 
 def write_due_checkpoint():
@@ -222,13 +244,14 @@ def write_due_checkpoint():
 class Report:
     """The outcome of `verify_checkpoints`: lines read, checkpoints whose signature holds and
     that the database agrees with, the problems (line, sentence; the first `KEPT_PROBLEMS`)
-    and their count, the last good checkpoint's sequence and the log's head."""
+    and their count, the last good checkpoint's sequence and time, and the log's head."""
 
     lines: int = 0
     valid: int = 0
     problems: list = field(default_factory=list)
     problem_count: int = 0
     last_seq: int | None = None
+    last_at: str = ""
     head_seq: int | None = None
 
     def add(self, line, why):
@@ -309,17 +332,20 @@ def _check_against_log(batch, report):
             )
         else:
             report.valid += 1
-            report.last_seq = max(report.last_seq or 0, seq)
+            if seq > (report.last_seq or 0):
+                report.last_seq, report.last_at = seq, checkpoint["at"]
 
 
 def verify_checkpoints(lines):
     """Check every checkpoint in `lines` (an iterable of text lines, a file's) against the log:
-    its signature under `SHERLOCK_AUDIT_KEY`, that the sequence never goes back from one line to
-    the next, and that the entry it signed is there with that hash, stored and re-computed.
-    Raises CheckpointsOff without a key; never loads the whole file or log at once."""
+    its signature under `SHERLOCK_AUDIT_KEY`, and that the entry it signed is there with that
+    hash, stored and re-computed. Lines may come in any order (a webhook receiver may keep
+    retried deliveries late); a tail cut and checkpointed again still fails, at the earlier
+    checkpoints of the entries that were cut. Raises CheckpointsOff without a key; never loads
+    the whole file or log at once."""
     key = audit_key()
     report = Report(head_seq=AuditEntry.objects.aggregate(top=Max("sequence"))["top"])
-    previous, batch = None, []
+    batch = []
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
@@ -329,13 +355,6 @@ def verify_checkpoints(lines):
         if why:
             report.add(number, why if why.startswith("signature") else f"not a checkpoint: {why}")
             continue
-        if previous is not None and checkpoint["seq"] < previous:
-            report.add(
-                number,
-                f"signs #{checkpoint['seq']} after a checkpoint signed #{previous}: the log went "
-                "backwards (a cut tail, checkpointed again)",
-            )
-        previous = max(previous or 0, checkpoint["seq"])
         batch.append((number, checkpoint))
         if len(batch) == BATCH:
             _check_against_log(batch, report)

@@ -80,6 +80,6 @@ class Command(BaseCommand):
             if report.unanchored
             else ""
         )
-        last = f", the last signs #{report.last_seq}" if report.last_seq else ""
+        last = f", the last signs #{report.last_seq} ({report.last_at})" if report.last_seq else ""
         self.stdout.write(f"checkpoints verified: {report.valid} in {path}{last}{tail}")
         return 0
