@@ -364,3 +364,57 @@ def verify_checkpoints(lines):
     if report.valid == 0 and report.head_seq is not None and report.problem_count == 0:
         report.add(0, f"no checkpoint: nothing anchors the log's {report.head_seq} entries")
     return report
+
+
+# Problems spelled out one by one; the rest are counted (after a cut tail every later
+# checkpoint fails the same way).
+SHOWN = 20
+
+
+@dataclass
+class Outcome:
+    """`verify_file`'s answer for a person: the exit code (0 held or nothing to check, 1
+    tampering, 2 cannot verify), one summary sentence and the problems spelled out (at most
+    `SHOWN`, each "FILE:LINE: why"). `verify_audit` prints it, the audit page shows it."""
+
+    code: int
+    summary: str
+    problems: list = field(default_factory=list)
+
+
+UNSEEN = "a removed tail or a re-computed chain would not be seen"
+
+
+def verify_file(path):
+    """Verify the checkpoints in `path` (None: the configured file, if any) against the log.
+    Without a file there is nothing to verify, and the summary says what that leaves unseen;
+    without a key a file cannot pass (code 2): never a silent "ok"."""
+    path = path or settings.SHERLOCK_AUDIT_CHECKPOINT_FILE
+    if path is None:
+        if settings.SHERLOCK_AUDIT_KEY:
+            return Outcome(0, f"no checkpoint file given (--checkpoints FILE): {UNSEEN}")
+        return Outcome(0, f"checkpoints off (SHERLOCK_AUDIT_KEY is not set): {UNSEEN}")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as lines:
+            report = verify_checkpoints(lines)
+    except CheckpointsOff as exc:
+        return Outcome(2, f"checkpoints in {path} not verified: {exc}")
+    except OSError as exc:
+        return Outcome(2, f"checkpoints not verified: cannot read {path}: {exc.strerror}")
+    if not report.ok:
+        problems = [
+            f"{path}:{line}: {why}" if line else f"{path}: {why}"
+            for line, why in report.problems[:SHOWN]
+        ]
+        if report.problem_count > SHOWN:
+            problems.append(f"... and {report.problem_count - SHOWN} more")
+        summary = (
+            f"checkpoints failed: {report.problem_count} problem(s) in the {report.lines} "
+            f"lines of {path}"
+        )
+        return Outcome(1, summary, problems)
+    last = f", the last signs #{report.last_seq} ({report.last_at})" if report.last_seq else ""
+    tail = (
+        f"; {report.unanchored} entries after it are not anchored yet" if report.unanchored else ""
+    )
+    return Outcome(0, f"checkpoints verified: {report.valid} in {path}{last}{tail}")
