@@ -380,6 +380,12 @@ class Outcome:
     code: int
     summary: str
     problems: list = field(default_factory=list)
+    verified: bool = False  # checkpoints were read and held (not merely "nothing to check")
+
+    @property
+    def tone(self):
+        """The page's status colour: held, tampered, or not verified (off, no file, no key)."""
+        return "fail" if self.code == 1 else "pass" if self.verified else "warn"
 
 
 UNSEEN = "a removed tail or a re-computed chain would not be seen"
@@ -409,12 +415,12 @@ def verify_file(path):
         if report.problem_count > SHOWN:
             problems.append(f"... and {report.problem_count - SHOWN} more")
         summary = (
-            f"checkpoints failed: {report.problem_count} problem(s) in the {report.lines} "
-            f"lines of {path}"
+            f"checkpoints failed: {report.problem_count} problem(s), {report.lines} line(s) "
+            f"read from {path}"
         )
         return Outcome(1, summary, problems)
     last = f", the last signs #{report.last_seq} ({report.last_at})" if report.last_seq else ""
     tail = (
         f"; {report.unanchored} entries after it are not anchored yet" if report.unanchored else ""
     )
-    return Outcome(0, f"checkpoints verified: {report.valid} in {path}{last}{tail}")
+    return Outcome(0, f"checkpoints verified: {report.valid} in {path}{last}{tail}", verified=True)

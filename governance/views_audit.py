@@ -1,8 +1,9 @@
 """The audit review page (issue 13 point 3): the audit log for Admins, filtered by actor, action
 code, target, date range and request id, each entry's before/after shown as a diff of the keys
-that changed, the chain verified from the page (the same `verify_chain` as `manage.py
-verify_audit`) and the filtered view exported (oldest first, every field, as `export_audit`)
-through `governance.audit_export.write_entries`; an export is itself audited, as in the admin.
+that changed, the chain and its checkpoints verified from the page (the same `verify_chain` and
+`verify_file` as `manage.py verify_audit`) and the filtered view exported (oldest first, every
+field, as `export_audit`) through `governance.audit_export.write_entries`; an export is itself
+audited, as in the admin.
 
 Only holders of `governance.view_auditentry` (the Admin role) see it; anyone else gets 404, as
 for any object a user may not see. A page of entries is one count and one select.
@@ -19,6 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_POST
 
+from governance.audit_checkpoints import verify_file
 from governance.audit_export import FORMATS, write_entries
 from governance.models import AuditEntry, verify_chain
 from sherlock.core.audit import audit
@@ -132,6 +134,9 @@ def audit_verify(request):
     verification = {"checked": checked, "broken": broken, "why": why, "entry": None}
     if broken is not None:
         verification["entry"] = AuditEntry.objects.filter(sequence=broken).first()
+    # And the configured checkpoint file, as `verify_audit` does: a whole chain says nothing of
+    # a cut tail, so the page says whether anything outside the database vouched for it.
+    verification["checkpoints"] = verify_file(None)
     return _render(request, verification)
 
 

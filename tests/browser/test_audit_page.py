@@ -1,17 +1,19 @@
 """The audit review page in chromium (issue 13 point 7): an Admin opens Audit from the
 navigation, filters the log by action code, reads an entry's diff, verifies the chain (intact),
 exports the filtered view; then someone rewrites a row behind the trigger's back and the page's
-Verify names it. Screenshots: `audit-filtered`, `audit-broken`.
+Verify names it; and a tail cut behind the trigger's back, which the chain cannot see, named by
+the signed checkpoints. Screenshots: `audit-filtered`, `audit-broken`, `audit-cut-tail`.
 """
 
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
 from sherlock.core.audit import audit, request_context
 from tests.support import factories
-from tests.support.audit import drop_audit_trigger
+from tests.support.audit import cut_tail, drop_audit_trigger, use_checkpoints
 from tests.support.browser import log_in
 
 pytestmark = [pytest.mark.slow]
@@ -67,3 +69,38 @@ def test_an_admin_filters_the_audit_log_and_verifies_the_chain(server, browser, 
     status = page.inner_text("#chain-status")
     assert f"broken at entry #{policy.sequence}" in status and "hash does not match" in status
     shot(page, "audit-broken")
+
+
+@pytest.fixture
+def checkpoints_for_the_server(monkeypatch, settings, tmp_path):
+    """The key and the checkpoint file, for this process and (through the environment) for the
+    server it starts next."""
+    path = use_checkpoints(settings, tmp_path)
+    monkeypatch.setenv("SHERLOCK_AUDIT_KEY", settings.SHERLOCK_AUDIT_KEY)
+    monkeypatch.setenv("SHERLOCK_AUDIT_CHECKPOINT_FILE", str(path))
+    return path
+
+
+def test_verify_shows_a_cut_tail_the_chain_cannot_see(
+    checkpoints_for_the_server, live_db, server, browser, shot
+):
+    admin = factories.user("admin", role="Admin")
+    kept = audit("governance.policy.update", actor=admin, after={"repetitions": 3})
+    cut = audit("agents.version.publish", actor=admin, after={"state": "published"})
+    call_command("audit_checkpoint")
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, server, "admin", next_url="/governance/audit/")
+    page.wait_for_selector("h1 >> text=Audit log")
+    page.click("#audit-verify button")
+    page.wait_for_selector("#checkpoint-status.pass")
+    assert "checkpoints verified: 1" in page.inner_text("#checkpoint-status")
+
+    drop_audit_trigger()  # live_db puts it back at teardown
+    cut_tail(cut.sequence)
+    page.click("#audit-verify button")
+    page.wait_for_selector("#checkpoint-status.fail")
+    assert "intact" in page.inner_text("#chain-status")  # the chain alone sees nothing
+    problems = page.inner_text("#checkpoint-problems")
+    assert f"entry #{cut.sequence} missing: the log ends at #{kept.sequence}" in problems
+    shot(page, "audit-cut-tail")

@@ -12,17 +12,22 @@ from governance import tasks
 from governance.audit_checkpoints import key_id, make_checkpoint, to_line
 from governance.models import AuditEntry, verify_chain
 from sherlock.core.audit import audit
-from tests.support.audit import cut_tail, drop_audit_trigger, recompute_chain, rewrite_entry
+from tests.support.audit import (
+    AUDIT_KEY,
+    cut_tail,
+    drop_audit_trigger,
+    recompute_chain,
+    rewrite_entry,
+    use_checkpoints,
+)
 from tests.support.loopback_webhook import LoopbackReceiver
 
-KEY = "a-test-audit-key-kept-outside-the-database"
+KEY = AUDIT_KEY
 
 
 @pytest.fixture
 def checkpoint_file(settings, tmp_path):
-    settings.SHERLOCK_AUDIT_KEY = KEY
-    settings.SHERLOCK_AUDIT_CHECKPOINT_FILE = tmp_path / "checkpoints.jsonl"
-    return settings.SHERLOCK_AUDIT_CHECKPOINT_FILE
+    return use_checkpoints(settings, tmp_path)
 
 
 def entries(count):
@@ -131,8 +136,8 @@ def test_a_rotated_key_starts_a_new_file(anchored, settings):
         call_command("audit_checkpoint")
 
 
-def test_without_a_destination_the_command_says_where_to_write(db, settings):
-    settings.SHERLOCK_AUDIT_KEY = KEY
+def test_without_a_destination_the_command_says_where_to_write(db, settings, tmp_path):
+    use_checkpoints(settings, tmp_path)
     settings.SHERLOCK_AUDIT_CHECKPOINT_FILE = None
     entries(1)
     with pytest.raises(CommandError, match="SHERLOCK_AUDIT_CHECKPOINT_FILE"):
@@ -209,7 +214,7 @@ def test_a_tail_cut_and_checkpointed_again_is_seen(anchored, checkpoint_file, ca
     assert (
         f"{checkpoint_file}:2: entry #{anchored[4]} missing: the log ends at #{anchored[3]}" in err
     )
-    assert "checkpoints failed: 1 problem(s) in the 3 lines" in err
+    assert "checkpoints failed: 1 problem(s), 3 line(s) read from" in err
 
 
 def test_a_rewritten_entry_breaks_the_chain(anchored, checkpoint_file, capsys):
@@ -241,7 +246,7 @@ def test_a_recomputed_chain_passes_the_chain_but_not_the_checkpoints(
     assert code == 1
     assert f"{checkpoint_file}:1: hash of #{anchored[2]} differs from the signed checkpoint" in err
     assert f"{checkpoint_file}:2: hash of #{anchored[4]} differs from the signed checkpoint" in err
-    assert "checkpoints failed: 2 problem(s) in the 2 lines" in err
+    assert "checkpoints failed: 2 problem(s), 2 line(s) read from" in err
 
 
 def test_a_recompute_after_the_last_checkpoint_is_beyond_its_reach(
@@ -314,8 +319,8 @@ def test_checkpoints_go_to_subscribed_webhooks_and_verify_from_what_they_receive
 ):
     from governance.actions.create_webhook import CreateWebhook
 
-    settings.SHERLOCK_AUDIT_KEY = KEY
-    settings.SHERLOCK_AUDIT_CHECKPOINT_FILE = None
+    use_checkpoints(settings, tmp_path)
+    settings.SHERLOCK_AUDIT_CHECKPOINT_FILE = None  # the webhook is the only destination
     settings.SHERLOCK_WEBHOOK_TIMEOUT = 5
     with LoopbackReceiver() as receiver:
         CreateWebhook(

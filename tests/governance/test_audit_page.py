@@ -14,7 +14,7 @@ from django.utils import timezone
 from governance.models import AuditEntry
 from sherlock.core.audit import audit, request_context
 from tests.support import factories
-from tests.support.audit import drop_audit_trigger
+from tests.support.audit import cut_tail, drop_audit_trigger, use_checkpoints
 
 URL = reverse("governance:audit")
 
@@ -148,6 +148,33 @@ def test_verify_names_the_first_broken_entry(admin_client, entries):
     assert response.context["verification"]["entry"].pk == second.pk
     # The filters survive the verification.
     assert response.context["filters"]["actor"] == "admin"
+
+
+def test_verify_says_when_checkpoints_are_off(admin_client, entries, settings):
+    settings.SHERLOCK_AUDIT_KEY = ""
+    settings.SHERLOCK_AUDIT_CHECKPOINT_FILE = None
+    response = admin_client.post(reverse("governance:audit-verify"))
+    outcome = response.context["verification"]["checkpoints"]
+    assert outcome.tone == "warn"
+    assert "checkpoints off (SHERLOCK_AUDIT_KEY is not set)" in response.content.decode()
+
+
+def test_verify_holds_the_log_to_its_checkpoints(admin_client, entries, settings, tmp_path):
+    from django.core.management import call_command
+
+    use_checkpoints(settings, tmp_path)
+    call_command("audit_checkpoint")
+    response = admin_client.post(reverse("governance:audit-verify"))
+    assert response.context["verification"]["checkpoints"].tone == "pass"
+    assert "checkpoints verified: 1" in response.content.decode()
+
+    drop_audit_trigger()
+    cut_tail(entries[2].sequence)
+    response = admin_client.post(reverse("governance:audit-verify"))
+    body = response.content.decode()
+    assert response.context["verification"]["broken"] is None  # the chain alone is blind
+    assert response.context["verification"]["checkpoints"].tone == "fail"
+    assert f"entry #{entries[2].sequence} missing: the log ends at #{entries[1].sequence}" in body
 
 
 def test_export_csv_of_the_filtered_view(admin_client, entries):

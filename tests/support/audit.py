@@ -47,3 +47,13 @@ def recompute_chain(from_sequence):
         entry.hash = entry.compute_hash()
         AuditEntry.objects.filter(pk=entry.pk).update(prev_hash=entry.prev_hash, hash=entry.hash)
         previous = entry.hash
+
+
+AUDIT_KEY = "a-test-audit-key-kept-outside-the-database"
+
+
+def use_checkpoints(settings, directory):
+    """Turn checkpoints on for a test: the key and a checkpoint file in `directory`."""
+    settings.SHERLOCK_AUDIT_KEY = AUDIT_KEY
+    settings.SHERLOCK_AUDIT_CHECKPOINT_FILE = directory / "checkpoints.jsonl"
+    return settings.SHERLOCK_AUDIT_CHECKPOINT_FILE
