@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from governance.choices import WebhookEvent
 from governance.models import AuditEntry, WebhookDelivery, WebhookEndpoint
+from governance.webhooks import notify
 
 FIELDS = ("seq", "hash", "at", "key_id")
 HASH_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -138,15 +139,19 @@ def _due(last, entry, interval, now):
     if interval is not None:
         at = _parse_time(last.get("at"))
         if at is not None and now - at < interval:
-            return f"the last checkpoint is less than {interval} old"
+            minutes = int(interval.total_seconds() // 60)
+            return f"the last checkpoint is less than {minutes} minute(s) old"
     return ""
 
 
 def _parse_time(value):
+    """A checkpoint's `at` (always UTC with a "Z"); None for anything else, which makes a
+    checkpoint due rather than comparing a naive time with an aware one."""
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        at = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         return None
+    return at if at.tzinfo is not None else None
 
 
 @dataclass
@@ -165,8 +170,6 @@ def write_checkpoint(*, interval=None, now=None):
     webhooks, unless the head has not moved since the last checkpoint (or, with `interval`,
     the last one is younger than that). Raises CheckpointsOff without a key, and ValueError
     when there is nowhere to write or the file was signed with another key."""
-    from governance.webhooks import notify
-
     key = audit_key()
     now = now or timezone.now()
     path = settings.SHERLOCK_AUDIT_CHECKPOINT_FILE
