@@ -364,3 +364,12 @@ def test_checkpoints_in_any_order_verify(anchored, checkpoint_file, capsys):
     lines = checkpoint_file.read_text().splitlines(keepends=True)
     checkpoint_file.write_text("".join(reversed(lines)))
     assert verify(capsys, checkpoint_file)[0] == 0
+
+
+def test_an_emptied_log_fails_every_checkpoint(anchored, checkpoint_file, capsys):
+    drop_audit_trigger()
+    cut_tail(1)  # every entry
+    code, _, err = verify(capsys, checkpoint_file)
+    assert code == 1
+    assert f"entry #{anchored[2]} missing: the log is empty but a checkpoint signed" in err
+    assert "checkpoints failed: 2 problem(s)" in err
