@@ -138,7 +138,9 @@ def _due(last, entry, interval, now):
         return f"the head has not moved since the last checkpoint (#{entry['sequence']})"
     if interval is not None:
         at = _parse_time(last.get("at"))
-        if at is not None and now - at < interval:
+        # A time in the future does not count: a forged delivery row dated next year must not
+        # silence the schedule.
+        if at is not None and timedelta(0) <= now - at < interval:
             minutes = int(interval.total_seconds() // 60)
             return f"the last checkpoint is less than {minutes} minute(s) old"
     return ""

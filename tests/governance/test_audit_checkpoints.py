@@ -115,6 +115,17 @@ def _hash(sequence):
     return AuditEntry.objects.get(sequence=sequence).hash
 
 
+def test_a_last_checkpoint_dated_in_the_future_does_not_silence_the_schedule(db, checkpoint_file):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    first, second = entries(2)
+    later = timezone.now() + timedelta(days=365)
+    checkpoint_file.write_text(to_line(make_checkpoint(first, _hash(first), KEY, later)))
+    assert tasks.write_audit_checkpoint() == second
+
+
 def test_the_schedule_is_created_once_by_a_migration(db):
     from importlib import import_module
 
