@@ -6,6 +6,6 @@ class GovernanceConfig(AppConfig):
     name = "governance"
 
     def ready(self):
-        from governance import receivers
+        from governance import receivers, system_checks  # noqa: F401  (registers the checks)
 
         receivers.connect()

@@ -122,3 +122,12 @@ def test_a_bad_audit_checkpoint_setting_stops_start_up(env, message):
     )
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_checkpoints_off_is_a_deploy_warning(settings):
+    from governance.system_checks import audit_checkpoints_on
+
+    settings.SHERLOCK_AUDIT_KEY = ""
+    assert [w.id for w in audit_checkpoints_on()] == ["sherlock.W001"]
+    settings.SHERLOCK_AUDIT_KEY = "k" * 32
+    assert audit_checkpoints_on() == []
