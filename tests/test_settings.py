@@ -95,3 +95,23 @@ def test_start_up_check_refuses_retry_not_longer_than_timeout(settings):
 
 def test_start_up_check_accepts_the_default(settings):
     assert q_cluster_retry_longer_than_timeout() == []
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"SHERLOCK_API_KEY_DAYS": "400", "SHERLOCK_API_KEY_MAX_DAYS": "365"},
+        {"SHERLOCK_API_KEY_DAYS": "0"},
+        {"SHERLOCK_API_KEY_MAX_DAYS": "forever"},
+    ],
+)
+def test_api_key_lifetimes_beyond_their_bounds_stop_start_up(env):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert "SHERLOCK_API_KEY_" in result.stderr
