@@ -80,3 +80,11 @@ class WebhookEvent(models.TextChoices):
     VERSION_PUBLISHED = "version.published", "version published"
     BYPASS_USED = "bypass.used", "bypass used"
     SCHEDULE_FAILED = "schedule.failed", "schedule failed"
+
+
+class APIKeyState(models.TextChoices):
+    """What an API key is now (`APIKey.state`), derived from `revoked` and its expiry."""
+
+    ACTIVE = "active"
+    EXPIRED = "expired"
+    REVOKED = "revoked"

@@ -384,6 +384,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several models have a `state`: each enum gets its own name.
+    "ENUM_NAME_OVERRIDES": {"APIKeyStateEnum": "governance.choices.APIKeyState"},
 }
 
 LANGUAGE_CODE = "en-us"

@@ -10,7 +10,7 @@ from evaluations.models import Dataset
 from governance.actions._policy import POLICY_FIELDS
 from governance.actions.create_api_key import NAME_MAX_LENGTH as KEY_NAME_MAX_LENGTH
 from governance.audit_export import FIELDS as AUDIT_FIELDS
-from governance.choices import Role
+from governance.choices import APIKeyState, Role
 from governance.models import APIKey, AuditEntry, Bypass, PublishingPolicy, PublishRequest
 
 # Reasons and notes of the administration verbs are kept for ever in the audit log: bounded.
@@ -246,7 +246,7 @@ class APIKeySerializer(serializers.ModelSerializer):
     issued_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     revoked_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     expires_at = serializers.DateTimeField(source="expiry_date", read_only=True)
-    state = serializers.ChoiceField(choices=["active", "expired", "revoked"], read_only=True)
+    state = serializers.ChoiceField(choices=APIKeyState.choices, read_only=True)
 
     class Meta:
         model = APIKey

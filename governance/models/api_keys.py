@@ -13,6 +13,8 @@ from django.db import models
 from django.utils import timezone
 from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
 
+from governance.choices import APIKeyState
+
 # "Last used" is kept to the minute: writing it on every request would turn every API read into
 # a write; once a minute per key is enough to tell a live key from a forgotten one.
 LAST_USED_PRECISION = timedelta(minutes=1)
@@ -64,5 +66,5 @@ class APIKey(AbstractAPIKey):
     @property
     def state(self):
         if self.revoked:
-            return "revoked"
-        return "expired" if self.has_expired else "active"
+            return APIKeyState.REVOKED
+        return APIKeyState.EXPIRED if self.has_expired else APIKeyState.ACTIVE
