@@ -240,7 +240,8 @@ def legacy_tokens(db):
     """DRF's authtoken table as an older Sherlock left it, with two plaintext tokens."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created datetime, "
+            "CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, "
+            "created timestamp with time zone, "
             "user_id integer)"
         )
     yield
