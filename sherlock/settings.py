@@ -261,7 +261,7 @@ _SHERLOCK_SECRETS = {
 
 def _verifier_databases(name):
     """`alias=URL,...`: databases SQL verifiers may read, added to DATABASES (give them a
-    read-only role). `default` is refused: Sherlock's own database holds API tokens."""
+    read-only role). `default` is refused: Sherlock's own database holds the API keys' hashes."""
     aliases = []
     for item in env_list(name):
         alias, sep, url = (part.strip() for part in item.partition("="))

@@ -1,5 +1,6 @@
 """The governance API: the publishing verbs on versions, publish requests with their decision,
-bypasses and the audit log. Every verb calls its action and nothing else; the exception handler
+bypasses, the audit log, the administration of policies and role grants (global Admins), and
+each user's API keys. Every verb calls its action and nothing else; the exception handler
 (`sherlock.core.api`) turns a refusal into 403 (role) or 409 (state), with the reason. Objects come
 from `for_user`, so a user who may not see one gets 404 before any action is tried."""
 
