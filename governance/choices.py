@@ -81,3 +81,11 @@ class WebhookEvent(models.TextChoices):
     BYPASS_USED = "bypass.used", "bypass used"
     SCHEDULE_FAILED = "schedule.failed", "schedule failed"
     AUDIT_CHECKPOINT = "audit.checkpoint", "audit checkpoint"
+
+
+class APIKeyState(models.TextChoices):
+    """What an API key is now (`APIKey.state`), derived from `revoked` and its expiry."""
+
+    ACTIVE = "active"
+    EXPIRED = "expired"
+    REVOKED = "revoked"

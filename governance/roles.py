@@ -148,3 +148,60 @@ def role_action():
 
 def in_role_action():
     return _role_action.get()
+
+
+def role_grants(user=None):
+    """Every role held, as `{"user", "role", "scope", "agent", "dataset"}` dicts (scope
+    `global`, `agent` or `dataset`, with the object's slug), optionally of one user: global
+    memberships of the role groups, then object grants (a role counts on an object when all of
+    its `OBJECT_PERMS` verbs are held there, as `scoped_roles` reads them). Four queries
+    however many grants there are."""
+    from django.contrib.auth import get_user_model
+    from guardian.models import UserObjectPermission
+
+    from agents.models import Agent
+    from evaluations.models import Dataset
+
+    memberships = (
+        get_user_model()
+        .groups.through.objects.filter(group__name__in=Role.values)
+        .select_related("user", "group")
+    )
+    object_perms = UserObjectPermission.objects.filter(
+        content_type__app_label__in=["agents", "evaluations"],
+        content_type__model__in=["agent", "dataset"],
+    ).select_related("user", "permission", "content_type")
+    if user is not None:
+        memberships = memberships.filter(user=user)
+        object_perms = object_perms.filter(user=user)
+
+    grants = [
+        {"user": m.user.username, "role": m.group.name, "scope": "global"} for m in memberships
+    ]
+    held = {}  # (username, model name, object pk) -> codenames held there
+    for perm in object_perms:
+        key = (perm.user.username, perm.content_type.model, str(perm.object_pk))
+        held.setdefault(key, set()).add(perm.permission.codename)
+    slugs = {}
+    for model in (Agent, Dataset):
+        name = model._meta.model_name
+        pks = {pk for (_, kind, pk) in held if kind == name}
+        slugs[name] = {
+            str(pk): slug for pk, slug in model.objects.filter(pk__in=pks).values_list("pk", "slug")
+        }
+    for (username, kind, pk), codenames in held.items():
+        slug = slugs[kind].get(pk)
+        if slug is None:  # the object is gone; guardian leaves its rows behind
+            continue
+        for role in Role:
+            perms = OBJECT_PERMS[role].get(kind)
+            if perms and set(perms) <= codenames:
+                grants.append({"user": username, "role": role.value, "scope": kind, kind: slug})
+    for grant in grants:
+        grant.setdefault("agent", None)
+        grant.setdefault("dataset", None)
+    order = {"global": 0, "agent": 1, "dataset": 2}
+    return sorted(
+        grants,
+        key=lambda g: (g["user"], order[g["scope"]], g["agent"] or g["dataset"] or "", g["role"]),
+    )

@@ -128,7 +128,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    # The hashed API keys' library (its abstract model, hasher and key generator; Sherlock's own
+    # key model is governance.APIKey). Its admin screen is unregistered in governance.admin.
+    "rest_framework_api_key",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -286,7 +288,7 @@ _SHERLOCK_SECRETS = {
 
 def _verifier_databases(name):
     """`alias=URL,...`: databases SQL verifiers may read, added to DATABASES (give them a
-    read-only role). `default` is refused: Sherlock's own database holds API tokens."""
+    read-only role). `default` is refused: Sherlock's own database holds the API keys' hashes."""
     aliases = []
     for item in env_list(name):
         alias, sep, url = (part.strip() for part in item.partition("="))
@@ -374,7 +376,9 @@ if env_bool("SHERLOCK_FAST_HASHER", False):
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # Hashed, named, expiring keys sent as `Authorization: Token <key>` (the header callers
+        # already used with DRF's plaintext tokens; governance.api.authentication).
+        "governance.api.authentication.APIKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -386,6 +390,19 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {"user": env_str("SHERLOCK_API_RATE", "2000/min")},
     "EXCEPTION_HANDLER": "sherlock.core.api.exception_handler",
 }
+
+# API keys (docs/governance.md "API keys"): a key lives SHERLOCK_API_KEY_DAYS days unless its
+# issuer asks for fewer or more, and never longer than SHERLOCK_API_KEY_MAX_DAYS.
+SHERLOCK_API_KEY_MAX_DAYS = env_int("SHERLOCK_API_KEY_MAX_DAYS", 365, minimum=1, maximum=3650)
+SHERLOCK_API_KEY_DAYS = env_int(
+    "SHERLOCK_API_KEY_DAYS", min(90, SHERLOCK_API_KEY_MAX_DAYS), minimum=1
+)
+if SHERLOCK_API_KEY_DAYS > SHERLOCK_API_KEY_MAX_DAYS:
+    raise ImproperlyConfigured(
+        f"SHERLOCK_API_KEY_DAYS={SHERLOCK_API_KEY_DAYS} is above "
+        f"SHERLOCK_API_KEY_MAX_DAYS={SHERLOCK_API_KEY_MAX_DAYS}"
+    )
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Sherlock API",
     "DESCRIPTION": "Evaluate AI agents and govern their release.",
@@ -394,6 +411,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several models have a `state`: each enum gets its own name.
+    "ENUM_NAME_OVERRIDES": {"APIKeyStateEnum": "governance.choices.APIKeyState"},
 }
 
 LANGUAGE_CODE = "en-us"

@@ -97,6 +97,19 @@ def test_start_up_check_accepts_the_default(settings):
     assert q_cluster_retry_longer_than_timeout() == []
 
 
+def _check_fails(env):
+    """`manage.py check` under `env`: it must fail; returns the finished process."""
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    return result
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
@@ -113,14 +126,7 @@ def test_start_up_check_accepts_the_default(settings):
     ],
 )
 def test_a_bad_audit_checkpoint_setting_stops_start_up(env, message):
-    result = subprocess.run(
-        [sys.executable, "manage.py", "check"],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode != 0
+    result = _check_fails(env)
     assert message in result.stderr
 
 
@@ -131,3 +137,16 @@ def test_checkpoints_off_is_a_deploy_warning(settings):
     assert [w.id for w in audit_checkpoints_on()] == ["sherlock.W001"]
     settings.SHERLOCK_AUDIT_KEY = "k" * 32
     assert audit_checkpoints_on() == []
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"SHERLOCK_API_KEY_DAYS": "400", "SHERLOCK_API_KEY_MAX_DAYS": "365"},
+        {"SHERLOCK_API_KEY_DAYS": "0"},
+        {"SHERLOCK_API_KEY_MAX_DAYS": "forever"},
+    ],
+)
+def test_api_key_lifetimes_beyond_their_bounds_stop_start_up(env):
+    result = _check_fails(env)
+    assert "SHERLOCK_API_KEY_" in result.stderr

@@ -28,9 +28,12 @@ class RoleVerb(GovernanceAction):
     def refusal_target(self):
         return self.user
 
-    def check(self):
+    def check_role(self):
         if not is_global_admin(self.acting_user):
             raise ActionDenied(f"Only an Admin may {self.verb} roles.")
+
+    def check(self):
+        self.check_role()
         if self.role not in Role.values:
             raise ActionInvalid(f"{self.role!r} is not a role", field="role")
         self.check_held()

@@ -38,9 +38,12 @@ class ChangePolicy(GovernanceAction):
             .first()
         )
 
-    def check(self):
+    def check_role(self):
         if not is_global_admin(self.acting_user):
             raise ActionDenied("Only an Admin may manage publishing policies.")
+
+    def check(self):
+        self.check_role()
         current = self.current or PublishingPolicy.objects.current(self.policy.scope_key)
         if current.pk != self.policy.pk:
             raise ActionConflict(

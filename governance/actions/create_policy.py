@@ -26,9 +26,12 @@ class CreatePolicy(GovernanceAction):
     def refusal_target(self):
         return self.agent
 
-    def check(self):
+    def check_role(self):
         if not is_global_admin(self.acting_user):
             raise ActionDenied("Only an Admin may manage publishing policies.")
+
+    def check(self):
+        self.check_role()
         scope = f"agent:{self.agent.pk}" if self.agent else "global"
         if PublishingPolicy.objects.filter(scope_key=scope).exists():
             raise ActionConflict(

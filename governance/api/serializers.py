@@ -1,11 +1,20 @@
 """Serializers of the governance API: outputs show rows as stored (the decision snapshot in
 full), inputs carry only what a verb needs (a reason)."""
 
+from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agents.models import Agent
+from evaluations.models import Dataset
+from governance.actions._policy import POLICY_FIELDS
+from governance.actions.create_api_key import NAME_MAX_LENGTH as KEY_NAME_MAX_LENGTH
 from governance.audit_export import FIELDS as AUDIT_FIELDS
-from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
+from governance.choices import APIKeyState, Role
+from governance.models import APIKey, AuditEntry, Bypass, PublishingPolicy, PublishRequest
+
+# Reasons and notes of the administration verbs are kept for ever in the audit log: bounded.
+REASON_MAX_LENGTH = 2000
 
 
 class ReasonInputSerializer(serializers.Serializer):
@@ -109,3 +118,173 @@ class AuditEntrySerializer(serializers.ModelSerializer):
             "actor" if name == "actor_repr" else name for name in AUDIT_FIELDS if name != "actor_id"
         ]
         read_only_fields = fields
+
+
+# --- Administration: policies and role grants (Admin) -----------------------------------------
+
+
+def slug_of(model, slug_field="slug", **kwargs):
+    """A reference by slug (or username) whose error names the kind of object, never echoing
+    the input back."""
+    noun = model._meta.verbose_name
+    return serializers.SlugRelatedField(
+        slug_field=slug_field,
+        queryset=model.objects.all(),
+        error_messages={
+            "does_not_exist": f"No {noun} with this {slug_field}.",
+            "invalid": f"Not a valid {noun} {slug_field}.",
+        },
+        **kwargs,
+    )
+
+
+class PolicySerializer(serializers.ModelSerializer):
+    """One version of a policy as stored; `in_force` says whether it is its scope's newest."""
+
+    scope = serializers.CharField(source="scope_key", read_only=True)
+    agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    gate_datasets = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    in_force = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PublishingPolicy
+        fields = [
+            "id",
+            "scope",
+            "agent",
+            "version",
+            "in_force",
+            *POLICY_FIELDS,
+            "gate_datasets",
+            "created_by",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_in_force(self, obj):
+        newest = getattr(obj, "newest_version", None)
+        if newest is None:
+            newest = PublishingPolicy.objects.current(obj.scope_key).version
+        return obj.version == newest
+
+
+class PolicyRulesSerializer(serializers.ModelSerializer):
+    """The rules of a policy as input (types, bounds and lengths from the model); the policy
+    actions validate them again on the row they write."""
+
+    gate_datasets = slug_of(
+        Dataset, many=True, required=False, help_text="Slugs of the datasets the gate runs."
+    )
+
+    class Meta:
+        model = PublishingPolicy
+        fields = [*POLICY_FIELDS, "gate_datasets"]
+
+
+class PolicyCreateSerializer(PolicyRulesSerializer):
+    agent = slug_of(
+        Agent,
+        required=False,
+        allow_null=True,
+        help_text="The agent this policy governs; omitted or null for the global policy.",
+    )
+
+    class Meta(PolicyRulesSerializer.Meta):
+        fields = ["agent", *PolicyRulesSerializer.Meta.fields]
+
+
+class PolicyChangeSerializer(PolicyRulesSerializer):
+    """Only the rules that change (the others are copied from the version in force)."""
+
+    reason = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=REASON_MAX_LENGTH
+    )
+
+    class Meta(PolicyRulesSerializer.Meta):
+        fields = [*PolicyRulesSerializer.Meta.fields, "reason"]
+        extra_kwargs = {name: {"required": False} for name in POLICY_FIELDS}
+
+
+class RoleGrantSerializer(serializers.Serializer):
+    """One role held by one user: globally, or on one agent or dataset."""
+
+    user = serializers.CharField(help_text="Username.")
+    role = serializers.ChoiceField(choices=Role.choices)
+    scope = serializers.ChoiceField(choices=["global", "agent", "dataset"])
+    agent = serializers.CharField(allow_null=True, help_text="The agent's slug (scope agent).")
+    dataset = serializers.CharField(
+        allow_null=True, help_text="The dataset's slug (scope dataset)."
+    )
+
+
+class RoleGrantInputSerializer(serializers.Serializer):
+    """Grant or revoke `role` for `user`: globally, or for the one agent or dataset named."""
+
+    user = slug_of(get_user_model(), slug_field="username")
+    role = serializers.ChoiceField(choices=Role.choices)
+    agent = slug_of(Agent, required=False, allow_null=True, help_text="Only this agent.")
+    dataset = slug_of(Dataset, required=False, allow_null=True, help_text="Only this dataset.")
+    reason = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=REASON_MAX_LENGTH
+    )
+
+    def validate(self, attrs):
+        if attrs.get("agent") and attrs.get("dataset"):
+            raise serializers.ValidationError({"dataset": "Name an agent or a dataset, not both."})
+        return attrs
+
+
+# --- API keys ---------------------------------------------------------------------------------
+
+
+class APIKeySerializer(serializers.ModelSerializer):
+    """A key as listed: never its secret (which is not stored), nor its hash."""
+
+    user = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    issued_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    revoked_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    expires_at = serializers.DateTimeField(source="expiry_date", read_only=True)
+    state = serializers.ChoiceField(choices=APIKeyState.choices, read_only=True)
+
+    class Meta:
+        model = APIKey
+        fields = [
+            "prefix",
+            "name",
+            "user",
+            "state",
+            "created",
+            "expires_at",
+            "last_used_at",
+            "issued_by",
+            "revoked",
+            "revoked_at",
+            "revoked_by",
+        ]
+        read_only_fields = fields
+
+
+class APIKeyCreatedSerializer(APIKeySerializer):
+    key = serializers.CharField(
+        read_only=True,
+        help_text="The key itself, for `Authorization: Token <key>`: shown this once, "
+        "stored only as a hash.",
+    )
+
+    class Meta(APIKeySerializer.Meta):
+        fields = [*APIKeySerializer.Meta.fields, "key"]
+        read_only_fields = fields
+
+
+class APIKeyInputSerializer(serializers.Serializer):
+    name = serializers.CharField(
+        max_length=KEY_NAME_MAX_LENGTH, help_text="What or who will use the key."
+    )
+    days = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="Days until it expires: SHERLOCK_API_KEY_DAYS when omitted, at most "
+        "SHERLOCK_API_KEY_MAX_DAYS.",
+    )

@@ -1,9 +1,12 @@
 from rest_framework.routers import DefaultRouter
 
 from governance.api.views import (
+    APIKeyViewSet,
     AuditEntryViewSet,
     BypassViewSet,
+    PolicyViewSet,
     PublishRequestViewSet,
+    RoleGrantViewSet,
     VersionVerbViewSet,
 )
 
@@ -13,4 +16,7 @@ router.register("versions", VersionVerbViewSet, basename="version-verb")
 router.register("publish-requests", PublishRequestViewSet, basename="publishrequest")
 router.register("bypasses", BypassViewSet, basename="bypass")
 router.register("audit", AuditEntryViewSet, basename="auditentry")
+router.register("policies", PolicyViewSet, basename="policy")
+router.register("role-grants", RoleGrantViewSet, basename="rolegrant")
+router.register("api-keys", APIKeyViewSet, basename="apikey")
 urlpatterns = router.urls

@@ -1,11 +1,12 @@
 """The governance API: the publishing verbs on versions, publish requests with their decision,
-bypasses and the audit log. Every verb calls its action and nothing else; the exception handler
+bypasses, the audit log, the administration of policies and role grants (global Admins), and
+each user's API keys. Every verb calls its action and nothing else; the exception handler
 (`sherlock.core.api`) turns a refusal into 403 (role) or 409 (state), with the reason. Objects come
 from `for_user`, so a user who may not see one gets 404 before any action is tried."""
 
 import django_filters
-from django.db.models import Prefetch
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from django.db.models import F, OuterRef, Prefetch, Subquery
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -13,22 +14,37 @@ from rest_framework.response import Response
 from agents.api.serializers import AgentVersionSerializer
 from agents.models import AgentVersion
 from governance.actions.approve_bypass import ApproveBypass
+from governance.actions.change_policy import ChangePolicy
+from governance.actions.create_api_key import CreateAPIKey
+from governance.actions.create_policy import CreatePolicy
 from governance.actions.deny_bypass import DenyBypass
+from governance.actions.grant_role import GrantRole
 from governance.actions.publish_version import PublishVersion
 from governance.actions.request_bypass import RequestBypass
 from governance.actions.request_publication import RequestPublication
 from governance.actions.retire_version import RetireVersion
+from governance.actions.revoke_api_key import RevokeAPIKey
 from governance.actions.revoke_bypass import RevokeBypass
+from governance.actions.revoke_role import RevokeRole
 from governance.actions.rollback_version import RollBackVersion
 from governance.api.serializers import (
+    APIKeyCreatedSerializer,
+    APIKeyInputSerializer,
+    APIKeySerializer,
     AuditEntrySerializer,
     BypassInputSerializer,
     BypassSerializer,
+    PolicyChangeSerializer,
+    PolicyCreateSerializer,
+    PolicySerializer,
     PublishRequestSerializer,
     ReasonInputSerializer,
+    RoleGrantInputSerializer,
+    RoleGrantSerializer,
 )
 from governance.choices import BypassState, RequestState
-from governance.models import AuditEntry, Bypass, PublishRequest
+from governance.models import APIKey, AuditEntry, Bypass, PublishingPolicy, PublishRequest
+from governance.roles import is_global_admin, role_grants
 from sherlock.core.api import refusals
 
 REFUSED = refusals(400, 403, 404, 409, s400="Invalid input (e.g. a thin reason).")
@@ -244,3 +260,269 @@ class AuditEntryViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [permissions.IsAuthenticated, CanReadAuditLog]
     lookup_field = "sequence"
     queryset = AuditEntry.objects.order_by("-sequence")
+
+
+# --- Administration: publishing policies ------------------------------------------------------
+
+
+def policies():
+    newest = (
+        PublishingPolicy.objects.filter(scope_key=OuterRef("scope_key"))
+        .order_by("-version")
+        .values("version")[:1]
+    )
+    return (
+        PublishingPolicy.objects.select_related("agent", "created_by")
+        .prefetch_related("gate_datasets")
+        .annotate(newest_version=Subquery(newest))
+        .order_by("scope_key", "-version")
+    )
+
+
+class CanReadPolicies(permissions.BasePermission):
+    """Every global role reads the policies (`view_publishingpolicy`, as in the admin); the
+    verbs are left to the policy actions, which allow global Admins only and audit refusals."""
+
+    message = "Your role does not allow reading publishing policies."
+
+    def has_permission(self, request, view):
+        if request.method not in permissions.SAFE_METHODS:
+            return True
+        return request.user.has_perm("governance.view_publishingpolicy")
+
+
+class PolicyFilter(django_filters.FilterSet):
+    scope = django_filters.CharFilter(field_name="scope_key", help_text="`global` or `agent:<id>`.")
+    agent = django_filters.CharFilter(field_name="agent__slug", help_text="The agent's slug.")
+    in_force = django_filters.BooleanFilter(
+        method="filter_in_force", help_text="Only the version in force of each scope (true)."
+    )
+
+    class Meta:
+        model = PublishingPolicy
+        fields = ["scope", "agent", "in_force"]
+
+    def filter_in_force(self, queryset, name, value):
+        in_force = queryset.filter(version=F("newest_version"))
+        return in_force if value else queryset.exclude(version=F("newest_version"))
+
+
+POLICY_REFUSED = refusals(
+    400,
+    403,
+    409,
+    s400="Invalid rules (the field is named).",
+    s409="Stale version, or the scope already has a policy.",
+)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Publishing policies, every version (any global role)"),
+    retrieve=extend_schema(summary="One version of a publishing policy (any global role)"),
+)
+class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Policies are versioned: `create` writes version 1 of a scope, `change` the next version
+    (the row changed is never edited), both through the policy actions, global Admins only."""
+
+    serializer_class = PolicySerializer
+    filterset_class = PolicyFilter
+    permission_classes = [permissions.IsAuthenticated, CanReadPolicies]
+    queryset = PublishingPolicy.objects.none()
+
+    def get_queryset(self):
+        return policies()
+
+    def _answer(self, policy, status_code):
+        return Response(PolicySerializer(policies().get(pk=policy.pk)).data, status=status_code)
+
+    @extend_schema(
+        summary="Create the first version of a scope's policy (Admin)",
+        request=PolicyCreateSerializer,
+        responses={201: PolicySerializer, **POLICY_REFUSED},
+    )
+    def create(self, request):
+        CreatePolicy(acting_user=request.user).authorize()
+        data = PolicyCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        agent = fields.pop("agent", None)
+        datasets = fields.pop("gate_datasets", [])
+        policy = CreatePolicy(
+            acting_user=request.user, agent=agent, gate_datasets=datasets, **fields
+        ).execute()
+        return self._answer(policy, status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Change a policy: writes its next version (Admin)",
+        request=PolicyChangeSerializer,
+        responses={201: PolicySerializer, **POLICY_REFUSED, **refusals(404)},
+    )
+    @action(detail=True, methods=["post"])
+    def change(self, request, pk=None):
+        policy = self.get_object()
+        ChangePolicy(acting_user=request.user, policy=policy).authorize()
+        data = PolicyChangeSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        changes = dict(data.validated_data)
+        reason = changes.pop("reason", "")
+        datasets = changes.pop("gate_datasets", None)
+        new = ChangePolicy(
+            acting_user=request.user,
+            policy=policy,
+            changes=changes,
+            gate_datasets=datasets,
+            reason=reason,
+        ).execute()
+        return self._answer(new, status.HTTP_201_CREATED)
+
+
+# --- Administration: role grants --------------------------------------------------------------
+
+
+class IsGlobalAdmin(permissions.BasePermission):
+    message = "Only an Admin may read role grants."
+
+    def has_permission(self, request, view):
+        return is_global_admin(request.user)
+
+
+ROLE_REFUSED = refusals(
+    400, 403, 409, s409="The user already holds the role (grant), or does not (revoke)."
+)
+
+
+def describe_grant(user, role, obj):
+    kind = obj._meta.model_name if obj is not None else "global"
+    return {
+        "user": user.username,
+        "role": role,
+        "scope": kind,
+        "agent": obj.slug if kind == "agent" else None,
+        "dataset": obj.slug if kind == "dataset" else None,
+    }
+
+
+class RoleGrantViewSet(viewsets.GenericViewSet):
+    """Roles held, globally (membership of the role's group) or on one agent or dataset
+    (guardian object permissions); granted and revoked by `GrantRole` and `RevokeRole`, the
+    same actions as the admin's Roles page, global Admins only, audited."""
+
+    serializer_class = RoleGrantSerializer
+    queryset = PublishingPolicy.objects.none()  # not a model: the grants are computed
+
+    def get_permissions(self):
+        if self.action == "list":
+            return [permissions.IsAuthenticated(), IsGlobalAdmin()]
+        return [permissions.IsAuthenticated()]
+
+    @extend_schema(
+        summary="Every role grant, global and per object (Admin)",
+        parameters=[OpenApiParameter("user", str, description="Only this username's grants.")],
+        responses={200: RoleGrantSerializer(many=True), **refusals(403)},
+    )
+    def list(self, request):
+        from django.contrib.auth import get_user_model
+
+        username = request.query_params.get("user")
+        user = None
+        if username:
+            user = get_user_model().objects.filter(username=username[:150]).first()
+            if user is None:
+                return self.get_paginated_response(self.paginate_queryset([]))
+        page = self.paginate_queryset(role_grants(user))
+        return self.get_paginated_response(RoleGrantSerializer(page, many=True).data)
+
+    def _verb(self, request, verb_class):
+        verb_class(acting_user=request.user, user=None, role="").authorize()
+        data = RoleGrantInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        obj = values.get("agent") or values.get("dataset")
+        verb_class(
+            acting_user=request.user,
+            user=values["user"],
+            role=values["role"],
+            obj=obj,
+            reason=values["reason"],
+        ).execute()
+        return RoleGrantSerializer(describe_grant(values["user"], values["role"], obj)).data
+
+    @extend_schema(
+        summary="Grant a role, globally or for one agent or dataset (Admin)",
+        request=RoleGrantInputSerializer,
+        responses={201: RoleGrantSerializer, **ROLE_REFUSED},
+    )
+    def create(self, request):
+        return Response(self._verb(request, GrantRole), status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Revoke a role, globally or for one agent or dataset (Admin)",
+        request=RoleGrantInputSerializer,
+        responses={200: RoleGrantSerializer, **ROLE_REFUSED},
+    )
+    @action(detail=False, methods=["post"])
+    def revoke(self, request):
+        return Response(self._verb(request, RevokeRole))
+
+
+# --- API keys ---------------------------------------------------------------------------------
+
+
+class APIKeyFilter(django_filters.FilterSet):
+    user = django_filters.CharFilter(field_name="user__username", help_text="Username (Admin).")
+
+    class Meta:
+        model = APIKey
+        fields = ["user", "revoked"]
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your API keys (an Admin: everyone's), never their secret"),
+    retrieve=extend_schema(summary="One API key, by its prefix"),
+)
+class APIKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """A user's own keys: issue one (the secret is in that answer only), list them with when
+    each was last used, revoke one. A global Admin sees and revokes everyone's."""
+
+    serializer_class = APIKeySerializer
+    filterset_class = APIKeyFilter
+    lookup_field = "prefix"
+    queryset = APIKey.objects.none()
+
+    def get_queryset(self):
+        keys = APIKey.objects.select_related("user", "issued_by", "revoked_by")
+        if is_global_admin(self.request.user):
+            return keys
+        return keys.filter(user=self.request.user)
+
+    @extend_schema(
+        summary="Issue yourself an API key: its secret is shown in this answer only",
+        request=APIKeyInputSerializer,
+        responses={201: APIKeyCreatedSerializer, **refusals(400)},
+    )
+    def create(self, request):
+        data = APIKeyInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        api_key, secret = CreateAPIKey(
+            acting_user=request.user,
+            user=request.user,
+            name=data.validated_data["name"],
+            days=data.validated_data.get("days"),
+        ).execute()
+        api_key.key = secret
+        return Response(APIKeyCreatedSerializer(api_key).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Revoke an API key (its owner, or an Admin)",
+        request=ReasonInputSerializer,
+        responses={200: APIKeySerializer, **refusals(400, 403, 404, 409)},
+    )
+    @action(detail=True, methods=["post"])
+    def revoke(self, request, prefix=None):
+        api_key = self.get_object()
+        data = ReasonInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        revoked = RevokeAPIKey(
+            acting_user=request.user, api_key=api_key, reason=data.validated_data["reason"]
+        ).execute()
+        return Response(APIKeySerializer(revoked).data)

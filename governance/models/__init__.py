@@ -1,11 +1,13 @@
 """Models of the governance app, re-exported here: import from `governance.models`."""
 
+from governance.models.api_keys import APIKey
 from governance.models.audit import AuditEntry, verify_chain
 from governance.models.policies import PublishingPolicy
 from governance.models.publishing import Bypass, PublishRequest
 from governance.models.webhooks import WebhookDelivery, WebhookEndpoint
 
 __all__ = [
+    "APIKey",
     "AuditEntry",
     "Bypass",
     "PublishRequest",

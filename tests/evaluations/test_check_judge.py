@@ -8,13 +8,12 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from evaluations.checks import rubrics
 from evaluations.judge.probe import judge_status
 from evaluations.models import JudgeCall, JudgeProbe, ModelPrice
 from tests.support import factories
+from tests.support.governance import api_client
 from tests.support.judge_fixtures import JUDGE_MODEL
 from tests.support.llm_server import Reply, malformed, server_error
 
@@ -44,9 +43,7 @@ def start_run(builder, capture):
         cases=[("paris", "Where is Paris?", {"contexts": ["Paris is in France."]})],
         checks=CHECKS,
     )
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=builder)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client = api_client(builder)
     body = {"agent_version": version.pk, "dataset_version": dataset_version.pk}
     with capture(execute=False):
         response = client.post("/api/v1/runs/", body, format="json")

@@ -12,7 +12,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from rest_framework.authtoken.models import Token
 
 from agents.verifiers.runners import run_verifier
 from agents.verifiers.spec import InvalidVerifier, validate_verifier_spec
@@ -24,6 +23,7 @@ from governance.models import AuditEntry
 from sherlock.core.errors import ActionInvalid
 from tests.support import factories
 from tests.support.factories import api
+from tests.support.governance import api_key
 from tests.support.verifiers import LEDGER_DB, ledger_database, make_trial
 
 pytestmark = pytest.mark.django_db
@@ -57,7 +57,7 @@ def verified(context):
 STEAL_TOKEN = {
     "kind": "sql",
     "database": "default",
-    "query": "SELECT key FROM authtoken_token",
+    "query": "SELECT hashed_key FROM governance_apikey",
     "predicate": {"path": "$.rows", "op": "exists"},
 }
 
@@ -76,7 +76,7 @@ def test_an_editors_case_reading_sherlocks_own_database_is_refused_on_save(
 
 def test_a_case_forced_into_the_database_reads_nothing_at_run_time(admin_user, settings):
     settings.SHERLOCK_VERIFIER_DATABASES = ["default"]
-    token = Token.objects.create(user=admin_user)
+    key, _ = api_key(admin_user)
     trial = make_trial(STEAL_TOKEN)  # saved around the actions, as a raw save would be
     done = {"output": "Done.", "tool_calls": [], "declared_complete": True}
 
@@ -88,8 +88,8 @@ def test_a_case_forced_into_the_database_reads_nothing_at_run_time(admin_user, s
         "Sherlock's own database ('default') is never readable"
         in (evidence["outcome_evidence"]["reason"])
     )
-    assert token.key not in json.dumps(evidence, default=str)
-    assert not [q for q in queries if "authtoken" in q["sql"]]
+    assert key.hashed_key not in json.dumps(evidence, default=str)
+    assert not [q for q in queries if "governance_apikey" in q["sql"]]
 
 
 def test_a_database_alias_the_operator_did_not_list_is_refused(settings):

@@ -162,6 +162,7 @@ def test_lists_take_a_constant_number_of_queries(
         return len(queries)
 
     urls = ["/api/v1/publish-requests/", "/api/v1/bypasses/", "/api/v1/audit/"]
+    client.get(urls[0])  # the key's first use records its last_used_at: not the list's cost
     RequestBypass(acting_user=admin_user, publish_request=blocked_request, reason=REASON).execute()
     before = [count(url) for url in urls]
     for _ in range(3):

@@ -1,4 +1,5 @@
-"""`create_api_token` prints a working token; `export_audit` writes the log as CSV or JSONL."""
+"""`create_api_token` prints a working, hashed, expiring key; `export_audit` writes the log as
+CSV or JSONL."""
 
 import csv
 import io
@@ -7,10 +8,10 @@ import json
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from rest_framework.test import APIClient
 
-from governance.models import AuditEntry
+from governance.models import APIKey, AuditEntry
 from sherlock.core.audit import audit
+from tests.support.governance import key_client
 
 
 def run(*args):
@@ -19,19 +20,34 @@ def run(*args):
     return out.getvalue()
 
 
-def test_create_api_token_prints_a_token_that_authenticates(admin_user):
+def test_create_api_token_prints_a_key_that_authenticates_and_is_stored_hashed(admin_user):
     key = run("create_api_token", "admin").strip()
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    assert client.get("/api/v1/audit/").status_code == 200
-    assert run("create_api_token", "admin").strip() == key  # the same token again
-    created = AuditEntry.objects.get(action="auth.token.create")
+    assert key_client(key).get("/api/v1/audit/").status_code == 200
+    stored = APIKey.objects.get(user=admin_user)
+    assert key not in (stored.pk, stored.hashed_key) and stored.prefix == key.split(".")[0]
+    assert run("create_api_token", "admin").strip() != key  # a new key each time, never shown again
+    created = AuditEntry.objects.filter(action="governance.apikey.create").first()
     assert created.target_id == str(admin_user.pk) and key not in created.canonical()
+    assert created.reason == "manage.py create_api_token"
+
+
+def test_create_api_token_expires_by_default_and_refuses_more_than_the_maximum(
+    admin_user, settings
+):
+    settings.SHERLOCK_API_KEY_DAYS, settings.SHERLOCK_API_KEY_MAX_DAYS = 10, 20
+    run("create_api_token", "admin", "--name", "ci")
+    key = APIKey.objects.get(name="ci")
+    assert 9 < (key.expiry_date - key.created).total_seconds() / 86400 <= 10
+    with pytest.raises(CommandError, match="1 to 20 days"):
+        call_command("create_api_token", "admin", "--days", "21")
 
 
 def test_create_api_token_can_rotate_and_refuses_unknown_users(admin_user):
     first = run("create_api_token", "admin").strip()
-    assert run("create_api_token", "admin", "--rotate").strip() != first
+    second = run("create_api_token", "admin", "--rotate").strip()
+    assert second != first
+    assert key_client(first).get("/api/v1/audit/").status_code == 401
+    assert key_client(second).get("/api/v1/audit/").status_code == 200
     with pytest.raises(CommandError):
         call_command("create_api_token", "nobody")
 

@@ -1,18 +1,19 @@
 """What the governance tests share: the gate case and check, versions good and bad, gate runs
-finished as the engine would, token clients, role grants and the personas of the role matrix.
+finished as the engine would, API key clients, role grants and the personas of the role matrix.
 """
 
+from datetime import timedelta
 from decimal import Decimal
 
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from agents.models import AgentVersion
 from evaluations.choices import BillingCoverage, OutcomeVerdict, RunStatus, TrialStatus
 from evaluations.models import Run, Trial
 from evaluations.signals import run_finished
+from governance.models import APIKey
 from governance.roles import OBJECT_PERMS
 
 REASON = "Incident INC-4521: the refund flow is down and this fix must ship tonight."
@@ -75,11 +76,24 @@ def finish_gate_runs(request, passed=True):
     return request
 
 
-def api_client(user):
-    """A DRF client authenticated with `user`'s token, as an API caller would be."""
+def api_key(user, name="test client", days=30, **fields):
+    """A new API key of `user` and its secret (what CreateAPIKey issues, without its audit, so
+    tests that count audit entries see only their own)."""
+    return APIKey.objects.create_key(
+        user=user, name=name, expiry_date=timezone.now() + timedelta(days=days), **fields
+    )
+
+
+def key_client(secret):
+    """A DRF client sending `Authorization: Token <secret>`, as an API caller does."""
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     return client
+
+
+def api_client(user):
+    """A DRF client authenticated with a new API key of `user`, as an API caller would be."""
+    return key_client(api_key(user)[1])
 
 
 def grant_on(user, role, obj):

@@ -1,42 +1,57 @@
-"""`manage.py create_api_token USERNAME`: print the user's API token (created if missing)."""
+"""`manage.py create_api_token USERNAME`: issue the user a new API key and print it (once)."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
-from rest_framework.authtoken.models import Token
 
-from sherlock.core.audit import audit
+from governance.actions.create_api_key import CreateAPIKey
+from governance.actions.revoke_api_key import RevokeAPIKey
+from governance.models import APIKey
+from sherlock.core.errors import ActionError
 
 
 class Command(BaseCommand):
     help = (
-        "Print USERNAME's API token for `Authorization: Token <key>`, creating it if needed; "
-        "--rotate replaces an existing one."
+        "Issue USERNAME a new API key for `Authorization: Token <key>` and print it: it is stored "
+        "hashed and cannot be shown again. --rotate first revokes the user's active keys."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("username")
+        parser.add_argument("--name", default="manage.py create_api_token", help="the key's name")
         parser.add_argument(
-            "--rotate", action="store_true", help="delete the existing token and issue a new one"
+            "--days",
+            type=int,
+            default=None,
+            help="days until it expires (default SHERLOCK_API_KEY_DAYS, at most "
+            "SHERLOCK_API_KEY_MAX_DAYS)",
+        )
+        parser.add_argument(
+            "--rotate", action="store_true", help="revoke the user's active keys first"
         )
 
-    def handle(self, *args, username, rotate, **options):
+    def handle(self, *args, username, name, days, rotate, **options):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user named {username!r}")
-        if not user.is_active:
-            raise CommandError(f"{username} is inactive")
-        with transaction.atomic():
+        try:
             if rotate:
-                Token.objects.filter(user=user).delete()
-            token, created = Token.objects.get_or_create(user=user)
-            if created:
-                # A token is a credential: who got one, and when, belongs in the audit log (the
-                # key itself does not).
-                audit(
-                    "auth.token.create",
-                    target=user,
-                    after={"rotated": rotate, "key_prefix": token.key[:6]},
-                    reason="manage.py create_api_token",
-                )
-        self.stdout.write(token.key)
+                for api_key in APIKey.objects.usable().filter(user=user):
+                    RevokeAPIKey(
+                        acting_user=None,
+                        api_key=api_key,
+                        reason="manage.py create_api_token --rotate",
+                    ).execute()
+            api_key, secret = CreateAPIKey(
+                acting_user=None,
+                user=user,
+                name=name,
+                days=days,
+                reason="manage.py create_api_token",
+            ).execute()
+        except ActionError as exc:
+            raise CommandError(str(exc)) from None
+        self.stderr.write(
+            f"API key {api_key.prefix}… for {username}, expires {api_key.expiry_date:%Y-%m-%d}; "
+            "shown once:"
+        )
+        self.stdout.write(secret)
