@@ -2,7 +2,9 @@
 finished as the engine would, token clients, role grants and the personas of the role matrix.
 """
 
+import contextlib
 from decimal import Decimal
+from unittest import mock
 
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
@@ -126,3 +128,11 @@ def join_role(user, role):
 
     user.groups.add(Group.objects.get(name=role))
     return type(user).objects.get(pk=user.pk)
+
+
+@contextlib.contextmanager
+def clock_at(when):
+    """Run the block as if it were `when`: what a grant "long ago" needs, since audit entries
+    take their time from the clock and can never be edited afterwards."""
+    with mock.patch("django.utils.timezone.now", return_value=when):
+        yield
