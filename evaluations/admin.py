@@ -65,7 +65,7 @@ from evaluations.models import (
     Trial,
 )
 from evaluations.schedules import estimate_schedule
-from sherlock.core.admin import ReadOnlyInline, ReadOnlyMixin, verb_action
+from sherlock.core.admin import AuditsHiddenObjects, ReadOnlyInline, ReadOnlyMixin, verb_action
 from sherlock.core.errors import ActionError
 from sherlock.core.permissions import user_can
 
@@ -86,14 +86,15 @@ class Refused(Exception):
         self.error = error
 
 
-class RefusalsMixin:
+class RefusalsMixin(AuditsHiddenObjects):
     """A refusal of an action is a message on the form, never a bare 403 (issue 11).
 
     Django's admin validates the form, then calls `save_model` inside its transaction, where a
     form can no longer be given errors. So `save_model` raises `Refused`, which rolls the
     transaction back, and `changeform_view` renders the same POST again with the refusal handed
     to the form: its `clean()` puts the message on the field it names (`add_refusal`) or above
-    the form, and the page shows the person's input as they typed it."""
+    the form, and the page shows the person's input as they typed it. A change or delete posted
+    for a row the user may not see is audited (`AuditsHiddenObjects`)."""
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form_class = super().get_form(request, obj, change=change, **kwargs)
@@ -308,7 +309,7 @@ class CaseVersionInline(ReadOnlyInline):
 
 
 @admin.register(DatasetVersion)
-class DatasetVersionAdmin(StartRunPermission, admin.ModelAdmin):
+class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAdmin):
     """Versions list their cases and checks; a draft's page links to adding a case or a check
     (their own pages, through the actions), a frozen one's says it is read-only. Freeze a
     draft with the admin action; "Run an agent on it…" starts runs (`admin_start_run`)."""
@@ -587,7 +588,7 @@ class CaseResultInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class RunAdmin(AuditsHiddenObjects, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "agent_version",

@@ -76,7 +76,9 @@ def newest_admin_grant(user, agent):
         target_id=str(user.pk),
         action__in=ADMIN_GRANT_CODES,
     ).order_by("-sequence")
-    for entry in entries.only("sequence", "at", "action", "actor_id", "actor_repr", "before", "after"):
+    for entry in entries.only(
+        "sequence", "at", "action", "actor_id", "actor_repr", "before", "after"
+    ):
         if _grants_admin_on(entry, agent.pk):
             return entry
     return None

@@ -7,7 +7,7 @@ the gate runs are evaluating. Objects come from `for_user`: what a user may not 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from agents.models import AgentVersion
@@ -23,6 +23,7 @@ from governance.choices import BYPASS_ACTIVE, RequestState
 from governance.decision import gate_rows, release_of
 from governance.models import Bypass, PublishRequest
 from sherlock.core.errors import ActionError
+from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 
 VERSION_VERBS = {
@@ -38,7 +39,7 @@ def _version(request, pk):
     versions = AgentVersion.objects.for_user(request.user, "view").select_related(
         "agent", "created_by"
     )
-    return get_object_or_404(versions, pk=pk)
+    return visible_or_404(request, versions, pk=pk)
 
 
 def _current_request(version):
@@ -148,7 +149,7 @@ def bypass_verb(request, pk, verb):
     bypasses = Bypass.objects.for_user(request.user, "view").select_related(
         "publish_request__agent_version"
     )
-    bypass = get_object_or_404(bypasses, pk=pk)
+    bypass = visible_or_404(request, bypasses, pk=pk)
     if verb not in BYPASS_VERBS:
         raise Http404(verb)
     action = BYPASS_VERBS[verb](

@@ -10,13 +10,31 @@ questions through `sherlock.core.permissions` (global OR object grant) instead.
 from django.contrib import admin, messages
 
 from sherlock.core.errors import ActionError
+from sherlock.core.hidden import audit_hidden
 from sherlock.core.permissions import user_can
 
 
-class ScopedAdminMixin:
+class AuditsHiddenObjects:
+    """A verb on an object the user may not see is audited (`sherlock.core.hidden`). The admin
+    answers such an object with a redirect ("doesn't exist. Perhaps it was deleted?"), not a
+    404, so the middleware never sees it: the lookup itself records the attempt, when the
+    request is a POST (a change or a delete)."""
+
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None:
+            match = request.resolver_match
+            verb = match.url_name.rsplit("_", 1)[-1] if match and match.url_name else "change"
+            field = from_field or "pk"
+            audit_hidden(request, self.model, {field: object_id}, verb=verb)
+        return obj
+
+
+class ScopedAdminMixin(AuditsHiddenObjects):
     """Changelists start from `for_user`; `has_*_permission(request, obj)` ask `user_can` on the
     governed object. Without an object, a permission means "holds it on at least one object"
-    (a Publisher of one agent sees the Agents page, with that one agent on it)."""
+    (a Publisher of one agent sees the Agents page, with that one agent on it). A change or
+    delete posted for a row the user may not see is audited (`AuditsHiddenObjects`)."""
 
     # admin verb -> the permission action on the governed object (None: never)
     scope_actions = {"view": "view", "change": "change", "delete": "delete"}

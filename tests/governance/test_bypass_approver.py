@@ -42,7 +42,9 @@ def four_eyes(policy):
 
 @pytest.fixture
 def bypass(four_eyes, blocked_request, alice):
-    return RequestBypass(acting_user=alice, publish_request=blocked_request, reason=REASON).execute()
+    return RequestBypass(
+        acting_user=alice, publish_request=blocked_request, reason=REASON
+    ).execute()
 
 
 def granted(by, role="Admin", obj=None, when=None):
@@ -118,9 +120,7 @@ def test_a_grant_for_another_agent_does_not_count(alice, carol, other_agent, byp
     assert ApproveBypass(acting_user=bob, bypass=bypass).execute().state == BypassState.APPROVED
 
 
-def test_a_membership_added_outside_grant_role_during_the_requesters_request_counts(
-    alice, bypass
-):
+def test_a_membership_added_outside_grant_role_during_the_requesters_request_counts(alice, bypass):
     # e.g. a script run by alice's request: the catch-all audit names her as the actor.
     bob = factories.user("bob")
     with request_context(actor=alice):

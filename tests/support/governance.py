@@ -136,3 +136,15 @@ def clock_at(when):
     take their time from the clock and can never be edited afterwards."""
     with mock.patch("django.utils.timezone.now", return_value=when):
         yield
+
+
+def assert_hidden_refusal(user, target_type, target_id, verb):
+    """The one entry a 404 answered to `user`'s verb left (sherlock.core.hidden), returned."""
+    from governance.models import AuditEntry
+
+    entries = AuditEntry.objects.filter(action=f"{target_type}.refused", actor_id=user.pk)
+    assert entries.count() == 1, list(entries.values("action", "target_id", "after"))
+    entry = entries.get()
+    assert entry.target_type == target_type and entry.target_id == str(target_id)
+    assert entry.after["verb"] == verb and entry.after["code"] == "not_found"
+    return entry
