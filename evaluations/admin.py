@@ -65,7 +65,13 @@ from evaluations.models import (
     Trial,
 )
 from evaluations.schedules import estimate_schedule
-from sherlock.core.admin import AuditsHiddenObjects, ReadOnlyInline, ReadOnlyMixin, verb_action
+from sherlock.core.admin import (
+    AuditedEdits,
+    AuditsHiddenObjects,
+    ReadOnlyInline,
+    ReadOnlyMixin,
+    verb_action,
+)
 from sherlock.core.errors import ActionError
 from sherlock.core.permissions import user_can
 
@@ -234,9 +240,10 @@ class DatasetScopedMixin(RefusalsMixin):
 
 
 @admin.register(Dataset)
-class DatasetAdmin(DatasetCasesIOMixin, RefusalsMixin, admin.ModelAdmin):
+class DatasetAdmin(DatasetCasesIOMixin, RefusalsMixin, AuditedEdits, admin.ModelAdmin):
     """Creating a dataset goes through `CreateDataset`: its owner is whoever creates it, and
-    the creation is audited. Its name and description are plain data, changed in place. The
+    the creation is audited. Its name and description are plain data, changed in place and
+    audited with before and after (`evaluations.dataset.update`, `AuditedEdits`). The
     change page lists the versions and links to importing cases and to comparing versions
     (evaluations/admin_cases_io.py)."""
 
@@ -792,7 +799,10 @@ class CostEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(ModelPrice)
-class ModelPriceAdmin(admin.ModelAdmin):
+class ModelPriceAdmin(AuditedEdits, admin.ModelAdmin):
+    """Prices decide the budget gate (cost per verified outcome): each add, change and delete
+    is audited with before and after (`evaluations.modelprice.*`)."""
+
     list_display = ["model", "usd_per_million_input", "usd_per_million_output", "updated_at"]
 
 

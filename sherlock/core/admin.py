@@ -8,7 +8,9 @@ questions through `sherlock.core.permissions` (global OR object grant) instead.
 """
 
 from django.contrib import admin, messages
+from django.db import transaction
 
+from sherlock.core.audit import audit
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import audit_hidden
 from sherlock.core.permissions import user_can
@@ -64,6 +66,85 @@ class ScopedAdminMixin(AuditsHiddenObjects):
 
     def has_delete_permission(self, request, obj=None):
         return self._may(request, "delete", obj)
+
+
+def field_values(obj, names, cleaned=None):
+    """What the audit records of `obj`'s fields `names`: a foreign key as its id, a
+    many-to-many as the sorted names of its rows (from the form's `cleaned` data when given,
+    since the admin saves those after the row), anything else as stored."""
+    values = {}
+    for name in names:
+        field = obj._meta.get_field(name)
+        if field.many_to_many:
+            rows = cleaned[name] if cleaned is not None and name in cleaned else None
+            if rows is None:
+                rows = getattr(obj, name).all() if obj.pk else []
+            values[name] = sorted(str(row) for row in rows)
+        elif field.is_relation:
+            values[name] = getattr(obj, field.attname)
+        else:
+            values[name] = getattr(obj, name)
+    return values
+
+
+class AuditedEdits:
+    """Admin saves and deletes that no domain action makes (an agent's name, a tool, a price)
+    are audited all the same: `<app>.<model>.create`, `.update` (the changed fields, before and
+    after) and `.delete` (the row as it was), with the signed-in user as the actor, in the
+    admin's own transaction, so the entry and the change are kept or lost together. Where an
+    action exists the admin calls it instead, and the action writes its own entry."""
+
+    audit_noun = ""  # the code's noun; the model's name when empty
+
+    def _code(self, verb):
+        opts = self.model._meta
+        return f"{opts.app_label}.{self.audit_noun or opts.model_name}.{verb}"
+
+    def save_model(self, request, obj, form, change):
+        fields = {f.name for f in self.model._meta.get_fields() if f.concrete or f.many_to_many}
+        names = [n for n in (form.changed_data if change else form.cleaned_data) if n in fields]
+        before = None
+        if change:
+            stored = type(obj)._default_manager.get(pk=obj.pk)
+            before = field_values(stored, names)
+        super().save_model(request, obj, form, change)
+        after = field_values(obj, names, form.cleaned_data)
+        if before is not None:
+            # Only what changed: a form may report a field changed that compares equal.
+            names = [n for n in names if before[n] != after[n]]
+            if not names:
+                return
+            before = {n: before[n] for n in names}
+            after = {n: after[n] for n in names}
+        audit(
+            self._code("update" if change else "create"),
+            actor=request.user,
+            target=obj,
+            before=before,
+            after=after,
+        )
+
+    def _audit_delete(self, request, obj):
+        names = [f.name for f in obj._meta.concrete_fields if not f.primary_key]
+        audit(
+            self._code("delete"),
+            actor=request.user,
+            target=obj,
+            before={"id": obj.pk, **field_values(obj, names)},
+        )
+
+    def delete_model(self, request, obj):
+        self._audit_delete(request, obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        # The changelist's "delete selected": one entry per row, then Django's bulk delete, in
+        # one transaction (Django runs this action outside one), so a refused delete (a
+        # protected row) leaves no entry behind.
+        with transaction.atomic():
+            for obj in queryset:
+                self._audit_delete(request, obj)
+            super().delete_queryset(request, queryset)
 
 
 class ReadOnlyInline(admin.TabularInline):
