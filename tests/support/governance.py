@@ -148,3 +148,20 @@ def assert_hidden_refusal(user, target_type, target_id, verb):
     assert entry.target_type == target_type and entry.target_id == str(target_id)
     assert entry.after["verb"] == verb and entry.after["code"] == "not_found"
     return entry
+
+
+def assert_refusal_audited(user, status, *, target_type, target_id, verb, noun):
+    """Next to each refusal of the matrix, its entry: a 404 leaves `<target_type>.refused`
+    (`sherlock.core.hidden`), a 403 the action's own `governance.<noun>.refused`; an allowed
+    call leaves neither."""
+    from governance.models import AuditEntry
+
+    hidden = AuditEntry.objects.filter(action=f"{target_type}.refused", actor_id=user.pk)
+    denied = AuditEntry.objects.filter(action=f"governance.{noun}.refused", actor_id=user.pk)
+    if status == 404:
+        assert_hidden_refusal(user, target_type, target_id, verb)
+        assert not denied.exclude(pk__in=hidden.values("pk")).exists()
+    elif status == 403:
+        assert denied.exists() and not hidden.exclude(pk__in=denied.values("pk")).exists()
+    else:
+        assert not hidden.exists() and not denied.exists()
