@@ -72,7 +72,7 @@ from sherlock.core.admin import (
     ReadOnlyMixin,
     verb_action,
 )
-from sherlock.core.errors import ActionError
+from sherlock.core.errors import ActionDenied, ActionError
 from sherlock.core.permissions import user_can
 
 # What a run's __str__ reads: select it with the run, or every row costs queries.
@@ -87,9 +87,16 @@ class Refused(Exception):
     """An action refused a save or delete made through an admin form: carried out of the
     admin's transaction (so it rolls back) to `RefusalsMixin`, which shows it."""
 
-    def __init__(self, error):
+    def __init__(self, error, action=None):
         super().__init__(str(error))
         self.error = error
+        self.action = action
+
+    def record(self):
+        """Write the refusal entry again: the action wrote it inside the admin's transaction,
+        which the refusal has just rolled back."""
+        if self.action is not None and isinstance(self.error, ActionDenied):
+            self.action.audit_refusal(self.error)
 
 
 class RefusalsMixin(AuditsHiddenObjects):
@@ -123,6 +130,7 @@ class RefusalsMixin(AuditsHiddenObjects):
         try:
             return super().changeform_view(request, object_id, form_url, extra_context)
         except Refused as refused:
+            refused.record()
             request._sherlock_refusal = refused.error
             return super().changeform_view(request, object_id, form_url, extra_context)
 
@@ -130,7 +138,7 @@ class RefusalsMixin(AuditsHiddenObjects):
         try:
             return action.execute()
         except ActionError as exc:
-            raise Refused(exc) from exc
+            raise Refused(exc, action) from exc
 
 
 class DatasetScopedMixin(RefusalsMixin):
@@ -230,6 +238,7 @@ class DatasetScopedMixin(RefusalsMixin):
         try:
             return super().delete_view(request, object_id, extra_context)
         except Refused as refused:
+            refused.record()
             self.message_user(request, str(refused.error), messages.ERROR)
             return redirect(back)
 

@@ -84,6 +84,8 @@ class ImportTrials(Action):
     Builder right on the agent, as for starting a run.
     """
 
+    noun, verb = "run", "import"
+
     def __init__(self, *, acting_user, agent_version, text, dataset=None, variant=None):
         super().__init__(acting_user=acting_user)
         self.agent_version = agent_version
