@@ -8,28 +8,66 @@ questions through `sherlock.core.permissions` (global OR object grant) instead.
 """
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionError
-from sherlock.core.hidden import audit_hidden
+from sherlock.core.hidden import audit_hidden, note_hidden
 from sherlock.core.permissions import user_can
+
+
+def _admin_verb(request, default="change"):
+    match = request.resolver_match
+    return match.url_name.rsplit("_", 1)[-1] if match and match.url_name else default
 
 
 class AuditsHiddenObjects:
     """A verb on an object the user may not see is audited (`sherlock.core.hidden`). The admin
     answers such an object with a redirect ("doesn't exist. Perhaps it was deleted?"), not a
-    404, so the middleware never sees it: the lookup itself records the attempt, when the
-    request is a POST (a change or a delete)."""
+    404, so the middleware never sees it: the lookup notes the object, and the change or delete
+    view records the attempt when the request is a POST. So is the admin's own 403 to a POST,
+    where the user sees the row but may not change or delete it (`after.code`
+    "permission_denied"): the admin refuses before any action could. Both are written after
+    the view's transaction has ended, since a 403 rolls it back."""
 
     def get_object(self, request, object_id, from_field=None):
         obj = super().get_object(request, object_id, from_field)
         if obj is None:
-            match = request.resolver_match
-            verb = match.url_name.rsplit("_", 1)[-1] if match and match.url_name else "change"
-            field = from_field or "pk"
-            audit_hidden(request, self.model, {field: object_id}, verb=verb)
+            note_hidden(request, self.model, **{from_field or "pk": object_id})
         return obj
+
+    def _audit_attempt(self, request, object_id, *, denied):
+        noted = getattr(request, "sherlock_hidden", None)
+        if noted is not None:
+            audit_hidden(request, *noted, verb=_admin_verb(request))
+        elif denied:
+            audit_hidden(
+                request,
+                self.model,
+                {"pk": object_id} if object_id else {},
+                verb=_admin_verb(request),
+                code="permission_denied",
+                reason="The admin refused: the user's role does not allow this.",
+            )
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            response = super().changeform_view(request, object_id, form_url, extra_context)
+        except PermissionDenied:
+            self._audit_attempt(request, object_id, denied=True)
+            raise
+        self._audit_attempt(request, object_id, denied=False)
+        return response
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            response = super().delete_view(request, object_id, extra_context)
+        except PermissionDenied:
+            self._audit_attempt(request, object_id, denied=True)
+            raise
+        self._audit_attempt(request, object_id, denied=False)
+        return response
 
 
 class ScopedAdminMixin(AuditsHiddenObjects):

@@ -13,6 +13,9 @@ for the API, the pages and the admin alike:
 - the target is what the view looked for: a view that looks an object up with
   `visible_or_404` (or calls `note_hidden`) names it; otherwise the DRF view's own model and
   lookup (its queryset, `lookup_field` and the URL's kwarg: `get_object()`'s 404) are used;
+- an object named in a request body is looked up by a related field whose queryset is what
+  the caller may see (`VisibleSlugRelatedField`, `VisiblePrimaryKeyRelatedField`): one it
+  cannot find answers the usual 400 "does not exist", and is audited the same way;
 - the admin answers a hidden object with a redirect, not a 404, so its mixin
   (`sherlock.core.admin.AuditsHiddenObjects`) calls `audit_hidden` itself.
 
@@ -24,6 +27,7 @@ every mistyped URL would bury the attempts that matter.
 
 from django.core.exceptions import ValidationError
 from django.http import Http404
+from rest_framework import serializers
 
 from sherlock.core.audit import audit
 
@@ -45,8 +49,11 @@ def _raw(request):
 
 
 def note_hidden(request, model, **lookup):
-    """Remember which object a view looked for and could not show (for `audit_hidden_refusal`)."""
-    _raw(request).sherlock_hidden = (model, lookup)
+    """Remember which object a view looked for and could not show (for `audit_hidden_refusal`);
+    the first one, when a body names several."""
+    raw = _raw(request)
+    if getattr(raw, "sherlock_hidden", None) is None:
+        raw.sherlock_hidden = (model, lookup)
 
 
 def visible_or_404(request, queryset, **lookup):
@@ -61,6 +68,34 @@ def visible_or_404(request, queryset, **lookup):
         ) from None
 
 
+class NotesHiddenObjects:
+    """For a DRF related field whose queryset is what the caller may see: an object it cannot
+    find (hidden, or missing) is the usual 400 "does not exist", noted for the audit, so
+    naming another agent's version in a body leaves the same trace as naming it in the URL."""
+
+    def to_internal_value(self, data):
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            request = self.context.get("request")
+            queryset = self.get_queryset()
+            if (
+                request is not None
+                and queryset is not None
+                and "does_not_exist" in str(exc.get_codes())
+            ):
+                note_hidden(request, queryset.model, **{getattr(self, "slug_field", "pk"): data})
+            raise
+
+
+class VisibleSlugRelatedField(NotesHiddenObjects, serializers.SlugRelatedField):
+    """A slug among the objects the caller may see (the queryset); others are audited."""
+
+
+class VisiblePrimaryKeyRelatedField(NotesHiddenObjects, serializers.PrimaryKeyRelatedField):
+    """An id among the objects the caller may see (the queryset); others are audited."""
+
+
 def _stored(model, lookup):
     """The row the lookup names, whoever may see it, or None."""
     if any(len(str(value)) > LONGEST_KEY for value in lookup.values()):
@@ -71,10 +106,12 @@ def _stored(model, lookup):
         return None
 
 
-def audit_hidden(request, model, lookup, *, verb):
+def audit_hidden(request, model, lookup, *, verb, code="not_found", reason=None):
     """Write the refusal entry of a hidden (or missing) object: the actor, the attempted verb,
     the target type and a short excerpt of its id; never more of the caller's input. Only for
-    a verb (GET is not audited), and once per request (the admin looks an object up twice)."""
+    a verb (GET is not audited), and once per request (the admin looks an object up twice).
+    `code` "permission_denied" is the admin's own 403 on a row the user sees but may not
+    change (`sherlock.core.admin.AuditsHiddenObjects`)."""
     raw = _raw(request)
     if request.method not in UNSAFE_METHODS or getattr(raw, "sherlock_hidden_audited", False):
         return
@@ -91,12 +128,12 @@ def audit_hidden(request, model, lookup, *, verb):
         target=(kind, excerpt(value), str(obj)[:300] if obj is not None else ""),
         after={
             "verb": excerpt(verb),
-            "code": "not_found",
+            "code": code,
             "method": request.method,
             "view": match.view_name if match is not None else "",
             "exists": obj is not None,
         },
-        reason="Not found, or not visible to the user; answered as not found.",
+        reason=reason or "Not found, or not visible to the user; answered as not found.",
     )
 
 
@@ -128,11 +165,13 @@ def verb_of(request, match):
 
 def audit_hidden_refusal(request, response):
     """Called by the middleware on every response: audit a 404 answered to a verb."""
-    if response.status_code != 404 or request.method not in UNSAFE_METHODS:
+    if response.status_code not in (400, 404) or request.method not in UNSAFE_METHODS:
         return  # the cheap test first: this runs on every response
     match = getattr(request, "resolver_match", None)
     if match is None:  # no such URL at all: no object was asked for
         return
     noted = getattr(request, "sherlock_hidden", None)
+    if response.status_code == 400 and noted is None:
+        return  # bad input, not an object the caller may not see
     model, lookup = noted if noted is not None else _from_view(match, response)
     audit_hidden(request, model, lookup, verb=verb_of(request, match))

@@ -14,6 +14,7 @@ from tests.support.governance import (
     PUBLISHERS,
     api_client,
     assert_hidden_refusal,
+    grant_on,
     persona_id,
 )
 
@@ -175,3 +176,48 @@ def test_the_entry_names_a_factory_made_object_too(outsider):
     version = factories.agent_version(agent)
     api_client(outsider).post(f"/api/v1/versions/{version.pk}/request-publication/")
     assert_hidden_refusal(outsider, "agents.agentversion", version.pk, "request_publication")
+
+
+def test_an_agent_one_may_not_see_named_in_the_body_is_audited(persona, agent, other_agent):
+    user = persona("Builder", "here")
+    body = {"agent": "other-bot", "adapter": "python", "config": {"callable": "x.y"}}
+    response = api_client(user).post("/api/v1/versions/", body, format="json")
+    assert response.status_code == 400  # "does not exist", as for a missing agent
+    entry = assert_hidden_refusal(user, "agents.agent", "other-bot", "create")
+    assert entry.after["exists"] is True
+
+
+def test_starting_a_run_of_a_version_one_may_not_see_is_audited(persona, other_agent, gate_dataset):
+    user = grant_on(persona("Builder", "here"), "Editor", gate_dataset)  # sees the dataset
+    hidden = factories.agent_version(other_agent)
+    body = {"agent_version": hidden.pk, "dataset_version": gate_dataset.versions.get().pk}
+    response = api_client(user).post("/api/v1/runs/", body, format="json")
+    assert response.status_code == 400
+    assert_hidden_refusal(user, "agents.agentversion", hidden.pk, "create")
+
+
+def test_plain_bad_input_is_not_a_hidden_refusal(builder, agent):
+    response = api_client(builder).post("/api/v1/versions/", {"agent": agent.slug}, format="json")
+    assert response.status_code == 400
+    assert not AuditEntry.objects.filter(action__endswith=".refused").exists()
+
+
+def test_a_permission_refusal_of_an_agents_action_is_audited(publisher, agent):
+    body = {"agent": agent.slug, "adapter": "python", "config": {"callable": "x.y"}}
+    response = api_client(publisher).post("/api/v1/versions/", body, format="json")
+    assert response.status_code == 403
+    entry = AuditEntry.objects.get(action="agents.version.refused")
+    assert entry.actor_id == publisher.pk and entry.target_id == str(agent.pk)
+    assert entry.after == {"verb": "create", "code": "permission_denied"}
+    assert "Builder role needed" in entry.reason
+
+
+def test_the_admins_own_403_on_a_visible_row_is_audited(client, publisher, agent):
+    client.force_login(publisher)
+    response = client.post(
+        f"/admin/agents/agent/{agent.pk}/change/", {"slug": agent.slug, "name": "X"}
+    )
+    assert response.status_code == 403
+    entry = AuditEntry.objects.get(action="agents.agent.refused")
+    assert entry.actor_id == publisher.pk and entry.target_id == str(agent.pk)
+    assert entry.after["verb"] == "change" and entry.after["code"] == "permission_denied"
