@@ -19,7 +19,7 @@ from governance.actions.request_publication import RequestPublication
 from governance.actions.retire_version import RetireVersion
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.rollback_version import RollBackVersion
-from governance.choices import BYPASS_ACTIVE, RequestState
+from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
 from governance.decision import gate_rows, release_of
 from governance.models import Bypass, PublishRequest
 from sherlock.core.errors import ActionError
@@ -61,6 +61,18 @@ def _may(action):
     return True
 
 
+def _why_not_independent(user, bypass):
+    """Why an Admin who could otherwise approve `bypass` may not (their Admin role comes from
+    its requester, or is too new), so the page says so instead of hiding the button."""
+    if bypass.state != BypassState.REQUESTED:
+        return ""
+    try:
+        ApproveBypass(acting_user=user, bypass=bypass).check()
+    except ActionError as exc:
+        return str(exc) if exc.code == "approver_not_independent" else ""
+    return ""
+
+
 def page_context(request, version):
     user = request.user
     publish_request = _current_request(version)
@@ -84,6 +96,7 @@ def page_context(request, version):
             for name, verb in BYPASS_VERBS.items()
             if bypass.state in BYPASS_ACTIVE and _may(verb(acting_user=user, bypass=bypass).check)
         ]
+        bypass.why_not_approve = _why_not_independent(user, bypass)
     decision = publish_request.decision if publish_request else {}
     return {
         "version": version,
