@@ -14,7 +14,7 @@ from agents.actions.create_agent import CreateAgent
 from agents.actions.create_draft_version import CreateDraftVersion
 from agents.actions.update_draft_version import UpdateDraftVersion
 from agents.models import Agent, AgentVersion, Tool
-from sherlock.core.admin import ReadOnlyInline, ScopedAdminMixin
+from sherlock.core.admin import AuditedEdits, ReadOnlyInline, ScopedAdminMixin
 
 
 class VersionInline(ReadOnlyInline):
@@ -24,7 +24,11 @@ class VersionInline(ReadOnlyInline):
 
 
 @admin.register(Agent)
-class AgentAdmin(ScopedAdminMixin, admin.ModelAdmin):
+class AgentAdmin(ScopedAdminMixin, AuditedEdits, admin.ModelAdmin):
+    """Registering goes through `CreateAgent` (owner, audit); a change of the name, the
+    description or the owner, and a delete, are audited with before and after
+    (`AuditedEdits`: `agents.agent.update`, `agents.agent.delete`)."""
+
     list_display = ["slug", "name", "live_version", "owner", "created_at"]
     list_select_related = ["live_version", "owner"]
     search_fields = ["slug", "name"]
@@ -125,7 +129,10 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Tool)
-class ToolAdmin(admin.ModelAdmin):
+class ToolAdmin(AuditedEdits, admin.ModelAdmin):
+    """Tools are plain data shared by every agent's tool policy: each add, change and delete
+    is audited with before and after (`agents.tool.create`, `.update`, `.delete`)."""
+
     list_display = ["name", "effectful", "high_impact"]
     list_filter = ["effectful", "high_impact"]
     search_fields = ["name", "description"]

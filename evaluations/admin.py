@@ -65,8 +65,14 @@ from evaluations.models import (
     Trial,
 )
 from evaluations.schedules import estimate_schedule
-from sherlock.core.admin import ReadOnlyInline, ReadOnlyMixin, verb_action
-from sherlock.core.errors import ActionError
+from sherlock.core.admin import (
+    AuditedEdits,
+    AuditsHiddenObjects,
+    ReadOnlyInline,
+    ReadOnlyMixin,
+    verb_action,
+)
+from sherlock.core.errors import ActionDenied, ActionError
 from sherlock.core.permissions import user_can
 
 # What a run's __str__ reads: select it with the run, or every row costs queries.
@@ -81,19 +87,27 @@ class Refused(Exception):
     """An action refused a save or delete made through an admin form: carried out of the
     admin's transaction (so it rolls back) to `RefusalsMixin`, which shows it."""
 
-    def __init__(self, error):
+    def __init__(self, error, action=None):
         super().__init__(str(error))
         self.error = error
+        self.action = action
+
+    def record(self):
+        """Write the refusal entry again: the action wrote it inside the admin's transaction,
+        which the refusal has just rolled back."""
+        if self.action is not None and isinstance(self.error, ActionDenied):
+            self.action.audit_refusal(self.error)
 
 
-class RefusalsMixin:
+class RefusalsMixin(AuditsHiddenObjects):
     """A refusal of an action is a message on the form, never a bare 403 (issue 11).
 
     Django's admin validates the form, then calls `save_model` inside its transaction, where a
     form can no longer be given errors. So `save_model` raises `Refused`, which rolls the
     transaction back, and `changeform_view` renders the same POST again with the refusal handed
     to the form: its `clean()` puts the message on the field it names (`add_refusal`) or above
-    the form, and the page shows the person's input as they typed it."""
+    the form, and the page shows the person's input as they typed it. A change or delete posted
+    for a row the user may not see is audited (`AuditsHiddenObjects`)."""
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form_class = super().get_form(request, obj, change=change, **kwargs)
@@ -116,6 +130,7 @@ class RefusalsMixin:
         try:
             return super().changeform_view(request, object_id, form_url, extra_context)
         except Refused as refused:
+            refused.record()
             request._sherlock_refusal = refused.error
             return super().changeform_view(request, object_id, form_url, extra_context)
 
@@ -123,7 +138,7 @@ class RefusalsMixin:
         try:
             return action.execute()
         except ActionError as exc:
-            raise Refused(exc) from exc
+            raise Refused(exc, action) from exc
 
 
 class DatasetScopedMixin(RefusalsMixin):
@@ -223,6 +238,7 @@ class DatasetScopedMixin(RefusalsMixin):
         try:
             return super().delete_view(request, object_id, extra_context)
         except Refused as refused:
+            refused.record()
             self.message_user(request, str(refused.error), messages.ERROR)
             return redirect(back)
 
@@ -233,9 +249,10 @@ class DatasetScopedMixin(RefusalsMixin):
 
 
 @admin.register(Dataset)
-class DatasetAdmin(DatasetCasesIOMixin, RefusalsMixin, admin.ModelAdmin):
+class DatasetAdmin(DatasetCasesIOMixin, RefusalsMixin, AuditedEdits, admin.ModelAdmin):
     """Creating a dataset goes through `CreateDataset`: its owner is whoever creates it, and
-    the creation is audited. Its name and description are plain data, changed in place. The
+    the creation is audited. Its name and description are plain data, changed in place and
+    audited with before and after (`evaluations.dataset.update`, `AuditedEdits`). The
     change page lists the versions and links to importing cases and to comparing versions
     (evaluations/admin_cases_io.py)."""
 
@@ -308,7 +325,7 @@ class CaseVersionInline(ReadOnlyInline):
 
 
 @admin.register(DatasetVersion)
-class DatasetVersionAdmin(StartRunPermission, admin.ModelAdmin):
+class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAdmin):
     """Versions list their cases and checks; a draft's page links to adding a case or a check
     (their own pages, through the actions), a frozen one's says it is read-only. Freeze a
     draft with the admin action; "Run an agent on it…" starts runs (`admin_start_run`)."""
@@ -587,7 +604,7 @@ class CaseResultInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class RunAdmin(AuditsHiddenObjects, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "agent_version",
@@ -791,7 +808,10 @@ class CostEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(ModelPrice)
-class ModelPriceAdmin(admin.ModelAdmin):
+class ModelPriceAdmin(AuditedEdits, admin.ModelAdmin):
+    """Prices decide the budget gate (cost per verified outcome): each add, change and delete
+    is audited with before and after (`evaluations.modelprice.*`)."""
+
     list_display = ["model", "usd_per_million_input", "usd_per_million_output", "updated_at"]
 
 

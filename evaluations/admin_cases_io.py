@@ -35,6 +35,7 @@ from evaluations.cases_io import (
 from evaluations.dataset_diff import diff_versions
 from evaluations.models import Dataset
 from sherlock.core.errors import ActionError
+from sherlock.core.hidden import audit_hidden
 
 SESSION_KEY = "evaluations_cases_import"
 
@@ -107,11 +108,14 @@ class DatasetCasesIOMixin:
             extra["may_import"] = self._import_action(request, dataset).allowed()
         return super().change_view(request, object_id, form_url, extra)
 
-    def _visible(self, request, object_id):
+    def _visible(self, request, object_id, verb=None):
         try:
-            return Dataset.objects.for_user(request.user).filter(pk=int(object_id)).first()
+            dataset = Dataset.objects.for_user(request.user).filter(pk=int(object_id)).first()
         except ValueError:
-            return None
+            dataset = None
+        if dataset is None and verb:  # a posted verb on a hidden dataset is audited (not a GET)
+            audit_hidden(request, Dataset, {"pk": object_id}, verb=verb)
+        return dataset
 
     def _missing(self, request):
         messages.error(request, "That dataset does not exist, or you may not see it.")
@@ -136,7 +140,7 @@ class DatasetCasesIOMixin:
         )
 
     def import_cases_view(self, request, object_id):
-        dataset = self._visible(request, object_id)
+        dataset = self._visible(request, object_id, verb="import")
         if dataset is None:
             return self._missing(request)
         back = reverse("admin:evaluations_dataset_change", args=[dataset.pk])

@@ -34,6 +34,7 @@ from evaluations.choices import CheckStatus, OutcomeVerdict
 from evaluations.evidence_display import evidence_blocks, pretty
 from evaluations.models import CaseResult, Check, CheckResult, Dataset, HumanLabel
 from sherlock.core.errors import ActionError
+from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 
 MODEL_KINDS = sorted(kind for kind, cls in REGISTRY.items() if issubclass(cls, ModelCheck))
@@ -149,7 +150,8 @@ def labels(request):
     datasets, slug = _datasets_for(request)
     error = None
     if request.method == "POST":
-        result = get_object_or_404(
+        result = visible_or_404(
+            request,
             CheckResult.objects.filter(check_config__dataset_version__dataset__in=datasets),
             pk=request.POST.get("result"),
         )

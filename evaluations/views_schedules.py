@@ -12,7 +12,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from agents.models import Agent, AgentVersion
@@ -23,6 +23,7 @@ from evaluations.actions.pause_schedule import PauseSchedule
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.schedules import estimate_schedule
 from sherlock.core.errors import ActionError, ActionInvalid
+from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 
 VERBS = ("pause", "resume", "delete")
@@ -138,7 +139,7 @@ def schedule_change(request, pk, verb):
     """Pause, resume or delete one schedule (buttons of the list)."""
     if verb not in VERBS:
         raise Http404(verb)
-    schedule = get_object_or_404(_schedules(request.user), pk=pk)
+    schedule = visible_or_404(request, _schedules(request.user), pk=pk)
     try:
         if verb == "delete":
             DeleteSchedule(acting_user=request.user, schedule=schedule).execute()

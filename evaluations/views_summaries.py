@@ -4,18 +4,20 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.models import Run
 from sherlock.core.errors import ActionError
+from sherlock.core.hidden import visible_or_404
 
 
 @login_required
 @require_POST
 def summarize(request, pk):
-    run = get_object_or_404(
+    run = visible_or_404(
+        request,
         Run.objects.for_user(request.user).select_related(
             "agent_version__agent", "dataset_version__dataset"
         ),

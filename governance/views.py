@@ -7,7 +7,7 @@ the gate runs are evaluating. Objects come from `for_user`: what a user may not 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from agents.models import AgentVersion
@@ -19,10 +19,11 @@ from governance.actions.request_publication import RequestPublication
 from governance.actions.retire_version import RetireVersion
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.rollback_version import RollBackVersion
-from governance.choices import BYPASS_ACTIVE, RequestState
+from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
 from governance.decision import gate_rows, release_of
 from governance.models import Bypass, PublishRequest
 from sherlock.core.errors import ActionError
+from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 
 VERSION_VERBS = {
@@ -38,7 +39,7 @@ def _version(request, pk):
     versions = AgentVersion.objects.for_user(request.user, "view").select_related(
         "agent", "created_by"
     )
-    return get_object_or_404(versions, pk=pk)
+    return visible_or_404(request, versions, pk=pk)
 
 
 def _current_request(version):
@@ -58,6 +59,18 @@ def _may(action):
     except ActionError:
         return False
     return True
+
+
+def _why_not_independent(user, bypass):
+    """Why an Admin who could otherwise approve `bypass` may not (their Admin role comes from
+    its requester, or is too new), so the page says so instead of hiding the button."""
+    if bypass.state != BypassState.REQUESTED:
+        return ""
+    try:
+        ApproveBypass(acting_user=user, bypass=bypass).check()
+    except ActionError as exc:
+        return str(exc) if exc.code == "approver_not_independent" else ""
+    return ""
 
 
 def page_context(request, version):
@@ -83,6 +96,7 @@ def page_context(request, version):
             for name, verb in BYPASS_VERBS.items()
             if bypass.state in BYPASS_ACTIVE and _may(verb(acting_user=user, bypass=bypass).check)
         ]
+        bypass.why_not_approve = _why_not_independent(user, bypass)
     decision = publish_request.decision if publish_request else {}
     return {
         "version": version,
@@ -148,7 +162,7 @@ def bypass_verb(request, pk, verb):
     bypasses = Bypass.objects.for_user(request.user, "view").select_related(
         "publish_request__agent_version"
     )
-    bypass = get_object_or_404(bypasses, pk=pk)
+    bypass = visible_or_404(request, bypasses, pk=pk)
     if verb not in BYPASS_VERBS:
         raise Http404(verb)
     action = BYPASS_VERBS[verb](

@@ -17,6 +17,8 @@ from sherlock.core.permissions import user_can
 class CreateDraftVersion(Action):
     """Create the next-numbered draft of `agent` with a validated adapter config."""
 
+    noun = "version"  # refusals: agents.version.refused, as its entry is agents.version.create
+
     def __init__(self, *, acting_user, agent, adapter, config, notes="", tools=(), denied_tools=()):
         super().__init__(acting_user=acting_user)
         self.agent = agent

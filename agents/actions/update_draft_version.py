@@ -21,6 +21,8 @@ class UpdateDraftVersion(Action):
     `version`; what is not given stays. Notes may change on any version; the rest only on an
     unfrozen draft."""
 
+    noun = "version"
+
     def __init__(
         self,
         *,

@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from agents.choices import Adapter
 from agents.models import Agent, AgentVersion, Tool
+from sherlock.core.hidden import VisibleSlugRelatedField
 
 
 class AgentSerializer(serializers.ModelSerializer):
@@ -56,8 +57,9 @@ class AgentVersionSerializer(serializers.ModelSerializer):
 
 
 @extend_schema_field(serializers.SlugField())
-class VisibleAgentField(serializers.SlugRelatedField):
-    """An agent named by slug, among those the caller may see (others do not exist for them)."""
+class VisibleAgentField(VisibleSlugRelatedField):
+    """An agent named by slug, among those the caller may see (others do not exist for them,
+    and naming one is audited: `sherlock.core.hidden`)."""
 
     def get_queryset(self):
         return Agent.objects.for_user(self.context["request"].user, "view")

@@ -85,6 +85,10 @@ class Tool(models.Model):
         """A verifier is checked when it is saved (shape, and the operator's allowlists), so a
         typo shows in the form, not as an unverifiable effect on the next run."""
         super().clean()
+        # JSON `null` passes a form's JSON field but not the NOT NULL column (a 500 otherwise).
+        for name in ("arguments_schema", "verifier"):
+            if not isinstance(getattr(self, name), dict):
+                raise ValidationError({name: "Give a JSON object ({} for none)."})
         if self.verifier:
             try:
                 validate_verifier_spec(self.verifier)

@@ -125,7 +125,7 @@ class CaseVerb(Action):
 
     dataset_version = None
 
-    def execute(self):
+    def execute_in_transaction(self):
         with transaction.atomic():
             self.dataset_version = DatasetVersion.objects.select_for_update().get(
                 pk=self.dataset_version.pk

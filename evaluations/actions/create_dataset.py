@@ -2,7 +2,9 @@
 
 The owner is the acting user, never a field of the request: the admin's form and the API's
 serializer cannot put a dataset in someone else's name. A new dataset has no version; its first
-draft is started with `CreateDraftDatasetVersion`.
+draft is started with `CreateDraftDatasetVersion`. Every path that makes a dataset writes it
+with `create_owned_dataset` (this action, the trial import's external dataset, the demo seed),
+so each has an owner and an `evaluations.dataset.create` entry.
 """
 
 from django.core.exceptions import ValidationError
@@ -13,6 +15,26 @@ from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
 
 DATASET_FIELDS = ("slug", "name", "description")
+
+
+def create_owned_dataset(owner, *, actor, slug, name, description=""):
+    """Validate and write a dataset owned by `owner`, audited as `evaluations.dataset.create`
+    with `actor` (None: the system). The caller has checked that its actor may."""
+    fields = {"slug": slug, "name": name, "description": description or ""}
+    dataset = Dataset(owner=owner, **fields)
+    try:
+        dataset.full_clean()
+    except ValidationError as exc:
+        field, messages = next(iter(exc.message_dict.items()))
+        raise ActionInvalid(f"{field}: {messages[0]}", field=field) from None
+    dataset.save()
+    audit(
+        "evaluations.dataset.create",
+        actor=actor,
+        target=dataset,
+        after={**fields, "owner": owner.get_username() if owner is not None else None},
+    )
+    return dataset
 
 
 class CreateDataset(Action):
@@ -31,17 +53,4 @@ class CreateDataset(Action):
             raise ActionDenied("You may not create datasets (Editor role needed).")
 
     def perform(self):
-        dataset = Dataset(owner=self.acting_user, **self.fields)
-        try:
-            dataset.full_clean()
-        except ValidationError as exc:
-            field, messages = next(iter(exc.message_dict.items()))
-            raise ActionInvalid(f"{field}: {messages[0]}", field=field) from None
-        dataset.save()
-        audit(
-            "evaluations.dataset.create",
-            actor=self.acting_user,
-            target=dataset,
-            after={**self.fields, "owner": self.acting_user.get_username()},
-        )
-        return dataset
+        return create_owned_dataset(self.acting_user, actor=self.acting_user, **self.fields)

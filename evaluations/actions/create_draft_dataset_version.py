@@ -15,6 +15,8 @@ class CreateDraftDatasetVersion(Action):
     """A dataset has at most one draft. The new draft copies the newest frozen version's cases
     (content and overrides) and checks, so an Editor changes only what differs."""
 
+    noun = "dataset_version"
+
     def __init__(self, *, acting_user, dataset, note=""):
         super().__init__(acting_user=acting_user)
         self.dataset = dataset

@@ -73,6 +73,8 @@ class ImportCases(Action):
     list). Returns an `ImportResult`; raises `CasesInvalid` (every bad row) or, in a dry run,
     returns the errors in the result instead."""
 
+    noun = "case"
+
     def __init__(
         self,
         *,
@@ -115,7 +117,7 @@ class ImportCases(Action):
         except UnknownFormat as exc:
             raise ActionInvalid(str(exc), field="format") from None
 
-    def execute(self):
+    def execute_in_transaction(self):
         with transaction.atomic():
             self.check()
             result = self.perform()

@@ -33,6 +33,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.text import slugify
 
+from evaluations.actions.create_dataset import create_owned_dataset
 from evaluations.choices import CheckMode, CheckStatus, RunPurpose, RunStatus, TrialStatus
 from evaluations.contract import (
     ContractInputError,
@@ -82,6 +83,8 @@ class ImportTrials(Action):
     ``acting_user`` None is the system (an operator's management command); a user needs the
     Builder right on the agent, as for starting a run.
     """
+
+    noun, verb = "run", "import"
 
     def __init__(self, *, acting_user, agent_version, text, dataset=None, variant=None):
         super().__init__(acting_user=acting_user)
@@ -214,12 +217,14 @@ class ImportTrials(Action):
 
         keys = list(dict.fromkeys(case_key(raw) for _, raw, _ in records))
         agent = self.agent_version.agent
-        dataset, _ = Dataset.objects.get_or_create(
-            slug=f"external-{agent.slug}"[:100],
-            defaults={
-                "name": f"External trials of {agent.name}"[:200],
-                "description": "Cases of trial records imported with import_trials.",
-            },
+        slug = f"external-{agent.slug}"[:100]
+        # Owned by whoever imports, or by the agent's owner when the system does (a command).
+        dataset = Dataset.objects.filter(slug=slug).first() or create_owned_dataset(
+            self.acting_user or agent.owner,
+            actor=self.acting_user,
+            slug=slug,
+            name=f"External trials of {agent.name}"[:200],
+            description="Cases of trial records imported with import_trials.",
         )
         latest = dataset.latest_frozen
         if latest is not None:

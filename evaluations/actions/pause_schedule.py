@@ -9,6 +9,10 @@ class PauseSchedule(Action):
     """A paused schedule keeps its django-q2 row with `repeats=0`, which django-q2 never fires;
     resuming sets the next run from now."""
 
+    @property
+    def verb(self):  # the refusal's verb, as the entry's code says pause or resume
+        return "resume" if self.active else "pause"
+
     def __init__(self, *, acting_user, schedule, active=False):
         super().__init__(acting_user=acting_user)
         self.schedule = schedule

@@ -134,7 +134,7 @@ class SummarizeRun(Action):
         if why:
             raise ActionConflict(why)
 
-    def execute(self):
+    def execute_in_transaction(self):
         """The judge is asked outside any transaction, so its calls and their cost stay
         recorded even when the summary is then refused; the summary and its audit entry are
         stored together."""

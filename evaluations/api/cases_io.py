@@ -32,6 +32,7 @@ from evaluations.dataset_diff import diff_versions
 from evaluations.models import Dataset
 from sherlock.core.api import ErrorSerializer, refusals
 from sherlock.core.errors import ActionInvalid
+from sherlock.core.hidden import excerpt, note_hidden
 
 
 class UploadSerializer(serializers.Serializer):
@@ -136,7 +137,8 @@ def not_found(detail):
 def visible_dataset(request, slug):
     dataset = Dataset.objects.for_user(request.user).filter(slug=slug).first()
     if dataset is None:
-        raise NotVisible(f"No dataset {slug!r} (or you may not see it).")
+        note_hidden(request, Dataset, slug=slug)
+        raise NotVisible(f"No dataset {excerpt(slug)!r} (or you may not see it).")
     return dataset
 
 

@@ -5,7 +5,6 @@ Every write goes through an action (permission, validation, audit); every list s
 `Dataset.objects.for_user`, so a user who may not see a dataset gets 404 for its objects.
 """
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -31,6 +30,7 @@ from evaluations.choices import CheckMode
 from evaluations.models import CaseVersion, Check, CheckResult, Dataset, DatasetVersion
 from evaluations.scoring import check_status
 from sherlock.core.errors import ActionInvalid
+from sherlock.core.hidden import visible_or_404
 
 # --- serializers ---------------------------------------------------------------------------
 
@@ -126,9 +126,11 @@ def visible_versions(user):
     return DatasetVersion.objects.filter(dataset__in=Dataset.objects.for_user(user))
 
 
-def draft_version_for_write(user, version_id, field="dataset_version"):
-    """The dataset version a write targets, or 404 when the user may not see it."""
-    return get_object_or_404(visible_versions(user), pk=getattr(version_id, "pk", version_id))
+def draft_version_for_write(request, version_id):
+    """The dataset version a write targets, or 404 when the user may not see it (audited)."""
+    return visible_or_404(
+        request, visible_versions(request.user), pk=getattr(version_id, "pk", version_id)
+    )
 
 
 class DatasetViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
@@ -174,7 +176,7 @@ class DatasetVersionViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=NoteSerializer, responses={201: DatasetVersionSerializer})
     @action(detail=False, methods=["post"], url_path=r"draft/(?P<dataset_slug>[-\w]+)")
     def draft(self, request, dataset_slug=None):
-        dataset = get_object_or_404(Dataset.objects.for_user(request.user), slug=dataset_slug)
+        dataset = visible_or_404(request, Dataset.objects.for_user(request.user), slug=dataset_slug)
         body = NoteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         draft = CreateDraftDatasetVersion(
@@ -198,7 +200,7 @@ class CheckViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
-        version = draft_version_for_write(self.request.user, data.pop("dataset_version"))
+        version = draft_version_for_write(self.request, data.pop("dataset_version"))
         serializer.instance = CreateCheck(
             acting_user=self.request.user, dataset_version=version, **data
         ).execute()
@@ -249,7 +251,7 @@ class CaseViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
-        version = draft_version_for_write(self.request.user, data.pop("dataset_version"))
+        version = draft_version_for_write(self.request, data.pop("dataset_version"))
         key = data.pop("case")["key"]
         serializer.instance = CreateCase(
             acting_user=self.request.user, dataset_version=version, key=key, **data

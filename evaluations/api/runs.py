@@ -28,6 +28,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, Run
+from sherlock.core.hidden import VisiblePrimaryKeyRelatedField
 
 _ERROR = OpenApiResponse(description='`{"detail", "code"}` (and `field` for a 400)')
 
@@ -134,8 +135,8 @@ class RunSerializer(serializers.ModelSerializer):
 class StartRunSerializer(serializers.Serializer):
     """What `POST /runs/` takes. Versions the user may not see do not exist, for them."""
 
-    agent_version = serializers.PrimaryKeyRelatedField(queryset=AgentVersion.objects.none())
-    dataset_version = serializers.PrimaryKeyRelatedField(queryset=DatasetVersion.objects.none())
+    agent_version = VisiblePrimaryKeyRelatedField(queryset=AgentVersion.objects.none())
+    dataset_version = VisiblePrimaryKeyRelatedField(queryset=DatasetVersion.objects.none())
     repetitions = serializers.IntegerField(default=1, min_value=1, max_value=100)
 
     def __init__(self, *args, **kwargs):

@@ -20,15 +20,16 @@ from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.schedules import estimate_schedule
 from sherlock.core.api import refusals
+from sherlock.core.hidden import VisiblePrimaryKeyRelatedField, VisibleSlugRelatedField
 
 
 class ScheduleSerializer(serializers.ModelSerializer):
-    agent = serializers.SlugRelatedField(slug_field="slug", queryset=Agent.objects.none())
-    dataset = serializers.SlugRelatedField(slug_field="slug", queryset=Dataset.objects.none())
-    agent_version = serializers.PrimaryKeyRelatedField(
+    agent = VisibleSlugRelatedField(slug_field="slug", queryset=Agent.objects.none())
+    dataset = VisibleSlugRelatedField(slug_field="slug", queryset=Dataset.objects.none())
+    agent_version = VisiblePrimaryKeyRelatedField(
         queryset=AgentVersion.objects.none(), allow_null=True, required=False
     )
-    dataset_version = serializers.PrimaryKeyRelatedField(
+    dataset_version = VisiblePrimaryKeyRelatedField(
         queryset=DatasetVersion.objects.none(), allow_null=True, required=False
     )
     cron = serializers.CharField(required=False, allow_blank=True, default="")

@@ -22,6 +22,7 @@ POLICY_FIELDS = (
     "creator_may_not_publish",
     "bypass_requires_second_admin",
     "bypass_expiry_hours",
+    "bypass_approver_min_role_age_hours",
 )
 
 

@@ -1,7 +1,7 @@
 """ApproveBypass: a second Admin agrees to a requested bypass."""
 
 from governance.actions._bypass_verb import BypassVerb
-from governance.bypass_rules import void_reason
+from governance.bypass_rules import approver_conflict, void_reason
 from governance.choices import BypassState
 from sherlock.core.errors import ActionConflict, ActionDenied
 
@@ -9,7 +9,10 @@ from sherlock.core.errors import ActionConflict, ActionDenied
 class ApproveBypass(BypassVerb):
     """Approve a `requested` bypass (Admin). When the policy requires a second Admin, the
     approver must be a different Admin from the requester (four eyes; a bypass whose policy
-    needs no second Admin is approved when requested). The bypass must still speak about the
+    needs no second Admin is approved when requested). The approver's Admin rights may not come
+    from the requester, nor be younger than the policy's `bypass_approver_min_role_age_hours`
+    (`bypass_rules.approver_conflict`, from the audit log's grants): otherwise an Admin could
+    mint a second Admin and approve their own bypass. The bypass must still speak about the
     request's current decision and the version's current configuration."""
 
     verb = "approve"
@@ -25,6 +28,10 @@ class ApproveBypass(BypassVerb):
             raise ActionDenied(
                 "A second, different Admin must approve this bypass.", code="same_admin"
             )
+        agent = request.agent_version.agent
+        doubt = approver_conflict(self.bypass, self.acting_user, agent, request.policy)
+        if doubt:
+            raise ActionDenied(doubt, code="approver_not_independent")
         problem = void_reason(self.bypass, request, request.agent_version)
         if problem:
             raise ActionConflict(problem, code="bypass_void")

@@ -67,6 +67,13 @@ class PublishingPolicy(models.Model):
     creator_may_not_publish = models.BooleanField(default=True)
     bypass_requires_second_admin = models.BooleanField(default=False)
     bypass_expiry_hours = models.PositiveIntegerField(default=72)
+    # Four eyes only count when the second pair is not the first one's creature: an Admin whose
+    # Admin rights are younger than this may not approve a bypass (0: no waiting time; an Admin
+    # made by the bypass's requester is refused whatever it says, governance.bypass_rules).
+    bypass_approver_min_role_age_hours = models.PositiveIntegerField(
+        default=0,
+        help_text="Hours an Admin must have held Admin rights before approving a bypass.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -4,14 +4,29 @@ An action is one verb on the domain. `check()` answers "may this user do it now?
 it to show or hide a button) by raising `ActionDenied` or `ActionConflict`; `execute()` calls
 `check()` again inside `transaction.atomic()`, makes the change and writes the audit entry in
 the same transaction. Admin actions, API views, htmx views, commands and tasks all call actions.
+
+A refusal of the user's rights (`ActionDenied`, answered 403) is evidence in its own right ("a
+Publisher tried to create a draft"), so `execute()` records it as `<app>.<noun>.refused` with
+the verb, the error code and the message, after the action's transaction has rolled back (a
+caller that wraps `execute()` in a transaction of its own must write it again after its own
+rollback: `audit_refusal`). Governance actions record every refusal, state and input included
+(`governance.actions.base`).
 """
 
 from abc import ABC, abstractmethod
 
-from django.db import transaction
+from django.db import models, transaction
+
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionDenied
 
 
 class Action(ABC):
+    # The refusal code's noun and verb; when empty they come from the module's name,
+    # `<app>/actions/<verb>_<noun>.py` (`create_case` -> verb "create", noun "case").
+    noun = ""
+    verb = ""
+
     def __init__(self, *, acting_user):
         self.acting_user = acting_user
 
@@ -28,6 +43,16 @@ class Action(ABC):
         return True
 
     def execute(self):
+        try:
+            return self.execute_in_transaction()
+        except ActionDenied as exc:
+            self.audit_refusal(exc)
+            raise
+
+    def execute_in_transaction(self):
+        """check() and perform() in one transaction; an action that must lock rows before its
+        check, or ask something outside any transaction first, overrides this (not execute,
+        which records the refusals)."""
         with transaction.atomic():
             self.check()
             return self.perform()
@@ -35,3 +60,27 @@ class Action(ABC):
     @abstractmethod
     def perform(self):
         """Make the change; runs inside execute()'s transaction, after check()."""
+
+    def refusal_names(self):
+        """(app, noun, verb) of this action's refusal code."""
+        module = type(self).__module__.split(".")
+        verb, _, noun = module[-1].partition("_")
+        return module[0], self.noun or noun, self.verb or verb
+
+    def refusal_target(self):
+        """The object a refusal is recorded against: the first model instance the action was
+        given (the dataset version a case goes into, the run to cancel), else none."""
+        for value in vars(self).values():
+            if isinstance(value, models.Model) and value is not self.acting_user:
+                return value
+        return None
+
+    def audit_refusal(self, exc):
+        app, noun, verb = self.refusal_names()
+        audit(
+            f"{app}.{noun}.refused",
+            actor=self.acting_user,
+            target=self.refusal_target(),
+            after={"verb": verb, "code": exc.code},
+            reason=str(exc),
+        )

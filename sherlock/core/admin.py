@@ -8,15 +8,73 @@ questions through `sherlock.core.permissions` (global OR object grant) instead.
 """
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
 
+from sherlock.core.audit import audit
 from sherlock.core.errors import ActionError
+from sherlock.core.hidden import audit_hidden, note_hidden
 from sherlock.core.permissions import user_can
 
 
-class ScopedAdminMixin:
+def _admin_verb(request, default="change"):
+    match = request.resolver_match
+    return match.url_name.rsplit("_", 1)[-1] if match and match.url_name else default
+
+
+class AuditsHiddenObjects:
+    """A verb on an object the user may not see is audited (`sherlock.core.hidden`). The admin
+    answers such an object with a redirect ("doesn't exist. Perhaps it was deleted?"), not a
+    404, so the middleware never sees it: the lookup notes the object, and the change or delete
+    view records the attempt when the request is a POST. So is the admin's own 403 to a POST,
+    where the user sees the row but may not change or delete it (`after.code`
+    "permission_denied"): the admin refuses before any action could. Both are written after
+    the view's transaction has ended, since a 403 rolls it back."""
+
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None:
+            note_hidden(request, self.model, **{from_field or "pk": object_id})
+        return obj
+
+    def _audit_attempt(self, request, object_id, *, denied):
+        noted = getattr(request, "sherlock_hidden", None)
+        if noted is not None:
+            audit_hidden(request, *noted, verb=_admin_verb(request))
+        elif denied:
+            audit_hidden(
+                request,
+                self.model,
+                {"pk": object_id} if object_id else {},
+                verb=_admin_verb(request),
+                code="permission_denied",
+                reason="The admin refused: the user's role does not allow this.",
+            )
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            response = super().changeform_view(request, object_id, form_url, extra_context)
+        except PermissionDenied:
+            self._audit_attempt(request, object_id, denied=True)
+            raise
+        self._audit_attempt(request, object_id, denied=False)
+        return response
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            response = super().delete_view(request, object_id, extra_context)
+        except PermissionDenied:
+            self._audit_attempt(request, object_id, denied=True)
+            raise
+        self._audit_attempt(request, object_id, denied=False)
+        return response
+
+
+class ScopedAdminMixin(AuditsHiddenObjects):
     """Changelists start from `for_user`; `has_*_permission(request, obj)` ask `user_can` on the
     governed object. Without an object, a permission means "holds it on at least one object"
-    (a Publisher of one agent sees the Agents page, with that one agent on it)."""
+    (a Publisher of one agent sees the Agents page, with that one agent on it). A change or
+    delete posted for a row the user may not see is audited (`AuditsHiddenObjects`)."""
 
     # admin verb -> the permission action on the governed object (None: never)
     scope_actions = {"view": "view", "change": "change", "delete": "delete"}
@@ -46,6 +104,85 @@ class ScopedAdminMixin:
 
     def has_delete_permission(self, request, obj=None):
         return self._may(request, "delete", obj)
+
+
+def field_values(obj, names, cleaned=None):
+    """What the audit records of `obj`'s fields `names`: a foreign key as its id, a
+    many-to-many as the sorted names of its rows (from the form's `cleaned` data when given,
+    since the admin saves those after the row), anything else as stored."""
+    values = {}
+    for name in names:
+        field = obj._meta.get_field(name)
+        if field.many_to_many:
+            rows = cleaned[name] if cleaned is not None and name in cleaned else None
+            if rows is None:
+                rows = getattr(obj, name).all() if obj.pk else []
+            values[name] = sorted(str(row) for row in rows)
+        elif field.is_relation:
+            values[name] = getattr(obj, field.attname)
+        else:
+            values[name] = getattr(obj, name)
+    return values
+
+
+class AuditedEdits:
+    """Admin saves and deletes that no domain action makes (an agent's name, a tool, a price)
+    are audited all the same: `<app>.<model>.create`, `.update` (the changed fields, before and
+    after) and `.delete` (the row as it was), with the signed-in user as the actor, in the
+    admin's own transaction, so the entry and the change are kept or lost together. Where an
+    action exists the admin calls it instead, and the action writes its own entry."""
+
+    audit_noun = ""  # the code's noun; the model's name when empty
+
+    def _code(self, verb):
+        opts = self.model._meta
+        return f"{opts.app_label}.{self.audit_noun or opts.model_name}.{verb}"
+
+    def save_model(self, request, obj, form, change):
+        fields = {f.name for f in self.model._meta.get_fields() if f.concrete or f.many_to_many}
+        names = [n for n in (form.changed_data if change else form.cleaned_data) if n in fields]
+        before = None
+        if change:
+            stored = type(obj)._default_manager.get(pk=obj.pk)
+            before = field_values(stored, names)
+        super().save_model(request, obj, form, change)
+        after = field_values(obj, names, form.cleaned_data)
+        if before is not None:
+            # Only what changed: a form may report a field changed that compares equal.
+            names = [n for n in names if before[n] != after[n]]
+            if not names:
+                return
+            before = {n: before[n] for n in names}
+            after = {n: after[n] for n in names}
+        audit(
+            self._code("update" if change else "create"),
+            actor=request.user,
+            target=obj,
+            before=before,
+            after=after,
+        )
+
+    def _audit_delete(self, request, obj):
+        names = [f.name for f in obj._meta.concrete_fields if not f.primary_key]
+        audit(
+            self._code("delete"),
+            actor=request.user,
+            target=obj,
+            before={"id": obj.pk, **field_values(obj, names)},
+        )
+
+    def delete_model(self, request, obj):
+        self._audit_delete(request, obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        # The changelist's "delete selected": one entry per row, then Django's bulk delete, in
+        # one transaction (Django runs this action outside one), so a refused delete (a
+        # protected row) leaves no entry behind.
+        with transaction.atomic():
+            for obj in queryset:
+                self._audit_delete(request, obj)
+            super().delete_queryset(request, queryset)
 
 
 class ReadOnlyInline(admin.TabularInline):

@@ -5,6 +5,7 @@ import re
 import uuid
 
 from sherlock.core.audit import client_address, request_context
+from sherlock.core.hidden import audit_hidden_refusal
 
 # What a client may choose as its request id: it is stored in the audit log and echoed in a
 # response header, so anything else (control characters, markup, 10 kB) is replaced.
@@ -19,9 +20,12 @@ def request_id_of(request):
 
 class RequestContextMiddleware:
     """Listed after `AuthenticationMiddleware`. The user is handed to the audit context as a
-    function, read only when an entry is written: `request.user` is lazy (resolving it here
-    would cost a session and a user query on every request), and a DRF token user is known only
-    once the view has authenticated it (DRF then sets `request.user` on this same request)."""
+        function, read only when an entry is written: `request.user` is lazy (resolving it here
+        would cost a session and a user query on every request), and a DRF token user is known only
+        once the view has authenticated it (DRF then sets `request.user` on this same request).
+
+    It also audits every 404 answered to a verb (`sherlock.core.hidden`), inside the same context,
+    so the entry has the request id and the client address like any other."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -35,5 +39,6 @@ class RequestContextMiddleware:
             actor=lambda: getattr(request, "user", None),
         ):
             response = self.get_response(request)
+            audit_hidden_refusal(request, response)
         response["X-Request-ID"] = request_id
         return response

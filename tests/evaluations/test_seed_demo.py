@@ -202,3 +202,14 @@ def test_it_prints_only_where_to_look_and_the_logins(ledger):
     )
     assert "published by publisher (gate passed, no bypass)" in out.getvalue()
     assert "sherlock-<user>" in lines[-1]
+
+
+def test_every_demo_dataset_has_an_owner_and_a_creation_entry(seeded):
+    datasets = list(Dataset.objects.select_related("owner"))
+    assert datasets and all(d.owner is not None for d in datasets)
+    created = set(
+        AuditEntry.objects.filter(action="evaluations.dataset.create").values_list(
+            "target_id", flat=True
+        )
+    )
+    assert created == {str(d.pk) for d in datasets}

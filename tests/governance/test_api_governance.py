@@ -20,6 +20,7 @@ from tests.support.governance import (
     PUBLISHERS,
     REASON,
     api_client,
+    assert_refusal_audited,
     finish_gate_runs,
     make_version,
     persona_id,
@@ -38,19 +39,27 @@ def expected(role, scope, allowed, success):
 
 @matrix
 def test_request_publication_through_the_api(role, scope, persona, good_version, policy):
-    response = api_client(persona(role, scope)).post(
-        f"/api/v1/versions/{good_version.pk}/request-publication/"
-    )
+    user = persona(role, scope)
+    response = api_client(user).post(f"/api/v1/versions/{good_version.pk}/request-publication/")
     assert response.status_code == expected(role, scope, BUILDERS, 201), response.json()
     if response.status_code == 201:
         assert response.json()["state"] == "evaluating"
         assert len(response.json()["runs"]) == 1
     assert good_version.publish_requests.exists() == (response.status_code == 201)
+    assert_refusal_audited(
+        user,
+        response.status_code,
+        target_type="agents.agentversion",
+        target_id=good_version.pk,
+        verb="request_publication",
+        noun="request",
+    )
 
 
 @matrix
 def test_publish_through_the_api(role, scope, persona, passed_request, good_version):
-    response = api_client(persona(role, scope)).post(f"/api/v1/versions/{good_version.pk}/publish/")
+    user = persona(role, scope)
+    response = api_client(user).post(f"/api/v1/versions/{good_version.pk}/publish/")
     assert response.status_code == expected(role, scope, PUBLISHERS, 200), response.json()
     good_version.refresh_from_db()
     published = good_version.state == VersionState.PUBLISHED
@@ -58,6 +67,14 @@ def test_publish_through_the_api(role, scope, persona, passed_request, good_vers
     if response.status_code == 403:
         assert response.json()["code"] == "permission_denied"
         assert "Publisher role needed" in response.json()["detail"]
+    assert_refusal_audited(
+        user,
+        response.status_code,
+        target_type="agents.agentversion",
+        target_id=good_version.pk,
+        verb="publish",
+        noun="version",
+    )
 
 
 @matrix
@@ -68,19 +85,32 @@ def test_bypass_through_the_api(role, scope, persona, blocked_request):
     )
     assert response.status_code == expected(role, scope, ADMINS, 201), response.json()
     assert blocked_request.bypasses.exists() == (response.status_code == 201)
-    refused = AuditEntry.objects.filter(action="governance.bypass.refused", actor_id=user.pk)
-    assert refused.exists() == (response.status_code == 403)
+    assert_refusal_audited(
+        user,
+        response.status_code,
+        target_type="governance.publishrequest",
+        target_id=blocked_request.pk,
+        verb="bypass",
+        noun="bypass",
+    )
 
 
 @matrix
 def test_approve_a_bypass_through_the_api(role, scope, persona, pending_bypass):
-    response = api_client(persona(role, scope)).post(
-        f"/api/v1/bypasses/{pending_bypass.pk}/approve/"
-    )
+    user = persona(role, scope)
+    response = api_client(user).post(f"/api/v1/bypasses/{pending_bypass.pk}/approve/")
     assert response.status_code == expected(role, scope, ADMINS, 200), response.json()
     pending_bypass.refresh_from_db()
     approved = pending_bypass.state == BypassState.APPROVED
     assert approved == (response.status_code == 200)
+    assert_refusal_audited(
+        user,
+        response.status_code,
+        target_type="governance.bypass",
+        target_id=pending_bypass.pk,
+        verb="approve",
+        noun="bypass",
+    )
 
 
 @pytest.mark.parametrize("verb", ["deny", "revoke"])

@@ -46,6 +46,13 @@ def check_form(check, threshold):
     }
 
 
+def assert_refused(user, prefix, verb, target):
+    """The action's own refusal entry, against the object it was given."""
+    entry = AuditEntry.objects.filter(action=f"{prefix}.refused", actor=user).latest("sequence")
+    assert entry.after == {"verb": verb, "code": "permission_denied"}
+    assert entry.target_id == str(target.pk) and "Editor role needed" in entry.reason
+
+
 @may
 def test_editors_start_drafts_change_checks_and_freeze(role, scope, persona, gate_dataset):
     user = persona(role, scope)
@@ -63,12 +70,16 @@ def test_editors_start_drafts_change_checks_and_freeze(role, scope, persona, gat
 def test_others_may_not_touch_datasets(role, scope, persona, gate_dataset, draft):
     user = persona(role, scope)
     check = draft.checks.get()
+    fresh = factories.dataset("fresh")
     with pytest.raises(ActionDenied):
-        CreateDraftDatasetVersion(acting_user=user, dataset=factories.dataset("fresh")).execute()
+        CreateDraftDatasetVersion(acting_user=user, dataset=fresh).execute()
+    assert_refused(user, "evaluations.dataset_version", "create", fresh)
     with pytest.raises(ActionDenied):
         UpdateCheck(acting_user=user, check=check, threshold=0.5).execute()
+    assert_refused(user, "evaluations.check", "update", check)
     with pytest.raises(ActionDenied):
         FreezeDatasetVersion(acting_user=user, dataset_version=draft).execute()
+    assert_refused(user, "evaluations.dataset_version", "freeze", draft)
     draft.refresh_from_db()
     assert not draft.is_frozen and draft.checks.get().threshold == 1.0
 
@@ -105,9 +116,17 @@ def test_others_cannot_change_a_check_through_the_api_or_the_admin(
     answer = api.patch(f"/api/v1/checks/{check.pk}/", {"threshold": 0.5}, format="json")
     # 403 for a role that may see the dataset, 404 for a user who may not even see it.
     assert answer.status_code in (403, 404)
+    entries = AuditEntry.objects.filter(action="evaluations.check.refused", actor=user)
+    api_entry = entries.get()
+    assert api_entry.target_id == str(check.pk)
+    code = {403: "permission_denied", 404: "not_found"}[answer.status_code]
+    assert api_entry.after["code"] == code
     client.login(username=user.username, password=password)
     page = client.post(f"/admin/evaluations/check/{check.pk}/change/", check_form(check, "0"))
     # 403, or for a check the user may not see, the admin's "does not exist" redirect home.
     assert page.status_code == 403 or page["Location"] == "/admin/"
+    admin_entry = entries.exclude(pk=api_entry.pk).get()
+    assert admin_entry.target_id == str(check.pk) and admin_entry.after["verb"] == "change"
+    assert admin_entry.after["code"] == code  # the admin's 403 on a hidden row: still not_found
     check.refresh_from_db()
     assert check.threshold == 1.0

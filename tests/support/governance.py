@@ -2,8 +2,10 @@
 finished as the engine would, API key clients, role grants and the personas of the role matrix.
 """
 
+import contextlib
 from datetime import timedelta
 from decimal import Decimal
+from unittest import mock
 
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
@@ -140,3 +142,40 @@ def join_role(user, role):
 
     user.groups.add(Group.objects.get(name=role))
     return type(user).objects.get(pk=user.pk)
+
+
+@contextlib.contextmanager
+def clock_at(when):
+    """Run the block as if it were `when`: what a grant "long ago" needs, since audit entries
+    take their time from the clock and can never be edited afterwards."""
+    with mock.patch("django.utils.timezone.now", return_value=when):
+        yield
+
+
+def assert_hidden_refusal(user, target_type, target_id, verb):
+    """The one entry a 404 answered to `user`'s verb left (sherlock.core.hidden), returned."""
+    from governance.models import AuditEntry
+
+    entries = AuditEntry.objects.filter(action=f"{target_type}.refused", actor_id=user.pk)
+    assert entries.count() == 1, list(entries.values("action", "target_id", "after"))
+    entry = entries.get()
+    assert entry.target_type == target_type and entry.target_id == str(target_id)
+    assert entry.after["verb"] == verb and entry.after["code"] == "not_found"
+    return entry
+
+
+def assert_refusal_audited(user, status, *, target_type, target_id, verb, noun):
+    """Next to each refusal of the matrix, its entry: a 404 leaves `<target_type>.refused`
+    (`sherlock.core.hidden`), a 403 the action's own `governance.<noun>.refused`; an allowed
+    call leaves neither."""
+    from governance.models import AuditEntry
+
+    hidden = AuditEntry.objects.filter(action=f"{target_type}.refused", actor_id=user.pk)
+    denied = AuditEntry.objects.filter(action=f"governance.{noun}.refused", actor_id=user.pk)
+    if status == 404:
+        assert_hidden_refusal(user, target_type, target_id, verb)
+        assert not denied.exclude(pk__in=hidden.values("pk")).exists()
+    elif status == 403:
+        assert denied.exists() and not hidden.exclude(pk__in=denied.values("pk")).exists()
+    else:
+        assert not hidden.exists() and not denied.exists()

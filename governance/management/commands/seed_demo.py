@@ -35,6 +35,7 @@ from agents.models import Agent, Tool
 from evaluations import engine
 from evaluations.actions.create_case import CreateCase
 from evaluations.actions.create_check import CreateCheck
+from evaluations.actions.create_dataset import CreateDataset
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.start_run import StartRun
@@ -115,8 +116,11 @@ SUPPORT_TOOLS = [
 def frozen_dataset(editor, *, slug, name, description, note, checks, cases):
     """The dataset's latest frozen version, or a first one built and frozen by `editor` through
     the same actions as the admin and the API (validated and audited)."""
-    dataset, _ = Dataset.objects.get_or_create(
-        slug=slug, defaults={"name": name, "owner": editor, "description": description}
+    dataset = (
+        Dataset.objects.filter(slug=slug).first()
+        or CreateDataset(
+            acting_user=editor, slug=slug, name=name, description=description
+        ).execute()
     )
     frozen = dataset.latest_frozen
     if frozen is not None:
