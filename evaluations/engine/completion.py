@@ -126,19 +126,17 @@ def _case_checks(rows, checks):
     for row in rows:
         by_check.setdefault(row["check_config_id"], []).append(row)
     summary = {}
-    order = sorted(by_check, key=lambda pk: (checks[pk].position, checks[pk].label))
-    for pk in order:
+    for pk in sorted(by_check, key=lambda pk: (checks[pk].position, checks[pk].label)):
         parts = by_check[pk]
-        statuses = {}
-        for status in CheckStatus:
-            count = sum(part[f"n_{status}"] for part in parts)
-            if count:
-                statuses[str(status)] = count
-        first = min(parts, key=lambda part: part["first_repetition"])
+        counts = {row["status"]: 0 for row in parts}
+        score_sum, scores = 0.0, 0
+        for row in parts:
+            counts[row["status"]] += row["results"]
+            score_sum += row["score_sum"] or 0.0
+            scores += row["scores"]
+        statuses = {status: counts[status] for status in figures.STATUSES if status in counts}
+        first = min(parts, key=lambda row: row["first_repetition"])
         summary[checks[pk].label] = scoring.check_summary(
-            statuses,
-            sum(part["score_sum"] or 0.0 for part in parts),
-            sum(part["scores"] for part in parts),
-            first["blocking"],
+            statuses, score_sum, scores, first["blocking"]
         )
     return summary
