@@ -12,10 +12,10 @@ same work is measured first on runs ten times smaller (`--cases` / 10), and the 
 printed side by side; they must be equal.
 
 The rows are a fixture, not the engine's output: they are written straight into PostgreSQL with
-COPY (the engine's execution is what `bench/run_throughput.py` measures). Some trials are in
-error, some outcomes failed or unavailable, some checks failed in some repetitions (flaky
-cases), one check is informative, one is the quality grader, every trial has an agent cost
-line and two judge cost lines. Uses its own database (`sherlock_bench_100k`, created and
+COPY (`sherlock.core.bulk.insert_all`); the engine's execution is what `bench/run_throughput.py`
+measures. Some trials are in error, some outcomes failed or unavailable, some checks failed in
+some repetitions (flaky cases), one check is informative, one is the quality grader, every
+trial has an agent cost line and two judge cost lines. Uses its own database (`sherlock_bench_100k`, created and
 dropped here) on the local PostgreSQL. Timings are the median of `--repeat` runs. The last line
 is machine-readable: ``finish_s=S run_page_ms=M grid_ms=M compare_ms=M queries_constant=1``.
 
@@ -23,7 +23,6 @@ is machine-readable: ``finish_s=S run_page_ms=M grid_ms=M compare_ms=M queries_c
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -76,39 +75,11 @@ def setup_django():
 # --- the fixture ------------------------------------------------------------------------------
 
 
-def copy_rows(model, rows):
-    """COPY ``rows`` (dicts of column name -> value) into ``model``'s table; columns absent from
-    a row take the field's default. Much faster than bulk_create for a fixture of this size."""
-    from django.db import connection
-    from django.utils import timezone
-
-    now = timezone.now()
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    columns = [f.column for f in fields]
-    defaults = {}
-    for f in fields:
-        if getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False):
-            defaults[f.column] = now
-        else:
-            defaults[f.column] = f.get_default()  # "" for a blank text column, else None
-    json_columns = {f.column for f in fields if f.get_internal_type() == "JSONField"}
-    names = ", ".join(f'"{c}"' for c in columns)
-    sql = f'COPY "{model._meta.db_table}" ({names}) FROM STDIN'
-    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-        for row in rows:
-            values = []
-            for column in columns:
-                value = row.get(column, defaults[column])
-                if column in json_columns and value is not None:
-                    value = json.dumps(value)
-                values.append(value)
-            copy.write_row(values)
-
-
 def build_dataset(slug, cases):
     from django.utils import timezone
 
     from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion
+    from sherlock.core.bulk import insert_all
 
     dataset = Dataset.objects.create(slug=slug, name=slug)
     version = DatasetVersion.objects.create(dataset=dataset, number=1)
@@ -125,11 +96,11 @@ def build_dataset(slug, cases):
         )
         check.clean()
         check.save()
-    copy_rows(Case, ({"dataset_id": dataset.pk, "key": f"case-{i:05d}"} for i in range(cases)))
+    insert_all(Case, ({"dataset_id": dataset.pk, "key": f"case-{i:05d}"} for i in range(cases)))
     case_ids = list(
         Case.objects.filter(dataset=dataset).order_by("key").values_list("pk", flat=True)
     )
-    copy_rows(
+    insert_all(
         CaseVersion,
         (
             {"dataset_version_id": version.pk, "case_id": pk, "input": f"Refund order {i}?"}
@@ -146,6 +117,7 @@ def build_run(agent_version, dataset_version, reps, salt):
     from django.utils import timezone
 
     from evaluations.models import CaseVersion, Check, CheckResult, CostEntry, Run, Trial
+    from sherlock.core.bulk import insert_all
 
     now = timezone.now()
     pairs = list(
@@ -193,7 +165,7 @@ def build_run(agent_version, dataset_version, reps, salt):
             "finished_at": now,
         }
 
-    copy_rows(
+    insert_all(
         Trial,
         (
             trial(i * reps + r, case_id, cv_id, r + 1)
@@ -226,7 +198,7 @@ def build_run(agent_version, dataset_version, reps, salt):
                     row.update(status="passed", score=1.0)
                 yield row
 
-    copy_rows(CheckResult, results())
+    insert_all(CheckResult, results())
 
     def costs():
         base = {"day": now.date(), "agent_id": agent_version.agent_id, "run_id": run.pk}
@@ -243,7 +215,7 @@ def build_run(agent_version, dataset_version, reps, salt):
                     "usd": Decimal("0.0003"),
                 }
 
-    copy_rows(CostEntry, costs())
+    insert_all(CostEntry, costs())
     return run
 
 

@@ -145,20 +145,28 @@ def check_summary(statuses, score_sum, n_scored, blocking):
         "blocking": blocking,
         "status": _overall_status(statuses),
         # A check that passed in some repetitions and failed in others: intermittent.
-        "flaky": bool(statuses.get(CheckStatus.PASSED) and statuses.get(CheckStatus.FAILED)),
+        "flaky": bool(statuses.get(_PASSED) and statuses.get(_FAILED)),
     }
 
 
-def _overall_status(statuses):
-    """One status for a check over repetitions: failed if any repetition failed, else passed if
-    any passed, else scored, else error, else skipped."""
+# As plain strings: an enum member hashes in Python, and a run's end summarises every case.
+_PASSED, _FAILED = str(CheckStatus.PASSED), str(CheckStatus.FAILED)
+_PRECEDENCE = tuple(
+    str(status)
     for status in (
         CheckStatus.FAILED,
         CheckStatus.PASSED,
         CheckStatus.SCORED,
         CheckStatus.ERROR,
         CheckStatus.SKIPPED,
-    ):
+    )
+)
+
+
+def _overall_status(statuses):
+    """One status for a check over repetitions: failed if any repetition failed, else passed if
+    any passed, else scored, else error, else skipped."""
+    for status in _PRECEDENCE:
         if statuses.get(status):
-            return str(status)
-    return str(CheckStatus.SKIPPED)
+            return status
+    return _PRECEDENCE[-1]

@@ -55,6 +55,8 @@ def compute_case_results(run):
     """
     groups = figures.check_groups(run)
     checks = Check.objects.in_bulk({row["check_config_id"] for row in groups})
+    # Each check's label and place in the dataset's order, looked up once per case.
+    order = {pk: (check.position, check.label) for pk, check in checks.items()}
     per_case = {}
     for row in groups:
         per_case.setdefault(row["case_id"], []).append(row)
@@ -66,27 +68,27 @@ def compute_case_results(run):
             continue
         passed, flaky = scoring.case_verdict(row["repetitions"], row["repetitions_passed"])
         case_results.append(
-            CaseResult(
-                run=run,
-                case_id=row["case_id"],
-                passed=passed,
-                flaky=flaky,
-                repetitions=row["repetitions"],
-                repetitions_passed=row["repetitions_passed"],
-                checks=_case_checks(per_case.get(row["case_id"], []), checks),
-            )
+            {
+                "run_id": run.pk,
+                "case_id": row["case_id"],
+                "passed": passed,
+                "flaky": flaky,
+                "repetitions": row["repetitions"],
+                "repetitions_passed": row["repetitions_passed"],
+                "checks": _case_checks(per_case.get(row["case_id"], []), order),
+            }
         )
     CaseResult.objects.filter(run=run).delete()
     insert_all(CaseResult, case_results)
     run.figures = figures.build(run, groups, checks, trials_error)
     Run.objects.filter(pk=run.pk).update(figures=run.figures)
     n = len(case_results)
-    passed = sum(c.passed for c in case_results)
+    passed = sum(c["passed"] for c in case_results)
     return {
         "cases": n,
         "passed": passed,
         "failed": n - passed,
-        "flaky": sum(c.flaky for c in case_results),
+        "flaky": sum(c["flaky"] for c in case_results),
         "case_pass_rate": round(passed / n, 6) if n else None,
         "trials_error": trials_error,
         "trials_cancelled": trials_cancelled,
@@ -119,24 +121,24 @@ def _repetitions(run):
         yield row
 
 
-def _case_checks(rows, checks):
+def _case_checks(rows, order):
     """A case's per-check summary (`scoring.check_summary`) from its `check_groups` rows, in
-    the dataset's order. A check is blocking as it was in the case's first repetition."""
+    the dataset's order (``order``: check id -> (position, label)). A check is blocking as it
+    was in the case's first repetition."""
     by_check = {}
     for row in rows:
         by_check.setdefault(row["check_config_id"], []).append(row)
     summary = {}
-    for pk in sorted(by_check, key=lambda pk: (checks[pk].position, checks[pk].label)):
-        parts = by_check[pk]
-        counts = {row["status"]: 0 for row in parts}
-        score_sum, scores = 0.0, 0
-        for row in parts:
-            counts[row["status"]] += row["results"]
+    for pk in sorted(by_check, key=order.__getitem__):
+        counts, score_sum, scores, first = {}, 0.0, 0, None
+        for row in by_check[pk]:
+            counts[row["status"]] = counts.get(row["status"], 0) + row["results"]
             score_sum += row["score_sum"] or 0.0
             scores += row["scores"]
+            if first is None or row["first_repetition"] < first["first_repetition"]:
+                first = row
         statuses = {status: counts[status] for status in figures.STATUSES if status in counts}
-        first = min(parts, key=lambda row: row["first_repetition"])
-        summary[checks[pk].label] = scoring.check_summary(
+        summary[order[pk][1]] = scoring.check_summary(
             statuses, score_sum, scores, first["blocking"]
         )
     return summary
