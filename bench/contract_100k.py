@@ -15,9 +15,9 @@ The rows are a fixture, not the engine's output: they are written straight into 
 COPY (`sherlock.core.bulk.insert_all`); the engine's execution is what `bench/run_throughput.py`
 measures. Some trials are in error, some outcomes failed or unavailable, some checks failed in
 some repetitions (flaky cases), one check is informative, one is the quality grader, every
-trial has an agent cost line and two judge cost lines. Uses its own database (`sherlock_bench_100k`, created and
-dropped here) on the local PostgreSQL. Timings are the median of `--repeat` runs. The last line
-is machine-readable: ``finish_s=S run_page_ms=M grid_ms=M compare_ms=M queries_constant=1``.
+trial has an agent cost line and two judge cost lines. Uses its own database
+(`sherlock_bench_100k`, created and dropped here) on the local PostgreSQL. Timings are the
+median of `--repeat` runs. The last line is machine-readable: ``finish_s=S run_page_ms=M grid_ms=M compare_ms=M queries_constant=1``.
 
     .venv/bin/python bench/contract_100k.py [--cases 10000] [--reps 10] [--repeat 3]
 """
