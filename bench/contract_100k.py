@@ -17,7 +17,8 @@ measures. Some trials are in error, some outcomes failed or unavailable, some ch
 some repetitions (flaky cases), one check is informative, one is the quality grader, every
 trial has an agent cost line and two judge cost lines. Uses its own database
 (`sherlock_bench_100k`, created and dropped here) on the local PostgreSQL. Timings are the
-median of `--repeat` runs. The last line is machine-readable: ``finish_s=S run_page_ms=M grid_ms=M compare_ms=M queries_constant=1``.
+median of `--repeat` runs. The last line is machine-readable:
+``finish_s=S run_page_ms=M grid_ms=M compare_ms=M queries_constant=1``.
 
     .venv/bin/python bench/contract_100k.py [--cases 10000] [--reps 10] [--repeat 3]
 """
