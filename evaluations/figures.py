@@ -34,6 +34,7 @@ VERSION = 1
 # Plain strings: compared and used as keys for every row.
 STATUSES = tuple(str(status) for status in CheckStatus)
 UNSCORED = (str(CheckStatus.SKIPPED), str(CheckStatus.ERROR))
+RAN = frozenset(str(status) for status in GRADER_RAN)
 
 
 def check_groups(run):
@@ -93,7 +94,7 @@ def build(run, groups, checks, trials_error):
         entry[status] += results
         entry["n_scored"] += row["scores"]
         entry["score_sum"] += row["score_sum"] or 0.0
-        if status in GRADER_RAN:
+        if status in RAN:
             entry["graded"] += row["scores"]
             entry["units"] += int(row["units"] or 0)
         if not row["blocking"]:

@@ -13,13 +13,14 @@ import json
 
 from django.db import connections, router
 from django.db.models import JSONField
+from django.db.models.fields import AutoFieldMixin
 
 
 def insert_all(model, rows):
     """Insert ``rows`` into ``model``'s table (auto primary key) in one statement: each row a
-    dict of field name -> value, a missing field taking its default. Plain dicts, not model
-    instances: building 10,000 instances only to read their fields back costs more than the
-    insert."""
+    dict of attribute name (``run_id`` for a foreign key) -> value, a missing field taking its
+    default. Plain dicts, not model instances: building 10,000 instances only to read their
+    fields back costs more than the insert."""
     rows = list(rows)
     if not rows:
         return
@@ -32,21 +33,42 @@ def insert_all(model, rows):
     for f in fields:
         if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
             defaults[f.attname] = f.pre_save(model(), add=True)
-    # JSON goes as its text (the column parses it); other values through the field's own
-    # preparation for this database.
-    prepare = [
-        (lambda v, f=f: None if v is None else json.dumps(v, cls=f.encoder))
-        if isinstance(f, JSONField)
-        else (lambda v, f=f: f.get_db_prep_save(v, connection))
-        for f in fields
-    ]
+    prepare = [_preparer(f, connection) for f in fields]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     sql = f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
         for row in rows:
             copy.write_row(
                 [
-                    fn(row.get(f.attname, row.get(f.name, defaults[f.attname])))
+                    fn(row.get(f.attname, defaults[f.attname]))
                     for f, fn in zip(fields, prepare, strict=True)
                 ]
             )
+
+
+# Columns whose Python value psycopg writes as it is: no preparation to pay for on every row.
+_PLAIN = {
+    "BigIntegerField",
+    "BooleanField",
+    "IntegerField",
+    "PositiveBigIntegerField",
+    "PositiveIntegerField",
+    "PositiveSmallIntegerField",
+    "SmallIntegerField",
+}
+
+
+def _preparer(field, connection):
+    """How one column's value is written: JSON as its text (the column parses it), integers and
+    booleans (foreign keys included) as they are, anything else through the field's own
+    preparation for this database."""
+    if isinstance(field, JSONField):
+        return lambda value: None if value is None else json.dumps(value, cls=field.encoder)
+    target = field.target_field if field.is_relation else field
+    if (
+        target.get_internal_type() in _PLAIN
+        or target.primary_key
+        and isinstance(target, AutoFieldMixin)
+    ):
+        return lambda value: value
+    return lambda value: field.get_db_prep_save(value, connection)
