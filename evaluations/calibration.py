@@ -230,22 +230,42 @@ def informative_checks(runs):
     """Which checks of `runs` counted as informative and why, for a gate's decision snapshot
     (governance.decision.make_decision): one row `{run, check, results, informative, why}` per
     check that did not block on every one of its results. The counts come from the results the
-    engine wrote (what really counted); the reason is the check's mode, its calibration (as it
-    stands now, with the rule's figures) or per-case overrides. Two queries plus one per
-    uncalibrated check."""
+    engine wrote (what really counted), as a finished run's figures store them
+    (`evaluations.figures`); the reason is the check's mode, its calibration (as it stands now,
+    with the rule's figures) or per-case overrides. Two queries (one without unfinished runs)
+    plus one per uncalibrated check."""
     from django.db.models import Count, Q
 
     from evaluations.choices import CheckMode
+    from evaluations.figures import stored_checks
     from evaluations.models import Check, CheckResult
 
-    run_ids = [run.pk for run in runs]
-    counts = (
-        CheckResult.objects.filter(trial__run_id__in=run_ids)
-        .values("trial__run_id", "check_config_id")
-        .annotate(total=Count("pk"), informative=Count("pk", filter=Q(blocking=False)))
-        .order_by("trial__run_id", "check_config_id")
+    counts, live = [], []
+    for run in runs:
+        stored = stored_checks(run)
+        if stored is None:
+            live.append(run.pk)
+            continue
+        counts.extend(
+            {
+                "trial__run_id": run.pk,
+                "check_config_id": row["id"],
+                "total": row["results"],
+                "informative": row["informative"],
+            }
+            for row in stored
+        )
+    if live:
+        counts.extend(
+            CheckResult.objects.filter(trial__run_id__in=live)
+            .values("trial__run_id", "check_config_id")
+            .annotate(total=Count("pk"), informative=Count("pk", filter=Q(blocking=False)))
+            .order_by()
+        )
+    counts = sorted(
+        (row for row in counts if row["informative"]),
+        key=lambda row: (row["trial__run_id"], row["check_config_id"]),
     )
-    counts = [row for row in counts if row["informative"]]
     checks = Check.objects.select_related("dataset_version").in_bulk(
         {row["check_config_id"] for row in counts}
     )

@@ -14,7 +14,7 @@ case when the run finishes; nothing here touches the database.
 """
 
 from dataclasses import dataclass
-from statistics import fmean
+from math import fsum
 
 from evaluations.choices import CheckMode, CheckStatus
 
@@ -92,6 +92,8 @@ def summarize_case(repetitions):
     `repetitions` is a list (one item per repetition) of lists of dicts with keys `label`,
     `score`, `status`, `blocking`. Returns the case's pass, flakiness and per-check summary:
     the mean score over the repetitions that produced one, and the count of each status.
+    `evaluations.engine.completion` computes the same from database aggregates, through the
+    same `check_summary` and `case_verdict`.
     """
     passed_flags = [
         repetition_passed([(r["status"], r["blocking"]) for r in results])
@@ -107,38 +109,64 @@ def summarize_case(repetitions):
             if r["score"] is not None:
                 entry["scores"].append(r["score"])
             entry["statuses"][r["status"]] = entry["statuses"].get(r["status"], 0) + 1
-    summary = {}
-    for label, entry in checks.items():
-        statuses = entry["statuses"]
-        summary[label] = {
-            "mean": round(fmean(entry["scores"]), 6) if entry["scores"] else None,
-            "n_scored": len(entry["scores"]),
-            "statuses": statuses,
-            "blocking": entry["blocking"],
-            "status": _overall_status(statuses),
-            # A check that passed in some repetitions and failed in others: intermittent.
-            "flaky": bool(statuses.get(CheckStatus.PASSED) and statuses.get(CheckStatus.FAILED)),
-        }
-    n_passed = sum(passed_flags)
+    summary = {
+        label: check_summary(
+            entry["statuses"], fsum(entry["scores"]), len(entry["scores"]), entry["blocking"]
+        )
+        for label, entry in checks.items()
+    }
+    passed, flaky = case_verdict(len(passed_flags), sum(passed_flags))
     return CaseSummary(
-        passed=bool(passed_flags) and all(passed_flags),
-        flaky=0 < n_passed < len(passed_flags),
+        passed=passed,
+        flaky=flaky,
         repetitions=len(passed_flags),
-        repetitions_passed=n_passed,
+        repetitions_passed=sum(passed_flags),
         checks=summary,
     )
 
 
-def _overall_status(statuses):
-    """One status for a check over repetitions: failed if any repetition failed, else passed if
-    any passed, else scored, else error, else skipped."""
+def case_verdict(repetitions, repetitions_passed):
+    """(passed, flaky) of a case that passed `repetitions_passed` of its `repetitions`: it
+    passes only if every repetition passed; it is flaky when some passed and some failed."""
+    return (
+        repetitions > 0 and repetitions_passed == repetitions,
+        0 < repetitions_passed < repetitions,
+    )
+
+
+def check_summary(statuses, score_sum, n_scored, blocking):
+    """One check's summary over a case's repetitions, from its counts: `statuses` (status ->
+    count, the statuses seen), the sum of its `n_scored` scores, and whether it blocks. The
+    mean is over the repetitions that produced a score (None when none did)."""
+    return {
+        "mean": round(score_sum / n_scored, 6) if n_scored else None,
+        "n_scored": n_scored,
+        "statuses": statuses,
+        "blocking": blocking,
+        "status": _overall_status(statuses),
+        # A check that passed in some repetitions and failed in others: intermittent.
+        "flaky": bool(statuses.get(_PASSED) and statuses.get(_FAILED)),
+    }
+
+
+# As plain strings: an enum member hashes in Python, and a run's end summarises every case.
+_PASSED, _FAILED = str(CheckStatus.PASSED), str(CheckStatus.FAILED)
+_PRECEDENCE = tuple(
+    str(status)
     for status in (
         CheckStatus.FAILED,
         CheckStatus.PASSED,
         CheckStatus.SCORED,
         CheckStatus.ERROR,
         CheckStatus.SKIPPED,
-    ):
+    )
+)
+
+
+def _overall_status(statuses):
+    """One status for a check over repetitions: failed if any repetition failed, else passed if
+    any passed, else scored, else error, else skipped."""
+    for status in _PRECEDENCE:
         if statuses.get(status):
-            return str(status)
-    return str(CheckStatus.SKIPPED)
+            return status
+    return _PRECEDENCE[-1]

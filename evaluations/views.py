@@ -31,6 +31,7 @@ from evaluations.contract import DEFAULT_THRESHOLDS, GATE_LABELS, TABLE_COLUMNS,
 from evaluations.contract.db import run_contract
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
 from evaluations.evidence_display import compact, evidence_blocks, highlight_quotes, pretty
+from evaluations.figures import stored_checks, unscored_of
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
 from sherlock.core.htmx import render_page
 
@@ -119,7 +120,11 @@ def results_grid(run, labels, show="all", check="", page_number=1):
 def unscored_checks(run):
     """Blocking check results the run could not score (skipped or error: no judge configured,
     judge down, missing input), per check and status, with one reason each. A case's pass does
-    not count them (DESIGN section 5), so the page must say so. One query."""
+    not count them (DESIGN section 5), so the page must say so. A finished run's come from its
+    stored figures (`evaluations.figures`); else one query."""
+    stored = stored_checks(run)
+    if stored is not None:
+        return unscored_of(stored)
     rows = (
         CheckResult.objects.filter(
             trial__run=run,

@@ -78,7 +78,7 @@ def _delta(a, b):
 def check_deltas(a, b):
     """One row per check label of either run: A's and B's mean score and pass rate, and the
     change from A to B (None where either side has no number)."""
-    stats = check_stats([a.pk, b.pk])
+    stats = check_stats([a, b])
     sa, sb = stats.get(a.pk, {}), stats.get(b.pk, {})
     rows = []
     for label in dict.fromkeys([*sa, *sb]):

@@ -8,9 +8,9 @@ table, each run marked with the agent version it evaluated (a scheduled run's ti
 "(s)"). Checks are matched across dataset
 versions by label.
 
-`check_stats(run_ids)` is the one aggregate query both this page and the compare page read
-(`evaluations.views_compare`), so the page keeps a constant number of queries however many runs
-it shows.
+`check_stats(runs)` is what both this page and the compare page read
+(`evaluations.views_compare`): the stored figures of finished runs, one aggregate query for the
+others, so the page keeps a constant number of queries however many runs it shows.
 """
 
 from django.contrib.auth.decorators import login_required
@@ -18,6 +18,7 @@ from django.db.models import Avg, Count, Q
 
 from agents.models import Agent
 from evaluations.choices import CheckStatus, RunPurpose, RunStatus
+from evaluations.figures import check_stats_of, stored_checks
 from evaluations.models import CheckResult, Run
 from sherlock.core.htmx import render_page
 
@@ -29,8 +30,10 @@ SCHEDULED_MARK = " (s)"
 PALETTE = ["#2e90fa", "#9e77ed", "#f79009", "#12b76a", "#f04438", "#0ba5ec", "#ee46bc", "#667085"]
 
 
-def check_stats(run_ids):
-    """``{run_id: {label: stats}}`` for the check results of ``run_ids``, in one query.
+def check_stats(runs):
+    """``{run_id: {label: stats}}`` for the check results of ``runs``: from their stored
+    figures (`evaluations.figures`) for the runs that finished, and in one aggregate query for
+    the others.
 
     ``stats`` holds ``mode``, ``results`` (every result), ``mean`` (of the results that have a
     score; None when none has), ``passed``, ``failed``, ``scored`` (informative: a score, no
@@ -38,8 +41,17 @@ def check_stats(run_ids):
     None when no result had a verdict: an informative check has no pass rate, never 0).
     ``labels`` of the answer's checks are in their dataset order (``position``).
     """
+    stats, live = {}, []
+    for run in runs:
+        rows = stored_checks(run)
+        if rows is None:
+            live.append(run.pk)
+        elif rows:
+            stats[run.pk] = check_stats_of(rows)
+    if not live:
+        return stats
     rows = (
-        CheckResult.objects.filter(trial__run_id__in=list(run_ids))
+        CheckResult.objects.filter(trial__run_id__in=live)
         .values("trial__run_id", "check_config__label", "check_config__mode")
         .annotate(
             results=Count("pk"),
@@ -51,7 +63,6 @@ def check_stats(run_ids):
         )
         .order_by("check_config__position", "check_config__label")
     )
-    stats = {}
     for row in rows:
         judged = row["passed"] + row["failed"]
         stats.setdefault(row["trial__run_id"], {})[row["check_config__label"]] = {
@@ -145,7 +156,7 @@ def trends_context(user, agent_slug, dataset_slug):
         .select_related("agent_version", "dataset_version")
         .order_by("-created_at", "-pk")[:MAX_RUNS]
     )[::-1]
-    stats = check_stats(run.pk for run in runs) if runs else {}
+    stats = check_stats(runs)
     labels = _labels(stats)
     colors = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
     rows = []

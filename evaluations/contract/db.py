@@ -79,12 +79,14 @@ def score_units(score: float) -> int:
     return math.floor(score * SCORE_UNITS + 0.5)
 
 
-def _trial_aggregates() -> dict[str, Any]:
+def _trial_aggregates(unpriced) -> dict[str, Any]:
+    """The aggregates of the run's trials; ``unpriced`` holds the ids of the trials with an
+    unpriced judge call, whose cost is therefore not covered (``trial_cost``)."""
     declared = Q(declared_complete=True)
-    covered = Q(judge_unpriced=False)
+    covered = ~Q(pk__in=unpriced)
     billed = covered & Q(billing_coverage=BillingCoverage.BILLED, cost_usd__isnull=False)
     estimated = covered & Q(billing_coverage=BillingCoverage.ESTIMATED)
-    whole_cost = Coalesce(F("cost_usd"), ZERO) + F("judge_usd")
+    agent_cost = Coalesce(F("cost_usd"), ZERO)
     aggregates = {
         "runs": Count("pk"),
         "declared_complete": Count("pk", filter=declared),
@@ -95,9 +97,9 @@ def _trial_aggregates() -> dict[str, Any]:
         ),
         "completions_without_outcome": Count("pk", filter=declared & Q(outcome_verdict="")),
         "billed_runs": Count("pk", filter=billed),
-        "billed_usd": Coalesce(Sum(whole_cost, filter=billed, output_field=MONEY), ZERO),
+        "billed_usd": Coalesce(Sum(agent_cost, filter=billed, output_field=MONEY), ZERO),
         "estimated_runs": Count("pk", filter=estimated),
-        "estimated_usd": Coalesce(Sum(whole_cost, filter=estimated, output_field=MONEY), ZERO),
+        "estimated_usd": Coalesce(Sum(agent_cost, filter=estimated, output_field=MONEY), ZERO),
     }
     for name in COUNT_FIELDS:
         aggregates[name] = Coalesce(Sum(name), 0)
@@ -105,17 +107,44 @@ def _trial_aggregates() -> dict[str, Any]:
     return {f"total_{name}": aggregate for name, aggregate in aggregates.items()}
 
 
-def run_totals(run) -> VariantTotals:
-    """The run's ``VariantTotals``, from three aggregate queries (see the module docstring)."""
-    from evaluations.costs import trials_with_judge_cost, unattributed_judge_spend
-    from evaluations.models import CheckResult
+def trial_totals(run) -> VariantTotals:
+    """The run's ``VariantTotals`` from its trials and their judge spend, in two aggregate
+    queries whatever the number of trials; quality (``quality_totals``) and the judge spend
+    bound to no trial (``unattributed_judge_spend``) are not in it.
 
-    row = trials_with_judge_cost(run).aggregate(**_trial_aggregates())
+    A trial's cost is its agent cost plus its judge spend (``trial_cost``): the trials'
+    aggregate sums the agent cost of the covered trials and the judge lines' aggregate the
+    judge spend of the same trials, which adds up to the same exact sum without a subquery per
+    trial. A trial with an unpriced judge call (few, found once) is not covered."""
+    from evaluations.choices import CostKind
+    from evaluations.models import CostEntry, Trial
+
+    unpriced = CostEntry.objects.filter(
+        trial__run=run, kind=CostKind.SCORING, usd__isnull=True
+    ).values("trial_id")
+    row = Trial.objects.filter(run=run).aggregate(**_trial_aggregates(unpriced))
     totals = VariantTotals(
         variant=run_variant(run),
         **{name.removeprefix("total_"): value for name, value in row.items()},
     )
     totals.missing_cost_runs = totals.runs - totals.billed_runs - totals.estimated_runs
+    covered = ~Q(trial_id__in=unpriced)
+    judge = CostEntry.objects.filter(trial__run=run, kind=CostKind.SCORING).aggregate(
+        billed=Sum(
+            "usd",
+            filter=covered
+            & Q(trial__billing_coverage=BillingCoverage.BILLED, trial__cost_usd__isnull=False),
+        ),
+        estimated=Sum("usd", filter=covered & Q(trial__billing_coverage=BillingCoverage.ESTIMATED)),
+    )
+    totals.billed_usd += judge["billed"] or 0
+    totals.estimated_usd += judge["estimated"] or 0
+    return totals
+
+
+def quality_totals(run) -> tuple[int, Decimal]:
+    """(graded trials, sum of their quality scores) of the run's quality grader: one query."""
+    from evaluations.models import CheckResult
 
     quality = CheckResult.objects.filter(
         trial__run=run,
@@ -126,9 +155,21 @@ def run_totals(run) -> VariantTotals:
         graded=Count("pk"),
         units=Sum(Floor(F("score") * SCORE_UNITS + 0.5), output_field=FloatField()),
     )
-    totals.graded = quality["graded"]
-    totals.quality_sum = Decimal(int(quality["units"] or 0)) / SCORE_UNITS
+    return quality["graded"], Decimal(int(quality["units"] or 0)) / SCORE_UNITS
 
+
+def run_totals(run) -> VariantTotals:
+    """The run's ``VariantTotals`` (see the module docstring). A run that finished carries its
+    trials' totals in ``Run.figures`` (``evaluations.figures``, computed once by the same
+    functions): then only the judge spend bound to no trial, which may still be recorded
+    against the run, is read (one query); else four aggregate queries."""
+    from evaluations.costs import unattributed_judge_spend
+    from evaluations.figures import stored_totals
+
+    totals = stored_totals(run)
+    if totals is None:
+        totals = trial_totals(run)
+        totals.graded, totals.quality_sum = quality_totals(run)
     priced_usd, totals.unpriced_judge_calls = unattributed_judge_spend(run)
     totals.billed_usd += priced_usd
     return totals
@@ -309,25 +350,36 @@ def _checks_scored_gate(runs: list) -> dict[str, Any]:
     count skipped or errored checks against it (section 5), so a run whose judge was down, or
     whose agent crashed on every trial, can show a perfect case pass rate; the release must not
     rest on that. A check disabled for a case by an override is not blocking there, and does not
-    count. One query for the check results, one for the trials, whatever the run size."""
+    count. From the runs' stored figures (`evaluations.figures`); for runs without, one query for
+    the check results and one for the trials, whatever the run size."""
     from evaluations.choices import TrialStatus
+    from evaluations.figures import stored_checks, stored_trials_error
     from evaluations.models import CheckResult, Trial
 
     run_ids = [run.pk for run in runs]
-    unscored = dict(
-        CheckResult.objects.filter(
-            trial__run_id__in=run_ids,
-            blocking=True,
-            status__in=[CheckStatus.ERROR, CheckStatus.SKIPPED],
+    unscored, failed_trials, live = {}, {}, []
+    for run in runs:
+        stored = stored_checks(run)
+        if stored is None:
+            live.append(run.pk)
+            continue
+        unscored[run.pk] = sum(n for row in stored for n in row["unscored_blocking"].values())
+        failed_trials[run.pk] = stored_trials_error(run)
+    if live:
+        unscored.update(
+            CheckResult.objects.filter(
+                trial__run_id__in=live,
+                blocking=True,
+                status__in=[CheckStatus.ERROR, CheckStatus.SKIPPED],
+            )
+            .values_list("trial__run_id")
+            .annotate(n=Count("pk"))
         )
-        .values_list("trial__run_id")
-        .annotate(n=Count("pk"))
-    )
-    failed_trials = dict(
-        Trial.objects.filter(run_id__in=run_ids, status=TrialStatus.ERROR)
-        .values_list("run_id")
-        .annotate(n=Count("pk"))
-    )
+        failed_trials.update(
+            Trial.objects.filter(run_id__in=live, status=TrialStatus.ERROR)
+            .values_list("run_id")
+            .annotate(n=Count("pk"))
+        )
     per_run = [
         {
             "run": pk,

@@ -7,12 +7,14 @@ of them compute the case results and the summary (`compute_case_results`, also u
 """
 
 from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
-from evaluations import scoring
-from evaluations.choices import TRIAL_FINISHED, RunStatus, TrialStatus
-from evaluations.models import CaseResult, CheckResult, Run, Trial
+from evaluations import figures, scoring
+from evaluations.choices import TRIAL_FINISHED, CheckStatus, RunStatus, TrialStatus
+from evaluations.models import CaseResult, Check, CheckResult, Run, Trial
 from evaluations.signals import run_finished
+from sherlock.core.bulk import insert_all
 
 
 def maybe_finish_run(run_id):
@@ -42,53 +44,101 @@ def maybe_finish_run(run_id):
 
 
 def compute_case_results(run):
-    """Write one CaseResult per case (DESIGN section 5) and return the run summary.
+    """Write one CaseResult per case (DESIGN section 5), store the run's figures
+    (`evaluations.figures`) and return the run summary.
 
     Cancelled trials never ran: they are no repetition of their case (a case whose every
-    repetition was cancelled has no result).
+    repetition was cancelled has no result), unless a check result was written for them.
+    A constant number of queries whatever the number of trials: the check results are
+    aggregated in the database per case and check (`figures.check_groups`), the repetitions
+    per case, and Python sees one row per case and check, never one per result.
     """
-    rows = CheckResult.objects.filter(trial__run=run).values_list(
-        "trial__case_id",
-        "trial__repetition",
-        "check_config__label",
-        "score",
-        "status",
-        "blocking",
-    )
-    by_case = {}
-    for case_id, repetition, label, score, status, blocking in rows.iterator(chunk_size=5000):
-        reps = by_case.setdefault(case_id, {})
-        reps.setdefault(repetition, []).append(
-            {"label": label, "score": score, "status": status, "blocking": blocking}
-        )
-    # Trials whose checks produced no rows (no checks at all) still count as repetitions.
-    executed = Trial.objects.filter(run=run).exclude(status=TrialStatus.CANCELLED)
-    for case_id, repetition in executed.values_list("case_id", "repetition"):
-        by_case.setdefault(case_id, {}).setdefault(repetition, [])
-    case_results = []
-    for case_id, reps in by_case.items():
-        summary = scoring.summarize_case([reps[k] for k in sorted(reps)])
+    groups = figures.check_groups(run)
+    checks = Check.objects.in_bulk({row["check_config_id"] for row in groups})
+    # Each check's label and place in the dataset's order, looked up once per case.
+    order = {pk: (check.position, check.label) for pk, check in checks.items()}
+    per_case = {}
+    for row in groups:
+        per_case.setdefault(row["case_id"], []).append(row)
+    case_results, trials_error, trials_cancelled = [], 0, 0
+    for row in _repetitions(run):
+        trials_error += row["errors"]
+        trials_cancelled += row["cancelled"]
+        if not row["repetitions"]:
+            continue
+        passed, flaky = scoring.case_verdict(row["repetitions"], row["repetitions_passed"])
         case_results.append(
-            CaseResult(
-                run=run,
-                case_id=case_id,
-                passed=summary.passed,
-                flaky=summary.flaky,
-                repetitions=summary.repetitions,
-                repetitions_passed=summary.repetitions_passed,
-                checks=summary.checks,
-            )
+            {
+                "run_id": run.pk,
+                "case_id": row["case_id"],
+                "passed": passed,
+                "flaky": flaky,
+                "repetitions": row["repetitions"],
+                "repetitions_passed": row["repetitions_passed"],
+                "checks": _case_checks(per_case.get(row["case_id"], []), order),
+            }
         )
     CaseResult.objects.filter(run=run).delete()
-    CaseResult.objects.bulk_create(case_results)
+    insert_all(CaseResult, case_results)
+    run.figures = figures.build(run, groups, checks, trials_error)
+    Run.objects.filter(pk=run.pk).update(figures=run.figures)
     n = len(case_results)
-    passed = sum(c.passed for c in case_results)
+    passed = sum(c["passed"] for c in case_results)
     return {
         "cases": n,
         "passed": passed,
         "failed": n - passed,
-        "flaky": sum(c.flaky for c in case_results),
+        "flaky": sum(c["flaky"] for c in case_results),
         "case_pass_rate": round(passed / n, 6) if n else None,
-        "trials_error": Trial.objects.filter(run=run, status=TrialStatus.ERROR).count(),
-        "trials_cancelled": Trial.objects.filter(run=run, status=TrialStatus.CANCELLED).count(),
+        "trials_error": trials_error,
+        "trials_cancelled": trials_cancelled,
     }
+
+
+def _repetitions(run):
+    """Per case of the run: its repetitions (trials not cancelled, or with a check result),
+    those that passed (no blocking check failed: `scoring.repetition_passed`), and its trials
+    in error and cancelled. One query; the failed repetitions come from the partial index of
+    blocking failures."""
+    failing = CheckResult.objects.filter(
+        trial__run=run, blocking=True, status=CheckStatus.FAILED
+    ).values("trial_id")
+    has_results = Exists(CheckResult.objects.filter(trial=OuterRef("pk")))
+    counted = ~Q(status=TrialStatus.CANCELLED) | has_results
+    rows = (
+        Trial.objects.filter(run=run)
+        .values("case_id")
+        .annotate(
+            repetitions=Count("pk", filter=counted),
+            failed=Count("pk", filter=Q(pk__in=failing)),
+            errors=Count("pk", filter=Q(status=TrialStatus.ERROR)),
+            cancelled=Count("pk", filter=Q(status=TrialStatus.CANCELLED)),
+        )
+        .order_by()
+    )
+    for row in rows:
+        row["repetitions_passed"] = row["repetitions"] - row["failed"]
+        yield row
+
+
+def _case_checks(rows, order):
+    """A case's per-check summary (`scoring.check_summary`) from its `check_groups` rows, in
+    the dataset's order (``order``: check id -> (position, label)). A check is blocking as it
+    was in the case's first repetition."""
+    by_check = {}
+    for row in rows:
+        by_check.setdefault(row["check_config_id"], []).append(row)
+    summary = {}
+    for pk in sorted(by_check, key=order.__getitem__):
+        counts, score_sum, scores, first = {}, 0.0, 0, None
+        for row in by_check[pk]:
+            counts[row["status"]] = counts.get(row["status"], 0) + row["results"]
+            score_sum += row["score_sum"] or 0.0
+            scores += row["scores"]
+            if first is None or row["first_repetition"] < first["first_repetition"]:
+                first = row
+        statuses = {status: counts[status] for status in figures.STATUSES if status in counts}
+        summary[order[pk][1]] = scoring.check_summary(
+            statuses, score_sum, scores, first["blocking"]
+        )
+    return summary

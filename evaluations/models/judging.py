@@ -3,6 +3,7 @@
 from decimal import Decimal
 
 from django.db import models
+from django.db.models import Q
 
 from evaluations.choices import CostKind
 
@@ -151,7 +152,14 @@ class CostEntry(models.Model):
 
     class Meta:
         ordering = ["-day", "-at"]
-        indexes = [models.Index(fields=["agent", "kind", "day"])]
+        indexes = [
+            models.Index(fields=["agent", "kind", "day"]),
+            # Lines without a price (a trial's cost is then missing, evaluations.contract.db):
+            # few, found without reading every line of a run.
+            models.Index(
+                fields=["trial"], condition=Q(usd__isnull=True), name="costentry_unpriced"
+            ),
+        ]
 
     def __str__(self):
         price = "price missing" if self.usd is None else f"${self.usd}"

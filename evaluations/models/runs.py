@@ -67,6 +67,12 @@ class Run(models.Model):
     )
     estimate = models.JSONField(default=dict, blank=True)
     summary = models.JSONField(default=dict, blank=True)
+    figures = models.JSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="Aggregates computed once when the run finished (evaluations.run_figures).",
+    )
     judge_summary = models.JSONField(
         default=dict,
         blank=True,
@@ -212,6 +218,15 @@ class CheckResult(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(status__in=CheckStatus.values), name="checkresult_status_valid"
+            ),
+        ]
+        indexes = [
+            # The trials that failed a blocking check (a failed repetition, the run's case
+            # results): few rows, found without reading every result of the run.
+            models.Index(
+                fields=["trial"],
+                condition=Q(blocking=True, status=CheckStatus.FAILED),
+                name="checkresult_blocking_failed",
             ),
         ]
 

@@ -16,6 +16,7 @@ from evaluations.choices import CheckStatus
 from evaluations.models import CheckResult, Run
 from tests.support import factories
 from tests.support.browser import log_in
+from tests.support.contract_runs import refinish
 
 pytestmark = [pytest.mark.slow]
 
@@ -92,6 +93,7 @@ def test_the_run_pages_tell_passing_failing_contract_and_unscored_runs_apart(
     CheckResult.objects.filter(pk__in=list(blocking.values_list("pk", flat=True)[:3])).update(
         status=CheckStatus.SKIPPED, score=None, reason="no judge is configured (SHERLOCK_JUDGE)"
     )
+    refinish(stable)  # the run's figures were computed when it finished
     page.goto(f"{server}/runs/{stable.pk}/")
     banner = page.inner_text("#unscored")
     assert "could not be scored" in banner and "no judge is configured" in banner

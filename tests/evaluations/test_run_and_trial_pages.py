@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from evaluations.choices import CheckStatus
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run, Trial
 from tests.support import factories
+from tests.support.contract_runs import refinish
 
 TOOLS = [{"label": "Tools", "kind": "tools_used", "params": {}, "threshold": 1.0}]
 
@@ -103,6 +104,7 @@ def test_unscored_blocking_checks_raise_a_banner_with_the_count(signed_in, flaky
     CheckResult.objects.filter(trial__run=flaky_run).update(
         status=CheckStatus.SKIPPED, score=None, reason="no judge is configured"
     )
+    refinish(flaky_run)
     page = text(signed_in.get(f"/runs/{flaky_run.pk}/"))
     assert 'id="unscored"' in page
     assert "4 blocking check results could not be scored" in page
@@ -119,6 +121,7 @@ def test_the_banner_counts_the_checks_a_case_could_not_feed(signed_in, flaky_run
 
 def test_a_run_with_every_check_scored_has_no_banner(signed_in, flaky_run):
     CheckResult.objects.filter(trial__run=flaky_run).update(status=CheckStatus.PASSED, score=1)
+    refinish(flaky_run)
     assert 'id="unscored"' not in text(signed_in.get(f"/runs/{flaky_run.pk}/"))
 
 
