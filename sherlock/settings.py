@@ -367,6 +367,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Runs, trials and check results each have a `status` with its own choices: name each.
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "evaluations.choices.RunStatus",
+        "TrialStatusEnum": "evaluations.choices.TrialStatus",
+        "CheckStatusEnum": "evaluations.choices.CheckStatus",
+    },
 }
 
 LANGUAGE_CODE = "en-us"

@@ -25,6 +25,12 @@ class RunQuerySet(models.QuerySet):
         return self.filter(agent_version__agent__in=agents)
 
 
+class TrialQuerySet(models.QuerySet):
+    def for_user(self, user, action="view"):
+        """Trials of the runs the user may see (a trial is scoped by its run's agent)."""
+        return self.filter(run__in=Run.objects.for_user(user, action))
+
+
 class Run(models.Model):
     """One evaluation of one agent version against one dataset version, with repetitions.
 
@@ -165,6 +171,8 @@ class Trial(models.Model):
     effects_without_state = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TrialQuerySet.as_manager()
 
     class Meta:
         ordering = ["run", "case_version__case__key", "repetition"]
