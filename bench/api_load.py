@@ -114,12 +114,12 @@ def seed(args):
         Check.objects.create(
             dataset_version=dataset_version,
             label=label,
-            kind="contains",
-            params={"value": "refund"},
+            kind="output_type",
+            params={"type": "text"},
             threshold=1.0,
             position=i,
         )
-        for i, label in enumerate(("Mentions the refund", "Polite"))
+        for i, label in enumerate(("Shape", "Text"))
     ]
     cases = Case.objects.bulk_create(
         Case(dataset=dataset, key=f"case-{i:05}") for i in range(args.cases)
@@ -182,8 +182,8 @@ def seed(args):
                     score=1.0,
                     status="passed",
                     threshold=1.0,
-                    reason="found 'refund'",
-                    evidence={"found": True},
+                    reason="the output is text",
+                    evidence={"type": "text"},
                 )
                 for trial in trials
                 for check in checks
@@ -259,6 +259,38 @@ def query_counts(ids):
             raise SystemExit(f"{path} answered {status} before the load")
         counts[endpoint] = len(queries)
     return counts
+
+
+def group_pids(pgid):
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+                if os.getpgid(int(entry.name)) == pgid:
+                    pids.append(int(entry.name))
+    return pids
+
+
+def cpu_seconds(pids):
+    """User + system CPU time of the processes, from /proc (a process gone counts 0)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def backend_pids(database):
+    """The PostgreSQL backends serving the bench database (the workers' kept connections)."""
+    import psycopg
+
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,)
+        ).fetchall()
+    return [pid for (pid,) in rows]
 
 
 def start_server(args, port, env):
@@ -347,7 +379,7 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def report(args, results, sent, lag, counts, loads):
+def report(args, results, sent, lag, counts, loads, cpu):
     latencies = [latency * 1000 for _, latency, _ in results]
     errors = [error for _, _, error in results if error]
     print(
@@ -369,6 +401,15 @@ def report(args, results, sent, lag, counts, loads):
         f"{len(results)} requests sent in {sent:.1f} s ({rate:.1f}/s, target {args.rate}/s; "
         f"the client was at most {lag * 1000:.1f} ms late); errors: {len(errors)}"
         + (f" ({', '.join(sorted(set(errors)))})" if errors else "")
+    )
+    # CPU per request does not depend on what else the machine runs, as latency does: it says
+    # how much of the machine the load needs, whoever else is on it.
+    per_request = {name: 1000 * used / len(results) for name, used in cpu.items()}
+    print(
+        "CPU per request: "
+        + ", ".join(f"{name} {ms:.2f} ms" for name, ms in per_request.items())
+        + f"; at {args.rate:g}/s the server side needs "
+        f"{(per_request['gunicorn'] + per_request['PostgreSQL']) * args.rate / 1000:.2f} cores"
     )
     p50, p99, worst = statistics.median(latencies), percentile(latencies, 0.99), max(latencies)
     print(f"latency: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms; target p99 < 100 ms")
@@ -409,6 +450,10 @@ def main():
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
     ids = seed(args)
+    from django.db import connection
+
+    with connection.cursor() as cursor:  # as autovacuum would, soon after a bulk insert
+        cursor.execute("ANALYZE")
     print(f"seeded in {time.perf_counter() - started:.1f} s")
     counts = query_counts(ids)
     from django.db import connections
@@ -421,11 +466,24 @@ def main():
         # Warm-up, not counted: each worker imports its views and opens its connection.
         asyncio.run(load(base_url, ids, rate=50, duration=2, seed_value=1))
         before = os.getloadavg()[0]
+        processes = {
+            "gunicorn": group_pids(server.pid),
+            "PostgreSQL": backend_pids(args.database),
+        }
+
+        def cpu_now():
+            return {
+                **{name: cpu_seconds(pids) for name, pids in processes.items()},
+                "client": time.process_time(),
+            }
+
+        cpu_before = cpu_now()
         results, sent, lag = asyncio.run(load(base_url, ids, args.rate, args.duration))
+        cpu = {name: used - cpu_before[name] for name, used in cpu_now().items()}
         after = os.getloadavg()[0]
     finally:
         stop_server(server)
-    report(args, results, sent, lag, counts, (before, after))
+    report(args, results, sent, lag, counts, (before, after), cpu)
     if not args.keep_db:
         connections.close_all()
         drop_database(args.database)
