@@ -272,14 +272,21 @@ def group_pids(pgid):
 
 
 def cpu_seconds(pids):
-    """User + system CPU time of the processes, from /proc (a process gone counts 0)."""
+    """{pid: user + system CPU seconds} of the processes still there, from /proc."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    used = {}
     for pid in pids:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
+            used[pid] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return used
+
+
+def cpu_used(before, after):
+    """CPU seconds spent between two `cpu_seconds` samples: a process that appeared counts in
+    full, one that went away (a worker restarted, a connection closed) is lost and counted."""
+    spent = sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+    return spent, len(set(before) - set(after))
 
 
 def backend_pids(database):
@@ -404,12 +411,14 @@ def report(args, results, sent, lag, counts, loads, cpu):
     )
     # CPU per request does not depend on what else the machine runs, as latency does: it says
     # how much of the machine the load needs, whoever else is on it.
-    per_request = {name: 1000 * used / len(results) for name, used in cpu.items()}
+    per_request = {name: 1000 * used / len(results) for name, (used, _) in cpu.items()}
+    lost = sum(gone for _, gone in cpu.values())
     print(
         "CPU per request: "
-        + ", ".join(f"{name} {ms:.2f} ms" for name, ms in per_request.items())
-        + f"; at {args.rate:g}/s the server side needs "
+        + ", ".join(f"{name} {per_request[name]:.2f} ms" for name in ("gunicorn", "PostgreSQL"))
+        + f", client {per_request['client']:.2f} ms; at {args.rate:g}/s the server side needs "
         f"{(per_request['gunicorn'] + per_request['PostgreSQL']) * args.rate / 1000:.2f} cores"
+        + (f" ({lost} processes went away during the load: undercounted)" if lost else "")
     )
     p50, p99, worst = statistics.median(latencies), percentile(latencies, 0.99), max(latencies)
     print(f"latency: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms; target p99 < 100 ms")
@@ -466,20 +475,16 @@ def main():
         # Warm-up, not counted: each worker imports its views and opens its connection.
         asyncio.run(load(base_url, ids, rate=50, duration=2, seed_value=1))
         before = os.getloadavg()[0]
-        processes = {
-            "gunicorn": group_pids(server.pid),
-            "PostgreSQL": backend_pids(args.database),
-        }
 
-        def cpu_now():
-            return {
-                **{name: cpu_seconds(pids) for name, pids in processes.items()},
-                "client": time.process_time(),
-            }
+        def processes():
+            return {"gunicorn": group_pids(server.pid), "PostgreSQL": backend_pids(args.database)}
 
-        cpu_before = cpu_now()
+        cpu_before = {name: cpu_seconds(pids) for name, pids in processes().items()}
+        client_before = time.process_time()
         results, sent, lag = asyncio.run(load(base_url, ids, args.rate, args.duration))
-        cpu = {name: used - cpu_before[name] for name, used in cpu_now().items()}
+        cpu = {"client": (time.process_time() - client_before, 0)}
+        for name, pids in processes().items():
+            cpu[name] = cpu_used(cpu_before[name], cpu_seconds(pids))
         after = os.getloadavg()[0]
     finally:
         stop_server(server)
