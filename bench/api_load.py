@@ -42,24 +42,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-PG = "postgres://postgres@127.0.0.1:5432"
+from bench.run_throughput import PG, drop_database, group_pids, recreate_database  # noqa: E402
+
 BUILDERS, ADMINS = 4, 2
 ENDPOINTS = ["runs list", "run detail", "trials list", "trial detail", "audit list", "audit detail"]
-
-
-def recreate_database(name):
-    import psycopg
-
-    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def drop_database(name):
-    import psycopg
-
-    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def free_port():
@@ -259,16 +245,6 @@ def query_counts(ids):
             raise SystemExit(f"{path} answered {status} before the load")
         counts[endpoint] = len(queries)
     return counts
-
-
-def group_pids(pgid):
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(ProcessLookupError, FileNotFoundError):
-                if os.getpgid(int(entry.name)) == pgid:
-                    pids.append(int(entry.name))
-    return pids
 
 
 def cpu_seconds(pids):
