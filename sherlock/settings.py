@@ -411,8 +411,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Several models have a `state`: each enum gets its own name.
-    "ENUM_NAME_OVERRIDES": {"APIKeyStateEnum": "governance.choices.APIKeyState"},
+    # Several models have a `state` or a `status` with choices of their own: name each enum.
+    "ENUM_NAME_OVERRIDES": {
+        "APIKeyStateEnum": "governance.choices.APIKeyState",
+        "RunStatusEnum": "evaluations.choices.RunStatus",
+        "TrialStatusEnum": "evaluations.choices.TrialStatus",
+        "CheckStatusEnum": "evaluations.choices.CheckStatus",
+    },
 }
 
 LANGUAGE_CODE = "en-us"

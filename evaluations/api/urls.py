@@ -4,7 +4,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from evaluations.api import cases_io, checks, compare, runs, schedules
+from evaluations.api import cases_io, checks, compare, runs, schedules, trials
 
 router = DefaultRouter()
 router.register("datasets", checks.DatasetViewSet, basename="dataset")
@@ -13,6 +13,7 @@ router.register("checks", checks.CheckViewSet, basename="check")
 router.register("cases", checks.CaseViewSet, basename="case")
 router.register("check-results", checks.CheckResultLabelViewSet, basename="checkresult")
 router.register("runs", runs.RunViewSet, basename="run")
+router.register("trials", trials.TrialViewSet, basename="trial")
 router.register("schedules", schedules.ScheduleViewSet, basename="schedule")
 
 urlpatterns = [

@@ -25,6 +25,12 @@ class RunQuerySet(models.QuerySet):
         return self.filter(agent_version__agent__in=agents)
 
 
+class TrialQuerySet(models.QuerySet):
+    def for_user(self, user, action="view"):
+        """Trials of the runs the user may see (a trial is scoped by its run's agent)."""
+        return self.filter(run__in=Run.objects.for_user(user, action))
+
+
 class Run(models.Model):
     """One evaluation of one agent version against one dataset version, with repetitions.
 
@@ -90,6 +96,8 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # Lists (API and pages) show the newest runs first: read them off the index.
+        indexes = [models.Index(fields=["-created_at", "-id"], name="run_newest_first")]
         constraints = [
             models.CheckConstraint(condition=Q(repetitions__gte=1), name="run_repetitions_min_1"),
             models.CheckConstraint(
@@ -172,6 +180,8 @@ class Trial(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    objects = TrialQuerySet.as_manager()
+
     class Meta:
         ordering = ["run", "case_version__case__key", "repetition"]
         constraints = [
@@ -182,7 +192,12 @@ class Trial(models.Model):
                 condition=Q(status__in=TrialStatus.values), name="trial_status_valid"
             ),
         ]
-        indexes = [models.Index(fields=["run", "status"])]
+        indexes = [
+            models.Index(fields=["run", "status"]),
+            # The API pages a run's trials by a cursor on the id: this reads a page straight
+            # off the index instead of sorting every trial of the run for each page.
+            models.Index(fields=["run", "id"], name="trial_run_id_page"),
+        ]
 
     def __str__(self):
         return f"{self.case.key} #{self.repetition}"

@@ -9,6 +9,7 @@ from django.db.models import F, OuterRef, Prefetch, Subquery
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
 from agents.api.serializers import AgentVersionSerializer
@@ -250,6 +251,13 @@ class AuditFilter(django_filters.FilterSet):
         fields = ["actor", "action", "action_prefix", "target_type", "target_id", "since", "until"]
 
 
+class AuditCursorPagination(CursorPagination):
+    """Newest first by sequence, paged by a cursor (`next`, `previous`): the log only grows, so
+    a page costs the same at any depth and no COUNT of the whole log is made per request."""
+
+    ordering = "-sequence"
+
+
 @extend_schema_view(
     list=extend_schema(summary="The audit log, newest first (Admin)"),
     retrieve=extend_schema(summary="One audit entry by sequence (Admin)"),
@@ -259,6 +267,7 @@ class AuditEntryViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = AuditFilter
     permission_classes = [permissions.IsAuthenticated, CanReadAuditLog]
     lookup_field = "sequence"
+    pagination_class = AuditCursorPagination
     queryset = AuditEntry.objects.order_by("-sequence")
 
 

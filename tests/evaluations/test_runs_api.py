@@ -8,7 +8,7 @@ from guardian.shortcuts import assign_perm
 from evaluations.actions.start_run import StartRun
 from evaluations.models import Run
 from tests.support import factories
-from tests.support.governance import api_client
+from tests.support.governance import api_client, used_client
 
 SHAPE = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
 
@@ -128,6 +128,30 @@ def test_the_list_costs_the_same_queries_for_one_run_or_many(
     client = api_client(builder)  # a fresh request, as the permission cache is per user object
     with django_assert_num_queries(6):
         assert len(client.get("/api/v1/runs/").json()["results"]) == 5
+
+
+def test_the_detail_costs_the_same_queries_for_few_trials_or_many(
+    builder,
+    version,
+    dataset_version,
+    django_assert_num_queries,
+    django_capture_on_commit_callbacks,
+):
+    capture = django_capture_on_commit_callbacks
+    small = factories.start_run(builder, version, dataset_version, capture)
+    many = factories.dataset_version(
+        dataset_obj=factories.dataset("many"),
+        cases=[(f"c{i}", "hi", {}) for i in range(12)],
+        checks=[SHAPE],
+    )
+    large = factories.start_run(builder, version, many, capture, reps=3)
+    assert (small.trials.count(), large.trials.count()) == (2, 36)
+    api_client(builder).get(f"/api/v1/runs/{small.pk}/")  # the process's content-type cache
+    # key + user, the user's and groups' permissions (guardian), the run
+    for run in (small, large):
+        client = used_client(builder)
+        with django_assert_num_queries(4):
+            assert client.get(f"/api/v1/runs/{run.pk}/").json()["id"] == run.pk
 
 
 def test_builder_cancels_a_run_through_the_api(

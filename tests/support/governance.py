@@ -98,6 +98,12 @@ def api_client(user):
     return key_client(api_key(user)[1])
 
 
+def used_client(user):
+    """`api_client`, with a key used a moment ago: its last use is not written again within the
+    minute, so a test counting a request's queries sees what every later request costs."""
+    return key_client(api_key(user, last_used_at=timezone.now())[1])
+
+
 def grant_on(user, role, obj):
     """Give `user` the verbs of `role` on `obj` only (what GrantRole does, without its audit)."""
     for codename in OBJECT_PERMS[role][obj._meta.model_name]:
