@@ -16,7 +16,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -30,7 +29,13 @@ from evaluations.cases_io import (
 )
 from evaluations.dataset_diff import diff_versions
 from evaluations.models import Dataset
-from sherlock.core.api import ErrorSerializer, refusals
+from sherlock.core.api import (
+    ErrorItemSerializer,
+    ErrorSerializer,
+    JSONParser,
+    MultiPartParser,
+    refusals,
+)
 from sherlock.core.errors import ActionInvalid
 
 
@@ -78,7 +83,7 @@ class ImportResultSerializer(serializers.Serializer):
     errors = serializers.ListField(child=serializers.JSONField(), help_text="dry run only")
 
 
-class RowErrorSerializer(ErrorSerializer):
+class RowErrorSerializer(ErrorItemSerializer):
     line = serializers.IntegerField(help_text="the line (JSONL), row (CSV) or item (JSON)")
 
 
@@ -161,7 +166,7 @@ DRY_RUN = OpenApiParameter("dry_run", bool, description="answer the preview; wri
 
 
 class CasesImportView(APIView):
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, JSONParser]
 
     @extend_schema(
         operation_id="datasets_draft_import",
