@@ -76,7 +76,11 @@ def test_an_unknown_tool_name_is_refused_naming_it(persona, agent, tools):
     response = client.post(
         "/api/v1/versions/", body(tools=["kb.search", "kb.search"]), format="json"
     )
-    assert response.json() == {"tools": ["'kb.search' is listed twice"]}
+    assert response.json() == {
+        "detail": "tools: 'kb.search' is listed twice",
+        "code": "invalid",
+        "field": "tools",
+    }
     assert not AgentVersion.objects.exists()
 
 
