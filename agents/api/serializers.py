@@ -9,8 +9,8 @@ from agents.models import Agent, AgentVersion, Tool
 
 
 class AgentSerializer(serializers.ModelSerializer):
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    live_version = serializers.PrimaryKeyRelatedField(read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    live_version = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
 
     class Meta:
         model = Agent
@@ -26,7 +26,9 @@ class AgentInputSerializer(serializers.Serializer):
 
 class AgentVersionSerializer(serializers.ModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     is_live = serializers.SerializerMethodField()
     tools = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
     denied_tools = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)

@@ -11,6 +11,8 @@
 The dataset comes from `Dataset.objects.for_user`: one the user may not see is a 404.
 """
 
+from collections.abc import Mapping
+
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -84,11 +86,16 @@ class ImportResultSerializer(serializers.Serializer):
 
 
 class RowErrorSerializer(ErrorItemSerializer):
+    """One bad row of an import: the error shape plus the row's `line`."""
+
     line = serializers.IntegerField(help_text="the line (JSONL), row (CSV) or item (JSON)")
 
 
 class ImportErrorsSerializer(ErrorSerializer):
-    errors = RowErrorSerializer(many=True)
+    """A refused import: the error shape, with every bad row under `errors` when rows were
+    read (a request without cases has no rows)."""
+
+    errors = RowErrorSerializer(many=True, required=False)
 
 
 class ChangesSerializer(serializers.Serializer):
@@ -187,16 +194,17 @@ class CasesImportView(APIView):
     @answers_404
     def post(self, request, slug):
         dataset = visible_dataset(request, slug)
-        form_flag = "" if isinstance(request.data, list) else request.data.get("dry_run", "")
+        data = request.data
+        form_flag = data.get("dry_run", "") if isinstance(data, Mapping) else ""
         dry_run = flag(request.query_params.get("dry_run", form_flag))
-        if isinstance(request.data, list):
-            source = {"cases": request.data}
+        if isinstance(data, list):
+            source = {"cases": data}
         elif "file" in request.FILES:
             upload = request.FILES["file"]
             source = {
                 "text": upload.read(),
                 "filename": upload.name,
-                "fmt": request.data.get("format") or None,
+                "fmt": data.get("format") or None,
             }
         else:
             raise ActionInvalid(
@@ -250,16 +258,18 @@ class CasesExportView(APIView):
         return response
 
 
+VERSION_NUMBER_MAX = 2**31 - 1  # the column's range on PostgreSQL; SQLite overflows at 2**63
+
+
 def _number(request, name, required=True):
     raw = request.query_params.get(name)
     if raw in (None, ""):
         if required:
             raise ActionInvalid(f"{name}: a version number is needed", field=name)
         return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ActionInvalid(f"{name}: must be a version number", field=name) from None
+    if not raw.isdigit() or not 1 <= int(raw) <= VERSION_NUMBER_MAX:
+        raise ActionInvalid(f"{name}: must be a version number", field=name)
+    return int(raw)
 
 
 class DatasetDiffView(APIView):

@@ -36,7 +36,7 @@ from sherlock.core.errors import ActionInvalid
 
 
 class DatasetSerializer(serializers.ModelSerializer):
-    owner = serializers.StringRelatedField()
+    owner = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = Dataset
@@ -48,7 +48,7 @@ class DatasetSerializer(serializers.ModelSerializer):
 
 class DatasetVersionSerializer(serializers.ModelSerializer):
     dataset = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    frozen_by = serializers.StringRelatedField()
+    frozen_by = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = DatasetVersion

@@ -94,7 +94,7 @@ class RunSerializer(serializers.ModelSerializer):
     dataset_version_number = serializers.IntegerField(
         source="dataset_version.number", read_only=True
     )
-    requested_by = serializers.StringRelatedField()
+    requested_by = serializers.StringRelatedField(allow_null=True)
     progress = ProgressSerializer(source="*", read_only=True)
     spend = SpendSerializer(source="*", read_only=True)
     warnings = serializers.SerializerMethodField(

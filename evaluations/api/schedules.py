@@ -33,7 +33,7 @@ class ScheduleSerializer(serializers.ModelSerializer):
     )
     cron = serializers.CharField(required=False, allow_blank=True, default="")
     interval_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
-    created_by = serializers.StringRelatedField(read_only=True)
+    created_by = serializers.StringRelatedField(read_only=True, allow_null=True)
     next_run = serializers.DateTimeField(read_only=True, allow_null=True)
     estimate = serializers.SerializerMethodField(
         help_text="One run and a month of runs (30 days), with the versions resolved now."

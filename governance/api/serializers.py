@@ -38,8 +38,12 @@ class RunRefSerializer(serializers.Serializer):
 
 
 class BypassSerializer(serializers.ModelSerializer):
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    requested_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    approved_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Bypass
@@ -62,8 +66,12 @@ class BypassSerializer(serializers.ModelSerializer):
 class PublishRequestSerializer(serializers.ModelSerializer):
     agent = serializers.SerializerMethodField()
     version_number = serializers.IntegerField(source="agent_version.number", read_only=True)
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    published_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    requested_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    published_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     policy = PolicyRefSerializer(read_only=True)
     runs = RunRefSerializer(many=True, read_only=True)
     bypasses = BypassSerializer(many=True, read_only=True)

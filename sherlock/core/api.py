@@ -287,8 +287,8 @@ ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 def document_errors(result, generator, request, public):
     """drf-spectacular postprocessing hook: every operation documents the error answers it may
-    give, in the `Error` shape: 401, 403 and 429 always, 404 when its path names an object,
-    400 when it takes a body or query parameters, 413 and 415 when it takes a body. An
+    give, in the `Error` shape: 401, 403 and 429 always, 404 when its path names an object
+    or it has pages, 409 when it changes something, 400 when it takes a body or query parameters, 413 and 415 when it takes a body. An
     operation's own description of a status is kept."""
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
@@ -296,8 +296,11 @@ def document_errors(result, generator, request, public):
                 continue
             parameters = operation.get("parameters", [])
             statuses = [401, 403, 429]
-            if any(p.get("in") == "path" for p in parameters):
+            # A page past the last is a 404 too (DRF's pagination).
+            if any(p.get("in") == "path" or p.get("name") == "page" for p in parameters):
                 statuses.append(404)
+            if method != "get":
+                statuses.append(409)
             if "requestBody" in operation or any(p.get("in") == "query" for p in parameters):
                 statuses.append(400)
             if "requestBody" in operation:

@@ -75,10 +75,15 @@ def finish_gate_runs(request, passed=True):
     return request
 
 
+def auth_header(user):
+    """The `Authorization` header an API caller acting as `user` sends."""
+    return f"Token {Token.objects.get_or_create(user=user)[0].key}"
+
+
 def api_client(user):
     """A DRF client authenticated with `user`'s token, as an API caller would be."""
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    client.credentials(HTTP_AUTHORIZATION=auth_header(user))
     return client
 
 
