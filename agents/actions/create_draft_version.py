@@ -11,11 +11,15 @@ from agents.models import Agent, AgentVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.limits import CONFIG_MAX_BYTES, NOTE_MAX
 from sherlock.core.permissions import user_can
 
 
 class CreateDraftVersion(Action):
     """Create the next-numbered draft of `agent` with a validated adapter config."""
+
+    text_limits = {"notes": NOTE_MAX}
+    document_limits = {"config": CONFIG_MAX_BYTES}
 
     def __init__(self, *, acting_user, agent, adapter, config, notes="", tools=(), denied_tools=()):
         super().__init__(acting_user=acting_user)

@@ -6,6 +6,20 @@ from rest_framework import serializers
 
 from agents.choices import Adapter
 from agents.models import Agent, AgentVersion, Tool
+from sherlock.core.api import RefuseUnknownFields
+from sherlock.core.limits import (
+    CONFIG_MAX_BYTES,
+    DESCRIPTION_MAX,
+    JSON_MAX_DEPTH,
+    NAME_MAX,
+    NOTE_MAX,
+    SLUG_MAX,
+)
+
+CONFIG_HELP = (
+    f"The adapter's config (docs/adapters.md): at most {CONFIG_MAX_BYTES} bytes of JSON, "
+    f"{JSON_MAX_DEPTH} levels deep."
+)
 
 
 class AgentSerializer(serializers.ModelSerializer):
@@ -18,10 +32,12 @@ class AgentSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class AgentInputSerializer(serializers.Serializer):
-    slug = serializers.SlugField(max_length=100)
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+class AgentInputSerializer(RefuseUnknownFields, serializers.Serializer):
+    slug = serializers.SlugField(max_length=SLUG_MAX)
+    name = serializers.CharField(max_length=NAME_MAX)
+    description = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=DESCRIPTION_MAX
+    )
 
 
 class AgentVersionSerializer(serializers.ModelSerializer):
@@ -78,7 +94,7 @@ def tool_names_field(help_text):
     )
 
 
-class ToolPolicyFields(serializers.Serializer):
+class ToolPolicyFields(RefuseUnknownFields, serializers.Serializer):
     tools = tool_names_field("Tools offered to the agent, by name.")
     denied_tools = tool_names_field("High-impact tools this version's policy refuses, by name.")
 
@@ -94,12 +110,12 @@ class ToolPolicyFields(serializers.Serializer):
 class AgentVersionInputSerializer(ToolPolicyFields):
     agent = VisibleAgentField(slug_field="slug")
     adapter = serializers.ChoiceField(choices=Adapter.choices)
-    config = serializers.JSONField()
-    notes = serializers.CharField(required=False, allow_blank=True, default="")
+    config = serializers.JSONField(help_text=CONFIG_HELP)
+    notes = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)
 
 
 class AgentVersionUpdateSerializer(ToolPolicyFields):
     """What `PATCH` may change on a draft; fields left out stay as they are."""
 
-    config = serializers.JSONField(required=False)
-    notes = serializers.CharField(required=False, allow_blank=True)
+    config = serializers.JSONField(required=False, help_text=CONFIG_HELP)
+    notes = serializers.CharField(required=False, allow_blank=True, max_length=NOTE_MAX)

@@ -8,12 +8,15 @@ from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
+from sherlock.core.limits import NOTE_MAX
 from sherlock.core.permissions import user_can
 
 
 class CreateDraftDatasetVersion(Action):
     """A dataset has at most one draft. The new draft copies the newest frozen version's cases
     (content and overrides) and checks, so an Editor changes only what differs."""
+
+    text_limits = {"note": NOTE_MAX}
 
     def __init__(self, *, acting_user, dataset, note=""):
         super().__init__(acting_user=acting_user)

@@ -28,6 +28,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, Run
+from sherlock.core.api import RefuseUnknownFields
 
 _ERROR = OpenApiResponse(description='`{"detail", "code"}` (and `field` for a 400)')
 
@@ -131,7 +132,7 @@ class RunSerializer(serializers.ModelSerializer):
         return list((run.estimate or {}).get("warnings") or [])
 
 
-class StartRunSerializer(serializers.Serializer):
+class StartRunSerializer(RefuseUnknownFields, serializers.Serializer):
     """What `POST /runs/` takes. Versions the user may not see do not exist, for them."""
 
     agent_version = serializers.PrimaryKeyRelatedField(queryset=AgentVersion.objects.none())

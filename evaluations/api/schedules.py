@@ -19,10 +19,10 @@ from evaluations.actions.pause_schedule import PauseSchedule
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.schedules import estimate_schedule
-from sherlock.core.api import refusals
+from sherlock.core.api import RefuseUnknownFields, refusals
 
 
-class ScheduleSerializer(serializers.ModelSerializer):
+class ScheduleSerializer(RefuseUnknownFields, serializers.ModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="slug", queryset=Agent.objects.none())
     dataset = serializers.SlugRelatedField(slug_field="slug", queryset=Dataset.objects.none())
     agent_version = serializers.PrimaryKeyRelatedField(

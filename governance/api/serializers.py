@@ -6,19 +6,24 @@ from rest_framework import serializers
 
 from governance.audit_export import FIELDS as AUDIT_FIELDS
 from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
+from sherlock.core.api import RefuseUnknownFields
+from sherlock.core.limits import REASON_MAX
 
 
-class ReasonInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+class ReasonInputSerializer(RefuseUnknownFields, serializers.Serializer):
+    reason = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=REASON_MAX
+    )
 
 
-class BypassInputSerializer(serializers.Serializer):
+class BypassInputSerializer(RefuseUnknownFields, serializers.Serializer):
     # Not `required`: a missing or thin reason is refused by the action itself, so the refusal
     # is audited like any other (governance.bypass.refused) and answered 400.
     reason = serializers.CharField(
         required=False,
         allow_blank=True,
         default="",
+        max_length=REASON_MAX,
         help_text="Why the gate must be bypassed: at least 30 characters of real explanation.",
     )
 

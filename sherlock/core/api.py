@@ -288,8 +288,8 @@ ERROR_REF = {"$ref": "#/components/schemas/Error"}
 def document_errors(result, generator, request, public):
     """drf-spectacular postprocessing hook: every operation documents the error answers it may
     give, in the `Error` shape: 401, 403 and 429 always, 404 when its path names an object
-    or it has pages, 409 when it changes something, 400 when it takes a body or query parameters, 413 and 415 when it takes a body. An
-    operation's own description of a status is kept."""
+    or it has pages, 409 when it changes something, 400 when it takes a body or query
+    parameters, 413 and 415 when it takes a body. An operation's own description is kept."""
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
             if method not in ("get", "post", "put", "patch", "delete"):

@@ -16,6 +16,7 @@ import json
 from sherlock.core.errors import ActionInvalid
 
 # Free text, in characters.
+SLUG_MAX = 100  # agent and dataset slugs (the model's own max_length)
 NAME_MAX = 200  # agent, dataset, policy names (the model's own max_length)
 REASON_MAX = 2_000  # bypass, publish, retire, rollback and approval reasons
 NOTE_MAX = 10_000  # version notes, dataset version notes, hand-label notes

@@ -11,14 +11,15 @@ connection of the open transaction.
 
 import contextlib
 import os
+
 from django.core import signals
 from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from agents.models import Tool
-from evaluations.choices import CheckStatus, RunStatus
 from evaluations.actions.create_schedule import CreateSchedule
+from evaluations.choices import CheckStatus, RunStatus
 from evaluations.models import CheckResult, DatasetVersion, Run, Trial
 from governance.actions.request_bypass import RequestBypass
 from governance.actions.request_publication import RequestPublication
