@@ -7,10 +7,12 @@ import os
 
 import pytest
 
-from tests.support.api_fuzz import SCHEMA_PATH, fuzz, seed_every_kind, wsgi_in_test_transaction
+from tests.support.api_world import seed_every_kind
 from tests.support.governance import auth_header
 
-schemathesis = pytest.importorskip("schemathesis")
+schemathesis = pytest.importorskip("schemathesis")  # requirements-dev.txt; `make test` has it
+
+from tests.support.api_fuzz import SCHEMA_PATH, fuzz, wsgi_in_test_transaction  # noqa: E402
 
 # Per operation and persona: the whole schema in under a minute per persona on 2 cores.
 # SHERLOCK_FUZZ_EXAMPLES=200 (and SHERLOCK_FUZZ_SEED) digs deeper, by hand.

@@ -39,6 +39,7 @@ from sherlock.core.api import (
     refusals,
 )
 from sherlock.core.errors import ActionInvalid
+from sherlock.core.limits import excerpt
 
 
 class UploadSerializer(serializers.Serializer):
@@ -148,7 +149,7 @@ def not_found(detail):
 def visible_dataset(request, slug):
     dataset = Dataset.objects.for_user(request.user).filter(slug=slug).first()
     if dataset is None:
-        raise NotVisible(f"No dataset {slug!r} (or you may not see it).")
+        raise NotVisible(f"No dataset {excerpt(slug)} (or you may not see it).")
     return dataset
 
 
@@ -251,7 +252,9 @@ class CasesExportView(APIView):
         number = _number(request, "version", required=False)
         version = version_to_export(dataset, number)
         if version is None:
-            return not_found(f"No version {number} of {slug!r}." if number else "No version yet.")
+            return not_found(
+                f"No version {number} of {excerpt(slug)}." if number else "No version yet."
+            )
         response = HttpResponse(export_cases(version, fmt), content_type=MEDIA_TYPES[fmt])
         name = f"{dataset.slug}-v{version.number}.{fmt}"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
