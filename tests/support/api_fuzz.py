@@ -55,7 +55,7 @@ def fuzz(operation, headers, seeded, checks, max_examples):
         strategies += [
             operation.as_strategy(generation_mode=mode, path_parameters=real) for mode in modes
         ]
-    failures = []
+    failures, statuses = [], {}
 
     @given(case=st.one_of(strategies))
     @settings(
@@ -68,6 +68,7 @@ def fuzz(operation, headers, seeded, checks, max_examples):
     )
     def run(case):
         response = case.call(headers=headers)
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
         try:
             case.validate_response(response, checks=checks, headers=headers)
         except FailureGroup as exc:  # keep its report and go on: every operation is tried
@@ -77,4 +78,6 @@ def fuzz(operation, headers, seeded, checks, max_examples):
     if "SHERLOCK_FUZZ_SEED" in os.environ:
         run = seed(int(os.environ["SHERLOCK_FUZZ_SEED"]))(run)
     run()
+    if os.environ.get("SHERLOCK_FUZZ_STATS"):
+        print(operation.label, dict(sorted(statuses.items())))  # noqa: T201 - asked for
     return failures
