@@ -56,6 +56,8 @@ BAD_BODIES = [
     ('{"a": ' * 2_000 + "1" + "}" * 2_000, 400, "too_deep"),
     ("{", 400, "parse_error"),
     ("NaN", 400, "parse_error"),
+    ('{"reason": 1e400}', 400, "parse_error"),  # inf: neither JSON nor storable
+    ('{"reason": "a\\u0000b"}', 400, "parse_error"),  # PostgreSQL stores no NUL
     ("[1, 2, 3]", 400, None),
     ('"text"', 400, None),
     ("42", 400, None),
@@ -130,6 +132,8 @@ def test_a_100000_character_query_value_is_not_echoed(world, client):
     for url in (
         f"/api/v1/datasets/gate-basics/diff/?a={LONG_SLUG}&b=1",
         f"/api/v1/runs/compare/?a={LONG_SLUG}&b=1",
+        "/api/v1/runs/compare/?a=\u00b2&b=1",  # a digit to str.isdigit, not to int()
+        "/api/v1/datasets/gate-basics/diff/?a=\u00b2&b=1",
         f"/api/v1/datasets/gate-basics/export/?format={LONG_SLUG}",
         f"/api/v1/versions/?state={LONG_SLUG}",
     ):

@@ -270,7 +270,7 @@ def _number(request, name, required=True):
         if required:
             raise ActionInvalid(f"{name}: a version number is needed", field=name)
         return None
-    if not raw.isdigit() or not 1 <= int(raw) <= VERSION_NUMBER_MAX:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= VERSION_NUMBER_MAX:
         raise ActionInvalid(f"{name}: must be a version number", field=name)
     return int(raw)
 

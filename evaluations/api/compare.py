@@ -73,7 +73,7 @@ def _run_id(request, name):
     raw = request.query_params.get(name)
     if raw in (None, ""):
         raise ActionInvalid(f"query parameter '{name}' is required (a run id)", field=name)
-    if not raw.isdigit() or int(raw) < 1:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
         raise ActionInvalid(
             f"query parameter '{name}' must be a run id, not {excerpt(raw)}", field=name
         )

@@ -13,6 +13,7 @@ one shape (`ErrorSerializer`), documented on every operation of the OpenAPI sche
 
 import json
 import logging
+import math
 from collections.abc import Mapping
 
 from django.conf import settings
@@ -28,7 +29,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionError, ActionInvalid
-from sherlock.core.limits import JSON_MAX_DEPTH, json_depth
+from sherlock.core.limits import JSON_MAX_DEPTH, excerpt, has_nul, json_depth
 
 logger = logging.getLogger("sherlock.api")
 
@@ -120,15 +121,24 @@ def loads_bounded(raw, *, strict=True):
     def constant(name):
         raise ValueError(f"{name} is not valid JSON")
 
+    def finite(text):  # 1e400 would be inf: not JSON once written back, nor storable
+        number = float(text)
+        if not math.isfinite(number):
+            raise ValueError(f"number out of range: {excerpt(text)}")
+        return number
+
+    hooks = {"parse_constant": constant, "parse_float": finite} if strict else {}
     try:
         text = raw.decode() if isinstance(raw, bytes) else raw
-        value = json.loads(text, **({"parse_constant": constant} if strict else {}))
+        value = json.loads(text, **hooks)
     except RecursionError:
         raise TooDeep() from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise exceptions.ParseError(excerpt_text(f"JSON parse error - {exc}")) from None
     if json_depth(value) > JSON_MAX_DEPTH:
         raise TooDeep()
+    if has_nul(value):
+        raise exceptions.ParseError("JSON strings may not contain NUL (\\u0000) characters.")
     return value
 
 
