@@ -136,6 +136,7 @@ def test_a_100000_character_query_value_is_not_echoed(world, client):
         "/api/v1/datasets/gate-basics/diff/?a=\u00b2&b=1",
         f"/api/v1/datasets/gate-basics/export/?format={LONG_SLUG}",
         f"/api/v1/versions/?state={LONG_SLUG}",
+        f"/api/v1/audit/?since={LONG_SLUG}",
     ):
         assert_error_shape(client.get(url), 400)
 
@@ -243,3 +244,11 @@ def test_depth_is_measured_without_recursion():
     assert json_depth(deep) == 10_001
     assert json_depth({"a": [1, {"b": 2}]}) == 3
     assert json_depth("text") == 0 and JSON_MAX_DEPTH < 100
+
+
+def test_a_long_value_quoted_by_a_refusal_is_cut_to_an_excerpt(world, client):
+    body = {"agent": "support-bot", "adapter": "python", "config": {"callable": "x"}}
+    one = client.post("/api/v1/versions/", {**body, "tools": ["t" * 100_000]})
+    assert "100000 characters" in assert_error_shape(one, 400)["detail"]
+    many = client.post("/api/v1/versions/", {**body, "adapter": "z" * 100_000, "slug": "y"})
+    assert_error_shape(many, 400)

@@ -14,6 +14,7 @@ from sherlock.core.limits import (
     NAME_MAX,
     NOTE_MAX,
     SLUG_MAX,
+    excerpt,
 )
 
 CONFIG_HELP = (
@@ -81,16 +82,25 @@ class VisibleAgentField(serializers.SlugRelatedField):
         return Agent.objects.for_user(self.context["request"].user, "view")
 
 
+class ToolNameField(serializers.SlugRelatedField):
+    """A tool named by `Tool.name`; a refusal quotes the name given as an excerpt."""
+
+    def fail(self, key, **kwargs):
+        if "value" in kwargs:
+            kwargs["value"] = excerpt(kwargs["value"])
+        super().fail(key, **kwargs)
+
+
 def tool_names_field(help_text):
     """Tools named by `Tool.name`; an unknown name is refused naming it (a typo would otherwise
     leave a tool unoffered, or a high-impact tool undenied)."""
-    return serializers.SlugRelatedField(
+    return ToolNameField(
         slug_field="name",
         queryset=Tool.objects.all(),
         many=True,
         required=False,
         help_text=help_text,
-        error_messages={"does_not_exist": "no tool named {value!r}"},
+        error_messages={"does_not_exist": "no tool named {value}"},
     )
 
 
@@ -103,7 +113,7 @@ class ToolPolicyFields(RefuseUnknownFields, serializers.Serializer):
             names = [tool.name for tool in attrs.get(name, ())]
             repeated = sorted({n for n in names if names.count(n) > 1})
             if repeated:
-                raise serializers.ValidationError({name: f"{repeated[0]!r} is listed twice"})
+                raise serializers.ValidationError({name: f"{excerpt(repeated[0])} is listed twice"})
         return attrs
 
 

@@ -10,6 +10,8 @@ from abc import ABC, abstractmethod
 
 from django.db import transaction
 
+from sherlock.core.limits import check_document, check_text
+
 
 class Action(ABC):
     # Input bounds (sherlock.core.limits), checked first by execute(), before check() reads
@@ -23,8 +25,6 @@ class Action(ABC):
     def check_limits(self):
         """ActionInvalid (`too_long`, `too_large`, `too_deep`) naming the first attribute
         beyond its bound: a 1 MB reason is refused before it reaches the audit log."""
-        from sherlock.core.limits import check_document, check_text
-
         for name, maximum in self.text_limits.items():
             check_text(name, getattr(self, name, None), maximum)
         for name, maximum in self.document_limits.items():

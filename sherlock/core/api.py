@@ -33,9 +33,12 @@ from sherlock.core.limits import JSON_MAX_DEPTH, excerpt, has_nul, json_depth
 
 logger = logging.getLogger("sherlock.api")
 
-DETAIL_MAX = 500  # characters of one error message: the last guard against echoing input
-FIELD_MAX = 100  # characters of a field path (the keys of a caller's JSON are input too)
-ERRORS_MAX = 50  # field errors listed in one answer
+# The last guard against echoing input, for messages that quote it whole (DRF's own "\"x\" is
+# not a valid choice."): at most this many characters per message, per field path (the keys
+# of a caller's JSON are input too) and errors per answer.
+DETAIL_MAX = 300
+FIELD_MAX = 100
+ERRORS_MAX = 20
 
 
 class ErrorItemSerializer(serializers.Serializer):
@@ -52,7 +55,8 @@ class ErrorSerializer(ErrorItemSerializer):
     405, 406, 409, 413, 415, 429): `{"detail", "code", "field"?}`. When several fields fail,
     the top level is the first error (its `detail` prefixed with its field and saying how many
     more) and `errors` lists them all, each in the same `{"detail", "code", "field"?}` shape,
-    at most 50. Messages quote the caller's input only as a short excerpt."""
+    at most 20. Messages quote the caller's input only as a short excerpt (a message is at
+    most 300 characters)."""
 
     errors = ErrorItemSerializer(
         many=True, required=False, help_text="Every error, when more than one field failed."
