@@ -252,3 +252,18 @@ def test_a_long_value_quoted_by_a_refusal_is_cut_to_an_excerpt(world, client):
     assert "100000 characters" in assert_error_shape(one, 400)["detail"]
     many = client.post("/api/v1/versions/", {**body, "adapter": "z" * 100_000, "slug": "y"})
     assert_error_shape(many, 400)
+
+
+def test_an_upload_over_the_limit_answers_413_and_imports_nothing(world, client, settings):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.SHERLOCK_API_MAX_BODY_BYTES = 4_096
+    before = rows()
+    upload = SimpleUploadedFile(
+        "cases.jsonl", b'{"key": "big", "input": "' + b"x" * 8_000 + b'"}\n'
+    )
+    response = client.post(
+        "/api/v1/datasets/gate-basics/draft/import/", {"file": upload}, format="multipart"
+    )
+    assert assert_error_shape(response, 413)["code"] == "too_large"
+    assert rows() == before
