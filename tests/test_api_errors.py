@@ -267,3 +267,20 @@ def test_an_upload_over_the_limit_answers_413_and_imports_nothing(world, client,
     )
     assert assert_error_shape(response, 413)["code"] == "too_large"
     assert rows() == before
+
+
+def test_a_valid_cron_longer_than_its_column_is_refused_naming_it(world, admin_user):
+    from agents.models import Agent
+    from evaluations.actions.create_schedule import CreateSchedule
+    from evaluations.models import Dataset
+
+    cron = ",".join(str(m) for m in range(60)) + " * * * *"  # valid, 174 characters
+    with pytest.raises(ActionInvalid) as refused:
+        CreateSchedule(
+            acting_user=admin_user,
+            agent=Agent.objects.get(slug="support-bot"),
+            dataset=Dataset.objects.get(slug="gate-basics"),
+            repetitions=1,
+            cron=cron,
+        ).execute()
+    assert (refused.value.field, refused.value.code) == ("cron", "too_long")

@@ -31,7 +31,7 @@ class ScheduleSerializer(RefuseUnknownFields, serializers.ModelSerializer):
     dataset_version = serializers.PrimaryKeyRelatedField(
         queryset=DatasetVersion.objects.none(), allow_null=True, required=False
     )
-    cron = serializers.CharField(required=False, allow_blank=True, default="")
+    cron = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
     interval_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
     created_by = serializers.StringRelatedField(read_only=True, allow_null=True)
     next_run = serializers.DateTimeField(read_only=True, allow_null=True)
