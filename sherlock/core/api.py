@@ -244,9 +244,7 @@ def as_api_exception(exc):
         return exceptions.ValidationError(str(exc), code="too_many_fields")
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
-            return exceptions.ValidationError(
-                {k: v for k, v in exc.message_dict.items()}, code="invalid"
-            )
+            return exceptions.ValidationError(exc.message_dict, code="invalid")
         return exceptions.ValidationError(exc.messages, code="invalid")
     if isinstance(exc, RecursionError):
         # Parsers refuse deep JSON first; this is the guard for a path that did not parse it.
