@@ -389,7 +389,14 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": env_str("SHERLOCK_API_RATE", "2000/min")},
     "EXCEPTION_HANDLER": "sherlock.core.api.exception_handler",
+    # The API reads JSON only (the case import also takes a file upload): bounded in size and
+    # nesting before it is parsed (sherlock.core.api.JSONParser).
+    "DEFAULT_PARSER_CLASSES": ["sherlock.core.api.JSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
+# The largest request body the API reads, JSON or a file upload: larger answers 413 before
+# anything is parsed. Text fields have their own, smaller limits (sherlock/core/limits.py).
+SHERLOCK_API_MAX_BODY_BYTES = env_int("SHERLOCK_API_MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1024)
 
 # API keys (docs/governance.md "API keys"): a key lives SHERLOCK_API_KEY_DAYS days unless its
 # issuer asks for fewer or more, and never longer than SHERLOCK_API_KEY_MAX_DAYS.
@@ -418,6 +425,11 @@ SPECTACULAR_SETTINGS = {
         "TrialStatusEnum": "evaluations.choices.TrialStatus",
         "CheckStatusEnum": "evaluations.choices.CheckStatus",
     },
+    # Every operation documents its error answers in the one error shape.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "sherlock.core.api.document_errors",
+    ],
 }
 
 LANGUAGE_CODE = "en-us"

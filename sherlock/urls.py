@@ -12,3 +12,7 @@ urlpatterns = [
     path("governance/", include("governance.urls")),
     path("", include("evaluations.urls")),
 ]
+
+# Unrouted /api/ paths answer in the API's error shape, not Django's HTML page.
+handler404 = "sherlock.core.api.not_found"
+handler500 = "sherlock.core.api.server_error"

@@ -11,6 +11,7 @@ from agents.models import Agent, AgentVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.limits import CONFIG_MAX_BYTES, NOTE_MAX
 from sherlock.core.permissions import user_can
 
 
@@ -18,6 +19,8 @@ class CreateDraftVersion(Action):
     """Create the next-numbered draft of `agent` with a validated adapter config."""
 
     noun = "version"  # refusals: agents.version.refused, as its entry is agents.version.create
+    text_limits = {"notes": NOTE_MAX}
+    document_limits = {"config": CONFIG_MAX_BYTES}
 
     def __init__(self, *, acting_user, agent, adapter, config, notes="", tools=(), denied_tools=()):
         super().__init__(acting_user=acting_user)

@@ -11,6 +11,7 @@ from agents.adapters import validate_config
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.limits import CONFIG_MAX_BYTES, NOTE_MAX, check_document, check_text
 from sherlock.core.permissions import user_can
 
 _UNSET = object()
@@ -47,6 +48,12 @@ class UpdateDraftVersion(Action):
             )
             if value is not _UNSET
         }
+
+    def check_limits(self):
+        if "notes" in self.changes:
+            check_text("notes", self.changes["notes"], NOTE_MAX)
+        if "config" in self.changes:
+            check_document("config", self.changes["config"], CONFIG_MAX_BYTES)
 
     def _governed_changes(self):
         current = {

@@ -6,12 +6,27 @@ from rest_framework import serializers
 
 from agents.choices import Adapter
 from agents.models import Agent, AgentVersion, Tool
+from sherlock.core.api import RefuseUnknownFields
 from sherlock.core.hidden import VisibleSlugRelatedField
+from sherlock.core.limits import (
+    CONFIG_MAX_BYTES,
+    DESCRIPTION_MAX,
+    JSON_MAX_DEPTH,
+    NAME_MAX,
+    NOTE_MAX,
+    SLUG_MAX,
+    excerpt,
+)
+
+CONFIG_HELP = (
+    f"The adapter's config (docs/adapters.md): at most {CONFIG_MAX_BYTES} bytes of JSON, "
+    f"{JSON_MAX_DEPTH} levels deep."
+)
 
 
 class AgentSerializer(serializers.ModelSerializer):
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    live_version = serializers.PrimaryKeyRelatedField(read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    live_version = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
 
     class Meta:
         model = Agent
@@ -19,15 +34,19 @@ class AgentSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class AgentInputSerializer(serializers.Serializer):
-    slug = serializers.SlugField(max_length=100)
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+class AgentInputSerializer(RefuseUnknownFields, serializers.Serializer):
+    slug = serializers.SlugField(max_length=SLUG_MAX)
+    name = serializers.CharField(max_length=NAME_MAX)
+    description = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=DESCRIPTION_MAX
+    )
 
 
 class AgentVersionSerializer(serializers.ModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     is_live = serializers.SerializerMethodField()
     tools = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
     denied_tools = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
@@ -65,20 +84,29 @@ class VisibleAgentField(VisibleSlugRelatedField):
         return Agent.objects.for_user(self.context["request"].user, "view")
 
 
+class ToolNameField(serializers.SlugRelatedField):
+    """A tool named by `Tool.name`; a refusal quotes the name given as an excerpt."""
+
+    def fail(self, key, **kwargs):
+        if "value" in kwargs:
+            kwargs["value"] = excerpt(kwargs["value"])
+        super().fail(key, **kwargs)
+
+
 def tool_names_field(help_text):
     """Tools named by `Tool.name`; an unknown name is refused naming it (a typo would otherwise
     leave a tool unoffered, or a high-impact tool undenied)."""
-    return serializers.SlugRelatedField(
+    return ToolNameField(
         slug_field="name",
         queryset=Tool.objects.all(),
         many=True,
         required=False,
         help_text=help_text,
-        error_messages={"does_not_exist": "no tool named {value!r}"},
+        error_messages={"does_not_exist": "no tool named {value}"},
     )
 
 
-class ToolPolicyFields(serializers.Serializer):
+class ToolPolicyFields(RefuseUnknownFields, serializers.Serializer):
     tools = tool_names_field("Tools offered to the agent, by name.")
     denied_tools = tool_names_field("High-impact tools this version's policy refuses, by name.")
 
@@ -87,19 +115,19 @@ class ToolPolicyFields(serializers.Serializer):
             names = [tool.name for tool in attrs.get(name, ())]
             repeated = sorted({n for n in names if names.count(n) > 1})
             if repeated:
-                raise serializers.ValidationError({name: f"{repeated[0]!r} is listed twice"})
+                raise serializers.ValidationError({name: f"{excerpt(repeated[0])} is listed twice"})
         return attrs
 
 
 class AgentVersionInputSerializer(ToolPolicyFields):
     agent = VisibleAgentField(slug_field="slug")
     adapter = serializers.ChoiceField(choices=Adapter.choices)
-    config = serializers.JSONField()
-    notes = serializers.CharField(required=False, allow_blank=True, default="")
+    config = serializers.JSONField(help_text=CONFIG_HELP)
+    notes = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)
 
 
 class AgentVersionUpdateSerializer(ToolPolicyFields):
     """What `PATCH` may change on a draft; fields left out stay as they are."""
 
-    config = serializers.JSONField(required=False)
-    notes = serializers.CharField(required=False, allow_blank=True)
+    config = serializers.JSONField(required=False, help_text=CONFIG_HELP)
+    notes = serializers.CharField(required=False, allow_blank=True, max_length=NOTE_MAX)

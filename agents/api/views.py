@@ -39,6 +39,7 @@ class AgentViewSet(
 ):
     serializer_class = AgentSerializer
     lookup_field = "slug"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"  # a slug: anything else is a 404 before the database
     queryset = Agent.objects.none()  # the schema's model; requests use get_queryset
 
     def get_queryset(self):

@@ -16,6 +16,7 @@ from evaluations.choices import CheckMode
 from evaluations.models import Case, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.limits import CASE_FIELD_MAX_BYTES, PARAMS_MAX_BYTES, check_document, excerpt
 from sherlock.core.permissions import user_can
 
 # The content of a case in one dataset version, each field with the JSON type its value must
@@ -56,10 +57,12 @@ def validate_content(fields, checks):
     it non-blocking (scoring.effective_check)."""
     for name, value in fields.items():
         if name not in CASE_FIELDS:
-            raise ActionInvalid(f"unknown field {name}", field=name)
+            raise ActionInvalid(f"unknown field {excerpt(name)}", field=str(name)[:100])
         kind = _CASE_TYPES[name]
         if kind and not isinstance(value, kind):
             raise ActionInvalid(f"{name}: must be a JSON {kind.__name__}", field=name)
+        maximum = PARAMS_MAX_BYTES if name == "overrides" else CASE_FIELD_MAX_BYTES
+        check_document(name, value, maximum)
     # A tool is a plain name ("kb.search") or a call ({"name", "arguments"}), read as
     # tools_used reads it (agents.transcripts.read_expected_calls).
     for i, tool in enumerate(fields.get("expected_tools") or []):
@@ -127,6 +130,7 @@ class CaseVerb(Action):
 
     def execute_in_transaction(self):
         with transaction.atomic():
+            self.check_limits()
             self.dataset_version = DatasetVersion.objects.select_for_update().get(
                 pk=self.dataset_version.pk
             )

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 
 from sherlock.core.actions import Action
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.limits import PARAMS_MAX_BYTES, check_document
 from sherlock.core.permissions import user_can
 
 # Every field of a check the check verbs take: what the audit snapshot records, a new draft
@@ -41,7 +42,10 @@ def refuse_unknown(fields):
 
 def validate_check(check):
     """Run the model's validation (params against the kind's schema, label uniqueness,
-    threshold in [0, 1]) and turn the first error into an ActionInvalid naming its field."""
+    threshold in [0, 1]) and turn the first error into an ActionInvalid naming its field.
+    Params are bounded first (`limits.PARAMS_MAX_BYTES`): the kind's schema is checked by
+    recursive code."""
+    check_document("params", check.params, PARAMS_MAX_BYTES)
     try:
         check.full_clean()
     except ValidationError as exc:

@@ -8,8 +8,9 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from agents.models import Agent
-from evaluations.models import Dataset
+from evaluations.models import Dataset, RunSchedule
 from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.limits import check_text, excerpt
 from sherlock.core.permissions import user_can
 
 FUNC = "evaluations.tasks.run_schedule"
@@ -50,8 +51,10 @@ def validate(schedule):
     cron, minutes = (schedule.cron or "").strip(), schedule.interval_minutes
     if bool(cron) == (minutes is not None):
         raise ActionInvalid("give either a cron expression or an interval in minutes", field="cron")
+    # The column's own bound, checked here: PostgreSQL answers a longer value with a DataError.
+    check_text("cron", cron, RunSchedule._meta.get_field("cron").max_length)
     if cron and not croniter.is_valid(cron):
-        raise ActionInvalid(f"{cron!r} is not a valid cron expression", field="cron")
+        raise ActionInvalid(f"{excerpt(cron)} is not a valid cron expression", field="cron")
     if minutes is not None and not 1 <= minutes <= 60 * 24 * 31:
         raise ActionInvalid(
             "interval_minutes must be between 1 and 44640", field="interval_minutes"

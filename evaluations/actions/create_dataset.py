@@ -13,6 +13,7 @@ from evaluations.models import Dataset
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.limits import DESCRIPTION_MAX, NAME_MAX, SLUG_MAX, check_text
 
 DATASET_FIELDS = ("slug", "name", "description")
 
@@ -46,6 +47,14 @@ class CreateDataset(Action):
     def __init__(self, *, acting_user, slug, name, description=""):
         super().__init__(acting_user=acting_user)
         self.fields = {"slug": slug, "name": name, "description": description or ""}
+
+    def check_limits(self):
+        for name, maximum in (
+            ("slug", SLUG_MAX),
+            ("name", NAME_MAX),
+            ("description", DESCRIPTION_MAX),
+        ):
+            check_text(name, self.fields[name], maximum)
 
     def check(self):
         user = self.acting_user

@@ -8,6 +8,7 @@ from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
+from sherlock.core.limits import NOTE_MAX
 from sherlock.core.permissions import user_can
 
 
@@ -16,6 +17,7 @@ class CreateDraftDatasetVersion(Action):
     (content and overrides) and checks, so an Editor changes only what differs."""
 
     noun = "dataset_version"
+    text_limits = {"note": NOTE_MAX}
 
     def __init__(self, *, acting_user, dataset, note=""):
         super().__init__(acting_user=acting_user)

@@ -6,12 +6,15 @@ from evaluations.models import DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.limits import NOTE_MAX
 from sherlock.core.permissions import user_can
 
 
 class FreezeDatasetVersion(Action):
     """Freeze a draft dataset version (Editor). Its cases, checks and overrides can no longer
     change; the next draft starts as a copy of it (`CreateDraftDatasetVersion`)."""
+
+    text_limits = {"note": NOTE_MAX}
 
     def __init__(self, *, acting_user, dataset_version, note=""):
         super().__init__(acting_user=acting_user)

@@ -5,6 +5,7 @@ from evaluations.models import HumanLabel
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.limits import NOTE_MAX
 from sherlock.core.permissions import user_can
 
 # A skipped or error result has no verdict of the judge to agree or disagree with.
@@ -16,6 +17,8 @@ class LabelCheckResult(Action):
     in [0, 1]. One label per user and result; the latest one counts. Only scored results can
     be labelled (skipped and error are refused on `check_result`). The label stores the check's
     calibration key, so it counts only while the check judges the same way."""
+
+    text_limits = {"note": NOTE_MAX}
 
     def __init__(self, *, acting_user, check_result, passed=None, score=None, note=""):
         super().__init__(acting_user=acting_user)

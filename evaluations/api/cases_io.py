@@ -11,12 +11,13 @@
 The dataset comes from `Dataset.objects.for_user`: one the user may not see is a 404.
 """
 
+from collections.abc import Mapping
+
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -30,9 +31,16 @@ from evaluations.cases_io import (
 )
 from evaluations.dataset_diff import diff_versions
 from evaluations.models import Dataset
-from sherlock.core.api import ErrorSerializer, refusals
+from sherlock.core.api import (
+    ErrorItemSerializer,
+    ErrorSerializer,
+    JSONParser,
+    MultiPartParser,
+    refusals,
+)
 from sherlock.core.errors import ActionInvalid
-from sherlock.core.hidden import excerpt, note_hidden
+from sherlock.core.hidden import note_hidden
+from sherlock.core.limits import excerpt
 
 
 class UploadSerializer(serializers.Serializer):
@@ -79,12 +87,17 @@ class ImportResultSerializer(serializers.Serializer):
     errors = serializers.ListField(child=serializers.JSONField(), help_text="dry run only")
 
 
-class RowErrorSerializer(ErrorSerializer):
+class RowErrorSerializer(ErrorItemSerializer):
+    """One bad row of an import: the error shape plus the row's `line`."""
+
     line = serializers.IntegerField(help_text="the line (JSONL), row (CSV) or item (JSON)")
 
 
 class ImportErrorsSerializer(ErrorSerializer):
-    errors = RowErrorSerializer(many=True)
+    """A refused import: the error shape, with every bad row under `errors` when rows were
+    read (a request without cases has no rows)."""
+
+    errors = RowErrorSerializer(many=True, required=False)
 
 
 class ChangesSerializer(serializers.Serializer):
@@ -138,7 +151,7 @@ def visible_dataset(request, slug):
     dataset = Dataset.objects.for_user(request.user).filter(slug=slug).first()
     if dataset is None:
         note_hidden(request, Dataset, slug=slug)
-        raise NotVisible(f"No dataset {excerpt(slug)!r} (or you may not see it).")
+        raise NotVisible(f"No dataset {excerpt(slug)} (or you may not see it).")
     return dataset
 
 
@@ -163,7 +176,7 @@ DRY_RUN = OpenApiParameter("dry_run", bool, description="answer the preview; wri
 
 
 class CasesImportView(APIView):
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, JSONParser]
 
     @extend_schema(
         operation_id="datasets_draft_import",
@@ -184,16 +197,17 @@ class CasesImportView(APIView):
     @answers_404
     def post(self, request, slug):
         dataset = visible_dataset(request, slug)
-        form_flag = "" if isinstance(request.data, list) else request.data.get("dry_run", "")
+        data = request.data
+        form_flag = data.get("dry_run", "") if isinstance(data, Mapping) else ""
         dry_run = flag(request.query_params.get("dry_run", form_flag))
-        if isinstance(request.data, list):
-            source = {"cases": request.data}
+        if isinstance(data, list):
+            source = {"cases": data}
         elif "file" in request.FILES:
             upload = request.FILES["file"]
             source = {
                 "text": upload.read(),
                 "filename": upload.name,
-                "fmt": request.data.get("format") or None,
+                "fmt": data.get("format") or None,
             }
         else:
             raise ActionInvalid(
@@ -240,11 +254,16 @@ class CasesExportView(APIView):
         number = _number(request, "version", required=False)
         version = version_to_export(dataset, number)
         if version is None:
-            return not_found(f"No version {number} of {slug!r}." if number else "No version yet.")
+            return not_found(
+                f"No version {number} of {excerpt(slug)}." if number else "No version yet."
+            )
         response = HttpResponse(export_cases(version, fmt), content_type=MEDIA_TYPES[fmt])
         name = f"{dataset.slug}-v{version.number}.{fmt}"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
+
+
+VERSION_NUMBER_MAX = 2**31 - 1  # the column's range on PostgreSQL; SQLite overflows at 2**63
 
 
 def _number(request, name, required=True):
@@ -253,10 +272,9 @@ def _number(request, name, required=True):
         if required:
             raise ActionInvalid(f"{name}: a version number is needed", field=name)
         return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ActionInvalid(f"{name}: must be a version number", field=name) from None
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= VERSION_NUMBER_MAX:
+        raise ActionInvalid(f"{name}: must be a version number", field=name)
+    return int(raw)
 
 
 class DatasetDiffView(APIView):

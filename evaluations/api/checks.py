@@ -29,37 +29,45 @@ from evaluations.checks import REGISTRY, ParamsError, UnknownCheckKind, evaluate
 from evaluations.choices import CheckMode
 from evaluations.models import CaseVersion, Check, CheckResult, Dataset, DatasetVersion
 from evaluations.scoring import check_status
+from sherlock.core.api import RefuseUnknownFields
 from sherlock.core.errors import ActionInvalid
 from sherlock.core.hidden import visible_or_404
+from sherlock.core.limits import (
+    CASE_FIELD_MAX_BYTES,
+    DESCRIPTION_MAX,
+    JSON_MAX_DEPTH,
+    NOTE_MAX,
+    PARAMS_MAX_BYTES,
+)
 
 # --- serializers ---------------------------------------------------------------------------
 
 
-class DatasetSerializer(serializers.ModelSerializer):
-    owner = serializers.StringRelatedField()
+class DatasetSerializer(RefuseUnknownFields, serializers.ModelSerializer):
+    owner = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = Dataset
         fields = ["id", *DATASET_FIELDS, "owner", "created_at"]
         read_only_fields = ["id", "owner", "created_at"]
         validators = []  # the slug's uniqueness is the action's to check (admin and API alike)
-        extra_kwargs = {"slug": {"validators": []}}
+        extra_kwargs = {"slug": {"validators": []}, "description": {"max_length": DESCRIPTION_MAX}}
 
 
 class DatasetVersionSerializer(serializers.ModelSerializer):
     dataset = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    frozen_by = serializers.StringRelatedField()
+    frozen_by = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = DatasetVersion
         fields = ["id", "dataset", "number", "note", "created_at", "frozen_at", "frozen_by"]
 
 
-class NoteSerializer(serializers.Serializer):
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+class NoteSerializer(RefuseUnknownFields, serializers.Serializer):
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)
 
 
-class CheckSerializer(serializers.ModelSerializer):
+class CheckSerializer(RefuseUnknownFields, serializers.ModelSerializer):
     kind = serializers.ChoiceField(choices=sorted(REGISTRY))
     mode = serializers.ChoiceField(choices=CheckMode.choices, default=CheckMode.BLOCKING)
 
@@ -69,18 +77,31 @@ class CheckSerializer(serializers.ModelSerializer):
         read_only_fields = ["id"]
         # Uniqueness and params are the action's to check (one place for admin, API, commands).
         validators = []
+        extra_kwargs = {
+            "params": {
+                "help_text": f"Checked against the kind's schema; at most {PARAMS_MAX_BYTES} "
+                f"bytes of JSON, {JSON_MAX_DEPTH} levels deep."
+            }
+        }
 
 
-class CaseSerializer(serializers.ModelSerializer):
+class CaseSerializer(RefuseUnknownFields, serializers.ModelSerializer):
     key = serializers.SlugField(source="case.key")
 
     class Meta:
         model = CaseVersion
         fields = ["id", "dataset_version", "key", *CASE_FIELDS]
         validators = []
+        extra_kwargs = {
+            name: {
+                "help_text": f"At most {CASE_FIELD_MAX_BYTES} bytes of JSON "
+                f"({PARAMS_MAX_BYTES} for overrides), {JSON_MAX_DEPTH} levels deep."
+            }
+            for name in CASE_FIELDS
+        }
 
 
-class PreviewInputSerializer(serializers.Serializer):
+class PreviewInputSerializer(RefuseUnknownFields, serializers.Serializer):
     kind = serializers.ChoiceField(choices=sorted(REGISTRY))
     params = serializers.JSONField(required=False, default=dict)
     case = serializers.JSONField(required=False, default=dict)
@@ -97,10 +118,10 @@ class PreviewOutputSerializer(serializers.Serializer):
     params = serializers.JSONField()
 
 
-class LabelInputSerializer(serializers.Serializer):
+class LabelInputSerializer(RefuseUnknownFields, serializers.Serializer):
     passed = serializers.BooleanField(required=False, allow_null=True, default=None)
     score = serializers.FloatField(required=False, allow_null=True, default=None)
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)
 
 
 class CalibrationSerializer(serializers.Serializer):

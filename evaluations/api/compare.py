@@ -27,6 +27,7 @@ from evaluations.contract import DEFAULT_THRESHOLDS, format_cells, render_table
 from evaluations.contract.db import run_contract
 from evaluations.models import CaseResult, Check, Run
 from sherlock.core.errors import ActionInvalid
+from sherlock.core.limits import excerpt
 
 
 class RunBriefSerializer(serializers.ModelSerializer):
@@ -72,8 +73,10 @@ def _run_id(request, name):
     raw = request.query_params.get(name)
     if raw in (None, ""):
         raise ActionInvalid(f"query parameter '{name}' is required (a run id)", field=name)
-    if not raw.isdigit() or int(raw) < 1:
-        raise ActionInvalid(f"query parameter '{name}' must be a run id, not {raw!r}", field=name)
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+        raise ActionInvalid(
+            f"query parameter '{name}' must be a run id, not {excerpt(raw)}", field=name
+        )
     return int(raw)
 
 

@@ -28,6 +28,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, Run
+from sherlock.core.api import RefuseUnknownFields
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField
 
 _ERROR = OpenApiResponse(description='`{"detail", "code"}` (and `field` for a 400)')
@@ -95,7 +96,7 @@ class RunSerializer(serializers.ModelSerializer):
     dataset_version_number = serializers.IntegerField(
         source="dataset_version.number", read_only=True
     )
-    requested_by = serializers.StringRelatedField()
+    requested_by = serializers.StringRelatedField(allow_null=True)
     progress = ProgressSerializer(source="*", read_only=True)
     spend = SpendSerializer(source="*", read_only=True)
     warnings = serializers.SerializerMethodField(
@@ -132,7 +133,7 @@ class RunSerializer(serializers.ModelSerializer):
         return list((run.estimate or {}).get("warnings") or [])
 
 
-class StartRunSerializer(serializers.Serializer):
+class StartRunSerializer(RefuseUnknownFields, serializers.Serializer):
     """What `POST /runs/` takes. Versions the user may not see do not exist, for them."""
 
     agent_version = VisiblePrimaryKeyRelatedField(queryset=AgentVersion.objects.none())

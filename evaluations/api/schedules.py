@@ -19,11 +19,11 @@ from evaluations.actions.pause_schedule import PauseSchedule
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.schedules import estimate_schedule
-from sherlock.core.api import refusals
+from sherlock.core.api import RefuseUnknownFields, refusals
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField, VisibleSlugRelatedField
 
 
-class ScheduleSerializer(serializers.ModelSerializer):
+class ScheduleSerializer(RefuseUnknownFields, serializers.ModelSerializer):
     agent = VisibleSlugRelatedField(slug_field="slug", queryset=Agent.objects.none())
     dataset = VisibleSlugRelatedField(slug_field="slug", queryset=Dataset.objects.none())
     agent_version = VisiblePrimaryKeyRelatedField(
@@ -32,9 +32,9 @@ class ScheduleSerializer(serializers.ModelSerializer):
     dataset_version = VisiblePrimaryKeyRelatedField(
         queryset=DatasetVersion.objects.none(), allow_null=True, required=False
     )
-    cron = serializers.CharField(required=False, allow_blank=True, default="")
+    cron = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
     interval_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
-    created_by = serializers.StringRelatedField(read_only=True)
+    created_by = serializers.StringRelatedField(read_only=True, allow_null=True)
     next_run = serializers.DateTimeField(read_only=True, allow_null=True)
     estimate = serializers.SerializerMethodField(
         help_text="One run and a month of runs (30 days), with the versions resolved now."

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from sherlock.core.limits import CRITERION_MAX
+
 from . import rubrics
 from .base import (
     CheckVerdict,
@@ -79,6 +81,7 @@ class Custom(ModelCheck):
             "criterion": {
                 "type": "string",
                 "minLength": 1,
+                "maxLength": CRITERION_MAX,
                 "description": "What the judge grades, in plain language.",
             },
             "anchors": {

@@ -22,11 +22,13 @@ from django.db import transaction
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionError, ActionInvalid
+from sherlock.core.limits import REASON_MAX
 
 MIN_REASON_LENGTH = 30
 
 
 class GovernanceAction(Action):
+    text_limits = {"reason": REASON_MAX}  # every governance verb that takes a reason
     noun = ""  # the audit code's noun: governance.<noun>.<verb>
     verb = ""
 
@@ -55,8 +57,9 @@ class GovernanceAction(Action):
             raise
 
     def execute(self):
-        self.prepare()
         try:
+            self.check_limits()  # before prepare(): nothing is written for oversized input
+            self.prepare()
             with transaction.atomic():
                 self.lock()
                 self.check()

@@ -12,22 +12,24 @@ from governance.actions.create_api_key import NAME_MAX_LENGTH as KEY_NAME_MAX_LE
 from governance.audit_export import FIELDS as AUDIT_FIELDS
 from governance.choices import APIKeyState, Role
 from governance.models import APIKey, AuditEntry, Bypass, PublishingPolicy, PublishRequest
-
-# Reasons and notes of the administration verbs are kept for ever in the audit log: bounded.
-REASON_MAX_LENGTH = 2000
-
-
-class ReasonInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+from sherlock.core.api import RefuseUnknownFields
+from sherlock.core.limits import REASON_MAX
 
 
-class BypassInputSerializer(serializers.Serializer):
+class ReasonInputSerializer(RefuseUnknownFields, serializers.Serializer):
+    reason = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=REASON_MAX
+    )
+
+
+class BypassInputSerializer(RefuseUnknownFields, serializers.Serializer):
     # Not `required`: a missing or thin reason is refused by the action itself, so the refusal
     # is audited like any other (governance.bypass.refused) and answered 400.
     reason = serializers.CharField(
         required=False,
         allow_blank=True,
         default="",
+        max_length=REASON_MAX,
         help_text="Why the gate must be bypassed: at least 30 characters of real explanation.",
     )
 
@@ -47,8 +49,12 @@ class RunRefSerializer(serializers.Serializer):
 
 
 class BypassSerializer(serializers.ModelSerializer):
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    requested_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    approved_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Bypass
@@ -71,8 +77,12 @@ class BypassSerializer(serializers.ModelSerializer):
 class PublishRequestSerializer(serializers.ModelSerializer):
     agent = serializers.SerializerMethodField()
     version_number = serializers.IntegerField(source="agent_version.number", read_only=True)
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    published_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    requested_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    published_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     policy = PolicyRefSerializer(read_only=True)
     runs = RunRefSerializer(many=True, read_only=True)
     bypasses = BypassSerializer(many=True, read_only=True)
@@ -142,9 +152,11 @@ class PolicySerializer(serializers.ModelSerializer):
     """One version of a policy as stored; `in_force` says whether it is its scope's newest."""
 
     scope = serializers.CharField(source="scope_key", read_only=True)
-    agent = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    agent = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     gate_datasets = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     in_force = serializers.SerializerMethodField()
 
     class Meta:
@@ -170,7 +182,7 @@ class PolicySerializer(serializers.ModelSerializer):
         return obj.version == newest
 
 
-class PolicyRulesSerializer(serializers.ModelSerializer):
+class PolicyRulesSerializer(RefuseUnknownFields, serializers.ModelSerializer):
     """The rules of a policy as input (types, bounds and lengths from the model); the policy
     actions validate them again on the row they write."""
 
@@ -199,7 +211,7 @@ class PolicyChangeSerializer(PolicyRulesSerializer):
     """Only the rules that change (the others are copied from the version in force)."""
 
     reason = serializers.CharField(
-        required=False, allow_blank=True, default="", max_length=REASON_MAX_LENGTH
+        required=False, allow_blank=True, default="", max_length=REASON_MAX
     )
 
     class Meta(PolicyRulesSerializer.Meta):
@@ -219,7 +231,7 @@ class RoleGrantSerializer(serializers.Serializer):
     )
 
 
-class RoleGrantInputSerializer(serializers.Serializer):
+class RoleGrantInputSerializer(RefuseUnknownFields, serializers.Serializer):
     """Grant or revoke `role` for `user`: globally, or for the one agent or dataset named."""
 
     user = slug_of(get_user_model(), slug_field="username")
@@ -227,7 +239,7 @@ class RoleGrantInputSerializer(serializers.Serializer):
     agent = slug_of(Agent, required=False, allow_null=True, help_text="Only this agent.")
     dataset = slug_of(Dataset, required=False, allow_null=True, help_text="Only this dataset.")
     reason = serializers.CharField(
-        required=False, allow_blank=True, default="", max_length=REASON_MAX_LENGTH
+        required=False, allow_blank=True, default="", max_length=REASON_MAX
     )
 
     def validate(self, attrs):
@@ -243,8 +255,10 @@ class APIKeySerializer(serializers.ModelSerializer):
     """A key as listed: never its secret (which is not stored), nor its hash."""
 
     user = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    issued_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    revoked_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    issued_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    revoked_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     expires_at = serializers.DateTimeField(source="expiry_date", read_only=True)
     state = serializers.ChoiceField(choices=APIKeyState.choices, read_only=True)
 
@@ -278,7 +292,7 @@ class APIKeyCreatedSerializer(APIKeySerializer):
         read_only_fields = fields
 
 
-class APIKeyInputSerializer(serializers.Serializer):
+class APIKeyInputSerializer(RefuseUnknownFields, serializers.Serializer):
     name = serializers.CharField(
         max_length=KEY_NAME_MAX_LENGTH, help_text="What or who will use the key."
     )

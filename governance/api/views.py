@@ -4,6 +4,8 @@ each user's API keys. Every verb calls its action and nothing else; the exceptio
 (`sherlock.core.api`) turns a refusal into 403 (role) or 409 (state), with the reason. Objects come
 from `for_user`, so a user who may not see one gets 404 before any action is tried."""
 
+import datetime as dt
+
 import django_filters
 from django.db.models import F, OuterRef, Prefetch, Subquery
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -235,6 +237,14 @@ class CanReadAuditLog(permissions.BasePermission):
         return bool(request.user and request.user.has_perm("governance.view_auditentry"))
 
 
+class UTCDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 time, compared in UTC: ISO allows offsets up to 23:59, which PostgreSQL
+    refuses beyond 15:59 (a DataError, a 500), so the offset is applied here."""
+
+    def filter(self, qs, value):
+        return super().filter(qs, value.astimezone(dt.UTC) if value else value)
+
+
 class AuditFilter(django_filters.FilterSet):
     actor = django_filters.CharFilter(field_name="actor_repr", help_text="Username of the actor.")
     action = django_filters.CharFilter(help_text="Exact action code, e.g. governance.bypass.use.")
@@ -243,8 +253,8 @@ class AuditFilter(django_filters.FilterSet):
     )
     target_type = django_filters.CharFilter(help_text="e.g. agents.agentversion.")
     target_id = django_filters.CharFilter()
-    since = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="gte")
-    until = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="lte")
+    since = UTCDateTimeFilter(field_name="at", lookup_expr="gte")
+    until = UTCDateTimeFilter(field_name="at", lookup_expr="lte")
 
     class Meta:
         model = AuditEntry

@@ -19,6 +19,7 @@ from django.db import models, transaction
 
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied
+from sherlock.core.limits import check_document, check_text
 
 
 class Action(ABC):
@@ -26,9 +27,21 @@ class Action(ABC):
     # `<app>/actions/<verb>_<noun>.py` (`create_case` -> verb "create", noun "case").
     noun = ""
     verb = ""
+    # Input bounds (sherlock.core.limits), checked first by execute(), before check() reads
+    # anything: attribute name -> at most that many characters (text) or bytes (JSON).
+    text_limits = {}
+    document_limits = {}
 
     def __init__(self, *, acting_user):
         self.acting_user = acting_user
+
+    def check_limits(self):
+        """ActionInvalid (`too_long`, `too_large`, `too_deep`) naming the first attribute
+        beyond its bound: a 1 MB reason is refused before it reaches the audit log."""
+        for name, maximum in self.text_limits.items():
+            check_text(name, getattr(self, name, None), maximum)
+        for name, maximum in self.document_limits.items():
+            check_document(name, getattr(self, name, None), maximum)
 
     def check(self):  # noqa: B027 - an action with no precondition keeps this default
         """Raise ActionDenied / ActionConflict / ActionInvalid when the action may not run."""
@@ -54,6 +67,7 @@ class Action(ABC):
         check, or ask something outside any transaction first, overrides this (not execute,
         which records the refusals)."""
         with transaction.atomic():
+            self.check_limits()
             self.check()
             return self.perform()
 

@@ -1,29 +1,77 @@
-"""The API's error side: one exception handler turns domain errors into `{"detail", "code"}`
-with 400/403/409, and `ErrorSerializer` documents that shape in the OpenAPI schema."""
+"""The API's error side (issue 15): whatever goes wrong with a request, the answer is a 4xx in
+one shape (`ErrorSerializer`), documented on every operation of the OpenAPI schema
+(`document_errors`), and bad input never reaches a 500.
 
+- `exception_handler` turns domain errors (`sherlock.core.errors`), Django's and DRF's
+  exceptions (validation, parse, 401, 403, 404, 405, 406, 413, 415, 429) into that shape;
+- `JSONParser` and `MultiPartParser` bound the body (`SHERLOCK_API_MAX_BODY_BYTES`, 413) and
+  the JSON nesting (`limits.JSON_MAX_DEPTH`, 400) before anything is parsed or written;
+- `RefuseUnknownFields` makes an input serializer refuse a field it does not know (a typo
+  would otherwise be silently ignored);
+- `not_found` and `server_error` answer unrouted `/api/` paths in the shape too.
+"""
+
+import json
+import logging
+import math
+from collections.abc import Mapping
+
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, JsonResponse
+from django.views import defaults
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework import serializers, status
+from rest_framework import exceptions, parsers, serializers, status
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionError, ActionInvalid
+from sherlock.core.limits import JSON_MAX_DEPTH, excerpt, has_nul, json_depth
+
+logger = logging.getLogger("sherlock.api")
+
+# The last guard against echoing input, for messages that quote it whole (DRF's own "\"x\" is
+# not a valid choice."): at most this many characters per message, per field path (the keys
+# of a caller's JSON are input too) and errors per answer.
+DETAIL_MAX = 300
+FIELD_MAX = 100
+ERRORS_MAX = 20
 
 
-class ErrorSerializer(serializers.Serializer):
-    """What every refused call answers (`exception_handler`)."""
+class ErrorItemSerializer(serializers.Serializer):
+    """One error: what is wrong (`detail`), a stable machine-readable `code`, and the `field`
+    at fault as a dotted path (`config`, `tools.2`, `params.schema`) when one is."""
 
     detail = serializers.CharField()
     code = serializers.CharField()
     field = serializers.CharField(required=False)
 
 
+class ErrorSerializer(ErrorItemSerializer):
+    """What every refused or failed call answers, whatever its status (400, 401, 403, 404,
+    405, 406, 409, 413, 415, 429): `{"detail", "code", "field"?}`. When several fields fail,
+    the top level is the first error (its `detail` prefixed with its field and saying how many
+    more) and `errors` lists them all, each in the same `{"detail", "code", "field"?}` shape,
+    at most 20. Messages quote the caller's input only as a short excerpt (a message is at
+    most 300 characters)."""
+
+    errors = ErrorItemSerializer(
+        many=True, required=False, help_text="Every error, when more than one field failed."
+    )
+
+
 REFUSAL_TEXT = {
-    400: "Invalid input.",
+    400: "Invalid input: malformed, too deep, wrongly typed or unknown fields.",
+    401: "No credentials, or credentials that are not valid.",
     403: "Your role does not allow this.",
     404: "Not found, or not visible to you.",
     409: "The state forbids it (already published, blocked, ...).",
+    413: "The request body is larger than the server accepts (SHERLOCK_API_MAX_BODY_BYTES).",
+    415: "The body's media type is not accepted (JSON).",
+    429: "Too many requests; retry after the time given in Retry-After.",
 }
 
 
@@ -38,22 +86,241 @@ def refusals(*statuses, **texts):
     }
 
 
-def exception_handler(exc, context):
-    if isinstance(exc, ActionDenied):
-        return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_403_FORBIDDEN)
-    if isinstance(exc, ActionConflict):
-        return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_409_CONFLICT)
-    if isinstance(exc, ActionInvalid):
-        body = {"detail": str(exc), "code": exc.code}
-        if exc.field:
-            body["field"] = exc.field
-        return Response(body, status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, DjangoValidationError):
-        detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
-        return Response(detail, status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, DjangoPermissionDenied):
-        return Response(
-            {"detail": str(exc) or "Permission denied.", "code": "permission_denied"},
-            status=status.HTTP_403_FORBIDDEN,
+# --- the body: bounded before it is parsed --------------------------------------------------
+
+
+class RequestTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+
+    def __init__(self):
+        limit = settings.SHERLOCK_API_MAX_BODY_BYTES
+        super().__init__(f"The request body is larger than {limit} bytes.")
+
+
+class TooDeep(exceptions.ParseError):
+    default_code = "too_deep"
+
+    def __init__(self):
+        super().__init__(f"JSON nested deeper than {JSON_MAX_DEPTH} levels.")
+
+
+def refuse_large_body(parser_context):
+    """RequestTooLarge when the declared Content-Length exceeds the limit (nothing read)."""
+    request = (parser_context or {}).get("request")
+    meta = getattr(request, "META", {})
+    try:
+        length = int(meta.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > settings.SHERLOCK_API_MAX_BODY_BYTES:
+        raise RequestTooLarge()
+
+
+def loads_bounded(raw, *, strict=True):
+    """`raw` (bytes or text) parsed as JSON, refused as `TooDeep` when it nests deeper than
+    `JSON_MAX_DEPTH` (the C parser's RecursionError included) or `ParseError` when it is not
+    JSON. NaN and Infinity are refused when `strict`, as DRF's own parser does."""
+
+    def constant(name):
+        raise ValueError(f"{name} is not valid JSON")
+
+    def finite(text):  # 1e400 would be inf: not JSON once written back, nor storable
+        number = float(text)
+        if not math.isfinite(number):
+            raise ValueError(f"number out of range: {excerpt(text)}")
+        return number
+
+    hooks = {"parse_constant": constant, "parse_float": finite} if strict else {}
+    try:
+        text = raw.decode() if isinstance(raw, bytes) else raw
+        value = json.loads(text, **hooks)
+    except RecursionError:
+        raise TooDeep() from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise exceptions.ParseError(excerpt_text(f"JSON parse error - {exc}")) from None
+    if json_depth(value) > JSON_MAX_DEPTH:
+        raise TooDeep()
+    if has_nul(value):
+        raise exceptions.ParseError("JSON strings may not contain NUL (\\u0000) characters.")
+    return value
+
+
+class JSONParser(parsers.JSONParser):
+    """DRF's JSON parser with the body bounded (413) and the nesting bounded (400 `too_deep`),
+    so a 10 KB `[[[[...` answers 400 instead of a RecursionError's 500."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        refuse_large_body(parser_context)
+        limit = settings.SHERLOCK_API_MAX_BODY_BYTES
+        raw = stream.read(limit + 1)  # a body without a (truthful) length is bounded too
+        if len(raw) > limit:
+            raise RequestTooLarge()
+        return loads_bounded(raw, strict=self.strict)
+
+
+class MultiPartParser(parsers.MultiPartParser):
+    """File uploads (the case import), bounded like JSON bodies; Django's parser reads no more
+    than the Content-Length it was given."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        refuse_large_body(parser_context)
+        return super().parse(stream, media_type, parser_context)
+
+
+class RefuseUnknownFields:
+    """Mixed into an input serializer: a field it does not know is refused (400, code
+    `unknown_field`, naming it) instead of silently ignored. Read-only fields count as known,
+    so an object read from the API may be sent back as it is."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = [name for name in data if name not in self.fields]
+            if unknown:
+                raise serializers.ValidationError(
+                    {str(name)[:FIELD_MAX]: "Unknown field." for name in unknown[:ERRORS_MAX]},
+                    code="unknown_field",
+                )
+        return super().to_internal_value(data)
+
+
+# --- the exception handler ------------------------------------------------------------------
+
+
+def excerpt_text(text, limit=DETAIL_MAX):
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def field_errors(detail, path=()):
+    """DRF's nested error detail (dicts by field, lists by item) as flat `(field, message,
+    code)` triples; `non_field_errors` name no field."""
+    if isinstance(detail, Mapping):
+        for key, value in detail.items():
+            name = str(key)
+            yield from field_errors(
+                value,
+                path if name in (api_settings.NON_FIELD_ERRORS_KEY, "__all__") else (*path, name),
+            )
+    elif isinstance(detail, list | tuple):
+        for i, item in enumerate(detail):
+            nested = isinstance(item, Mapping | list | tuple)
+            yield from field_errors(item, (*path, str(i)) if nested else path)
+    else:
+        yield ".".join(path) or None, str(detail), getattr(detail, "code", None) or "invalid"
+
+
+def item(detail, code, field=None):
+    body = {"detail": excerpt_text(detail), "code": str(code)}
+    if field:
+        body["field"] = excerpt_text(field, FIELD_MAX)
+    return body
+
+
+def error_body(errors):
+    """The answer for `errors`, a list of `(field, message, code)`: the first at the top, all
+    of them under `errors` when there are several."""
+    items = [item(message, code, field) for field, message, code in errors[:ERRORS_MAX]]
+    first = dict(items[0])
+    if len(errors) > 1:
+        first["detail"] = excerpt_text(
+            f"{first.get('field', 'input')}: {first['detail']} ({len(errors) - 1} more error(s))"
         )
-    return drf_exception_handler(exc, context)
+        first["errors"] = items
+    elif first.get("field") and not first["detail"].startswith(first["field"]):
+        first["detail"] = excerpt_text(f"{first['field']}: {first['detail']}")
+    return first
+
+
+def as_api_exception(exc):
+    """Django's own exceptions as the DRF exceptions that carry a status."""
+    if isinstance(exc, Http404):
+        return exceptions.NotFound()
+    if isinstance(exc, DjangoPermissionDenied):
+        return exceptions.PermissionDenied(str(exc) or None)
+    if isinstance(exc, RequestDataTooBig):
+        return RequestTooLarge()
+    if isinstance(exc, TooManyFieldsSent):
+        return exceptions.ValidationError(str(exc), code="too_many_fields")
+    if isinstance(exc, DjangoValidationError):
+        if hasattr(exc, "error_dict"):
+            return exceptions.ValidationError(exc.message_dict, code="invalid")
+        return exceptions.ValidationError(exc.messages, code="invalid")
+    if isinstance(exc, RecursionError):
+        # Parsers refuse deep JSON first; this is the guard for a path that did not parse it.
+        logger.warning("RecursionError answered as too_deep", exc_info=exc)
+        return TooDeep()
+    return exc
+
+
+DOMAIN_STATUS = {ActionDenied: 403, ActionConflict: 409, ActionInvalid: 400}
+
+
+def exception_handler(exc, context):
+    """Every error the API answers, in `ErrorSerializer`'s shape (see its docstring)."""
+    if isinstance(exc, ActionError):
+        code = next((s for cls, s in DOMAIN_STATUS.items() if isinstance(exc, cls)), 400)
+        return Response(error_body([(exc.field, str(exc), exc.code)]), status=code)
+    exc = as_api_exception(exc)
+    response = drf_exception_handler(exc, context)  # status, headers (WWW-Authenticate, ...)
+    if response is None:
+        return None
+    errors = list(field_errors(exc.detail)) or [(None, "Invalid input.", "invalid")]
+    response.data = error_body(errors)
+    return response
+
+
+# --- unrouted paths ---------------------------------------------------------------------------
+
+
+def _is_api(request):
+    return request.path.startswith("/api/")
+
+
+def not_found(request, exception=None):
+    """`handler404`: the error shape under /api/, Django's page elsewhere."""
+    if _is_api(request):
+        return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request):
+    """`handler500`: the error shape under /api/ (never Django's HTML page), its page
+    elsewhere."""
+    if _is_api(request):
+        return JsonResponse({"detail": "Server error.", "code": "server_error"}, status=500)
+    return defaults.server_error(request)
+
+
+# --- the schema -----------------------------------------------------------------------------
+
+ERROR_REF = {"$ref": "#/components/schemas/Error"}
+
+
+def document_errors(result, generator, request, public):
+    """drf-spectacular postprocessing hook: every operation documents the error answers it may
+    give, in the `Error` shape: 401, 403 and 429 always, 404 when its path names an object
+    or it has pages, 409 when it changes something, 400 when it takes a body or query
+    parameters, 413 and 415 when it takes a body. An operation's own description is kept."""
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if method not in ("get", "post", "put", "patch", "delete"):
+                continue
+            parameters = operation.get("parameters", [])
+            statuses = [401, 403, 429]
+            # A page past the last, or a cursor that is not one, is a 404 too (DRF's pagination).
+            if any(
+                p.get("in") == "path" or p.get("name") in ("page", "cursor") for p in parameters
+            ):
+                statuses.append(404)
+            if method != "get":
+                statuses.append(409)
+            if "requestBody" in operation or any(p.get("in") == "query" for p in parameters):
+                statuses.append(400)
+            if "requestBody" in operation:
+                statuses += [413, 415]
+            responses = operation.setdefault("responses", {})
+            for code in statuses:
+                answer = responses.setdefault(str(code), {"description": REFUSAL_TEXT[code]})
+                answer.setdefault("content", {"application/json": {"schema": ERROR_REF}})
+    return result

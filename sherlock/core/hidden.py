@@ -30,17 +30,12 @@ from django.http import Http404
 from rest_framework import serializers
 
 from sherlock.core.audit import audit
+from sherlock.core.limits import truncate
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 EXCERPT_CHARS = 40
 # Longer than any key Sherlock stores (slugs are at most 100): no such row, not worth a query.
 LONGEST_KEY = 255
-
-
-def excerpt(value, limit=EXCERPT_CHARS):
-    """`value` as text, at most `limit` characters (an ellipsis marks the cut)."""
-    text = "" if value is None else str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _raw(request):
@@ -125,9 +120,9 @@ def audit_hidden(request, model, lookup, *, verb, code="not_found", reason=None)
     audit(
         f"{kind}.refused" if kind else "sherlock.request.refused",
         actor=actor,
-        target=(kind, excerpt(value), str(obj)[:300] if obj is not None else ""),
+        target=(kind, truncate(value, EXCERPT_CHARS), str(obj)[:300] if obj is not None else ""),
         after={
-            "verb": excerpt(verb),
+            "verb": truncate(verb, EXCERPT_CHARS),
             "code": code,
             "method": request.method,
             "view": match.view_name if match is not None else "",

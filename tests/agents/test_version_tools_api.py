@@ -66,13 +66,21 @@ def test_an_unknown_tool_name_is_refused_naming_it(persona, agent, tools):
     client = api_client(persona("Builder", "here"))
     response = client.post("/api/v1/versions/", body(tools=["kb.serch"]), format="json")
     assert response.status_code == 400
-    assert response.json() == {"tools": ["no tool named 'kb.serch'"]}
+    assert response.json() == {
+        "detail": "tools: no tool named 'kb.serch'",
+        "code": "does_not_exist",
+        "field": "tools",
+    }
     response = client.post("/api/v1/versions/", body(denied_tools="kb.search"), format="json")
-    assert response.status_code == 400 and "denied_tools" in response.json()
+    assert response.status_code == 400 and response.json()["field"] == "denied_tools"
     response = client.post(
         "/api/v1/versions/", body(tools=["kb.search", "kb.search"]), format="json"
     )
-    assert response.json() == {"tools": ["'kb.search' is listed twice"]}
+    assert response.json() == {
+        "detail": "tools: 'kb.search' is listed twice",
+        "code": "invalid",
+        "field": "tools",
+    }
     assert not AgentVersion.objects.exists()
 
 

@@ -30,7 +30,7 @@ def dataset():
 
 def test_an_uploaded_file_is_imported_into_a_new_draft(editor, dataset):
     upload = SimpleUploadedFile("cases.csv", b"key,input,tags\nrefund,Refund $20?,money\nnew,Hi,\n")
-    answer = factories.api(editor).post(f"{URL}draft/import/", {"file": upload})
+    answer = factories.api(editor).post(f"{URL}draft/import/", {"file": upload}, format="multipart")
     assert answer.status_code == 200, answer.json()
     body = answer.json()
     assert (body["added"], body["changed"], body["unchanged"]) == (1, 1, 0)
@@ -58,7 +58,7 @@ def test_a_bad_file_answers_400_with_every_error_and_saves_nothing(editor, datas
         b'{"key": "ok"}\n{"key": "bad", "expected_tools": [{"arguments": {}}]}\n'
         b'{"key": "worse", "tags": 3}\n',
     )
-    answer = factories.api(editor).post(f"{URL}draft/import/", {"file": upload})
+    answer = factories.api(editor).post(f"{URL}draft/import/", {"file": upload}, format="multipart")
     assert answer.status_code == 400
     body = answer.json()
     assert body["code"] == "invalid" and body["field"] == "expected_tools[0]"
@@ -118,7 +118,7 @@ def test_a_request_without_cases_answers_400(editor, dataset, data, kwargs, fiel
 
 def test_an_unknown_format_answers_400_naming_the_format(editor, dataset):
     upload = SimpleUploadedFile("cases.txt", b'{"input": "x"}\n')
-    answer = factories.api(editor).post(f"{URL}draft/import/", {"file": upload})
+    answer = factories.api(editor).post(f"{URL}draft/import/", {"file": upload}, format="multipart")
     assert answer.status_code == 400 and answer.json()["field"] == "format"
 
 

@@ -72,7 +72,7 @@ def test_bad_input_answers_400_naming_the_field(builder, version, dataset_versio
     body = {"agent_version": version.pk, "dataset_version": dataset_version.pk, **change}
     response = api_client(builder).post("/api/v1/runs/", body, format="json")
     assert response.status_code == 400
-    assert field in response.json()
+    assert response.json()["field"] == field
     assert not Run.objects.exists()
 
 
@@ -95,7 +95,7 @@ def test_publisher_may_not_start_a_run(publisher, version, dataset_version):
 def test_a_version_one_may_not_see_does_not_exist(outsider, version, dataset_version):
     body = {"agent_version": version.pk, "dataset_version": dataset_version.pk}
     response = api_client(outsider).post("/api/v1/runs/", body, format="json")
-    assert response.status_code == 400 and "agent_version" in response.json()
+    assert response.status_code == 400 and response.json()["field"] == "agent_version"
 
 
 def test_the_list_shows_only_runs_of_agents_the_user_may_see(

@@ -93,6 +93,11 @@ def key_client(secret):
     return client
 
 
+def auth_header(user):
+    """The `Authorization` header an API caller acting as `user` sends (a new key of theirs)."""
+    return f"Token {api_key(user)[1]}"
+
+
 def api_client(user):
     """A DRF client authenticated with a new API key of `user`, as an API caller would be."""
     return key_client(api_key(user)[1])

@@ -1,0 +1,110 @@
+"""Size limits of what callers may send, in one place (issue 15): every text and JSON document a
+user writes has a documented bound, checked by the domain actions before anything is written
+(so the admin, the API, the commands and the tasks all obey it) and mirrored as `max_length`
+in the API's serializers (so the OpenAPI schema documents it).
+
+Why bounds at all: reasons, notes and configs go into the append-only audit log for ever, and
+a document nested thousands deep makes Python's recursive code (the JSON parser, jsonschema,
+`copy.deepcopy`) overflow the stack. The request body as a whole is bounded by the
+`SHERLOCK_API_MAX_BODY_BYTES` setting, checked by the API's parsers before reading
+(`sherlock.core.api`). Errors quote input only through `excerpt`, so a refusal never echoes a
+100,000-character value back.
+"""
+
+import json
+
+from sherlock.core.errors import ActionInvalid
+
+# Free text, in characters.
+SLUG_MAX = 100  # agent and dataset slugs (the model's own max_length)
+NAME_MAX = 200  # agent, dataset, policy names (the model's own max_length)
+REASON_MAX = 2_000  # bypass, publish, retire, rollback and approval reasons
+NOTE_MAX = 10_000  # version notes, dataset version notes, hand-label notes
+DESCRIPTION_MAX = 10_000  # agent and dataset descriptions
+CRITERION_MAX = 10_000  # a check's plain-language criterion and other free text in params
+
+# JSON documents, in bytes of their compact JSON encoding, and in nesting depth.
+CONFIG_MAX_BYTES = 64 * 1024  # an agent version's adapter config
+PARAMS_MAX_BYTES = 64 * 1024  # a check's params, a case's overrides
+CASE_FIELD_MAX_BYTES = 256 * 1024  # one field of a case (input, expected, contexts, ...)
+JSON_MAX_DEPTH = 32  # arrays and objects inside each other, anywhere in a request
+
+# How much of a caller's input an error message may quote.
+EXCERPT_MAX = 60
+
+
+def excerpt(value, limit=EXCERPT_MAX):
+    """`value` as an error message may quote it: its repr, cut to `limit` characters with the
+    full length said, so a refusal never echoes a long input back."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(text) if isinstance(value, str) else text
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def truncate(value, limit):
+    """`value` as text, at most `limit` characters (an ellipsis marks the cut): what a record
+    such as an audit entry keeps of an input it names."""
+    text = "" if value is None else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def json_depth(value):
+    """How deep arrays and objects nest in `value` (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def has_nul(value):
+    """Whether a NUL character is in any string or key of the JSON document `value`: PostgreSQL
+    stores none in text or jsonb (it would answer a DataError, a 500)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return False
+
+
+def check_text(field, value, maximum):
+    """ActionInvalid naming `field` when the text `value` is longer than `maximum` characters."""
+    if isinstance(value, str) and len(value) > maximum:
+        raise ActionInvalid(
+            f"{field}: at most {maximum} characters (got {len(value)})",
+            code="too_long",
+            field=field,
+        )
+    return value
+
+
+def check_document(field, value, max_bytes, max_depth=JSON_MAX_DEPTH):
+    """ActionInvalid naming `field` when the JSON document `value` nests deeper than
+    `max_depth` or is larger than `max_bytes` once encoded."""
+    if json_depth(value) > max_depth:
+        raise ActionInvalid(
+            f"{field}: nested deeper than {max_depth} levels", code="too_deep", field=field
+        )
+    size = len(json.dumps(value, separators=(",", ":"), default=str).encode())
+    if size > max_bytes:
+        raise ActionInvalid(
+            f"{field}: at most {max_bytes} bytes of JSON (got {size})",
+            code="too_large",
+            field=field,
+        )
+    return value
