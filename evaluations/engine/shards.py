@@ -11,9 +11,12 @@ C calls in flight. When the shard is done it tries to complete the run
 (evaluations.engine.completion).
 """
 
+import asyncio
+import collections
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -23,11 +26,13 @@ from django.utils import timezone
 from agents.adapters import AgentCallError, prepare
 from evaluations import costs
 from evaluations.choices import RUN_TERMINAL, RunStatus, TrialStatus
+from evaluations.engine import database
 from evaluations.engine.completion import maybe_finish_run
 from evaluations.engine.judging import engine_judge
-from evaluations.engine.trials import execute_trial
+from evaluations.engine.trials import claim_trials, execute_claimed, execute_trial
 from evaluations.engine.writer import Writer, write_finished
 from evaluations.models import Run, Trial
+from sherlock.core import aio
 
 log = logging.getLogger("sherlock.engine")
 
@@ -103,16 +108,16 @@ def run_shard(run_id, trial_ids):
             status=RunStatus.RUNNING, started_at=timezone.now()
         )
     work = Work(run, trials)
-    threads = settings.SHERLOCK_RUN_CONCURRENCY
-    if threads <= 1 or connection.in_atomic_block:
-        # Inside a transaction (the tests' sync mode) other threads could not see our rows.
+    concurrency = settings.SHERLOCK_RUN_CONCURRENCY
+    if concurrency <= 1 or connection.in_atomic_block:
+        # Inside a transaction (the tests' sync mode) other connections could not see our rows.
         done = 0
         while (trial := work.next()) is not None:
             finished = execute_trial(shard, trial)
             if finished is not None:
                 done += write_finished([finished])
     else:
-        done = _execute_on_threads(shard, work, threads)
+        done = _execute_on_loop(shard, work, concurrency)
     maybe_finish_run(run_id)
     return done
 
@@ -140,12 +145,23 @@ class Work:
             trial.run = run  # one run instance for all: the evidence step reads its version
 
     def next(self):
+        taken = self.take(1)
+        return taken[0] if taken else None
+
+    def take(self, n):
+        """Up to `n` trials to claim: the shard's own first, then the run's other pending ones."""
         with self.lock:
-            if self.own:
-                return self.own.pop()
-            if not self.helped and time.monotonic() < self.help_until:
-                self.helped = self._pending_elsewhere()
-            return self.helped.pop() if self.helped else None
+            taken = []
+            while len(taken) < n:
+                if self.own:
+                    taken.append(self.own.pop())
+                    continue
+                if not self.helped and time.monotonic() < self.help_until:
+                    self.helped = self._pending_elsewhere()
+                if not self.helped:
+                    break
+                taken.append(self.helped.pop())
+            return taken
 
     def _pending_elsewhere(self, batch=32):
         pending = Trial.objects.filter(run_id=self.run.pk, status=TrialStatus.PENDING)
@@ -161,28 +177,83 @@ class Work:
         return list(reversed(found))
 
 
-def _execute_on_threads(shard, work, threads):
-    """C threads, each taking the next trial until there is none, and one writer; each thread
-    closes its own database connection at the end (one per thread per shard, not per trial)."""
-    writer = Writer(capacity=4 * threads)
+class Claims:
+    """Claimed trials for the shard's loop, claimed in batches (`claim_trials`, one UPDATE per
+    batch) as many at a time as there are slots waiting, so that a claim's lease starts when
+    its trial does, not while it waits behind others."""
 
-    def loop():
+    MAX_BATCH = 64
+
+    def __init__(self, work, db):
+        self.work, self.db = work, db
+        self.ready = collections.deque()
+        self.waiting = 0
+        self.exhausted = False
+        self.lock = asyncio.Lock()
+
+    async def next(self):
+        """The next (trial, attempt) this worker holds, or None when there is no more work."""
+        self.waiting += 1
         try:
-            while (trial := work.next()) is not None:
-                try:
-                    finished = execute_trial(shard, trial)
-                except Exception:  # one broken trial must not sink the shard; its lease ends
-                    log.exception("trial %s failed in the engine", trial.pk)
-                    connection.close()  # in case the database was the problem: reconnect
-                    continue
-                if finished is not None:
-                    writer.put(finished)
+            while not self.ready and not self.exhausted:
+                async with self.lock:
+                    if not self.ready and not self.exhausted:
+                        wanted = max(1, min(self.waiting, self.MAX_BATCH))
+                        claimed = await self.db.run(self._claim, wanted)
+                        if claimed is None:
+                            self.exhausted = True
+                        else:
+                            self.ready.extend(claimed)
+            return self.ready.popleft() if self.ready else None
         finally:
-            connection.close()
+            self.waiting -= 1
 
-    pool = [threading.Thread(target=loop, name=f"trial-{i}", daemon=True) for i in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    return writer.close()
+    def _claim(self, wanted):
+        # On a database thread. Trials someone else claimed meanwhile are skipped; None once
+        # there is nothing left to take.
+        while True:
+            taken = self.work.take(wanted)
+            if not taken:
+                return None
+            claimed = claim_trials(taken)
+            if claimed:
+                return claimed
+
+
+def _execute_on_loop(shard, work, concurrency):
+    """The shard's trials overlapping on one event loop, `concurrency` of them in flight; their
+    database work on `SHERLOCK_DB_CONNECTIONS` threads (`database.Database`), their blocking
+    code (checks, Python-callable agents, tools) on a pool of `concurrency` threads that hold no
+    connection, and one writer; returns how many trials were written."""
+    db = database.Database(settings.SHERLOCK_DB_CONNECTIONS)
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial")
+    writer = Writer(capacity=4 * concurrency)
+    try:
+        asyncio.run(_trials_on_loop(shard, work, concurrency, db, pool, writer))
+    finally:
+        pool.shutdown(wait=True)
+        written = writer.close()
+        db.close()
+    return written
+
+
+async def _trials_on_loop(shard, work, concurrency, db, pool, writer):
+    aio.blocking_pool.set(pool)
+    database.active.set(db)  # code on the pool reaches the database through `db` (it copies
+    # this context: `sherlock.core.aio.in_thread`)
+    claims = Claims(work, db)
+
+    async def slot():
+        while (claimed := await claims.next()) is not None:
+            trial, attempt = claimed
+            try:
+                finished = await execute_claimed(shard, trial, attempt)
+            except Exception:  # one broken trial must not sink the shard; its lease ends
+                log.exception("trial %s failed in the engine", trial.pk)
+                continue
+            await aio.in_thread(writer.put, finished)  # waits when the writer falls behind
+
+    try:
+        await asyncio.gather(*(slot() for _ in range(concurrency)))
+    finally:
+        await aio.aclose_loop_clients()
