@@ -156,6 +156,8 @@ class Work:
                 if self.own:
                     taken.append(self.own.pop())
                     continue
+                if taken:  # still pending until claimed: helping now would find them again
+                    break
                 if not self.helped and time.monotonic() < self.help_until:
                     self.helped = self._pending_elsewhere()
                 if not self.helped:

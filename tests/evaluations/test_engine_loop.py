@@ -48,6 +48,13 @@ def judged_dataset(cases):
     )
 
 
+def agent_questions(llm_server):
+    """The case inputs of the agent calls the server answered (judge requests ask for JSON)."""
+    return [
+        r["messages"][-1]["content"] for r in llm_server.requests if not r.get("response_format")
+    ]
+
+
 class ConnectionThreads:
     """The threads other than this one that open a database connection while it is connected
     to `connection_created` (a thread keeps its connection until it closes it)."""
@@ -92,7 +99,7 @@ def test_a_worker_killed_with_256_calls_in_flight_loses_nothing_and_finishes_not
     live_db, broker_mode, settings, llm_server, tmp_path
 ):
     settings.SHERLOCK_SHARD_SIZE = 300  # one shard: a single worker takes it all
-    llm_server.latency = 2.0
+    llm_server.latency = 3.0  # long enough for all 256 first calls to be in flight together
     builder = factories.user("builder", role="Builder")
     version = chat_agent(llm_server)
     run = StartRun(
@@ -102,7 +109,7 @@ def test_a_worker_killed_with_256_calls_in_flight_loses_nothing_and_finishes_not
     env = {
         "SHERLOCK_WORKERS": "1",
         "SHERLOCK_RUN_CONCURRENCY": "256",
-        "SHERLOCK_TRIAL_LEASE_SECONDS": "5",
+        "SHERLOCK_TRIAL_LEASE_SECONDS": "20",  # longer than a trial on a busy machine
         "SHERLOCK_JUDGE_BASE_URL": llm_server.url,
         "SHERLOCK_JUDGE_MODEL": JUDGE_MODEL,
         "SHERLOCK_JUDGE_TIMEOUT": "30",
@@ -114,7 +121,11 @@ def test_a_worker_killed_with_256_calls_in_flight_loses_nothing_and_finishes_not
     finally:
         kill_cluster(first)
     assert in_flight, (tmp_path / "first.log").read_text(errors="replace")[-3000:]
-    before = {t.pk: t for t in trials}
+    # Before the kill, no trial's agent call was made twice (the judge's questions are not
+    # counted: its cache would hide a second one).
+    asked = agent_questions(llm_server)
+    assert len(asked) == len(set(asked))
+    before = {t.pk: t for t in trials.all()}
     finished = {pk for pk, t in before.items() if t.status == "completed"}
     running = {pk for pk, t in before.items() if t.status == "running"}
     assert len(running) >= 256 and len(finished) + len(running) <= 300
@@ -129,8 +140,10 @@ def test_a_worker_killed_with_256_calls_in_flight_loses_nothing_and_finishes_not
         stop_cluster(second)
     assert completed, (tmp_path / "second.log").read_text(errors="replace")[-3000:]
 
-    after = {t.pk: t for t in trials}
-    assert all(t.status == "completed" for t in after.values())
+    after = {t.pk: t for t in trials.all()}
+    # Every trial's agent call was made once, and again only for those in flight at the kill.
+    assert len(agent_questions(llm_server)) == 300 + len(running)
+    assert {t.status for t in after.values()} == {"completed"}, {t.error for t in after.values()}
     for pk in finished:  # finished before the kill: never claimed, run or written again
         assert after[pk].attempts == 1 and after[pk].finished_at == before[pk].finished_at
     assert all(after[pk].attempts == 2 for pk in running)  # its first attempt died in flight
