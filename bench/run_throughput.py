@@ -145,6 +145,16 @@ class ConnectionSampler:
         return self.peaks
 
 
+def cpu_seconds(pids):
+    """User + system CPU time these processes used so far."""
+    ticks = 0
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mb(pid):
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -310,6 +320,7 @@ def main():
             time.sleep(0.05)
         wall = time.perf_counter() - started
         connections = sampler.stop()
+        cpu = cpu_seconds(pid for w in workers for pid in group_pids(w.pid))
         peak_mb = max((peak_rss_mb(pid) for w in workers for pid in group_pids(w.pid)), default=0.0)
     finally:
         stop_workers(workers)
@@ -317,7 +328,7 @@ def main():
         if use_redis:  # the shards left in the queue: their trials were done by helpers
             get_broker().delete_queue()
     served = server.request_count - requests_before
-    report(args, run, wall, served, latency, peak_mb, connections, use_redis)
+    report(args, run, wall, served, latency, peak_mb, connections, cpu, use_redis)
     if not args.keep_db:
         from django.db import connections
 
@@ -325,7 +336,7 @@ def main():
         drop_database(args.database)
 
 
-def report(args, run, wall, served, latency, peak_mb, connections, use_redis):
+def report(args, run, wall, served, latency, peak_mb, connections, cpu, use_redis):
     from django.db.models import Avg, F
 
     from evaluations.models import Run, Trial
@@ -360,6 +371,10 @@ def report(args, run, wall, served, latency, peak_mb, connections, use_redis):
         f"critical path {critical_path:.2f} s)"
     )
     print(f"per-trial overhead: {overhead_ms:.1f} ms; peak worker RSS: {peak_mb:.0f} MB")
+    print(
+        f"worker CPU: {cpu:.1f} s in all, {cpu * 1000 / max(served, 1):.2f} ms per call; "
+        f"this process (the loopback server): {time.process_time():.1f} s"
+    )
     print(
         f"database connections per worker (peak, sampled): {connections}; "
         f"SHERLOCK_DB_CONNECTIONS={args.db_connections}"
