@@ -1,14 +1,21 @@
-"""One shard of a run: load what its trials share, then execute them on threads.
+"""One shard of a run: load what its trials share, then execute them overlapping on an event loop.
 
 A shard (one django-q2 task, `evaluations.tasks.run_shard`) takes trial ids and loads what
 every trial shares once (`Shard.load`): the run, its checks and their calibration gate, the
-prepared agent, the model prices and the engine's judge. Its `SHERLOCK_RUN_CONCURRENCY` threads
-each take a trial (the shard's own, then the run's other pending ones: `Work`) and execute it
-(evaluations.engine.trials); a writer thread writes the finished ones in batches
-(evaluations.engine.writer). Agent and judge calls are I/O, so trials overlap on threads; a
-trial's own calls stay in order (its checks read the agent's answer), so C threads keep exactly
-C calls in flight. When the shard is done it tries to complete the run
+prepared agent, the model prices and the engine's judge. Then `SHERLOCK_RUN_CONCURRENCY` slots
+on one asyncio loop each take a claimed trial (`Claims`: the shard's own trials, then the run's
+other pending ones, `Work`, claimed in batches) and execute it (evaluations.engine.trials): the
+agent's call is awaited on the loop, the checks (whose judge calls block) run on a pool of as
+many threads; a writer thread writes the finished ones in batches (evaluations.engine.writer).
+A trial's own calls stay in order (its checks read the agent's answer), so C slots keep C calls
+in flight. None of that holds a database connection: every statement goes through the shard's
+`SHERLOCK_DB_CONNECTIONS` database threads (evaluations.engine.database), so calls in flight
+are not capped by PostgreSQL's `max_connections` (issue 16: one connection per trial thread
+stalled two workers of 64). When the shard is done it tries to complete the run
 (evaluations.engine.completion).
+
+Inside a transaction (the tests' sync mode) or with a concurrency of 1 the shard runs its trials
+one by one in the caller's thread instead (`execute_trial`), on the caller's connection.
 """
 
 import asyncio
@@ -156,9 +163,9 @@ class Work:
                 if self.own:
                     taken.append(self.own.pop())
                     continue
-                if taken:  # still pending until claimed: helping now would find them again
-                    break
                 if not self.helped and time.monotonic() < self.help_until:
+                    if taken:  # still pending until claimed: a query now would find them again
+                        break
                     self.helped = self._pending_elsewhere()
                 if not self.helped:
                     break

@@ -5,7 +5,9 @@ the shard's prepared agent, scores the run's checks (`score_trial`) with the eng
 whose calls are held with the trial (`evaluations.engine.judging`), and runs the evidence step.
 Nothing is written here: it returns a `Finished`, everything the trial's write needs, computed
 without the database (`finished_trial`, with its costs from `evaluations.costs`), which the
-writer stores (`evaluations.engine.writer`).
+writer stores (`evaluations.engine.writer`). An async shard claims in batches instead
+(`claim_trials`) and runs each claimed trial with `execute_claimed` on its loop; both paths end
+in `complete_trial`.
 """
 
 import logging
