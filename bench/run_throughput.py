@@ -1,7 +1,7 @@
 """Run throughput: N cases x k repetitions x m model checks through the real path (issue 4).
 
 StartRun in this process plans the run and enqueues its shards; two `qcluster` processes (one
-worker process each, `SHERLOCK_RUN_CONCURRENCY` = C / 2 threads each) execute them against
+worker process each, `SHERLOCK_RUN_CONCURRENCY` = C / 2 calls in flight each) execute them against
 PostgreSQL, through Redis when it answers (else django-q2's ORM broker). The agent under test is
 an `openai_chat` version and the m checks are `custom` checks (distinct criteria, so the
 judge's cache cannot merge them), all served by the loopback OpenAI-compatible server
@@ -9,17 +9,21 @@ judge's cache cannot merge them), all served by the loopback OpenAI-compatible s
 
 Calls: every request the server answers, agent and judge alike: N x k x (1 + m).
 Concurrency C: calls in flight across the whole run. A trial makes its calls one after the
-other (its checks read the agent's answer), so C trial threads in all keep C calls in flight.
+other (its checks read the agent's answer), so C trials in flight in all keep C calls in flight.
 Ideal: max(calls x L / C, (1 + m) x L), the second being the critical path of one trial.
 The ratio is wall / ideal, the wall time running from StartRun to the run's `completed`.
 Per-trial overhead: the mean of (finished_at - started_at) over trials, minus (1 + m) x L: the
 engine's own time per trial (claim, scoring, writes, waiting for the GIL or the database).
-Peak memory: the largest peak RSS (VmHWM) among the worker processes.
+Peak memory: the largest peak RSS (VmHWM) among the worker processes. Database connections per
+worker: the most a worker cluster held at once (pg_stat_activity sampled twice a second, its
+client ports matched to the cluster's sockets). Worker CPU: user + system time of the clusters.
 
-Target on a 2-core machine: ratio <= 1.25 at N=500, k=3, m=4, L=200 ms, C=32, and within 10 %
-of that at N=2000. Uses its own database (`sherlock_bench`, created and dropped here) on the
-local PostgreSQL, and Redis database 14 (only its queue key is touched). The last line is
-machine-readable: `ratio=R wall_s=W ideal_s=I calls=N db_connections=D peak_rss_mb=M`.
+Targets on a 2-core machine (issue 16): ratio <= 1.25 at N=500, k=3, m=4, L=200 ms, C=32, and
+within 10 % of that at N=2000; ratio <= 1.25 at L=1000 ms, C=256 with at most 12 database
+connections per worker; peak memory flat in N. Uses its own database (`sherlock_bench`,
+created and dropped here) on the local PostgreSQL, and Redis database 14 (only its queue key is
+touched). The last line is machine-readable:
+`ratio=R wall_s=W ideal_s=I calls=N db_connections=D peak_rss_mb=M`.
 
     .venv/bin/python bench/run_throughput.py [--cases 500] [--reps 3] [--checks 4]
         [--latency-ms 200] [--concurrency 32] [--shard-size 64]
@@ -259,7 +263,7 @@ def main():
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32, help="calls in flight in all")
     parser.add_argument("--workers", type=int, default=2, help="qcluster processes")
-    parser.add_argument("--shard-size", type=int, help="default: 4 rounds of a worker's threads")
+    parser.add_argument("--shard-size", type=int, help="default: 4 rounds of a worker's calls")
     parser.add_argument("--db-connections", type=int, default=4, help="per worker process")
     parser.add_argument("--database", default="sherlock_bench")
     parser.add_argument("--keep-db", action="store_true")
@@ -352,7 +356,7 @@ def report(args, run, wall, served, latency, peak_mb, connections, cpu, use_redi
     print(
         f"{args.cases} cases x {args.reps} reps x {args.checks} model checks, "
         f"L={args.latency_ms} ms, C={args.concurrency} "
-        f"({args.workers} workers x {args.concurrency // args.workers} threads), "
+        f"({args.workers} workers x {args.concurrency // args.workers} in flight), "
         f"broker={'redis' if use_redis else 'orm'}"
     )
     print(

@@ -208,7 +208,13 @@ class Claims:
                 async with self.lock:
                     if not self.ready and not self.exhausted:
                         wanted = max(1, min(self.waiting, self.MAX_BATCH))
-                        claimed = await self.db.run(self._claim, wanted)
+                        try:
+                            claimed = await self.db.run(self._claim, wanted)
+                        except Exception:
+                            # The database is away: finish what is claimed and stop; the
+                            # reaper enqueues the rest again once it answers.
+                            log.exception("claiming trials of run %s failed", self.work.run.pk)
+                            claimed = None
                         if claimed is None:
                             self.exhausted = True
                         else:
