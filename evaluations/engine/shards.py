@@ -244,12 +244,23 @@ def _execute_on_loop(shard, work, concurrency):
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial")
     writer = Writer(capacity=4 * concurrency)
     try:
-        asyncio.run(_trials_on_loop(shard, work, concurrency, db, pool, writer))
+        _run_loop(_trials_on_loop(shard, work, concurrency, db, pool, writer))
     finally:
         pool.shutdown(wait=True)
         written = writer.close()
         db.close()
     return written
+
+
+def _run_loop(coroutine):
+    """`asyncio.run`, on a thread of its own when this one already runs a loop (a caller with a
+    loop of its own: Playwright's sync API in the browser tests, with django-q2's sync mode)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="shard-loop") as thread:
+        return thread.submit(asyncio.run, coroutine).result()
 
 
 async def _trials_on_loop(shard, work, concurrency, db, pool, writer):
