@@ -95,3 +95,13 @@ def test_start_up_check_refuses_retry_not_longer_than_timeout(settings):
 
 def test_start_up_check_accepts_the_default(settings):
     assert q_cluster_retry_longer_than_timeout() == []
+
+
+@pytest.mark.parametrize("value", ["0", "many"])
+def test_database_connections_per_worker_must_be_a_small_positive_number(value):
+    env = {**os.environ, "SHERLOCK_DB_CONNECTIONS": value}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode != 0
+    assert "SHERLOCK_DB_CONNECTIONS" in result.stderr
