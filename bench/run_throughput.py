@@ -1,7 +1,7 @@
 """Run throughput: N cases x k repetitions x m model checks through the real path (issue 4).
 
 StartRun in this process plans the run and enqueues its shards; two `qcluster` processes (one
-worker process each, `SHERLOCK_RUN_CONCURRENCY` = C / 2 threads each) execute them against
+worker process each, `SHERLOCK_RUN_CONCURRENCY` = C / 2 calls in flight each) execute them against
 PostgreSQL, through Redis when it answers (else django-q2's ORM broker). The agent under test is
 an `openai_chat` version and the m checks are `custom` checks (distinct criteria, so the
 judge's cache cannot merge them), all served by the loopback OpenAI-compatible server
@@ -9,17 +9,21 @@ judge's cache cannot merge them), all served by the loopback OpenAI-compatible s
 
 Calls: every request the server answers, agent and judge alike: N x k x (1 + m).
 Concurrency C: calls in flight across the whole run. A trial makes its calls one after the
-other (its checks read the agent's answer), so C trial threads in all keep C calls in flight.
+other (its checks read the agent's answer), so C trials in flight in all keep C calls in flight.
 Ideal: max(calls x L / C, (1 + m) x L), the second being the critical path of one trial.
 The ratio is wall / ideal, the wall time running from StartRun to the run's `completed`.
 Per-trial overhead: the mean of (finished_at - started_at) over trials, minus (1 + m) x L: the
 engine's own time per trial (claim, scoring, writes, waiting for the GIL or the database).
-Peak memory: the largest peak RSS (VmHWM) among the worker processes.
+Peak memory: the largest peak RSS (VmHWM) among the worker processes. Database connections per
+worker: the most a worker cluster held at once (pg_stat_activity sampled twice a second, its
+client ports matched to the cluster's sockets). Worker CPU: user + system time of the clusters.
 
-Target on a 2-core machine: ratio <= 1.25 at N=500, k=3, m=4, L=200 ms, C=32, and within 10 %
-of that at N=2000. Uses its own database (`sherlock_bench`, created and dropped here) on the
-local PostgreSQL, and Redis database 14 (only its queue key is touched). The last line is
-machine-readable: `ratio=R wall_s=W ideal_s=I calls=N`.
+Targets on a 2-core machine (issue 16): ratio <= 1.25 at N=500, k=3, m=4, L=200 ms, C=32, and
+within 10 % of that at N=2000; ratio <= 1.25 at L=1000 ms, C=256 with at most 12 database
+connections per worker; peak memory flat in N. Uses its own database (`sherlock_bench`,
+created and dropped here) on the local PostgreSQL, and Redis database 14 (only its queue key is
+touched). The last line is machine-readable:
+`ratio=R wall_s=W ideal_s=I calls=N db_connections=D peak_rss_mb=M`.
 
     .venv/bin/python bench/run_throughput.py [--cases 500] [--reps 3] [--checks 4]
         [--latency-ms 200] [--concurrency 32] [--shard-size 64]
@@ -88,6 +92,71 @@ def group_pids(pgid):
             except ProcessLookupError:
                 continue
     return pids
+
+
+def socket_ports(pids):
+    """The local TCP ports of the sockets these processes hold (from /proc: fd -> inode -> port)."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(FileNotFoundError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[9] in inodes:
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+class ConnectionSampler:
+    """Samples, twice a second, how many PostgreSQL connections each worker cluster holds
+    (pg_stat_activity's client ports matched to the cluster's processes); keeps the peak."""
+
+    def __init__(self, database, workers):
+        import threading
+
+        self.database, self.workers = database, workers
+        self.peaks = [0] * len(workers)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        import psycopg
+
+        with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+            while not self.stopped.wait(0.5):
+                ports = {
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT client_port FROM pg_stat_activity WHERE datname = %s",
+                        [self.database],
+                    )
+                }
+                for n, worker in enumerate(self.workers):
+                    held = len(ports & socket_ports(group_pids(worker.pid)))
+                    self.peaks[n] = max(self.peaks[n], held)
+
+    def stop(self):
+        self.stopped.set()
+        self.thread.join()
+        return self.peaks
+
+
+def cpu_seconds(pids):
+    """User + system CPU time these processes used so far."""
+    ticks = 0
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mb(pid):
@@ -194,7 +263,8 @@ def main():
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32, help="calls in flight in all")
     parser.add_argument("--workers", type=int, default=2, help="qcluster processes")
-    parser.add_argument("--shard-size", type=int, help="default: 4 rounds of a worker's threads")
+    parser.add_argument("--shard-size", type=int, help="default: 4 rounds of a worker's calls")
+    parser.add_argument("--db-connections", type=int, default=4, help="per worker process")
     parser.add_argument("--database", default="sherlock_bench")
     parser.add_argument("--keep-db", action="store_true")
     args = parser.parse_args()
@@ -213,6 +283,7 @@ def main():
         "SHERLOCK_WORKERS": "1",
         "SHERLOCK_RUN_CONCURRENCY": str(per_worker),
         "SHERLOCK_SHARD_SIZE": str(shard_size),
+        "SHERLOCK_DB_CONNECTIONS": str(args.db_connections),
         "SHERLOCK_JUDGE_BASE_URL": server.url,
         "SHERLOCK_JUDGE_MODEL": "bench-judge",
         "SHERLOCK_JUDGE_TIMEOUT": "30",
@@ -238,6 +309,7 @@ def main():
         from evaluations.models import Run
 
         requests_before = server.request_count
+        sampler = ConnectionSampler(args.database, workers)
         started = time.perf_counter()
         run = StartRun(
             acting_user=builder,
@@ -251,13 +323,16 @@ def main():
                 break
             time.sleep(0.05)
         wall = time.perf_counter() - started
+        connections = sampler.stop()
+        cpu = cpu_seconds(pid for w in workers for pid in group_pids(w.pid))
         peak_mb = max((peak_rss_mb(pid) for w in workers for pid in group_pids(w.pid)), default=0.0)
     finally:
         stop_workers(workers)
         server.stop()
         if use_redis:  # the shards left in the queue: their trials were done by helpers
             get_broker().delete_queue()
-    report(args, run, wall, server.request_count - requests_before, latency, peak_mb, use_redis)
+    served = server.request_count - requests_before
+    report(args, run, wall, served, latency, peak_mb, connections, cpu, use_redis)
     if not args.keep_db:
         from django.db import connections
 
@@ -265,7 +340,7 @@ def main():
         drop_database(args.database)
 
 
-def report(args, run, wall, served, latency, peak_mb, use_redis):
+def report(args, run, wall, served, latency, peak_mb, connections, cpu, use_redis):
     from django.db.models import Avg, F
 
     from evaluations.models import Run, Trial
@@ -281,7 +356,7 @@ def report(args, run, wall, served, latency, peak_mb, use_redis):
     print(
         f"{args.cases} cases x {args.reps} reps x {args.checks} model checks, "
         f"L={args.latency_ms} ms, C={args.concurrency} "
-        f"({args.workers} workers x {args.concurrency // args.workers} threads), "
+        f"({args.workers} workers x {args.concurrency // args.workers} in flight), "
         f"broker={'redis' if use_redis else 'orm'}"
     )
     print(
@@ -300,7 +375,18 @@ def report(args, run, wall, served, latency, peak_mb, use_redis):
         f"critical path {critical_path:.2f} s)"
     )
     print(f"per-trial overhead: {overhead_ms:.1f} ms; peak worker RSS: {peak_mb:.0f} MB")
-    print(f"ratio={wall / ideal:.3f} wall_s={wall:.2f} ideal_s={ideal:.2f} calls={calls}")
+    print(
+        f"worker CPU: {cpu:.1f} s in all, {cpu * 1000 / max(served, 1):.2f} ms per call; "
+        f"this process (the loopback server): {time.process_time():.1f} s"
+    )
+    print(
+        f"database connections per worker (peak, sampled): {connections}; "
+        f"SHERLOCK_DB_CONNECTIONS={args.db_connections}"
+    )
+    print(
+        f"ratio={wall / ideal:.3f} wall_s={wall:.2f} ideal_s={ideal:.2f} calls={calls} "
+        f"db_connections={max(connections, default=0)} peak_rss_mb={peak_mb:.0f}"
+    )
 
 
 if __name__ == "__main__":

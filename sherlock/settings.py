@@ -258,7 +258,12 @@ if "SHERLOCK_JUDGE_TRANSPORT" in os.environ and os.environ.get("RUN_MAIN") != "t
         "SHERLOCK_JUDGE_TRANSPORT is set but ignored: the judge always uses the OpenAI SDK's "
         "own HTTP client."
     )
+# Calls in flight per worker process (trials overlapping on its event loop), and the database
+# connections per worker process that all its trials share (claims, evidence, the judge's
+# stored cache), besides the shard's own and its writer's: size PostgreSQL's max_connections
+# for worker processes x (SHERLOCK_DB_CONNECTIONS + 3) + the web processes (README, "Scale out").
 SHERLOCK_RUN_CONCURRENCY = env_int("SHERLOCK_RUN_CONCURRENCY", 8, minimum=1, maximum=512)
+SHERLOCK_DB_CONNECTIONS = env_int("SHERLOCK_DB_CONNECTIONS", 4, minimum=1, maximum=32)
 SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)
 SHERLOCK_TRIAL_LEASE_SECONDS = env_int("SHERLOCK_TRIAL_LEASE_SECONDS", 600, minimum=5)
 

@@ -150,3 +150,9 @@ def test_checkpoints_off_is_a_deploy_warning(settings):
 def test_api_key_lifetimes_beyond_their_bounds_stop_start_up(env):
     result = _check_fails(env)
     assert "SHERLOCK_API_KEY_" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "many"])
+def test_database_connections_per_worker_must_be_a_small_positive_number(value):
+    result = _check_fails({"SHERLOCK_DB_CONNECTIONS": value})
+    assert "SHERLOCK_DB_CONNECTIONS" in result.stderr

@@ -3,7 +3,7 @@
 An adapter turns one case into one transcript (docs/adapters.md). `prepare(version)` does the
 per-version work once (imports, tool lists, HTTP clients) and returns a `PreparedAgent` whose
 `call(case, repetition=...)` the run engine calls from many threads at once, so prepared agents
-hold no per-call state.
+hold no per-call state. The engine awaits `acall` instead, on its event loop.
 """
 
 import json
@@ -13,6 +13,8 @@ import time
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
+
+from sherlock.core.aio import in_thread
 
 
 class AgentCallError(Exception):
@@ -31,14 +33,26 @@ class PreparedAgent:
     def call(self, case, *, repetition=1):
         """Run one case; return a transcript dict with `latency_ms` (measured if not given)."""
         started = time.perf_counter()
-        result = self._call(case, repetition)
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        transcript = dict(result) if isinstance(result, dict) else {"output": result}
-        transcript.setdefault("latency_ms", round(elapsed_ms, 3))
-        return transcript
+        return _transcript(self._call(case, repetition), started)
+
+    async def acall(self, case, *, repetition=1):
+        """`call`, awaited on the run engine's event loop: the HTTP adapters send on the loop
+        (their `_acall`), the others run `_call` on the engine's bounded blocking pool."""
+        started = time.perf_counter()
+        return _transcript(await self._acall(case, repetition), started)
 
     def _call(self, case, repetition):
         raise NotImplementedError
+
+    async def _acall(self, case, repetition):
+        return await in_thread(self._call, case, repetition)
+
+
+def _transcript(result, started):
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    transcript = dict(result) if isinstance(result, dict) else {"output": result}
+    transcript.setdefault("latency_ms", round(elapsed_ms, 3))
+    return transcript
 
 
 # --- config validation ------------------------------------------------------------------------

@@ -8,6 +8,7 @@ credentials are named by environment variable (`{"env": "SUPPORT_BOT_TOKEN", "pr
 "}`) and read at call time, so a version's config never holds a secret.
 """
 
+import contextlib
 import json
 import os
 import threading
@@ -21,6 +22,7 @@ from agents.adapters.base import (
     resolve_headers,
     validate_headers,
 )
+from sherlock.core.aio import loop_client
 
 SCHEMA = {
     "type": "object",
@@ -43,6 +45,7 @@ def validate(config):
 
 _clients = {}
 _clients_lock = threading.Lock()
+LIMITS = httpx2.Limits(max_connections=256, max_keepalive_connections=64)
 
 
 def shared_client():
@@ -56,19 +59,36 @@ def shared_client():
         with _clients_lock:
             client = _clients.get(pid)
             if client is None:
-                limits = httpx2.Limits(max_connections=256, max_keepalive_connections=64)
-                client = _clients[pid] = httpx2.Client(limits=limits)
+                client = _clients[pid] = httpx2.Client(limits=LIMITS)
     return client
 
 
 def post_json(url, body, *, headers, timeout, what):
     """POST JSON, return the decoded answer; every failure is an AgentCallError naming `what`."""
-    try:
+    with _failures(what, timeout):
         response = shared_client().post(url, json=body, headers=headers, timeout=timeout)
+    return _answer(response, what)
+
+
+async def apost_json(url, body, *, headers, timeout, what):
+    """`post_json` on the running loop, through its own pool (`sherlock.core.aio`)."""
+    client = loop_client("http_endpoint", lambda: httpx2.AsyncClient(limits=LIMITS))
+    with _failures(what, timeout):
+        response = await client.post(url, json=body, headers=headers, timeout=timeout)
+    return _answer(response, what)
+
+
+@contextlib.contextmanager
+def _failures(what, timeout):
+    try:
+        yield
     except httpx2.TimeoutException:
         raise AgentCallError(f"{what}: no answer within {timeout:g} s") from None
     except httpx2.HTTPError as exc:
         raise AgentCallError(f"{what}: {type(exc).__name__}: {exc}") from None
+
+
+def _answer(response, what):
     if response.status_code >= 400:
         raise AgentCallError(f"{what}: HTTP {response.status_code}: {response.text[:300]}")
     try:
@@ -86,11 +106,22 @@ class HttpAgent(PreparedAgent):
         self.model = config.get("model")
 
     def _call(self, case, repetition):
+        body, options = self._request(case, repetition)
+        return self._transcript(post_json(self.url, body, **options))
+
+    async def _acall(self, case, repetition):
+        body, options = self._request(case, repetition)
+        return self._transcript(await apost_json(self.url, body, **options))
+
+    def _request(self, case, repetition):
         body = {"id": case.get("id"), "input": case.get("input"), "repetition": repetition}
-        headers = resolve_headers(self.headers, "config.headers")
-        answer = post_json(
-            self.url, body, headers=headers, timeout=self.timeout, what=f"POST {self.url}"
-        )
+        return body, {
+            "headers": resolve_headers(self.headers, "config.headers"),
+            "timeout": self.timeout,
+            "what": f"POST {self.url}",
+        }
+
+    def _transcript(self, answer):
         if isinstance(answer, str):
             return {"output": answer}
         if not isinstance(answer, dict):

@@ -29,6 +29,7 @@ Config (docs/adapters.md):
                "orders.lookup": {"url": "https://tools.internal/orders", "headers": {...}}}}
 """
 
+import contextlib
 import json
 import os
 import re
@@ -48,6 +49,7 @@ from agents.adapters.base import (
     validate_headers,
 )
 from agents.adapters.http_endpoint import DEFAULT_TIMEOUT, post_json
+from sherlock.core.aio import in_thread, loop_client
 from sherlock.core.imports import import_allowed
 
 _EXECUTOR = {
@@ -223,14 +225,61 @@ class OpenAIChatAgent(PreparedAgent):
                 self.executors[name] = executor
 
     def _client(self):
+        return sdk_client(*self._client_key())
+
+    def _async_client(self):
+        """The loop's `openai.AsyncOpenAI` for this endpoint (`sherlock.core.aio.loop_client`)."""
+        base_url, key, timeout, max_retries = self._client_key()
+        return loop_client(
+            ("openai_chat", base_url, key, timeout, max_retries),
+            lambda: openai.AsyncOpenAI(
+                base_url=base_url,
+                api_key=key or "sk-none",
+                timeout=timeout,
+                max_retries=max_retries,
+            ),
+        )
+
+    def _client_key(self):
         api_key = self.config.get("api_key")
         key = resolve_secret(api_key, "config.api_key") if api_key else None
-        return sdk_client(
-            self.config["base_url"], key, self.timeout, int(self.config.get("max_retries", 2))
-        )
+        return self.config["base_url"], key, self.timeout, int(self.config.get("max_retries", 2))
 
     def _call(self, case, repetition):
         client = self._client()
+        steps, reply = self._conversation(case), None
+        try:
+            while True:
+                reply = self._step(client, *steps.send(reply))
+        except StopIteration as done:
+            return done.value
+
+    async def _acall(self, case, repetition):
+        """The same conversation, its completions sent on the loop by `openai.AsyncOpenAI`;
+        tool executors and llama.cpp's `/props` (blocking) run on the engine's pool."""
+        client = self._async_client()
+        steps, reply = self._conversation(case), None
+        try:
+            while True:
+                step, argument = steps.send(reply)
+                if step == "complete":
+                    reply = await self._acomplete(client, argument)
+                else:
+                    reply = await in_thread(self._step, None, step, argument)
+        except StopIteration as done:
+            return done.value
+
+    def _step(self, client, step, argument):
+        if step == "complete":
+            return self._complete(client, argument)
+        if step == "template":
+            return self._template_warnings(self._client(), argument)
+        return self._run_tool(argument)
+
+    def _conversation(self, case):
+        """The chat loop, as a generator of its I/O steps: it yields `("complete", body)`,
+        `("template", response)` or `("tool", call)` and is sent back the step's result, so
+        that `_call` (blocking) and `_acall` (on the loop) run the very same conversation."""
         messages = []
         if self.config.get("system_prompt"):
             messages.append({"role": "system", "content": self.config["system_prompt"]})
@@ -247,7 +296,7 @@ class OpenAIChatAgent(PreparedAgent):
         transcript = {"model": self.model, "finish_reasons": [], "warnings": []}
         while True:
             turns += 1
-            response = self._complete(client, {**request, "messages": messages})
+            response = yield "complete", {**request, "messages": messages}
             reported = response.get("usage") or {}
             usage["prompt_tokens"] += reported.get("prompt_tokens") or 0
             usage["completion_tokens"] += reported.get("completion_tokens") or 0
@@ -262,14 +311,14 @@ class OpenAIChatAgent(PreparedAgent):
             transcript["finish_reasons"].append(choice.get("finish_reason"))
             transcript["warnings"] += self._warnings(turns, choice, message)
             if turns == 1 and self._expects_tools() and not message.get("tool_calls"):
-                transcript["warnings"] += self._template_warnings(client, response)
+                transcript["warnings"] += yield "template", response
             if not message.get("tool_calls"):
                 transcript["output"] = message.get("content")
                 transcript["finish_reason"] = choice.get("finish_reason")
                 break
             messages.append({k: v for k, v in message.items() if v is not None})
             for call in message["tool_calls"]:
-                record = self._run_tool(call)
+                record = yield "tool", call
                 tool_calls.append(record)
                 result = record["result"]
                 messages.append(
@@ -358,9 +407,20 @@ class OpenAIChatAgent(PreparedAgent):
         we would turn straight back into dicts (a few ms of CPU per call, in a worker that
         makes thousands). The judge client does the same (evaluations/judge/sdk.py).
         """
-        try:
+        with self._failures(body):
             raw = client.post("/chat/completions", body=body, cast_to=httpx2.Response)
-            response = json.loads(raw.content)
+        return self._response(raw)
+
+    async def _acomplete(self, client, body):
+        """`_complete` through the loop's AsyncOpenAI client."""
+        with self._failures(body):
+            raw = await client.post("/chat/completions", body=body, cast_to=httpx2.Response)
+        return self._response(raw)
+
+    @contextlib.contextmanager
+    def _failures(self, body):
+        try:
+            yield
         except openai.APIStatusError as exc:
             where = f"{self.model} at {self.config['base_url']}"
             if body.get("tools") and "tool" in str(exc).lower():
@@ -370,6 +430,10 @@ class OpenAIChatAgent(PreparedAgent):
             raise AgentCallError(f"{where}: {exc}") from exc
         except openai.APIError as exc:
             raise AgentCallError(f"{self.model} at {self.config['base_url']}: {exc}") from exc
+
+    def _response(self, raw):
+        try:
+            response = json.loads(raw.content)
         except ValueError as exc:
             raise AgentCallError(f"{self.model}: the response is not JSON: {exc}") from exc
         if not isinstance(response, dict):

@@ -2,7 +2,8 @@
 
 Config `{"callable": "package.module.function", "kwargs": {...}}`. The callable gets the whole
 case dict (docs/checks.md, "The case") and the kwargs, and returns a transcript dict, or any
-other value, taken as the output. It runs in the worker's threads, so it must be thread-safe.
+other value, taken as the output. In a run it runs on the engine's bounded thread pool (the
+engine's event loop awaits it there), so it must be thread-safe.
 """
 
 from agents.adapters.base import AgentCallError, PreparedAgent

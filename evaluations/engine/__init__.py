@@ -4,12 +4,15 @@ Its parts, in the order a run meets them:
 
 - `enqueue`: `enqueue_run`, one django-q2 task per shard of a run's pending trials (called by
   `StartRun` on commit, and by the reaper).
-- `shards`: `run_shard`, one task: `Shard.load` loads what its trials share once, `Work` hands
-  the trials to `SHERLOCK_RUN_CONCURRENCY` threads (the shard's own, then the run's other
-  pending ones), and it tries to complete the run at the end.
-- `trials`: `execute_trial`, one trial: the claim (compare-and-set with a lease), the agent
-  call, `score_trial`, the evidence step, and `finished_trial`, what its write needs (a
-  `Finished`), computed without the database; prices and cost lines from `evaluations.costs`.
+- `shards`: `run_shard`, one task: `Shard.load` loads what its trials share once, `Work` and
+  `Claims` hand claimed trials to `SHERLOCK_RUN_CONCURRENCY` slots on an asyncio loop (the
+  shard's own, then the run's other pending ones), and it tries to complete the run at the end.
+- `trials`: one trial: the claim (compare-and-set with a lease; `claim_trials` for a batch),
+  the agent call (awaited on the loop: `execute_claimed`; or blocking: `execute_trial`),
+  `score_trial`, the evidence step, and `finished_trial`, what its write needs (a `Finished`),
+  computed without the database; prices and cost lines from `evaluations.costs`.
+- `database`: `Database`, the `SHERLOCK_DB_CONNECTIONS` threads through which an async shard
+  does all its database work, so connections do not grow with calls in flight.
 - `judging`: the engine's judge (`engine_judge`), whose calls are held with their trial
   (`ledger`, `record_judge_calls`) and written in its transaction.
 - `writer`: `Writer`, a thread that writes finished trials in batches (`write_finished`), each

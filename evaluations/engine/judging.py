@@ -6,10 +6,13 @@ they are priced with the trial's other costs when it finishes (`finished_trial` 
 `evaluations.engine.trials`, with `evaluations.costs.price_judge_calls`) and stored in the
 trial's own transaction by the writer (`evaluations.engine.writer`), so they cost no statement
 of their own. Outside a trial (no list held by this thread) they are stored at once by the
-judge's ORM recorder (`evaluations.judge.record_calls`).
+judge's ORM recorder (`evaluations.judge.record_calls`). Its stored-cache lookups go through the
+engine's database connections (`lookup_stored_answer`).
 """
 
 import threading
+
+from evaluations.engine import database
 
 # `ledger.calls`: the list of judge calls of the trial this thread is executing, or None.
 ledger = threading.local()
@@ -26,6 +29,14 @@ def record_judge_calls(calls, context):
         record_calls(calls, context)
     else:
         pending.extend(calls)
+
+
+def lookup_stored_answer(cache_key):
+    """The engine judge's durable-cache lookup (`JudgeCall` rows): a statement, so on the
+    engine's few database connections (`evaluations.engine.database`), not the check's thread."""
+    from evaluations.judge.recording import lookup_cached
+
+    return database.call(lookup_cached, cache_key)
 
 
 _engine_judge = (None, None)
@@ -46,7 +57,8 @@ def engine_judge():
         return None
     with _engine_judge_lock:
         if _engine_judge[0] is not default:
-            _engine_judge = (default, JudgeClient(recorder=record_judge_calls))
+            judge = JudgeClient(recorder=record_judge_calls, cache_lookup=lookup_stored_answer)
+            _engine_judge = (default, judge)
         return _engine_judge[1]
 
 

@@ -1,19 +1,29 @@
-"""One shard of a run: load what its trials share, then execute them on threads.
+"""One shard of a run: load what its trials share, then execute them overlapping on an event loop.
 
 A shard (one django-q2 task, `evaluations.tasks.run_shard`) takes trial ids and loads what
 every trial shares once (`Shard.load`): the run, its checks and their calibration gate, the
-prepared agent, the model prices and the engine's judge. Its `SHERLOCK_RUN_CONCURRENCY` threads
-each take a trial (the shard's own, then the run's other pending ones: `Work`) and execute it
-(evaluations.engine.trials); a writer thread writes the finished ones in batches
-(evaluations.engine.writer). Agent and judge calls are I/O, so trials overlap on threads; a
-trial's own calls stay in order (its checks read the agent's answer), so C threads keep exactly
-C calls in flight. When the shard is done it tries to complete the run
+prepared agent, the model prices and the engine's judge. Then `SHERLOCK_RUN_CONCURRENCY` slots
+on one asyncio loop each take a claimed trial (`Claims`: the shard's own trials, then the run's
+other pending ones, `Work`, claimed in batches) and execute it (evaluations.engine.trials): the
+agent's call is awaited on the loop, the checks (whose judge calls block) run on a pool of as
+many threads; a writer thread writes the finished ones in batches (evaluations.engine.writer).
+A trial's own calls stay in order (its checks read the agent's answer), so C slots keep C calls
+in flight. None of that holds a database connection: every statement goes through the shard's
+`SHERLOCK_DB_CONNECTIONS` database threads (evaluations.engine.database), so calls in flight
+are not capped by PostgreSQL's `max_connections` (issue 16: one connection per trial thread
+stalled two workers of 64). When the shard is done it tries to complete the run
 (evaluations.engine.completion).
+
+Inside a transaction (the tests' sync mode) or with a concurrency of 1 the shard runs its trials
+one by one in the caller's thread instead (`execute_trial`), on the caller's connection.
 """
 
+import asyncio
+import collections
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -23,11 +33,13 @@ from django.utils import timezone
 from agents.adapters import AgentCallError, prepare
 from evaluations import costs
 from evaluations.choices import RUN_TERMINAL, RunStatus, TrialStatus
+from evaluations.engine import database
 from evaluations.engine.completion import maybe_finish_run
 from evaluations.engine.judging import engine_judge
-from evaluations.engine.trials import execute_trial
+from evaluations.engine.trials import claim_trials, execute_claimed, execute_trial
 from evaluations.engine.writer import Writer, write_finished
 from evaluations.models import Run, Trial
+from sherlock.core import aio
 
 log = logging.getLogger("sherlock.engine")
 
@@ -103,16 +115,16 @@ def run_shard(run_id, trial_ids):
             status=RunStatus.RUNNING, started_at=timezone.now()
         )
     work = Work(run, trials)
-    threads = settings.SHERLOCK_RUN_CONCURRENCY
-    if threads <= 1 or connection.in_atomic_block:
-        # Inside a transaction (the tests' sync mode) other threads could not see our rows.
+    concurrency = settings.SHERLOCK_RUN_CONCURRENCY
+    if concurrency <= 1 or connection.in_atomic_block:
+        # Inside a transaction (the tests' sync mode) other connections could not see our rows.
         done = 0
         while (trial := work.next()) is not None:
             finished = execute_trial(shard, trial)
             if finished is not None:
                 done += write_finished([finished])
     else:
-        done = _execute_on_threads(shard, work, threads)
+        done = _execute_on_loop(shard, work, concurrency)
     maybe_finish_run(run_id)
     return done
 
@@ -140,12 +152,25 @@ class Work:
             trial.run = run  # one run instance for all: the evidence step reads its version
 
     def next(self):
+        taken = self.take(1)
+        return taken[0] if taken else None
+
+    def take(self, n):
+        """Up to `n` trials to claim: the shard's own first, then the run's other pending ones."""
         with self.lock:
-            if self.own:
-                return self.own.pop()
-            if not self.helped and time.monotonic() < self.help_until:
-                self.helped = self._pending_elsewhere()
-            return self.helped.pop() if self.helped else None
+            taken = []
+            while len(taken) < n:
+                if self.own:
+                    taken.append(self.own.pop())
+                    continue
+                if not self.helped and time.monotonic() < self.help_until:
+                    if taken:  # still pending until claimed: a query now would find them again
+                        break
+                    self.helped = self._pending_elsewhere()
+                if not self.helped:
+                    break
+                taken.append(self.helped.pop())
+            return taken
 
     def _pending_elsewhere(self, batch=32):
         pending = Trial.objects.filter(run_id=self.run.pk, status=TrialStatus.PENDING)
@@ -161,28 +186,100 @@ class Work:
         return list(reversed(found))
 
 
-def _execute_on_threads(shard, work, threads):
-    """C threads, each taking the next trial until there is none, and one writer; each thread
-    closes its own database connection at the end (one per thread per shard, not per trial)."""
-    writer = Writer(capacity=4 * threads)
+class Claims:
+    """Claimed trials for the shard's loop, claimed in batches (`claim_trials`, one UPDATE per
+    batch) as many at a time as there are slots waiting, so that a claim's lease starts when
+    its trial does, not while it waits behind others."""
 
-    def loop():
+    MAX_BATCH = 64
+
+    def __init__(self, work, db):
+        self.work, self.db = work, db
+        self.ready = collections.deque()
+        self.waiting = 0
+        self.exhausted = False
+        self.lock = asyncio.Lock()
+
+    async def next(self):
+        """The next (trial, attempt) this worker holds, or None when there is no more work."""
+        self.waiting += 1
         try:
-            while (trial := work.next()) is not None:
-                try:
-                    finished = execute_trial(shard, trial)
-                except Exception:  # one broken trial must not sink the shard; its lease ends
-                    log.exception("trial %s failed in the engine", trial.pk)
-                    connection.close()  # in case the database was the problem: reconnect
-                    continue
-                if finished is not None:
-                    writer.put(finished)
+            while not self.ready and not self.exhausted:
+                async with self.lock:
+                    if not self.ready and not self.exhausted:
+                        wanted = max(1, min(self.waiting, self.MAX_BATCH))
+                        try:
+                            claimed = await self.db.run(self._claim, wanted)
+                        except Exception:
+                            # The database is away: finish what is claimed and stop; the
+                            # reaper enqueues the rest again once it answers.
+                            log.exception("claiming trials of run %s failed", self.work.run.pk)
+                            claimed = None
+                        if claimed is None:
+                            self.exhausted = True
+                        else:
+                            self.ready.extend(claimed)
+            return self.ready.popleft() if self.ready else None
         finally:
-            connection.close()
+            self.waiting -= 1
 
-    pool = [threading.Thread(target=loop, name=f"trial-{i}", daemon=True) for i in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    return writer.close()
+    def _claim(self, wanted):
+        # On a database thread. Trials someone else claimed meanwhile are skipped; None once
+        # there is nothing left to take.
+        while True:
+            taken = self.work.take(wanted)
+            if not taken:
+                return None
+            claimed = claim_trials(taken)
+            if claimed:
+                return claimed
+
+
+def _execute_on_loop(shard, work, concurrency):
+    """The shard's trials overlapping on one event loop, `concurrency` of them in flight; their
+    database work on `SHERLOCK_DB_CONNECTIONS` threads (`database.Database`), their blocking
+    code (checks, Python-callable agents, tools) on a pool of `concurrency` threads that hold no
+    connection, and one writer; returns how many trials were written."""
+    db = database.Database(settings.SHERLOCK_DB_CONNECTIONS)
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial")
+    writer = Writer(capacity=4 * concurrency)
+    try:
+        _run_loop(_trials_on_loop(shard, work, concurrency, db, pool, writer))
+    finally:
+        pool.shutdown(wait=True)
+        written = writer.close()
+        db.close()
+    return written
+
+
+def _run_loop(coroutine):
+    """`asyncio.run`, on a thread of its own when this one already runs a loop (a caller with a
+    loop of its own: Playwright's sync API in the browser tests, with django-q2's sync mode)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="shard-loop") as thread:
+        return thread.submit(asyncio.run, coroutine).result()
+
+
+async def _trials_on_loop(shard, work, concurrency, db, pool, writer):
+    aio.blocking_pool.set(pool)
+    database.active.set(db)  # code on the pool reaches the database through `db` (it copies
+    # this context: `sherlock.core.aio.in_thread`)
+    claims = Claims(work, db)
+
+    async def slot():
+        while (claimed := await claims.next()) is not None:
+            trial, attempt = claimed
+            try:
+                finished = await execute_claimed(shard, trial, attempt)
+            except Exception:  # one broken trial must not sink the shard; its lease ends
+                log.exception("trial %s failed in the engine", trial.pk)
+                continue
+            await aio.in_thread(writer.put, finished)  # waits when the writer falls behind
+
+    try:
+        await asyncio.gather(*(slot() for _ in range(concurrency)))
+    finally:
+        await aio.aclose_loop_clients()

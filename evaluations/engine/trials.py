@@ -5,7 +5,9 @@ the shard's prepared agent, scores the run's checks (`score_trial`) with the eng
 whose calls are held with the trial (`evaluations.engine.judging`), and runs the evidence step.
 Nothing is written here: it returns a `Finished`, everything the trial's write needs, computed
 without the database (`finished_trial`, with its costs from `evaluations.costs`), which the
-writer stores (`evaluations.engine.writer`).
+writer stores (`evaluations.engine.writer`). An async shard claims in batches instead
+(`claim_trials`) and runs each claimed trial with `execute_claimed` on its loop; both paths end
+in `complete_trial`.
 """
 
 import logging
@@ -16,14 +18,17 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.db.models import F, Q
 from django.utils import timezone
 
 from agents.adapters import AgentCallError
 from evaluations import checks as check_library
 from evaluations import costs, scoring
 from evaluations.choices import CheckStatus, TrialStatus
+from evaluations.engine import database
 from evaluations.engine.judging import CheckJudge, ledger
 from evaluations.models import CheckResult, Trial
+from sherlock.core.aio import in_thread
 
 log = logging.getLogger("sherlock.engine")
 
@@ -31,6 +36,16 @@ log = logging.getLogger("sherlock.engine")
 def worker_name():
     """host:pid of this process; read per call, since django-q2 forks workers after import."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _claim_fields(now, attempts):
+    return {
+        "status": TrialStatus.RUNNING,
+        "lease_expires_at": now + timedelta(seconds=settings.SHERLOCK_TRIAL_LEASE_SECONDS),
+        "attempts": attempts,
+        "worker": worker_name(),
+        "started_at": now,
+    }
 
 
 def claim_trial(trial):
@@ -41,14 +56,7 @@ def claim_trial(trial):
     goes back to `pending` through the reaper alone, which also decides that a dead worker's
     trial in a cancelled run is cancelled, so claiming never has to look at the run.
     """
-    now = timezone.now()
-    claim = {
-        "status": TrialStatus.RUNNING,
-        "lease_expires_at": now + timedelta(seconds=settings.SHERLOCK_TRIAL_LEASE_SECONDS),
-        "attempts": trial.attempts + 1,
-        "worker": worker_name(),
-        "started_at": now,
-    }
+    claim = _claim_fields(timezone.now(), trial.attempts + 1)
     claimed = Trial.objects.filter(
         pk=trial.pk, status=TrialStatus.PENDING, attempts=trial.attempts
     ).update(**claim)
@@ -59,23 +67,81 @@ def claim_trial(trial):
     return trial.attempts
 
 
+def claim_trials(trials):
+    """`claim_trial` for a batch: one UPDATE for them all, each guarded as there by its status
+    and attempt number; returns the (trial, attempt) pairs this worker now holds.
+
+    The rows the UPDATE moved are read back by what the claim wrote (this worker, this claim's
+    start time, the next attempt number): an UPDATE says only how many rows it changed, and
+    the attempt number alone cannot tell our claim from one that took the row before us.
+    """
+    if not trials:
+        return []
+    now = timezone.now()
+    guard = Q()
+    for trial in trials:
+        guard |= Q(pk=trial.pk, attempts=trial.attempts)
+    claim = _claim_fields(now, F("attempts") + 1)
+    if not Trial.objects.filter(guard, status=TrialStatus.PENDING).update(**claim):
+        return []
+    held = dict(
+        Trial.objects.filter(
+            pk__in=[trial.pk for trial in trials],
+            status=TrialStatus.RUNNING,
+            worker=claim["worker"],
+            started_at=now,
+        ).values_list("pk", "attempts")
+    )
+    claimed = []
+    for trial in trials:
+        if held.get(trial.pk) == trial.attempts + 1:
+            for name, value in claim.items():
+                setattr(trial, name, value)
+            trial.attempts = held[trial.pk]
+            claimed.append((trial, trial.attempts))
+    return claimed
+
+
 def execute_trial(shard, trial):
     """Claim, run and score one trial of `shard` (an `evaluations.engine.shards.Shard`);
     returns what it produced, ready to be written (a `Finished`), or None when the trial could
-    not be claimed."""
+    not be claimed. The blocking path: the tests' sync mode and one-thread workers."""
     attempt = claim_trial(trial)
     if attempt is None:
         return None
+    transcript, error = None, shard.agent_error
+    if shard.agent is not None:
+        try:
+            transcript = shard.agent.call(trial.case_version.as_check_input(), **_call(trial))
+        except AgentCallError as exc:
+            error = str(exc)
+    return complete_trial(shard, trial, attempt, transcript, error)
+
+
+async def execute_claimed(shard, trial, attempt):
+    """`execute_trial` for a trial already claimed, on the shard's loop: the agent's call is
+    awaited there (`PreparedAgent.acall`); the checks, whose judge calls block, run on the
+    shard's blocking pool, with their database work on its few connections."""
+    transcript, error = None, shard.agent_error
+    if shard.agent is not None:
+        try:
+            case = trial.case_version.as_check_input()
+            transcript = await shard.agent.acall(case, **_call(trial))
+        except AgentCallError as exc:
+            error = str(exc)
+    return await in_thread(complete_trial, shard, trial, attempt, transcript, error)
+
+
+def _call(trial):
+    return {"repetition": trial.repetition}
+
+
+def complete_trial(shard, trial, attempt, transcript, error):
+    """Score a claimed trial's checks on the agent's answer (None: the call failed with
+    `error`) and collect its evidence; returns its `Finished`."""
     run = shard.run
-    case = trial.case_version.as_check_input()
     ledger.calls = judge_calls = []
     try:
-        transcript, error = None, shard.agent_error
-        if shard.agent is not None:
-            try:
-                transcript = shard.agent.call(case, repetition=trial.repetition)
-            except AgentCallError as exc:
-                error = str(exc)
         trial.error = error
         judge = None
         if shard.judge is not None:
@@ -84,7 +150,9 @@ def execute_trial(shard, trial):
         evidence = {}
         if shard.collect_evidence is not None:
             try:
-                evidence = _trial_fields(shard.collect_evidence(trial, transcript))
+                # It reads the tools the agent called: a statement, on the engine's connections.
+                found = database.call(shard.collect_evidence, trial, transcript)
+                evidence = _trial_fields(found)
             except Exception as exc:  # the trial's results stand; the gap shows as no evidence
                 log.exception("collecting evidence failed on trial %s", trial.pk)
                 trial.error = f"collecting evidence failed: {type(exc).__name__}: {exc}"

@@ -11,6 +11,7 @@ from agents.adapters import AgentCallError, call_agent, openai_chat, prepare, va
 from agents.adapters.replay import read_jsonl
 from agents.models import AgentVersion, Tool
 from tests.support import factories
+from tests.support.adapters import call_on_loop
 from tests.support.llm_server import Fault, Reply, server_error, tool_call
 from tests.support.loopback_agent import LoopbackAgent
 
@@ -32,6 +33,12 @@ def version(adapter, config, tools=(), denied=()):
     obj.tools.set(tools)
     obj.denied_tools.set(denied)
     return obj
+
+
+@pytest.fixture(params=["blocking", "on the loop"])
+def call(request):
+    """The adapters answer alike whether called (`call`) or awaited on the engine's loop."""
+    return call_agent if request.param == "blocking" else call_on_loop
 
 
 # --- config validation ------------------------------------------------------------------------
@@ -100,23 +107,23 @@ def test_a_bad_config_is_refused_naming_the_field(adapter, config, field):
 # --- python -----------------------------------------------------------------------------------
 
 
-def test_python_adapter_calls_the_callable_with_the_case_and_measures_latency(db):
+def test_python_adapter_calls_the_callable_with_the_case_and_measures_latency(call, db):
     agent = version("python", {"callable": "tests.support.agents_under_test.echo"})
-    transcript = call_agent(agent, CASE)
+    transcript = call(agent, CASE)
     assert transcript["output"] == "You said: Refund order 1182."
     assert transcript["latency_ms"] >= 0
 
 
-def test_python_adapter_turns_the_agents_exception_into_an_agent_error(db):
+def test_python_adapter_turns_the_agents_exception_into_an_agent_error(call, db):
     agent = version("python", {"callable": "tests.support.agents_under_test.scripted"})
     with pytest.raises(AgentCallError, match="RuntimeError: boom"):
-        call_agent(agent, {**CASE, "input": {"raise": "boom"}})
+        call(agent, {**CASE, "input": {"raise": "boom"}})
 
 
 # --- http -------------------------------------------------------------------------------------
 
 
-def test_http_adapter_posts_the_case_and_reads_the_transcript_back(db, monkeypatch):
+def test_http_adapter_posts_the_case_and_reads_the_transcript_back(call, db, monkeypatch):
     monkeypatch.setenv("SUPPORT_BOT_TOKEN", "s3cret")
     answer = {"output": "Refunded.", "tool_calls": [{"name": "refunds.create"}], "cost_usd": 0.01}
     with LoopbackAgent(lambda request: (200, answer)) as service:
@@ -128,7 +135,7 @@ def test_http_adapter_posts_the_case_and_reads_the_transcript_back(db, monkeypat
             },
         }
         agent = version("http", config)
-        transcript = call_agent(agent, CASE, repetition=2)
+        transcript = call(agent, CASE, repetition=2)
     assert transcript["output"] == "Refunded." and transcript["cost_usd"] == 0.01
     assert transcript["latency_ms"] > 0
     [request] = service.requests
@@ -151,7 +158,7 @@ def test_http_adapter_needs_the_secret_in_the_environment_at_call_time(db, monke
         assert service.requests == []
 
 
-def test_http_adapter_gives_up_after_its_timeout(db):
+def test_http_adapter_gives_up_after_its_timeout(call, db):
     def slow(request):
         time.sleep(1)
         return 200, {"output": "late"}
@@ -160,7 +167,7 @@ def test_http_adapter_gives_up_after_its_timeout(db):
         agent = version("http", {"url": service.url, "timeout": 0.2})
         started = time.monotonic()
         with pytest.raises(AgentCallError, match="no answer within 0.2 s"):
-            call_agent(agent, CASE)
+            call(agent, CASE)
     assert time.monotonic() - started < 0.9
 
 
@@ -168,11 +175,11 @@ def test_http_adapter_gives_up_after_its_timeout(db):
     "status, body, message",
     [(503, {"error": "overloaded"}, "HTTP 503"), (200, [1, 2], "expected a transcript object")],
 )
-def test_http_adapter_reports_a_bad_answer_as_an_agent_error(db, status, body, message):
+def test_http_adapter_reports_a_bad_answer_as_an_agent_error(call, db, status, body, message):
     with LoopbackAgent(lambda request: (status, body)) as service:
         agent = version("http", {"url": service.url})
         with pytest.raises(AgentCallError, match=message):
-            call_agent(agent, CASE)
+            call(agent, CASE)
 
 
 # --- openai_chat ------------------------------------------------------------------------------
@@ -217,7 +224,7 @@ def chat_config(llm_server, **extra):
     }
 
 
-def test_openai_chat_runs_the_tool_loop_and_records_each_call(llm_server, tools, monkeypatch):
+def test_openai_chat_runs_the_tool_loop_and_records_each_call(call, llm_server, tools, monkeypatch):
     monkeypatch.setenv("AGENT_API_KEY", "sk-agent")
     llm_server.script(
         [
@@ -230,7 +237,7 @@ def test_openai_chat_runs_the_tool_loop_and_records_each_call(llm_server, tools,
         chat_config(llm_server, api_key={"env": "AGENT_API_KEY"}),
         tools=[tools[0]],
     )
-    transcript = call_agent(agent, CASE)
+    transcript = call(agent, CASE)
     assert transcript["output"] == "Refunds take 3 days."
     assert transcript["tool_calls"] == [
         {
@@ -255,13 +262,13 @@ def test_openai_chat_runs_the_tool_loop_and_records_each_call(llm_server, tools,
     assert llm_server.log[0][2]["authorization"] == "Bearer sk-agent"
 
 
-def test_openai_chat_refuses_a_denied_tool_and_tells_the_model(llm_server, tools):
+def test_openai_chat_refuses_a_denied_tool_and_tells_the_model(call, llm_server, tools):
     search, delete = tools
     llm_server.script(
         [tool_call("accounts_delete", {"account": 7}), Reply(content="I cannot delete it.")]
     )
     agent = version("openai_chat", chat_config(llm_server), tools=[search], denied=[delete])
-    transcript = call_agent(agent, CASE)
+    transcript = call(agent, CASE)
     [call] = transcript["tool_calls"]
     assert call["name"] == "accounts.delete" and call["denied"] is True
     assert call["arguments"] == {"account": 7}
@@ -274,29 +281,29 @@ def test_openai_chat_refuses_a_denied_tool_and_tells_the_model(llm_server, tools
     assert transcript["output"] == "I cannot delete it."
 
 
-def test_openai_chat_executes_a_tool_over_http(llm_server, db):
+def test_openai_chat_executes_a_tool_over_http(call, llm_server, db):
     tool = Tool.objects.create(name="orders.lookup")
     with LoopbackAgent(lambda request: (200, {"status": "paid"})) as service:
         llm_server.script([tool_call("orders_lookup", {"order": "A-1"}), Reply(content="Paid.")])
         config = chat_config(llm_server, tools={"orders.lookup": {"url": f"{service.url}/orders"}})
-        transcript = call_agent(version("openai_chat", config, tools=[tool]), CASE)
+        transcript = call(version("openai_chat", config, tools=[tool]), CASE)
     assert service.requests[0]["body"] == {"order": "A-1"}
     assert transcript["tool_calls"][0]["result"] == {"status": "paid"}
 
 
-def test_openai_chat_stops_at_max_turns(llm_server, tools):
+def test_openai_chat_stops_at_max_turns(call, llm_server, tools):
     llm_server.script([tool_call("kb_search", {"query": "x"})] * 3)
     agent = version("openai_chat", chat_config(llm_server, max_turns=2), tools=[tools[0]])
-    transcript = call_agent(agent, CASE)
+    transcript = call(agent, CASE)
     assert transcript["turns"] == 2 and len(transcript["tool_calls"]) == 2
     assert transcript["stopped"] == "max_turns (2) reached"
 
 
-def test_openai_chat_endpoint_failure_is_an_agent_error(llm_server, db):
+def test_openai_chat_endpoint_failure_is_an_agent_error(call, llm_server, db):
     llm_server.script([server_error(500)])
     agent = version("openai_chat", chat_config(llm_server, tools={}))
     with pytest.raises(AgentCallError, match="agent-model"):
-        call_agent(agent, CASE)
+        call(agent, CASE)
 
 
 def test_openai_chat_records_each_finish_reason_and_no_warning_for_a_plain_answer(

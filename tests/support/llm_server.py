@@ -23,7 +23,8 @@ instance of the request's JSON schema, or a short text; benchmarks use it with a
 
 Every chat request body is kept in `server.requests` (in arrival order) for assertions; every
 HTTP request's method, path and lower-cased headers in `server.log`; `server.connections`
-counts the TCP connections accepted (few means the client reuses pooled connections).
+counts the TCP connections accepted (few means the client reuses pooled connections);
+`in_flight` and `peak_in_flight` count the answers waiting out their latency, now and at most.
 `record=False` keeps only `request_count`, for benchmarks that send many thousands.
 
 This module is imported by bench/ scripts too, so it imports nothing from pytest; the pytest
@@ -319,7 +320,11 @@ class _Handler(BaseHTTPRequestHandler):
         reply = spec
         latency = owner.latency if reply.latency is None else reply.latency
         if latency:
-            time.sleep(latency)
+            owner._in_flight(+1)
+            try:
+                time.sleep(latency)
+            finally:
+                owner._in_flight(-1)
         self._send(200, owner._completion(body, reply))
 
     def _fault(self, fault: Fault, owner: LLMServer):
@@ -406,6 +411,9 @@ class LLMServer:
         self.log: list[tuple[str, str, dict]] = []
         self.connections = 0  # TCP connections accepted: keep-alive reuse shows as few
         self.request_count = 0
+        # Answers being waited for (their latency running) now, and the most there ever were.
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self._queue: deque = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -481,6 +489,7 @@ class LLMServer:
             self.request_count = 0
         self.responder = self.default_responder
         self.latency = 0.0
+        self.peak_in_flight = self.in_flight
         self.llama_props = None
         # Release the handlers of any hang from before, then arm a fresh event.
         old, self._wake = self._wake, threading.Event()
@@ -492,6 +501,11 @@ class LLMServer:
         if self.record:
             headers = {name.lower(): value for name, value in handler.headers.items()}
             self.log.append((handler.command, handler.path, headers))
+
+    def _in_flight(self, change: int) -> None:
+        with self._lock:
+            self.in_flight += change
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
 
     def _record(self, body: dict) -> None:
         with self._lock:
