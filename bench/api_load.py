@@ -63,7 +63,6 @@ def seed(args):
 
     from django.contrib.auth.models import Group, User
     from django.utils import timezone
-    from rest_framework.authtoken.models import Token
 
     from agents.models import Agent, AgentVersion
     from evaluations.models import (
@@ -76,7 +75,7 @@ def seed(args):
         Run,
         Trial,
     )
-    from governance.models import AuditEntry
+    from governance.models import APIKey, AuditEntry
     from governance.models.audit import GENESIS_HASH
 
     def users(role, count):
@@ -84,7 +83,11 @@ def seed(args):
         made = [User.objects.create_user(f"bench-{role.lower()}-{i}") for i in range(count)]
         for user in made:
             user.groups.add(group)
-        return [Token.objects.create(user=user).key for user in made]
+        expires = timezone.now() + timedelta(days=1)
+        return [
+            APIKey.objects.create_key(user=user, name="bench", expiry_date=expires)[1]
+            for user in made
+        ]
 
     builder_tokens, admin_tokens = users("Builder", BUILDERS), users("Admin", ADMINS)
     builder = User.objects.get(username="bench-builder-0")
