@@ -34,7 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-PG = "postgres://postgres@127.0.0.1:5432"
+from bench.run_throughput import PG, drop_database, recreate_database  # noqa: E402
+
 DATABASE = "sherlock_bench_100k"
 FINISH_TARGET_S = 2.0
 PAGE_TARGET_MS = 300.0
@@ -45,21 +46,6 @@ CHECKS = [
     ("Latency", "latency", {"max_ms": 2000}, 1.0, "blocking", False),
     ("Relevance", "answer_relevance", {}, None, "informative", False),
 ]
-
-
-def recreate_database(name):
-    import psycopg
-
-    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def drop_database(name):
-    import psycopg
-
-    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def setup_django():

@@ -168,6 +168,28 @@ class AgentVersionAdmin(StartRunPermission, VerbPermissions, BaseAgentVersionAdm
     )
 
 
+class ActionForm(forms.ModelForm):
+    """A form whose row is written by an action (`make_action(user)`, set by the subclass):
+    `clean` asks the action's `check()`, so a refusal is shown on its field (or the form)
+    instead of failing inside the admin's transaction, and the form never touches the
+    instance itself."""
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            self.make_action(self.user).check()
+        except ActionError as exc:
+            field = getattr(exc, "field", None)
+            self.add_error(field if field in self.fields else None, str(exc))
+        return cleaned
+
+    def _post_clean(self):
+        # The action writes the row (an API key: with its hash), not the form.
+        pass
+
+
 # --- Policies -------------------------------------------------------------------------------
 
 
@@ -540,7 +562,7 @@ class ReadOnlyGroupAdmin(GroupAdmin):
 # --- Webhooks ---------------------------------------------------------------------------------
 
 
-class WebhookForm(forms.ModelForm):
+class WebhookForm(ActionForm):
     """Asks the webhook action whether it would accept the change, so a refusal is shown on the
     form; saving runs that action (governance.actions.create_webhook / change_webhook)."""
 
@@ -566,21 +588,6 @@ class WebhookForm(forms.ModelForm):
             changes=changes,
             rotate_secret=self.cleaned_data.get("rotate_secret", False),
         )
-
-    def clean(self):
-        cleaned = super().clean()
-        if self.errors:
-            return cleaned
-        try:
-            self.make_action(self.user).check()
-        except ActionError as exc:
-            field = getattr(exc, "field", None)
-            self.add_error(field if field in self.fields else None, str(exc))
-        return cleaned
-
-    def _post_clean(self):
-        # The action writes the row; the form does not touch the instance.
-        pass
 
 
 @admin.register(WebhookEndpoint)
@@ -671,7 +678,7 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
 admin.site.unregister(LibraryAPIKey)
 
 
-class APIKeyForm(forms.ModelForm):
+class APIKeyForm(ActionForm):
     """Issue a key: the owner (an Admin chooses; anyone else issues to themselves), a name and
     the days it lives. Asks `CreateAPIKey` whether it would accept, so a refusal is shown on
     its field; saving runs it."""
@@ -699,21 +706,6 @@ class APIKeyForm(forms.ModelForm):
             days=self.cleaned_data.get("days"),
             reason="admin",
         )
-
-    def clean(self):
-        cleaned = super().clean()
-        if self.errors:
-            return cleaned
-        try:
-            self.make_action(self.user).check()
-        except ActionError as exc:
-            field = getattr(exc, "field", None)
-            self.add_error(field if field in self.fields else None, str(exc))
-        return cleaned
-
-    def _post_clean(self):
-        # The action writes the row (and its hash); the form does not touch the instance.
-        pass
 
 
 @admin.register(APIKey)
