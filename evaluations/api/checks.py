@@ -31,7 +31,7 @@ from evaluations.models import CaseVersion, Check, CheckResult, Dataset, Dataset
 from evaluations.scoring import check_status
 from sherlock.core.api import RefuseUnknownFields
 from sherlock.core.errors import ActionInvalid
-from sherlock.core.hidden import visible_or_404
+from sherlock.core.hidden import VisiblePrimaryKeyRelatedField, visible_or_404
 from sherlock.core.limits import (
     CASE_FIELD_MAX_BYTES,
     DESCRIPTION_MAX,
@@ -67,7 +67,20 @@ class NoteSerializer(RefuseUnknownFields, serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)
 
 
-class CheckSerializer(RefuseUnknownFields, serializers.ModelSerializer):
+class NamesVisibleVersion:
+    """An input naming `dataset_version` among the versions the caller may see: a hidden one
+    answers the same 400 "does not exist" as a missing one (and is audited), so the answer
+    never tells a hidden version from a missing one."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        request = self.context.get("request")  # absent when the schema generator builds it
+        if request is not None:
+            self.fields["dataset_version"].queryset = visible_versions(request.user)
+
+
+class CheckSerializer(NamesVisibleVersion, RefuseUnknownFields, serializers.ModelSerializer):
+    dataset_version = VisiblePrimaryKeyRelatedField(queryset=DatasetVersion.objects.none())
     kind = serializers.ChoiceField(choices=sorted(REGISTRY))
     mode = serializers.ChoiceField(choices=CheckMode.choices, default=CheckMode.BLOCKING)
 
@@ -85,7 +98,8 @@ class CheckSerializer(RefuseUnknownFields, serializers.ModelSerializer):
         }
 
 
-class CaseSerializer(RefuseUnknownFields, serializers.ModelSerializer):
+class CaseSerializer(NamesVisibleVersion, RefuseUnknownFields, serializers.ModelSerializer):
+    dataset_version = VisiblePrimaryKeyRelatedField(queryset=DatasetVersion.objects.none())
     key = serializers.SlugField(source="case.key")
 
     class Meta:

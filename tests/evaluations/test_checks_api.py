@@ -73,10 +73,20 @@ def test_builder_cannot_change_checks(builder, draft):
 
 
 def test_outsider_does_not_see_the_dataset(outsider, draft):
-    response = api(outsider).post(
+    hidden = api(outsider).post(
         "/api/v1/checks/", {**GOOD, "dataset_version": draft.pk}, format="json"
     )
-    assert response.status_code == 404
+    missing = api(outsider).post(
+        "/api/v1/checks/", {**GOOD, "dataset_version": draft.pk + 1000}, format="json"
+    )
+    # A hidden version answers as a missing one does: the answer tells them apart by nothing.
+    assert hidden.status_code == missing.status_code == 400
+    assert hidden.json()["field"] == missing.json()["field"] == "dataset_version"
+    assert hidden.json()["detail"].replace(str(draft.pk), "") == missing.json()["detail"].replace(
+        str(draft.pk + 1000), ""
+    )
+    entry = AuditEntry.objects.filter(action="evaluations.datasetversion.refused").first()
+    assert entry is not None and entry.actor_id == outsider.pk
     assert api(outsider).get("/api/v1/checks/").json()["count"] == 0
 
 
