@@ -75,7 +75,11 @@ def test_an_editor_writes_a_case_then_a_custom_check_after_a_preview(
     # A custom check: its own fields appear with the kind; the preview scores it first.
     page.goto(f"{server}/admin/evaluations/datasetversion/{draft.pk}/change/")
     page.click("a.addlink:has-text('Add check')")
-    assert page.locator("fieldset.custom-check").is_hidden()
+    page.wait_for_url("**/admin/evaluations/check/add/**")
+    from playwright.sync_api import expect  # the browser fixture has made sure it is there
+
+    # The page's script hides the custom fields once it has run: wait for it, not a snapshot.
+    expect(page.locator("fieldset.custom-check")).to_be_hidden()
     page.select_option("#id_kind", "latency")
     assert page.locator(".kind-param-table[data-kind=latency]").is_visible()
     assert "max_ms" in page.inner_text(".kind-param-table[data-kind=latency]")
