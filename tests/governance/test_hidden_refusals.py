@@ -82,7 +82,9 @@ def test_a_hidden_object_named_in_the_body_is_audited(persona, gate_dataset):
         {"dataset_version": draft.pk, "label": "Tools 2", "kind": "tools_used"},
         format="json",
     )
-    assert response.status_code == 404, response.json()
+    # The 400 a missing version gets: the answer does not tell hidden from missing.
+    assert response.status_code == 400, response.json()
+    assert response.json()["field"] == "dataset_version"
     assert_hidden_refusal(user, "evaluations.datasetversion", draft.pk, "create")
     assert draft.checks.count() == 1  # TOOLS_CHECK only
 
