@@ -190,6 +190,21 @@ class ActionForm(forms.ModelForm):
         pass
 
 
+class ActionFormAdmin:
+    """The admin side of an `ActionForm`: the form knows who acts, and rows are never deleted
+    in bulk (each goes through its action)."""
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+
 # --- Policies -------------------------------------------------------------------------------
 
 
@@ -591,7 +606,7 @@ class WebhookForm(ActionForm):
 
 
 @admin.register(WebhookEndpoint)
-class WebhookEndpointAdmin(admin.ModelAdmin):
+class WebhookEndpointAdmin(ActionFormAdmin, admin.ModelAdmin):
     """Endpoints are created, changed and deleted by the webhook actions (Admins only, audited).
     The secret is shown read-only to the Admin, to configure the receiver with."""
 
@@ -607,14 +622,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         kwargs["fields"] = ["url", "events", "active", *(["rotate_secret"] if obj else [])]
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form.user = request.user
-        return form
-
-    def get_actions(self, request):
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)
-        return actions
+        return super().get_form(request, obj, change=change, **kwargs)
 
     def has_module_permission(self, request):
         return is_global_admin(request.user)
@@ -709,7 +717,7 @@ class APIKeyForm(ActionForm):
 
 
 @admin.register(APIKey)
-class APIKeyAdmin(admin.ModelAdmin):
+class APIKeyAdmin(ActionFormAdmin, admin.ModelAdmin):
     """Issue and revoke API keys. A global Admin sees and revokes everyone's keys and issues
     them to anyone; another staff user sees only their own and issues keys to themselves. The
     key is shown once, in the message after saving: only its hash is stored."""
@@ -753,14 +761,7 @@ class APIKeyAdmin(admin.ModelAdmin):
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is None:
             kwargs["fields"] = [f for f in self.get_fields(request) if f != "days"]
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form.user = request.user
-        return form
-
-    def get_actions(self, request):
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)
-        return actions
+        return super().get_form(request, obj, change=change, **kwargs)
 
     def has_module_permission(self, request):
         return request.user.is_active and request.user.is_staff

@@ -16,6 +16,7 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.pagination import CursorPagination
 
 from evaluations.choices import TrialStatus
+from evaluations.contract.totals import COUNT_FIELDS
 from evaluations.models import CheckResult, Trial
 
 # What the list shows; the detail adds the JSON documents, which are the heavy part of a row.
@@ -91,16 +92,7 @@ class TrialDetailSerializer(TrialSerializer):
             "progress",
             "wait",
             "tool_effects",
-            "active_windows",
-            "windows_with_evidence_delta",
-            "excluded_wait_windows",
-            "stalled_wait_windows",
-            "stale_collector_windows",
-            "effects_verified",
-            "effects_failed",
-            "effects_unknown",
-            "effects_denied",
-            "effects_without_state",
+            *COUNT_FIELDS,  # the per-trial contract counts
             "check_results",
         ]
         read_only_fields = fields
