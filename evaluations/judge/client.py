@@ -135,9 +135,9 @@ class JudgeClient:
     `SHERLOCK_JUDGE_MAX_TOKENS_PARAM` (`cap_parameter`, see `sdk.cap_parameter`) and
     `SHERLOCK_JUDGE_SCHEMA_BOUNDS` (`schema_bounds`).
     `recorder=None` records nothing; `cache_lookup=None` keeps the cache in memory only;
-    `cache_size=0` turns the in-memory cache off. `aask` runs the recorder and the look-up on the
-    blocking pool (`sherlock.core.aio.in_thread`: they touch the database) unless `arecorder`
-    and `alookup` give coroutine functions doing the same on the loop (the engine's do).
+    `cache_size=0` turns the in-memory cache off. `aask` runs the recorder and the look-up off
+    the loop (asgiref's `sync_to_async`: they touch the database) unless `arecorder` and
+    `alookup` give coroutine functions doing the same (the engine's: its database threads).
     """
 
     def __init__(

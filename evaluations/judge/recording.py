@@ -10,7 +10,7 @@ sets `usd` and, by saving, `pk`); the ask's `JudgeAnswer.calls` are those same i
 A cache lookup is the matching read side: `lookup(cache_key) -> CachedAnswer | None`. The
 client makes its `JudgeCall` instances with `new_call`, one per attempt or cache hit. A client
 asking on an event loop (`JudgeClient.aask`) may be given coroutine-function twins of both
-(`arecorder`, `alookup`); without them it runs these on the blocking pool, off the loop.
+(`arecorder`, `alookup`); without them it runs these off the loop (`sync_to_async`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class JudgeContext:
 Recorder = Callable[[Sequence["JudgeCall"], JudgeContext], None]
 CacheLookup = Callable[[str], CachedAnswer | None]
 # The same, awaited on an event loop by `JudgeClient.aask` (the engine's: through its database
-# threads); a client without them runs the sync ones on the blocking pool.
+# threads); a client without them runs the sync ones off the loop (`transport.OnLoop`).
 AsyncRecorder = Callable[[Sequence["JudgeCall"], JudgeContext], Awaitable[None]]
 AsyncCacheLookup = Callable[[str], Awaitable[CachedAnswer | None]]
 

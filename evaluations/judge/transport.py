@@ -15,8 +15,9 @@ look-up called here) and so never suspends: `JudgeClient.ask` runs the flow to i
 a loop (`sherlock.core.aio.run_unsuspended`). `ON_LOOP` awaits them on the running loop (the
 loop's `AsyncOpenAI`, `asyncio.sleep`, the future wrapped for the loop); a look-up or recorder
 that touches the database is awaited as the client's `alookup` / `arecorder` when it has them
-(the engine's go through its few database threads), else run on the blocking pool
-(`sherlock.core.aio.in_thread`), since the ORM must not run on the loop.
+(the engine's go through its few database threads), else through asgiref's `sync_to_async`,
+Django's own way to the ORM from a loop (on one thread kept for it; under `async_to_sync`, on
+the thread that waits: a test's, inside its transaction), since the ORM must not run on the loop.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import asyncio
 import time
 from concurrent import futures
 
+from asgiref.sync import sync_to_async
+
 from evaluations.judge.sdk import achat_completion, async_openai_client, chat_completion
-from sherlock.core.aio import in_thread
 
 
 class Blocking:
@@ -67,13 +69,13 @@ class OnLoop:
     async def lookup(self, core, key: str):
         if core.alookup is not None:
             return await core.alookup(key)
-        return await in_thread(core.cache_lookup, key)
+        return await sync_to_async(core.cache_lookup)(key)
 
     async def record(self, core, calls: list, context) -> None:
         if core.arecorder is not None:
             await core.arecorder(calls, context)
         else:
-            await in_thread(core.recorder, calls, context)
+            await sync_to_async(core.recorder)(calls, context)
 
 
 BLOCKING = Blocking()
