@@ -126,10 +126,10 @@ def test_many_trials_judge_calls_overlap_on_the_loop_without_a_thread_each(
     judge_settings.SHERLOCK_DB_CONNECTIONS = 2
     judge_settings.SHERLOCK_JUDGE_TIMEOUT = 10
 
-    def answer(request):  # the agent at once; the judge takes 1 s, so only it is in flight
+    def answer(request):  # the agent at once; the judge takes 2 s, so only it is in flight
         reply = schema_responder(request)
         if request.get("response_format"):
-            reply.latency = 1.0
+            reply.latency = 2.0
         return reply
 
     llm_server.responder = answer
@@ -141,7 +141,7 @@ def test_many_trials_judge_calls_overlap_on_the_loop_without_a_thread_each(
         ).execute()
     run.refresh_from_db()
     assert run.status == "completed" and run.trials_done == 64 and run.trials_error == 0
-    busy = [names for in_flight, names in sampler.samples if in_flight >= 48]
+    busy = [names for in_flight, names in sampler.samples if in_flight >= 40]
     assert busy, max(n for n, _ in sampler.samples)  # (a busy machine may start a few late)
     # This thread (the loop's), the sampler, the server's, the database threads, the writer,
     # and a few the SDKs keep: not one per judge call (a pool thread each would be 64 more).
