@@ -157,7 +157,9 @@ def evaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge
 async def aevaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge=None):
     """`evaluate` on an event loop (the run engine's shard): a model kind awaits its judge's
     questions (`judge.aask`), so the judging of many trials overlaps on one loop without a
-    thread each; any other kind is plain computation on the transcript and runs right here.
+    thread each; any other kind is plain computation on the transcript and runs right here
+    (15 to 30 us of CPU for `output_type` or `latency`; a hop to the engine's pool and back
+    costs 80 to 100).
     The same verdicts, and the same errors for bad params or a bug in a kind.
     """
     try:
