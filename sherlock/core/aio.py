@@ -6,6 +6,10 @@ on the pool the engine set for the shard (`blocking_pool`), with the caller's co
 variables, so a bounded number of threads serves it. Async HTTP clients (`openai.AsyncOpenAI`,
 `httpx2.AsyncClient`) hold connections bound to the loop that opened them, so `loop_client`
 keeps one per loop and key, and `aclose_loop_clients` closes a loop's clients before it ends.
+
+Code written once for both worlds (the judge's flow, the model checks' judging) is a coroutine
+over its I/O: awaited on a loop it awaits async I/O; given blocking I/O that never suspends, the
+same coroutine runs to its end without a loop through `run_unsuspended`.
 """
 
 import asyncio
@@ -24,6 +28,21 @@ async def in_thread(function, /, *args, **kwargs):
     loop = asyncio.get_running_loop()
     call = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
     return await loop.run_in_executor(blocking_pool.get(), call)
+
+
+def run_unsuspended(coroutine):
+    """The result of `coroutine`, run to its end right here, without an event loop.
+
+    For a coroutine whose every await completes at once (its I/O blocks instead of suspending:
+    the judge's sync path, `evaluations.judge.client`). One that suspends awaited something
+    asynchronous on a path meant to block, a bug: it is closed and RuntimeError raised.
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError(f"{coroutine.__qualname__} suspended: it awaited async I/O without a loop")
 
 
 _clients = weakref.WeakKeyDictionary()  # loop -> {key: client}
