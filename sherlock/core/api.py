@@ -203,7 +203,9 @@ class RefuseUnknownFields:
 # `get_attribute`, a dotted `source`) reads it with `operator.attrgetter`; anything else, and
 # any attribute that is missing, None on the way, or callable, goes through the field's own
 # `get_attribute`, so the answer is DRF's in every case (tests/test_api_lean.py compares them).
-# A date-time field asks for the active time zone once per answer, not per value.
+# A date-time field asks for the active time zone once per answer, not per value, and a field
+# whose representation of a value is that value (an int of an IntegerField, a str of a
+# CharField) is not asked.
 #
 # A `ModelSerializer` also builds its fields from the model on every instance (the model's field
 # info, then one field class and its arguments per name: a third of a detail's serializer time);
@@ -233,14 +235,18 @@ class LeanRepresentation:
                 and field.source != "*"
                 and all(part.isidentifier() for part in field.source_attrs)
             )
-            plan.append((field.field_name, field, attrgetter(field.source) if plain else None))
+            same = _SAME_TYPE.get(type(field))
+            if type(field) is serializers.JSONField and field.binary:
+                same = None
+            read = attrgetter(field.source) if plain else None
+            plan.append((field.field_name, field, read, same))
         return plan
 
     def to_representation(self, instance):
         if isinstance(instance, Mapping):
             return super().to_representation(instance)
         row = {}
-        for name, field, read in self._lean_fields:
+        for name, field, read, same in self._lean_fields:
             attribute = _MISSING
             if read is not None:
                 try:
@@ -256,12 +262,24 @@ class LeanRepresentation:
                     continue
             if attribute is None or (isinstance(attribute, PKOnlyObject) and attribute.pk is None):
                 row[name] = None
+            elif same is not None and (same is object or type(attribute) is same):
+                row[name] = attribute  # what the field's to_representation would return
             else:
                 row[name] = field.to_representation(attribute)
         return row
 
 
 _MISSING = object()
+# DRF fields whose `to_representation` returns a value of this exact type unchanged (`int(v)`,
+# `str(v)`, a bool as itself, a non-binary JSON value as itself): the call is skipped for them.
+# Exact classes only: a subclass may represent differently.
+_SAME_TYPE = {
+    serializers.IntegerField: int,
+    serializers.CharField: str,
+    serializers.BooleanField: bool,
+    serializers.FloatField: float,
+    serializers.JSONField: object,
+}
 # serializer class -> its fields as `get_fields` first built them (the copies' originals).
 _BUILT_FIELDS = {}
 
