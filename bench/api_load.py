@@ -17,7 +17,9 @@ would.
 Latency runs from a request's appointed time to its answer, so a client that falls behind counts
 against the server rather than hiding its queue (no coordinated omission). An error is an
 exception or any answer but 2xx. Before the load, each endpoint's query count at this size is
-measured in this process (the tests show it does not grow with the rows).
+measured in this process (the tests show it does not grow with the rows), and its CPU per
+request through the WSGI application, sequentially: the figure other work on the machine
+changes least.
 
 Target on the 2-core machine, W=2 workers, Q=200 requests/s, D=30 s: p99 < 100 ms, 0 errors.
 The last line is machine-readable: `p50_ms=.. p99_ms=.. max_ms=.. errors=.. requests=..
@@ -253,6 +255,40 @@ def query_counts(ids):
     return counts
 
 
+def cpu_per_endpoint(ids, count=100):
+    """CPU milliseconds per request of each endpoint, `count` sequential requests through the
+    WSGI application in this process (no network, no other request in flight): what the
+    server's code costs, whatever else the machine is running."""
+    from wsgiref.util import setup_testing_defaults
+
+    from sherlock.wsgi import application
+
+    class Statuses(list):
+        def append_status(self, status, headers, *exc_info):
+            self.append(status)
+
+    rng, spent, statuses = random.Random(2), {}, Statuses()
+    for n, endpoint in enumerate(ENDPOINTS):
+        start = None
+        for i in range(count + 5):  # five first, not counted: a key's first use loads it
+            if i == 5:
+                start = time.process_time()
+            _, path, token = request_for(n, ids, rng)
+            path, _, query = path.partition("?")
+            environ = {
+                "REQUEST_METHOD": "GET",
+                "PATH_INFO": path,
+                "QUERY_STRING": query,
+                "HTTP_AUTHORIZATION": f"Token {token}",
+            }
+            setup_testing_defaults(environ)
+            b"".join(application(environ, statuses.append_status))
+            if not statuses[-1].startswith("200"):
+                raise SystemExit(f"{path} answered {statuses[-1]} before the load")
+        spent[endpoint] = 1000 * (time.process_time() - start) / count
+    return spent
+
+
 def cpu_seconds(pids):
     """{pid: user + system CPU seconds} of the processes still there, from /proc."""
     ticks = os.sysconf("SC_CLK_TCK")
@@ -394,7 +430,7 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def report(args, results, sent, lag, counts, loads, cpu):
+def report(args, results, sent, lag, counts, in_process, loads, cpu):
     latencies = [latency * 1000 for _, latency, _ in results]
     errors = [error for _, _, error in results if error]
     print(
@@ -404,6 +440,11 @@ def report(args, results, sent, lag, counts, loads, cpu):
         f"{loads[0]:.2f} / {loads[1]:.2f} on {os.cpu_count()} CPUs"
     )
     print("queries per request: " + ", ".join(f"{e} {counts[e]}" for e in ENDPOINTS))
+    print(
+        "CPU per request in one process, sequential (WSGI, no network): "
+        + ", ".join(f"{e} {in_process[e]:.2f} ms" for e in ENDPOINTS)
+        + f"; mean {statistics.mean(in_process.values()):.2f} ms"
+    )
     for endpoint in ENDPOINTS:
         mine = [lat * 1000 for e, lat, _ in results if e == endpoint]
         failed = sum(1 for e, _, err in results if e == endpoint and err)
@@ -475,6 +516,7 @@ def main():
         cursor.execute("ANALYZE")
     print(f"seeded in {time.perf_counter() - started:.1f} s")
     counts = query_counts(ids)
+    in_process = cpu_per_endpoint(ids)
     from django.db import connections
 
     connections.close_all()
@@ -498,7 +540,7 @@ def main():
         after = os.getloadavg()[0]
     finally:
         stop_server(server)
-    report(args, results, sent, lag, counts, (before, after), cpu)
+    report(args, results, sent, lag, counts, in_process, (before, after), cpu)
     if not args.keep_db:
         connections.close_all()
         drop_database(args.database)
