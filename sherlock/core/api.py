@@ -20,7 +20,12 @@ from functools import cached_property
 from operator import attrgetter
 
 from django.conf import settings
-from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, TooManyFieldsSent
+from django.core.exceptions import (
+    FieldDoesNotExist,
+    ObjectDoesNotExist,
+    RequestDataTooBig,
+    TooManyFieldsSent,
+)
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
@@ -239,8 +244,29 @@ class LeanRepresentation:
             if type(field) is serializers.JSONField and field.binary:
                 same = None
             read = attrgetter(field.source) if plain else None
+            key = self._foreign_key_column(field)
+            if key is not None:
+                # DRF reads a foreign key's id (its "pk only" shortcut) and answers that id.
+                read, same = attrgetter(key), object
             plan.append((field.field_name, field, read, same))
         return plan
+
+    def _foreign_key_column(self, field):
+        """The column of the foreign key a plain `PrimaryKeyRelatedField` of this model
+        serializer shows (`agent_version_id`), or None."""
+        model = getattr(getattr(self, "Meta", None), "model", None)
+        if (
+            type(field) is not serializers.PrimaryKeyRelatedField
+            or field.pk_field is not None
+            or len(field.source_attrs) != 1
+            or model is None
+        ):
+            return None
+        try:
+            model_field = model._meta.get_field(field.source_attrs[0])
+        except FieldDoesNotExist:
+            return None
+        return model_field.attname if model_field.many_to_one else None
 
     def to_representation(self, instance):
         if isinstance(instance, Mapping):
