@@ -34,7 +34,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, parsers, serializers, status
 from rest_framework.fields import SkipField
-from rest_framework.relations import PKOnlyObject
+from rest_framework.relations import PKOnlyObject, RelatedField
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -248,7 +248,14 @@ class LeanRepresentation:
             if key is not None:
                 # DRF reads a foreign key's id (its "pk only" shortcut) and answers that id.
                 read, same = attrgetter(key), object
-            plan.append((field.field_name, field, read, same))
+            whole = field.source == "*" and (
+                type(field).get_attribute is serializers.Field.get_attribute
+            )  # DRF's lookup of "*" is the row itself
+            convert = field.to_representation
+            if type(field) is serializers.SerializerMethodField:
+                convert = getattr(self, field.method_name)  # what its to_representation calls
+            related = isinstance(field, RelatedField)
+            plan.append((field.field_name, field, read, same, whole, convert, related))
         return plan
 
     def _foreign_key_column(self, field):
@@ -272,7 +279,10 @@ class LeanRepresentation:
         if isinstance(instance, Mapping):
             return super().to_representation(instance)
         row = {}
-        for name, field, read, same in self._lean_fields:
+        for name, field, read, same, whole, convert, related in self._lean_fields:
+            if whole:
+                row[name] = convert(instance)  # never None: the row itself
+                continue
             attribute = _MISSING
             if read is not None:
                 try:
@@ -286,12 +296,14 @@ class LeanRepresentation:
                     attribute = field.get_attribute(instance)
                 except SkipField:
                     continue
-            if attribute is None or (isinstance(attribute, PKOnlyObject) and attribute.pk is None):
+            if attribute is None or (
+                related and isinstance(attribute, PKOnlyObject) and attribute.pk is None
+            ):
                 row[name] = None
             elif same is not None and (same is object or type(attribute) is same):
                 row[name] = attribute  # what the field's to_representation would return
             else:
-                row[name] = field.to_representation(attribute)
+                row[name] = convert(attribute)
         return row
 
 
