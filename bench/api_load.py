@@ -5,8 +5,9 @@ R runs of one agent (the first T of them with their trials, N cases x k repetiti
 check results per trial and a transcript of about 1 KB), and A hash-chained audit entries.
 Starts `gunicorn sherlock.wsgi` as a subprocess with W sync workers on a loopback port
 (persistent database connections, `DB_CONN_MAX_AGE`), then sends requests open-loop at a fixed
-rate Q for D seconds with httpx's AsyncClient, one task per request, each sent at its own
-appointed time whether or not earlier ones have answered. The mix cycles through six endpoints:
+rate Q for D seconds, one asyncio task per request (h11 over asyncio's streams, a connection per
+request as sync workers serve them), each sent at its own appointed time whether or not earlier
+ones have answered. The mix cycles through six endpoints:
 `/runs/`, `/runs/{id}/`, `/trials/?run={id}`, `/trials/{id}/`, `/audit/`, `/audit/{seq}/`, with
 ids drawn at random from the seeded rows. Runs and trials are read by Builders, the audit log by
 Admins (it is theirs alone), each with an API token; the requests are spread over several users
@@ -16,7 +17,9 @@ would.
 Latency runs from a request's appointed time to its answer, so a client that falls behind counts
 against the server rather than hiding its queue (no coordinated omission). An error is an
 exception or any answer but 2xx. Before the load, each endpoint's query count at this size is
-measured in this process (the tests show it does not grow with the rows).
+measured in this process (the tests show it does not grow with the rows), and its CPU per
+request through the WSGI application, sequentially: the figure other work on the machine
+changes least.
 
 Target on the 2-core machine, W=2 workers, Q=200 requests/s, D=30 s: p99 < 100 ms, 0 errors.
 The last line is machine-readable: `p50_ms=.. p99_ms=.. max_ms=.. errors=.. requests=..
@@ -38,6 +41,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import h11
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -250,6 +255,40 @@ def query_counts(ids):
     return counts
 
 
+def cpu_per_endpoint(ids, count=100):
+    """CPU milliseconds per request of each endpoint, `count` sequential requests through the
+    WSGI application in this process (no network, no other request in flight): what the
+    server's code costs, whatever else the machine is running."""
+    from wsgiref.util import setup_testing_defaults
+
+    from sherlock.wsgi import application
+
+    class Statuses(list):
+        def append_status(self, status, headers, *exc_info):
+            self.append(status)
+
+    rng, spent, statuses = random.Random(2), {}, Statuses()
+    for n, endpoint in enumerate(ENDPOINTS):
+        start = None
+        for i in range(count + 5):  # five first, not counted: a key's first use loads it
+            if i == 5:
+                start = time.process_time()
+            _, path, token = request_for(n, ids, rng)
+            path, _, query = path.partition("?")
+            environ = {
+                "REQUEST_METHOD": "GET",
+                "PATH_INFO": path,
+                "QUERY_STRING": query,
+                "HTTP_AUTHORIZATION": f"Token {token}",
+            }
+            setup_testing_defaults(environ)
+            b"".join(application(environ, statuses.append_status))
+            if not statuses[-1].startswith("200"):
+                raise SystemExit(f"{path} answered {statuses[-1]} before the load")
+        spent[endpoint] = 1000 * (time.process_time() - start) / count
+    return spent
+
+
 def cpu_seconds(pids):
     """{pid: user + system CPU seconds} of the processes still there, from /proc."""
     ticks = os.sysconf("SC_CLK_TCK")
@@ -321,43 +360,69 @@ def stop_server(process):
         os.killpg(process.pid, signal.SIGKILL)
 
 
-async def load(base_url, ids, rate, duration, seed_value=7):
-    """Open loop: request i is sent at start + i / rate. Returns one (endpoint, latency s,
-    error or None) per request, and the time the last one was sent after its appointed time."""
-    import httpx2
+async def get(host, port, path, token, timeout):
+    """One GET on a connection of its own, as a sync gunicorn worker serves it (it closes every
+    connection after its answer): h11, the HTTP/1.1 state machine under httpx, over asyncio's
+    streams. Returns the status. httpx's AsyncClient cost more CPU per request than the server
+    did (4 ms), on the same two cores, so the generator was measuring itself."""
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    try:
+        conn = h11.Connection(h11.CLIENT)
+        headers = [("Host", host), ("Authorization", f"Token {token}"), ("Connection", "close")]
+        writer.write(conn.send(h11.Request(method="GET", target=path, headers=headers)))
+        writer.write(conn.send(h11.EndOfMessage()))
+        status = None
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await asyncio.wait_for(reader.read(65536), timeout))
+                continue
+            if isinstance(event, h11.Response):
+                status = event.status_code
+            elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+                return status
+    finally:
+        writer.close()
 
+
+async def load(base_url, ids, rate, duration, seed_value=7, timeout=10):
+    """Open loop: request i is sent at start + i / rate. Returns one (endpoint, latency s,
+    error or None) per request, the time the sending took, and how late the client was at
+    worst."""
+    host, port = base_url.removeprefix("http://").split(":")
     rng = random.Random(seed_value)
     total = int(rate * duration)
     results = []
     lag = 0.0
-    # As many connections as may be in flight: a request never waits for the client's pool.
-    limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
-    async with httpx2.AsyncClient(base_url=base_url, limits=limits, timeout=10) as client:
 
-        async def one(endpoint, path, token, due):
-            error = None
-            try:
-                response = await client.get(path, headers={"Authorization": f"Token {token}"})
-                await response.aread()
-                if not 200 <= response.status_code < 300:
-                    error = f"HTTP {response.status_code}"
-            except httpx2.HTTPError as exc:
-                error = type(exc).__name__
-            results.append((endpoint, time.perf_counter() - due, error))
+    async def one(endpoint, path, token, due):
+        error = None
+        try:
+            status = await get(host, int(port), path, token, timeout)
+            if status is None or not 200 <= status < 300:
+                error = f"HTTP {status}"
+        except (OSError, TimeoutError, h11.ProtocolError) as exc:
+            error = type(exc).__name__
+        results.append((endpoint, time.perf_counter() - due, error))
 
-        tasks = []
-        start = time.perf_counter() + 0.05
-        for i in range(total):
-            due = start + i / rate
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            else:
-                lag = max(lag, -delay)
-            tasks.append(asyncio.create_task(one(*request_for(i, ids, rng), due)))
-        sent = time.perf_counter() - start
-        await asyncio.gather(*tasks)
+    tasks = []
+    start = time.perf_counter() + 0.05
+    for i in range(total):
+        due = start + i / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        else:
+            lag = max(lag, -delay)
+        tasks.append(asyncio.create_task(one(*request_for(i, ids, rng), due)))
+    sent = time.perf_counter() - start
+    await asyncio.gather(*tasks)
     return results, sent, lag
+
+
+def median(values):
+    """The median, 0 for no values (a --duration too short for one request of an endpoint)."""
+    return statistics.median(values) if values else 0.0
 
 
 def percentile(values, q):
@@ -365,7 +430,7 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def report(args, results, sent, lag, counts, loads, cpu):
+def report(args, results, sent, lag, counts, in_process, loads, cpu):
     latencies = [latency * 1000 for _, latency, _ in results]
     errors = [error for _, _, error in results if error]
     print(
@@ -375,12 +440,18 @@ def report(args, results, sent, lag, counts, loads, cpu):
         f"{loads[0]:.2f} / {loads[1]:.2f} on {os.cpu_count()} CPUs"
     )
     print("queries per request: " + ", ".join(f"{e} {counts[e]}" for e in ENDPOINTS))
+    print(
+        "CPU per request in one process, sequential (WSGI, no network): "
+        + ", ".join(f"{e} {in_process[e]:.2f} ms" for e in ENDPOINTS)
+        + f"; mean {statistics.mean(in_process.values()):.2f} ms"
+    )
     for endpoint in ENDPOINTS:
         mine = [lat * 1000 for e, lat, _ in results if e == endpoint]
         failed = sum(1 for e, _, err in results if e == endpoint and err)
         print(
-            f"  {endpoint:13} n={len(mine):5}  p50 {statistics.median(mine):6.1f} ms  "
-            f"p99 {percentile(mine, 0.99):6.1f} ms  max {max(mine):7.1f} ms  errors {failed}"
+            f"  {endpoint:13} n={len(mine):5}  p50 {median(mine):6.1f} ms  "
+            f"p99 {percentile(mine, 0.99):6.1f} ms  max {max(mine, default=0):7.1f} ms  "
+            f"errors {failed}"
         )
     rate = len(results) / sent if sent else 0.0
     print(
@@ -390,7 +461,7 @@ def report(args, results, sent, lag, counts, loads, cpu):
     )
     # CPU per request does not depend on what else the machine runs, as latency does: it says
     # how much of the machine the load needs, whoever else is on it.
-    per_request = {name: 1000 * used / len(results) for name, (used, _) in cpu.items()}
+    per_request = {name: 1000 * used / max(len(results), 1) for name, (used, _) in cpu.items()}
     lost = sum(gone for _, gone in cpu.values())
     print(
         "CPU per request: "
@@ -399,7 +470,8 @@ def report(args, results, sent, lag, counts, loads, cpu):
         f"{(per_request['gunicorn'] + per_request['PostgreSQL']) * args.rate / 1000:.2f} cores"
         + (f" ({lost} processes went away during the load: undercounted)" if lost else "")
     )
-    p50, p99, worst = statistics.median(latencies), percentile(latencies, 0.99), max(latencies)
+    p50, p99 = median(latencies), percentile(latencies, 0.99)
+    worst = max(latencies, default=0.0)
     print(f"latency: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms; target p99 < 100 ms")
     print(
         f"p50_ms={p50:.1f} p99_ms={p99:.1f} max_ms={worst:.1f} errors={len(errors)} "
@@ -444,6 +516,7 @@ def main():
         cursor.execute("ANALYZE")
     print(f"seeded in {time.perf_counter() - started:.1f} s")
     counts = query_counts(ids)
+    in_process = cpu_per_endpoint(ids)
     from django.db import connections
 
     connections.close_all()
@@ -467,7 +540,7 @@ def main():
         after = os.getloadavg()[0]
     finally:
         stop_server(server)
-    report(args, results, sent, lag, counts, (before, after), cpu)
+    report(args, results, sent, lag, counts, in_process, (before, after), cpu)
     if not args.keep_db:
         connections.close_all()
         drop_database(args.database)

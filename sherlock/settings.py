@@ -388,7 +388,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # django-filter's backend, for lists (a detail names its object: sherlock.core.api).
+    "DEFAULT_FILTER_BACKENDS": ["sherlock.core.api.ListFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -403,6 +404,13 @@ REST_FRAMEWORK = {
 # The largest request body the API reads, JSON or a file upload: larger answers 413 before
 # anything is parsed. Text fields have their own, smaller limits (sherlock/core/limits.py).
 SHERLOCK_API_MAX_BODY_BYTES = env_int("SHERLOCK_API_MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1024)
+
+# A read authenticated by an API key relies on the user's roles as this process loaded them at
+# most this many seconds ago (revocation, expiry and deactivation are re-read on every request;
+# governance.api.authentication, docs/governance.md "API keys"); 0: load them on every request.
+SHERLOCK_API_AUTH_CACHE_SECONDS = env_int(
+    "SHERLOCK_API_AUTH_CACHE_SECONDS", 5, minimum=0, maximum=300
+)
 
 # API keys (docs/governance.md "API keys"): a key lives SHERLOCK_API_KEY_DAYS days unless its
 # issuer asks for fewer or more, and never longer than SHERLOCK_API_KEY_MAX_DAYS.

@@ -10,7 +10,7 @@ results in one query.
 """
 
 import django_filters
-from django.db.models import Prefetch
+from django.db.models import F, Prefetch
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.pagination import CursorPagination
@@ -18,6 +18,7 @@ from rest_framework.pagination import CursorPagination
 from evaluations.choices import TrialStatus
 from evaluations.contract.totals import COUNT_FIELDS
 from evaluations.models import CheckResult, Trial
+from sherlock.core.api import LeanRepresentation
 
 # What the list shows; the detail adds the JSON documents, which are the heavy part of a row.
 LIST_FIELDS = [
@@ -40,8 +41,10 @@ LIST_FIELDS = [
 ]
 
 
-class TrialSerializer(serializers.ModelSerializer):
-    case = serializers.SlugRelatedField(slug_field="key", read_only=True)
+class TrialSerializer(LeanRepresentation, serializers.ModelSerializer):
+    case = serializers.CharField(
+        source="case_key", read_only=True, help_text="Stable id within the dataset."
+    )
     cost_usd = serializers.DecimalField(
         max_digits=14,
         decimal_places=8,
@@ -57,7 +60,7 @@ class TrialSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class CheckResultSerializer(serializers.ModelSerializer):
+class CheckResultSerializer(LeanRepresentation, serializers.ModelSerializer):
     check = serializers.IntegerField(source="check_config_id")
     label = serializers.CharField(source="check_config.label")
     kind = serializers.CharField(source="check_config.kind")
@@ -134,11 +137,12 @@ class TrialViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         return TrialDetailSerializer if self.action == "retrieve" else TrialSerializer
 
     def get_queryset(self):
-        trials = Trial.objects.for_user(self.request.user).select_related("case")
+        # The case's key comes with the row (an annotation), not as a related object per trial.
+        trials = Trial.objects.for_user(self.request.user).annotate(case_key=F("case__key"))
         if self.action == "retrieve":
             results = CheckResult.objects.select_related("check_config").order_by(
                 "check_config__position", "check_config__label"
             )
             return trials.prefetch_related(Prefetch("check_results", queryset=results))
         # The list never reads the JSON documents: leave them in the database.
-        return trials.only(*[f for f in LIST_FIELDS if f != "case"], "case__key")
+        return trials.only(*LIST_FIELDS)

@@ -14,6 +14,7 @@ from evaluations.choices import (
     RunStatus,
     TrialStatus,
 )
+from sherlock.core.permissions import within
 
 
 class RunQuerySet(models.QuerySet):
@@ -21,14 +22,13 @@ class RunQuerySet(models.QuerySet):
         """Runs of the agents the user may see (a run is scoped by its agent)."""
         from agents.models import Agent
 
-        agents = Agent.objects.for_user(user, action)
-        return self.filter(agent_version__agent__in=agents)
+        return within(self, "agent_version__agent", Agent.objects.for_user(user, action))
 
 
 class TrialQuerySet(models.QuerySet):
     def for_user(self, user, action="view"):
         """Trials of the runs the user may see (a trial is scoped by its run's agent)."""
-        return self.filter(run__in=Run.objects.for_user(user, action))
+        return within(self, "run", Run.objects.for_user(user, action))
 
 
 class Run(models.Model):

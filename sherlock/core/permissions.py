@@ -40,6 +40,23 @@ class ScopedQuerySet(models.QuerySet):
         )
 
 
+def within(queryset, lookup, allowed):
+    """`queryset.filter(<lookup>__in=allowed)`, or `queryset` itself when `allowed` is every row
+    of its model (a global grant, a superuser: guardian hands back the unfiltered queryset) and
+    every row of `queryset` has one (the path's foreign keys are not nullable): a subquery over
+    every row filters nothing, but it was compiled for every API request and nested in every
+    list's SQL (issue 16). `none()` has a filter, so it still scopes to none."""
+    if not allowed.query.has_filters() and not allowed.query.is_sliced:
+        model, required = queryset.model, True
+        for name in lookup.split("__"):
+            field = model._meta.get_field(name)
+            required = required and field.many_to_one and not field.null
+            model = field.related_model
+        if required:
+            return queryset
+    return queryset.filter(**{f"{lookup}__in": allowed})
+
+
 class ScopedThroughQuerySet(models.QuerySet):
     """Rows governed by a related object (an agent's versions, publish requests, bypasses): a
     user sees them when they may see that object, so one grant (global or on the object) scopes
@@ -54,4 +71,4 @@ class ScopedThroughQuerySet(models.QuerySet):
         for name in self.scope_path.split("__"):
             governing = governing._meta.get_field(name).related_model
         allowed = governing._default_manager.for_user(user, action)
-        return self.filter(**{f"{self.scope_path}__in": allowed})
+        return within(self, self.scope_path, allowed)

@@ -125,7 +125,10 @@ def test_the_list_costs_the_same_queries_for_one_run_or_many(
     for _ in range(4):
         other = factories.agent_version(version.agent)
         queued_run(builder, other, dataset_version, django_capture_on_commit_callbacks)
-    client = api_client(builder)  # a fresh request, as the permission cache is per user object
+    # The same key, remembered by this process: its re-check, count, page.
+    with django_assert_num_queries(3):
+        assert len(client.get("/api/v1/runs/").json()["results"]) == 5
+    client = api_client(builder)  # a new key, read for the first time
     with django_assert_num_queries(6):
         assert len(client.get("/api/v1/runs/").json()["results"]) == 5
 
@@ -147,10 +150,13 @@ def test_the_detail_costs_the_same_queries_for_few_trials_or_many(
     large = factories.start_run(builder, version, many, capture, reps=3)
     assert (small.trials.count(), large.trials.count()) == (2, 36)
     api_client(builder).get(f"/api/v1/runs/{small.pk}/")  # the process's content-type cache
-    # key + user, the user's and groups' permissions (guardian), the run
     for run in (small, large):
         client = used_client(builder)
+        # A key's first read: key + user, the user's and groups' permissions (guardian), the run.
         with django_assert_num_queries(4):
+            assert client.get(f"/api/v1/runs/{run.pk}/").json()["id"] == run.pk
+        # Then, while the process remembers the key: its re-check and the run.
+        with django_assert_num_queries(2):
             assert client.get(f"/api/v1/runs/{run.pk}/").json()["id"] == run.pk
 
 

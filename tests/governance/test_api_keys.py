@@ -1,7 +1,10 @@
 """API keys: stored hashed and shown once, named, expiring (a default and a maximum), revocable
 by their owner and an Admin (the role matrix), with their last use; expired, revoked and
-deactivated keys answer 401; the migration converts plaintext tokens to hashed keys."""
+deactivated keys answer 401, also for a key this process remembers (a read re-checks it with one
+statement; roles changed elsewhere lag reads by SHERLOCK_API_AUTH_CACHE_SECONDS, never verbs); the
+migration converts plaintext tokens to hashed keys."""
 
+import hashlib
 import json
 from datetime import timedelta
 from types import SimpleNamespace
@@ -12,6 +15,7 @@ from django.utils import timezone
 
 from governance.actions.create_api_key import CreateAPIKey
 from governance.actions.revoke_api_key import RevokeAPIKey
+from governance.api import authentication
 from governance.models import APIKey, AuditEntry
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
 from tests.support import factories
@@ -220,7 +224,7 @@ def test_users_list_only_their_own_keys_and_an_admin_everyones(builder, publishe
 def test_the_key_list_takes_a_constant_number_of_queries(builder, django_assert_num_queries):
     client = api_client(builder)
     client.get("/api/v1/api-keys/")  # the key's first use records its last_used_at
-    with django_assert_num_queries(4):  # the key and its user, is it an Admin, count, page
+    with django_assert_num_queries(4):  # the key's re-check, is it an Admin, count, page
         client.get("/api/v1/api-keys/")
     for number in range(5):
         api_key(builder, name=f"key {number}", issued_by=builder)
@@ -294,3 +298,95 @@ def test_invalid_days_are_refused_by_the_action(builder):
     with pytest.raises(ActionInvalid) as refused:
         CreateAPIKey(acting_user=builder, user=builder, name="x", days=0).execute()
     assert refused.value.field == "days"
+
+
+# --- remembered: a read relies on what this process verified a moment ago (issue 16) ----------
+
+
+def remembered(builder):
+    """A key of `builder` and a client whose first read made this process remember it."""
+    row, secret = api_key(builder)
+    client = key_client(secret)
+    assert client.get("/api/v1/runs/").status_code == 200
+    return row, client
+
+
+def later(monkeypatch, seconds):
+    """Move the clock the process's memory of keys reads by `seconds`."""
+    now = authentication.time.monotonic() + seconds
+    monkeypatch.setattr(authentication.time, "monotonic", lambda: now)
+
+
+def test_a_remembered_key_is_re_checked_by_one_statement_instead_of_three_queries(
+    builder, django_assert_num_queries
+):
+    _, client = remembered(builder)
+    with django_assert_num_queries(2) as captured:  # the re-check, the count (no run: no page)
+        assert client.get("/api/v1/runs/").status_code == 200
+    recheck = captured.captured_queries[0]["sql"]
+    assert "revoked" in recheck and "is_active" in recheck and "is_superuser" in recheck
+
+
+def test_a_key_revoked_by_another_process_answers_401_from_the_next_read_on(builder):
+    row, client = remembered(builder)
+    # A queryset update, as another worker's revocation is to this process: no signal here.
+    APIKey.objects.filter(pk=row.pk).update(revoked=True)
+    response = client.get("/api/v1/runs/")
+    assert response.status_code == 401 and "revoked" in response.json()["detail"]
+
+
+def test_a_remembered_key_expires_on_time_and_its_user_is_deactivated_at_once(builder, outsider):
+    row, client = remembered(builder)
+    APIKey.objects.filter(pk=row.pk).update(expiry_date=timezone.now() - timedelta(seconds=1))
+    response = client.get("/api/v1/runs/")
+    assert response.status_code == 401 and "expired" in response.json()["detail"]
+    _, client = remembered(outsider)
+    type(outsider).objects.filter(pk=outsider.pk).update(is_active=False)
+    assert client.get("/api/v1/runs/").status_code == 401
+
+
+def test_a_role_removed_in_this_process_is_seen_by_the_next_read(admin_user):
+    _, client = remembered(admin_user)
+    assert client.get("/api/v1/audit/").status_code == 200
+    admin_user.groups.clear()  # m2m_changed: this process forgets the keys it remembered
+    assert client.get("/api/v1/audit/").status_code == 403
+
+
+def test_a_role_removed_by_another_process_lags_reads_by_the_memory_but_never_verbs(
+    admin_user, builder, settings, monkeypatch
+):
+    settings.SHERLOCK_API_AUTH_CACHE_SECONDS = 5
+    row, client = remembered(admin_user)
+    assert client.get("/api/v1/audit/").status_code == 200
+    # The membership row deleted as another process's RevokeRole would be, to this one: no
+    # m2m_changed signal reaches it.
+    type(admin_user).groups.through.objects.filter(user=admin_user).delete()
+    assert client.get("/api/v1/audit/").status_code == 200  # within the 5 seconds
+    # A verb loads the key, the user and the roles afresh: no longer an Admin.
+    other, _ = api_key(builder)
+    refused = client.post(f"/api/v1/api-keys/{other.prefix}/revoke/", {"reason": "left"})
+    assert refused.status_code in (403, 404)
+    assert not APIKey.objects.get(pk=other.pk).revoked
+    later(monkeypatch, 5)
+    assert client.get("/api/v1/audit/").status_code == 403
+
+
+def test_a_user_made_superuser_elsewhere_is_loaded_afresh(builder):
+    _, client = remembered(builder)
+    type(builder).objects.filter(pk=builder.pk).update(is_superuser=True)
+    assert client.get("/api/v1/audit/").status_code == 200  # a superuser reads the audit log
+
+
+def test_with_no_memory_every_read_loads_the_key(builder, settings, django_assert_num_queries):
+    settings.SHERLOCK_API_AUTH_CACHE_SECONDS = 0
+    _, client = remembered(builder)
+    # key + user, the user's and groups' permissions, the count (no run: no page)
+    with django_assert_num_queries(4):
+        assert client.get("/api/v1/runs/").status_code == 200
+
+
+def test_the_memory_keeps_no_secret(builder):
+    _, secret = api_key(builder)
+    assert key_client(secret).get("/api/v1/runs/").status_code == 200
+    assert secret not in repr(list(authentication._verified))
+    assert hashlib.sha256(secret.encode()).hexdigest() in authentication._verified
