@@ -21,12 +21,13 @@ client ports matched to the cluster's sockets). Worker CPU: user + system time o
 Targets on a 2-core machine (issue 16): ratio <= 1.25 at N=500, k=3, m=4, L=200 ms, C=32, and
 within 10 % of that at N=2000; ratio <= 1.25 at L=1000 ms, C=256 with at most 12 database
 connections per worker; peak memory flat in N. Uses its own database (`sherlock_bench`,
-created and dropped here) on the local PostgreSQL, and Redis database 14 (only its queue key is
-touched). The last line is machine-readable:
+created and dropped here) on the local PostgreSQL, and Redis database 14 (`--redis`; only its
+queue key is touched). The last line is machine-readable:
 `ratio=R wall_s=W ideal_s=I calls=N db_connections=D peak_rss_mb=M`.
 
     .venv/bin/python bench/run_throughput.py [--cases 500] [--reps 3] [--checks 4]
-        [--latency-ms 200] [--concurrency 32] [--shard-size 64]
+        [--latency-ms 200] [--concurrency 32] [--shard-size 64] [--database sherlock_bench]
+        [--redis redis://127.0.0.1:6379/14]
 """
 
 import argparse
@@ -42,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 PG = "postgres://postgres@127.0.0.1:5432"
-REDIS = "redis://127.0.0.1:6379/14"
+REDIS = "redis://127.0.0.1:6379/14"  # the default of --redis
 OUTPUT = "Thank you for asking. Your refund was approved and will arrive within 3 days."
 
 
@@ -73,11 +74,11 @@ def drop_database(name):
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def redis_answers():
+def redis_answers(url):
     import redis
 
     try:
-        return redis.Redis.from_url(REDIS, socket_connect_timeout=0.5).ping()
+        return redis.Redis.from_url(url, socket_connect_timeout=0.5).ping()
     except redis.RedisError:
         return False
 
@@ -267,6 +268,7 @@ def main():
     parser.add_argument("--db-connections", type=int, default=4, help="per worker process")
     parser.add_argument("--database", default="sherlock_bench")
     parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--redis", default=REDIS, help="the broker's Redis database, if it answers")
     args = parser.parse_args()
     per_worker = max(1, args.concurrency // args.workers)
     shard_size = args.shard_size or 4 * per_worker
@@ -275,7 +277,7 @@ def main():
     from tests.support.llm_server import LLMServer
 
     recreate_database(args.database)
-    use_redis = redis_answers()
+    use_redis = redis_answers(args.redis)
     server = LLMServer(latency=latency, responder=responder, record=False, model="bench-judge")
     server.start()
     env = {
@@ -290,7 +292,7 @@ def main():
         "LOG_LEVEL": "WARNING",
     }
     if use_redis:
-        env["REDIS_URL"] = REDIS
+        env["REDIS_URL"] = args.redis
     os.environ.update(env)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sherlock.settings")
     import django

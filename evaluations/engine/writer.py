@@ -4,9 +4,9 @@ A trial's thread hands its `Finished` (evaluations.engine.trials) to a `Writer`,
 the shard's own, and takes the next trial at once; the writer puts whatever has finished
 meanwhile into one transaction (`write_finished`). Every trial's row is updated guarded by the
 attempt number of its claim, so a worker whose lease was taken over cannot write a second set
-of results. Rows go in with Django's `bulk_create`, one INSERT per table and batch (it sets the
-primary keys on the objects on SQLite and PostgreSQL, which the cost lines and check results
-need to name the judge calls they rest on).
+of results. Rows go in with one insert per table and batch (`sherlock.core.bulk.insert_objects`:
+COPY on PostgreSQL, `bulk_create` elsewhere), which sets the primary keys on the objects: the
+cost lines and check results name the judge calls they rest on.
 """
 
 import logging
@@ -18,6 +18,7 @@ from django.db.models import F
 
 from evaluations.choices import TrialStatus
 from evaluations.models import CheckResult, CostEntry, JudgeCall, Run, Trial
+from sherlock.core.bulk import insert_objects
 
 log = logging.getLogger("sherlock.engine")
 
@@ -74,8 +75,7 @@ def store_judge_calls(calls):
 
 
 def _insert(model, objs):
-    if objs:
-        model.objects.bulk_create(objs)
+    insert_objects(model, objs)
 
 
 class Writer:
@@ -98,7 +98,17 @@ class Writer:
         self.thread.start()
 
     def put(self, finished):
+        """Hand a finished trial over, waiting while the queue is full."""
         self.queue.put(finished)
+
+    def offer(self, finished):
+        """Hand a finished trial over if the queue has room (True), without waiting: the
+        shard's loop calls this, and goes to `put` on a thread only when it must wait."""
+        try:
+            self.queue.put_nowait(finished)
+        except queue.Full:
+            return False
+        return True
 
     def close(self):
         """Write what is left, then stop; returns how many trials were written."""
