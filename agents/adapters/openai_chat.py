@@ -37,6 +37,7 @@ import threading
 
 import httpx2
 import openai
+from django.conf import settings
 
 from agents.adapters.base import (
     HEADERS,
@@ -228,7 +229,8 @@ class OpenAIChatAgent(PreparedAgent):
         return sdk_client(*self._client_key())
 
     def _async_client(self):
-        """The loop's `openai.AsyncOpenAI` for this endpoint (`sherlock.core.aio.loop_client`)."""
+        """An `openai.AsyncOpenAI` of the loop's for this endpoint (`sherlock.core.aio.loop_client`:
+        as many as the worker's calls in flight need, so that no pool grows large)."""
         base_url, key, timeout, max_retries = self._client_key()
         return loop_client(
             ("openai_chat", base_url, key, timeout, max_retries),
@@ -238,6 +240,7 @@ class OpenAIChatAgent(PreparedAgent):
                 timeout=timeout,
                 max_retries=max_retries,
             ),
+            in_flight=settings.SHERLOCK_RUN_CONCURRENCY,
         )
 
     def _client_key(self):
