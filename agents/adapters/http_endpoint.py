@@ -23,7 +23,7 @@ from agents.adapters.base import (
     resolve_headers,
     validate_headers,
 )
-from sherlock.core.aio import loop_client
+from sherlock.core.aio import loop_client, tls_context
 
 SCHEMA = {
     "type": "object",
@@ -75,7 +75,7 @@ async def apost_json(url, body, *, headers, timeout, what):
     """`post_json` on the running loop, through its own pool (`sherlock.core.aio`)."""
     client = loop_client(
         "http_endpoint",
-        lambda: httpx2.AsyncClient(limits=LIMITS),
+        lambda: httpx2.AsyncClient(limits=LIMITS, verify=tls_context()),
         in_flight=settings.SHERLOCK_RUN_CONCURRENCY,
     )
     with _failures(what, timeout):

@@ -50,7 +50,7 @@ from agents.adapters.base import (
     validate_headers,
 )
 from agents.adapters.http_endpoint import DEFAULT_TIMEOUT, post_json
-from sherlock.core.aio import in_thread, loop_client
+from sherlock.core.aio import in_thread, loop_client, tls_context
 from sherlock.core.imports import import_allowed
 
 _EXECUTOR = {
@@ -239,6 +239,7 @@ class OpenAIChatAgent(PreparedAgent):
                 api_key=key or "sk-none",
                 timeout=timeout,
                 max_retries=max_retries,
+                http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()),
             ),
             in_flight=settings.SHERLOCK_RUN_CONCURRENCY,
         )

@@ -35,6 +35,17 @@ async def in_thread(function, /, *args, **kwargs):
 
 POOL_SIZE = 16
 
+
+@functools.cache
+def tls_context():
+    """The process's default TLS context (httpx's own default, `SSL_CERT_FILE` honoured), for
+    the loops' clients to share: each client building its own loads the system's certificates
+    again, about 50 ms of CPU and 1 MB per client, and a shard's loop makes several."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
 _clients = weakref.WeakKeyDictionary()  # loop -> {key: _Spread}
 _clients_lock = threading.Lock()
 
