@@ -158,13 +158,14 @@ def measure(server, cases, latency_s):
     started = time.perf_counter()
     for case, transcript in cases:
         bound = judge.bind(repetition=int(case["id"].split("-")[1]) + int(latency_s * 1000))
-        ledger.calls = held = []
+        held = []
+        token = ledger.set(held)
         for kind in KINDS:
             t0 = time.thread_time()
             verdict = evaluate(kind, params[kind], case, transcript, judge=bound)
             cpu += time.thread_time() - t0
             statuses[verdict.outcome] = statuses.get(verdict.outcome, 0) + 1
-        ledger.calls = None
+        ledger.reset(token)
         t0 = time.thread_time()
         with transaction.atomic():
             store_judge_calls(held)

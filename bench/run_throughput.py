@@ -21,13 +21,12 @@ client ports matched to the cluster's sockets). Worker CPU: user + system time o
 Targets on a 2-core machine (issue 16): ratio <= 1.25 at N=500, k=3, m=4, L=200 ms, C=32, and
 within 10 % of that at N=2000; ratio <= 1.25 at L=1000 ms, C=256 with at most 12 database
 connections per worker; peak memory flat in N. Uses its own database (`sherlock_bench`,
-created and dropped here) on the local PostgreSQL, and Redis database 14 (`--redis`; only its
-queue key is touched). The last line is machine-readable:
+created and dropped here) on the local PostgreSQL, and Redis database 14 (`--redis` names
+another; only its queue key is touched). The last line is machine-readable:
 `ratio=R wall_s=W ideal_s=I calls=N db_connections=D peak_rss_mb=M`.
 
     .venv/bin/python bench/run_throughput.py [--cases 500] [--reps 3] [--checks 4]
-        [--latency-ms 200] [--concurrency 32] [--shard-size 64] [--database sherlock_bench]
-        [--redis redis://127.0.0.1:6379/14]
+        [--latency-ms 200] [--concurrency 32] [--shard-size 64]
 """
 
 import argparse
@@ -43,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 PG = "postgres://postgres@127.0.0.1:5432"
-REDIS = "redis://127.0.0.1:6379/14"  # the default of --redis
+REDIS = "redis://127.0.0.1:6379/14"
 OUTPUT = "Thank you for asking. Your refund was approved and will arrive within 3 days."
 
 
@@ -267,8 +266,8 @@ def main():
     parser.add_argument("--shard-size", type=int, help="default: 4 rounds of a worker's calls")
     parser.add_argument("--db-connections", type=int, default=4, help="per worker process")
     parser.add_argument("--database", default="sherlock_bench")
+    parser.add_argument("--redis", default=REDIS, help="the broker's Redis URL (its queue key)")
     parser.add_argument("--keep-db", action="store_true")
-    parser.add_argument("--redis", default=REDIS, help="the broker's Redis database, if it answers")
     args = parser.parse_args()
     per_worker = max(1, args.concurrency // args.workers)
     shard_size = args.shard_size or 4 * per_worker

@@ -134,6 +134,19 @@ class RefusalsMixin(AuditsHiddenObjects):
             request._sherlock_refusal = refused.error
             return super().changeform_view(request, object_id, form_url, extra_context)
 
+    def delete_view(self, request, object_id, extra_context=None):
+        """A delete the action refuses (`delete_model` raised `Refused`) is a message on the
+        row's page, not a 500."""
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except Refused as refused:
+            refused.record()
+            self.message_user(request, str(refused.error), messages.ERROR)
+            opts = self.model._meta
+            return redirect(
+                reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[object_id])
+            )
+
     def run_action(self, request, action):
         try:
             return action.execute()
@@ -235,12 +248,7 @@ class DatasetScopedMixin(RefusalsMixin):
             # A person who may see the row learns why it cannot go, on its page.
             self.message_user(request, self.why_not_editable(request, obj), messages.ERROR)
             return redirect(back)
-        try:
-            return super().delete_view(request, object_id, extra_context)
-        except Refused as refused:
-            refused.record()
-            self.message_user(request, str(refused.error), messages.ERROR)
-            return redirect(back)
+        return super().delete_view(request, object_id, extra_context)
 
     def why_not_editable(self, request, obj):
         if not user_can(request.user, "edit", self.dataset_of(obj)):

@@ -26,6 +26,15 @@ DAYS = 30
 EXACT_UP_TO = 2000
 
 
+def drop_q_schedule(sender, instance, **kwargs):
+    """`post_delete` of a RunSchedule, however it went (DeleteSchedule, or a cascade from its
+    dataset or agent): its django-q2 row goes too, or it would tick forever on nothing."""
+    if instance.q_schedule_id:
+        from django_q.models import Schedule
+
+        Schedule.objects.filter(pk=instance.q_schedule_id).delete()
+
+
 def runs_per_month(cron="", interval_minutes=None, start=None):
     """How many times a schedule fires in the next 30 days: croniter counts the cron firings
     (past `EXACT_UP_TO` of them, the rate so far is extrapolated to the 30 days, so a schedule

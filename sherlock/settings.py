@@ -168,6 +168,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "evaluations.context_processors.navigation",
             ],
         },
     },
@@ -450,7 +451,9 @@ LOGIN_URL = "/admin/login/"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Long messages (a 404's 100,000-character path) are cut (sherlock.core.limits).
+    "filters": {"clip": {"()": "sherlock.core.limits.ClipLogRecords"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["clip"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
     "loggers": {"sherlock": {"level": env_str("LOG_LEVEL", "INFO")}},
 }

@@ -284,3 +284,19 @@ def test_a_valid_cron_longer_than_its_column_is_refused_naming_it(world, admin_u
             cron=cron,
         ).execute()
     assert (refused.value.field, refused.value.code) == ("cron", "too_long")
+
+
+def test_the_log_line_of_a_100000_character_path_is_cut(client):
+    import logging
+
+    from django.conf import settings as django_settings
+
+    from sherlock.core.limits import LOG_LINE_MAX, ClipLogRecords
+
+    assert django_settings.LOGGING["handlers"]["console"]["filters"] == ["clip"]
+    record = logging.LogRecord("django.request", logging.WARNING, "", 0, "Not Found: %s", (), None)
+    record.args = (f"/api/v1/runs/{LONG_SLUG}/",)
+    whole = len(record.getMessage())
+    assert ClipLogRecords().filter(record) is True
+    line = record.getMessage()
+    assert len(line) < LOG_LINE_MAX + 40 and line.endswith(f"({whole} characters)")

@@ -4,10 +4,18 @@ The admin's change form and `PATCH /api/v1/versions/{id}/` both change a version
 tool policy (tools offered, tools denied) is never a bare many-to-many save: it is checked
 (Builder role on the agent; config, tools and denied tools frozen once the version left draft
 or has a run) and audited (`agents.version.update`, before and after) like the config.
+
+The version row is locked before the check reads it, so a change and what freezes the version
+are serialized: a state change updates that row, and a run inserted for it takes a key lock on
+it (its foreign key), so an update that lost the race sees the committed state or run and is
+refused instead of changing a frozen version.
 """
+
+from django.db import transaction
 
 from agents.actions.create_draft_version import tool_names
 from agents.adapters import validate_config
+from agents.models import AgentVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
@@ -48,6 +56,13 @@ class UpdateDraftVersion(Action):
             )
             if value is not _UNSET
         }
+
+    def execute_in_transaction(self):
+        with transaction.atomic():
+            self.check_limits()
+            self.version = AgentVersion.objects.select_for_update().get(pk=self.version.pk)
+            self.check()
+            return self.perform()
 
     def check_limits(self):
         if "notes" in self.changes:

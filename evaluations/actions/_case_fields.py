@@ -59,6 +59,10 @@ def validate_content(fields, checks):
         if name not in CASE_FIELDS:
             raise ActionInvalid(f"unknown field {excerpt(name)}", field=str(name)[:100])
         kind = _CASE_TYPES[name]
+        if value is None and name == "input":
+            # Any JSON value but null, in every verb (the import, the admin, the API): a case
+            # with no input has "", the field's default.
+            raise ActionInvalid('input: must not be null (give "" for none)', field="input")
         if kind and not isinstance(value, kind):
             raise ActionInvalid(f"{name}: must be a JSON {kind.__name__}", field=name)
         maximum = PARAMS_MAX_BYTES if name == "overrides" else CASE_FIELD_MAX_BYTES

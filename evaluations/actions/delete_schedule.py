@@ -1,4 +1,5 @@
-"""DeleteSchedule: remove a schedule and the django-q2 row it owns; its runs stay."""
+"""DeleteSchedule: remove a schedule (its django-q2 row goes with it:
+`evaluations.schedules.drop_q_schedule`); its runs stay."""
 
 from evaluations.actions._schedule_fields import check_may_schedule, snapshot
 from sherlock.core.actions import Action
@@ -17,6 +18,4 @@ class DeleteSchedule(Action):
         schedule = self.schedule
         before = snapshot(schedule)
         audit("evaluations.schedule.delete", actor=self.acting_user, target=schedule, before=before)
-        if schedule.q_schedule_id:
-            schedule.q_schedule.delete()
         schedule.delete()

@@ -153,8 +153,6 @@ class ImportCases(Action):
                         f"key: {row.key!r} is also on {row.where} {seen[row.key]}", field="key"
                     )
                 seen[row.key] = row.line
-                if row.fields.get("input", "") is None:
-                    raise ActionInvalid('input: must not be null (give "" for none)', field="input")
                 validate_content(row.fields, checks)
             except ActionError as exc:
                 errors.append(RowError(row.line, exc.field or "", str(exc), row.where))

@@ -8,6 +8,7 @@ Formats of the case and transcript a check reads are in docs/checks.md.
     from evaluations.checks import REGISTRY, evaluate, validate_params
     params = validate_params("latency", {"max_ms": 2000})   # raises ParamsError(field, message)
     verdict = evaluate("latency", params, case, transcript)  # never raises
+    verdict = await aevaluate(kind, params, case, transcript, judge)  # on a loop: judge.aask
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .base import (
     SKIPPED,
     CheckKind,
     CheckVerdict,
+    ModelCheck,
     ParamsError,
     UnknownCheckKind,
     errored,
@@ -53,6 +55,7 @@ __all__ = [
     "ParamsError",
     "Rubric",
     "UnknownCheckKind",
+    "aevaluate",
     "describe_params",
     "evaluate",
     "get_kind",
@@ -138,6 +141,7 @@ def evaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge
 
     A trial has many checks; one broken check must not lose the others, and an `error` never
     counts as a pass (DESIGN.md §10, fail closed), so turning exceptions into verdicts is safe.
+    A model kind asks through the judge's blocking `ask`.
     """
     try:
         cls = get_kind(kind)
@@ -147,10 +151,35 @@ def evaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge
     try:
         return cls().evaluate(normalized, case or {}, transcript or {}, judge)
     except Exception as exc:  # noqa: BLE001 -- see docstring: a verdict, not a crash
-        return errored(
-            f"check {kind} failed: {type(exc).__name__}: {exc}",
-            {"traceback": traceback.format_exc(limit=5)},
-        )
+        return _crashed(kind, exc)
+
+
+async def aevaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge=None):
+    """`evaluate` on an event loop (the run engine's shard): a model kind awaits its judge's
+    questions (`judge.aask`), so the judging of many trials overlaps on one loop without a
+    thread each; any other kind is plain computation on the transcript and runs right here
+    (15 to 30 us of CPU for `output_type` or `latency`; a hop to the engine's pool and back
+    costs 80 to 100).
+    The same verdicts, and the same errors for bad params or a bug in a kind.
+    """
+    try:
+        cls = get_kind(kind)
+        normalized = _validated(kind, params)
+    except (UnknownCheckKind, ParamsError) as exc:
+        return errored(f"invalid check: {exc}")
+    try:
+        if issubclass(cls, ModelCheck):
+            return await cls().aevaluate(normalized, case or {}, transcript or {}, judge)
+        return cls().evaluate(normalized, case or {}, transcript or {}, judge)
+    except Exception as exc:  # noqa: BLE001 -- as in `evaluate`: a verdict, not a crash
+        return _crashed(kind, exc)
+
+
+def _crashed(kind: str, exc: Exception):
+    return errored(
+        f"check {kind} failed: {type(exc).__name__}: {exc}",
+        {"traceback": traceback.format_exc(limit=5)},
+    )
 
 
 _normalized: dict[tuple[str, str], dict] = {}

@@ -17,6 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from sherlock.core.aio import run_unsuspended
+
 SCORED = "scored"
 SKIPPED = "skipped"
 ERROR = "error"
@@ -256,15 +258,25 @@ class JudgeFailed(Exception):
 
 
 class JudgeSession:
-    """Asks the judge on behalf of one check and keeps every call it reports, for the ledger."""
+    """Asks the judge on behalf of one check and keeps every call it reports, for the ledger.
 
-    def __init__(self, judge):
+    `ask` is a coroutine, so each model check's judging is written once: on the engine's loop
+    (`on_loop=True`) it awaits the judge's `aask`, and the judging of many trials overlaps
+    there; otherwise it calls the judge's blocking `ask` and never suspends, and
+    `ModelCheck.evaluate` runs the judging to its end without a loop.
+    """
+
+    def __init__(self, judge, *, on_loop: bool = False):
         self.judge = judge
+        self.on_loop = on_loop
         self.calls: list = []
         self.last_raw = None
 
-    def ask(self, rubric, variables: dict) -> dict:
-        answer = self.judge.ask(rubric, variables)
+    async def ask(self, rubric, variables: dict) -> dict:
+        if self.on_loop:
+            answer = await self.judge.aask(rubric, variables)
+        else:
+            answer = self.judge.ask(rubric, variables)
         self.calls.extend(getattr(answer, "calls", None) or [])
         self.last_raw = answer.raw
         if not answer.ok:
@@ -282,9 +294,12 @@ class ModelCheck(CheckKind):
     """A check scored by the judge: checks its inputs, then asks, then scores the answer.
 
     Inputs are checked before the judge is, so a case without contexts says so even on an
-    installation without a judge. Subclasses implement `missing_input` (a reason, or None) and
-    `judge_case`, which raises `JudgeFailed` for unusable answers; this class turns those into
-    `error` verdicts carrying the raw answer, and attaches the calls to every verdict it returns.
+    installation without a judge. Subclasses implement `missing_input` (a reason, or None),
+    optionally `without_judge` (a verdict that needs no judge: an empty answer scores 0) and
+    `async judge_case`, which awaits `session.ask(...)` and raises `JudgeFailed` for unusable
+    answers; this class turns those into `error` verdicts carrying the raw answer, and attaches
+    the calls to every verdict it returns. `evaluate` asks through the judge's blocking `ask`;
+    `aevaluate`, awaited on the run engine's loop, through its `aask`.
     """
 
     uses_model = True
@@ -292,18 +307,32 @@ class ModelCheck(CheckKind):
     def missing_input(self, params: dict, case: dict, transcript: dict) -> str | None:
         return None if has_output(transcript) else "no output to judge"
 
-    def judge_case(self, params, case, transcript, session: JudgeSession) -> CheckVerdict:
+    def without_judge(self, params: dict, case: dict, transcript: dict) -> CheckVerdict | None:
+        """A verdict that holds whatever a judge would say (checked before anything else)."""
+        return None
+
+    async def judge_case(self, params, case, transcript, session: JudgeSession) -> CheckVerdict:
         raise NotImplementedError
 
     def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
+        return run_unsuspended(self._judged(params, case, transcript, judge, on_loop=False))
+
+    async def aevaluate(self, params, case, transcript, judge) -> CheckVerdict:
+        """`evaluate` on an event loop: the judge's questions are awaited (`judge.aask`)."""
+        return await self._judged(params, case, transcript, judge, on_loop=True)
+
+    async def _judged(self, params, case, transcript, judge, *, on_loop: bool) -> CheckVerdict:
+        verdict = self.without_judge(params, case, transcript)
+        if verdict is not None:
+            return verdict
         reason = self.missing_input(params, case, transcript)
         if reason:
             return skipped(reason)
         if judge is None:
             return skipped("no judge configured")
-        session = JudgeSession(judge)
+        session = JudgeSession(judge, on_loop=on_loop)
         try:
-            verdict = self.judge_case(params, case, transcript, session)
+            verdict = await self.judge_case(params, case, transcript, session)
         except JudgeFailed as failure:
             verdict = errored(failure.reason, failure.evidence)
         verdict.judge_calls = session.calls

@@ -125,10 +125,10 @@ class Custom(ModelCheck):
                 raise ParamsError(f"anchors.{key}", f"is outside the scale {low}-{high}")
         return params
 
-    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+    async def judge_case(self, params, case, transcript, session) -> CheckVerdict:
         low, high = scale(params)
         output = as_text(transcript["output"])
-        data = session.ask(
+        data = await session.ask(
             rubrics.CUSTOM,
             {
                 "label": params["label"],

@@ -476,7 +476,7 @@ class AnalysisQuality(ModelCheck):
             return "the case has no input: no task to judge the analysis against"
         return super().missing_input(params, case, transcript)
 
-    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+    async def judge_case(self, params, case, transcript, session) -> CheckVerdict:
         limit = params["max_output_chars"]
         reference = {
             k: v
@@ -488,7 +488,7 @@ class AnalysisQuality(ModelCheck):
             "expected": _cut(json.dumps(reference, ensure_ascii=False), limit) if reference else "",
             "output": _cut(as_text(transcript["output"]), limit),
         }
-        data = session.ask(rubrics.ANALYSIS_QUALITY, variables)
+        data = await session.ask(rubrics.ANALYSIS_QUALITY, variables)
         grade = data.get("score")
         if not isinstance(grade, int) or isinstance(grade, bool) or not 1 <= grade <= 5:
             raise session.unusable(f"score {grade!r} is outside 1-5", data=data)

@@ -47,8 +47,8 @@ class Completeness(ModelCheck):
             return "the case has neither an input nor a reference answer to judge against"
         return super().missing_input(params, case, transcript)
 
-    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
-        data = session.ask(
+    async def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+        data = await session.ask(
             rubrics.COMPLETENESS,
             {
                 "question": question_text(case) or "(not given)",
@@ -98,8 +98,8 @@ class Safety(ModelCheck):
         }
     )
 
-    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
-        data = session.ask(
+    async def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+        data = await session.ask(
             rubrics.SAFETY,
             {
                 "question": question_text(case) or "(not given)",

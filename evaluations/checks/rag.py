@@ -92,8 +92,8 @@ def claims_variables(case: dict, transcript: dict) -> dict:
     }
 
 
-def extract_claims(session, case: dict, transcript: dict) -> dict:
-    data = session.ask(rubrics.CLAIMS, claims_variables(case, transcript))
+async def extract_claims(session, case: dict, transcript: dict) -> dict:
+    data = await session.ask(rubrics.CLAIMS, claims_variables(case, transcript))
     claims = []
     for item in data.get("claims") or []:
         if not isinstance(item, dict) or item.get("relevant") not in ("yes", "no", "idk"):
@@ -181,15 +181,15 @@ class Faithfulness(ModelCheck):
             return f"no contexts to check the answer against ({where})"
         return super().missing_input(params, case, transcript)
 
-    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
-        extracted = extract_claims(session, case, transcript)
+    async def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+        extracted = await extract_claims(session, case, transcript)
         claims = extracted["claims"]
         if not claims:
             return skipped(
                 "the answer makes no claims", {"noncommittal": extracted["noncommittal"]}
             )
         contexts = self.contexts(params, case, transcript)
-        data = session.ask(
+        data = await session.ask(
             rubrics.FAITHFULNESS,
             {
                 "contexts": numbered_contexts(contexts),
@@ -250,15 +250,15 @@ class AnswerRelevance(ModelCheck):
             return "the case has no input (question)"
         return super().missing_input(params, case, transcript)
 
-    def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
+    def without_judge(self, params, case, transcript) -> CheckVerdict | None:
         # An empty answer addresses nothing: 0, with or without a judge (not a skip, which
         # would let an agent that says nothing leave the check unscored).
         if question_text(case) is not None and is_empty_answer(transcript):
             return scored(0.0, "the answer is empty", {"answer": transcript["output"]})
-        return super().evaluate(params, case, transcript, judge)
+        return None
 
-    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
-        extracted = extract_claims(session, case, transcript)
+    async def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+        extracted = await extract_claims(session, case, transcript)
         claims = extracted["claims"]
         evidence = {
             "claims": claims,
@@ -329,9 +329,9 @@ class ContextPrecision(ModelCheck):
             )
         return None
 
-    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+    async def judge_case(self, params, case, transcript, session) -> CheckVerdict:
         contexts = context_texts(transcript.get("contexts"))[: params.get("k")]
-        data = session.ask(
+        data = await session.ask(
             rubrics.CONTEXT_PRECISION,
             {
                 "question": question_text(case) or "(not given)",
@@ -381,13 +381,13 @@ class ContextRecall(ModelCheck):
             return "the case has no reference answer (expected.output)"
         return None
 
-    def evaluate(self, params, case, transcript, judge) -> CheckVerdict:
+    def without_judge(self, params, case, transcript) -> CheckVerdict | None:
         if retrieved_nothing(transcript) and reference_answer(case) is not None:
             return scored(0.0, NOTHING_RETRIEVED, {"contexts": transcript["contexts"]})
-        return super().evaluate(params, case, transcript, judge)
+        return None
 
-    def judge_case(self, params, case, transcript, session) -> CheckVerdict:
-        data = session.ask(
+    async def judge_case(self, params, case, transcript, session) -> CheckVerdict:
+        data = await session.ask(
             rubrics.CONTEXT_RECALL,
             {
                 "question": question_text(case) or "(not given)",

@@ -9,7 +9,8 @@ own Django connection for the shard's life. With the shard's own thread and its 
 
 Code running on a shard's blocking pool reaches it through `call`, which runs the function on
 the database threads when the engine set one for this context (`active`), else right here (the
-tests' sync mode, and every caller outside the engine), so the same code serves both.
+tests' sync mode, and every caller outside the engine), so the same code serves both; code on
+the loop itself (the judge's recorder and look-up, the evidence step) awaits `arun`.
 """
 
 import asyncio
@@ -18,6 +19,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import DatabaseError, connection
+
+from sherlock.core.aio import in_thread
 
 # The Database an async shard uses, for code on its blocking pool (see `call`).
 active = contextvars.ContextVar("engine_database", default=None)
@@ -68,3 +71,13 @@ def call(function, /, *args):
     if db is None:
         return function(*args)
     return db.call(function, *args)
+
+
+async def arun(function, /, *args):
+    """`call` awaited on the shard's loop: on its Database when the engine set one, else on
+    the blocking pool (`sherlock.core.aio.in_thread`); never on the loop, where the ORM refuses
+    to run."""
+    db = active.get()
+    if db is None:
+        return await in_thread(function, *args)
+    return await db.run(function, *args)

@@ -1,32 +1,47 @@
 """The engine's judge: judge calls held with the trial that made them, and each check's model.
 
-While a thread executes a trial, the judge calls that trial's checks make are not written at
-once: `record_judge_calls` (the recorder of the engine's judge) keeps them in `ledger.calls`;
-they are priced with the trial's other costs when it finishes (`finished_trial` in
-`evaluations.engine.trials`, with `evaluations.costs.price_judge_calls`) and stored in the
-trial's own transaction by the writer (`evaluations.engine.writer`), so they cost no statement
-of their own. Outside a trial (no list held by this thread) they are stored at once by the
+While a trial executes, the judge calls its checks make are not written at once:
+`record_judge_calls` (the recorder of the engine's judge) keeps them in the trial's list, held
+in the context variable `ledger`; they are priced with the trial's other costs when it finishes
+(`finished_trial` in `evaluations.engine.trials`, with `evaluations.costs.price_judge_calls`)
+and stored in the trial's own transaction by the writer (`evaluations.engine.writer`), so they
+cost no statement of their own. A context variable, not a thread's: many trials' checks ask
+the judge at once as coroutines on one loop, each in its own task's context, and their calls
+must not mix. Outside a trial (no list set in this context) they are stored at once by the
 judge's ORM recorder (`evaluations.judge.record_calls`). Its stored-cache lookups go through the
-engine's database connections (`lookup_stored_answer`).
+engine's database connections (`lookup_stored_answer`, `alookup_stored_answer`).
 """
 
+import contextvars
 import threading
 
 from evaluations.engine import database
 
-# `ledger.calls`: the list of judge calls of the trial this thread is executing, or None.
-ledger = threading.local()
+# The list of judge calls of the trial this context is executing, or None (not in a trial).
+ledger = contextvars.ContextVar("judge_ledger", default=None)
 
 
 def record_judge_calls(calls, context):
     """The engine judge's recorder: keep a trial's judge calls with the trial (priced with it
     and written in its transaction, so they cost no statement of their own); outside a trial,
     store them at once."""
-    pending = getattr(ledger, "calls", None)
+    pending = ledger.get()
     if pending is None:
         from evaluations.judge import record_calls
 
         record_calls(calls, context)
+    else:
+        pending.extend(calls)
+
+
+async def arecord_judge_calls(calls, context):
+    """`record_judge_calls` on the shard's loop: kept with the trial, or stored through the
+    engine's database threads."""
+    pending = ledger.get()
+    if pending is None:
+        from evaluations.judge import record_calls
+
+        await database.arun(record_calls, calls, context)
     else:
         pending.extend(calls)
 
@@ -37,6 +52,13 @@ def lookup_stored_answer(cache_key):
     from evaluations.judge.recording import lookup_cached
 
     return database.call(lookup_cached, cache_key)
+
+
+async def alookup_stored_answer(cache_key):
+    """`lookup_stored_answer` awaited on the shard's loop, through its database threads."""
+    from evaluations.judge.recording import lookup_cached
+
+    return await database.arun(lookup_cached, cache_key)
 
 
 _engine_judge = (None, None)
@@ -57,13 +79,19 @@ def engine_judge():
         return None
     with _engine_judge_lock:
         if _engine_judge[0] is not default:
-            judge = JudgeClient(recorder=record_judge_calls, cache_lookup=lookup_stored_answer)
+            judge = JudgeClient(
+                recorder=record_judge_calls,
+                cache_lookup=lookup_stored_answer,
+                arecorder=arecord_judge_calls,
+                alookup=alookup_stored_answer,
+            )
             _engine_judge = (default, judge)
         return _engine_judge[1]
 
 
 class CheckJudge:
-    """Passes one check's judge model to the judge: `evaluate()` asks without a model."""
+    """Passes one check's judge model to the judge: `evaluate()` and `aevaluate()` ask without
+    a model."""
 
     __slots__ = ("judge", "model")
 
@@ -72,3 +100,6 @@ class CheckJudge:
 
     def ask(self, rubric, variables, *, model=None, **options):
         return self.judge.ask(rubric, variables, model=model or self.model, **options)
+
+    async def aask(self, rubric, variables, *, model=None, **options):
+        return await self.judge.aask(rubric, variables, model=model or self.model, **options)

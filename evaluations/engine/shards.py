@@ -1,18 +1,18 @@
 """One shard of a run: load what its trials share, then execute them overlapping on an event loop.
 
-A shard (one django-q2 task, `evaluations.tasks.run_shard`) takes trial ids and loads what
-every trial shares once (`Shard.load`): the run, its checks and their calibration gate, the
-prepared agent, the model prices and the engine's judge. Then `SHERLOCK_RUN_CONCURRENCY` slots
-on one asyncio loop each take a claimed trial (`Claims`: the shard's own trials, then the run's
-other pending ones, `Work`, claimed in batches) and execute it (evaluations.engine.trials): the
-agent's call is awaited on the loop, the checks (whose judge calls block) run on a pool of as
-many threads; a writer thread writes the finished ones in batches (evaluations.engine.writer).
-A trial's own calls stay in order (its checks read the agent's answer), so C slots keep C calls
-in flight. None of that holds a database connection: every statement goes through the shard's
-`SHERLOCK_DB_CONNECTIONS` database threads (evaluations.engine.database), so calls in flight
-are not capped by PostgreSQL's `max_connections` (issue 16: one connection per trial thread
-stalled two workers of 64). When the shard is done it tries to complete the run
-(evaluations.engine.completion).
+A shard (one django-q2 task, `evaluations.tasks.run_shard`) takes trial ids and loads what every
+trial shares once (`Shard.load`): the run, its checks and their calibration gate, the prepared
+agent, the model prices and the engine's judge. Then `SHERLOCK_RUN_CONCURRENCY` slots on one
+asyncio loop each take a claimed trial (`Claims`: the shard's own trials, then the run's other
+pending ones, `Work`, claimed in batches) and execute it (evaluations.engine.trials): the
+agent's call and the checks' judge questions are awaited on the loop (blocking code, a Python-
+callable agent or a tool, runs on a pool of as many threads); a writer thread writes the
+finished ones in batches (evaluations.engine.writer). A trial's own calls stay in order (its
+checks read the agent's answer), so C slots keep C calls in flight. None of that holds a
+database connection: every statement goes through the shard's `SHERLOCK_DB_CONNECTIONS` database
+threads (evaluations.engine.database), so calls in flight are not capped by PostgreSQL's
+`max_connections` (issue 16: one connection per trial thread stalled two workers of 64). When
+the shard is done it tries to complete the run (evaluations.engine.completion).
 
 Inside a transaction (the tests' sync mode) or with a concurrency of 1 the shard runs its trials
 one by one in the caller's thread instead (`execute_trial`), on the caller's connection.
@@ -245,7 +245,7 @@ class Claims:
 def _execute_on_loop(shard, work, concurrency):
     """The shard's trials overlapping on one event loop, `concurrency` of them in flight; their
     database work on `SHERLOCK_DB_CONNECTIONS` threads (`database.Database`), their blocking
-    code (checks, Python-callable agents, tools) on a pool of `concurrency` threads that hold no
+    code (Python-callable agents, tools) on a pool of `concurrency` threads that hold no
     connection, and one writer; returns how many trials were written."""
     db = database.Database(settings.SHERLOCK_DB_CONNECTIONS)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial")

@@ -6,8 +6,9 @@ whose calls are held with the trial (`evaluations.engine.judging`), and runs the
 Nothing is written here: it returns a `Finished`, everything the trial's write needs, computed
 without the database (`finished_trial`, with its costs from `evaluations.costs`), which the
 writer stores (`evaluations.engine.writer`). An async shard claims in batches instead
-(`claim_trials`) and runs each claimed trial with `execute_claimed` on its loop; both paths end
-in `complete_trial`.
+(`claim_trials`) and runs each claimed trial with `execute_claimed` on its loop, where the
+agent's call and the checks' judge questions are awaited (`acomplete_trial`); the blocking path
+ends in `complete_trial`, the same flow with the judge's blocking `ask`.
 """
 
 import logging
@@ -28,7 +29,7 @@ from evaluations.choices import CheckStatus, TrialStatus
 from evaluations.engine import database
 from evaluations.engine.judging import CheckJudge, ledger
 from evaluations.models import CheckResult, Trial
-from sherlock.core.aio import in_thread
+from sherlock.core.aio import run_unsuspended
 
 log = logging.getLogger("sherlock.engine")
 
@@ -120,8 +121,8 @@ def execute_trial(shard, trial):
 
 async def execute_claimed(shard, trial, attempt):
     """`execute_trial` for a trial already claimed, on the shard's loop: the agent's call is
-    awaited there (`PreparedAgent.acall`); the checks, whose judge calls block, run on the
-    shard's blocking pool, with their database work on its few connections."""
+    awaited there (`PreparedAgent.acall`), and so are the checks' judge questions
+    (`acomplete_trial`); their database work goes through the shard's few connections."""
     transcript, error = None, shard.agent_error
     if shard.agent is not None:
         try:
@@ -129,7 +130,7 @@ async def execute_claimed(shard, trial, attempt):
             transcript = await shard.agent.acall(case, **_call(trial))
         except AgentCallError as exc:
             error = str(exc)
-    return await in_thread(complete_trial, shard, trial, attempt, transcript, error)
+    return await acomplete_trial(shard, trial, attempt, transcript, error)
 
 
 def _call(trial):
@@ -138,26 +139,44 @@ def _call(trial):
 
 def complete_trial(shard, trial, attempt, transcript, error):
     """Score a claimed trial's checks on the agent's answer (None: the call failed with
-    `error`) and collect its evidence; returns its `Finished`."""
+    `error`) and collect its evidence; returns its `Finished`. Blocks: the judge's `ask`."""
+    return run_unsuspended(_complete(shard, trial, attempt, transcript, error, on_loop=False))
+
+
+async def acomplete_trial(shard, trial, attempt, transcript, error):
+    """`complete_trial` on the shard's loop: the model checks' questions are awaited
+    (`JudgeClient.aask`), so the judging of every trial in flight overlaps on the loop with no
+    thread each, and the evidence step is awaited on the shard's database threads."""
+    return await _complete(shard, trial, attempt, transcript, error, on_loop=True)
+
+
+async def _complete(shard, trial, attempt, transcript, error, *, on_loop):
+    # One flow for both: `on_loop` awaits the judge and the database, otherwise they block
+    # and this coroutine never suspends (`sherlock.core.aio.run_unsuspended`).
     run = shard.run
-    ledger.calls = judge_calls = []
+    judge_calls = []
+    held = ledger.set(judge_calls)  # this context's trial: concurrent trials keep their own
     try:
         trial.error = error
         judge = None
         if shard.judge is not None:
             judge = shard.judge.bind(run=run, trial=trial, agent=run.agent_version.agent_id)
-        results = score_trial(trial, transcript, shard.checks, judge, shard.uncalibrated)
+        evaluate = check_library.aevaluate if on_loop else _evaluate_blocking
+        results = await _score(trial, transcript, shard.checks, judge, shard.uncalibrated, evaluate)
         evidence = {}
         if shard.collect_evidence is not None:
             try:
                 # It reads the tools the agent called: a statement, on the engine's connections.
-                found = database.call(shard.collect_evidence, trial, transcript)
+                if on_loop:
+                    found = await database.arun(shard.collect_evidence, trial, transcript)
+                else:
+                    found = database.call(shard.collect_evidence, trial, transcript)
                 evidence = _trial_fields(found)
             except Exception as exc:  # the trial's results stand; the gap shows as no evidence
                 log.exception("collecting evidence failed on trial %s", trial.pk)
                 trial.error = f"collecting evidence failed: {type(exc).__name__}: {exc}"
     finally:
-        ledger.calls = None
+        ledger.reset(held)
     return finished_trial(shard, trial, attempt, transcript, results, judge_calls, evidence)
 
 
@@ -165,8 +184,25 @@ def score_trial(trial, transcript, checks, judge, uncalibrated=None):
     """Score every check of the run on one trial; returns unsaved CheckResult objects.
 
     A check that requires calibration and is not calibrated yet is scored as informative, with
-    the reason appended (evaluations.calibration).
+    the reason appended (evaluations.calibration). Blocks on the judge (`ascore_trial` awaits).
     """
+    return run_unsuspended(
+        _score(trial, transcript, checks, judge, uncalibrated, _evaluate_blocking)
+    )
+
+
+async def ascore_trial(trial, transcript, checks, judge, uncalibrated=None):
+    """`score_trial` on an event loop: each model check's questions awaited (`judge.aask`)."""
+    return await _score(trial, transcript, checks, judge, uncalibrated, check_library.aevaluate)
+
+
+async def _evaluate_blocking(kind, params, case, transcript, judge=None):
+    return check_library.evaluate(kind, params, case, transcript, judge=judge)
+
+
+async def _score(trial, transcript, checks, judge, uncalibrated, evaluate):
+    # In order: a check may reuse an earlier one's judge failure within the trial
+    # (`JudgeClient.bind`), and the RAG checks share the claim extraction through the cache.
     uncalibrated = uncalibrated or {}
     case_input = trial.case_version.as_check_input()
     overrides = trial.case_version.overrides
@@ -190,7 +226,7 @@ def score_trial(trial, transcript, checks, judge, uncalibrated=None):
             )
         else:
             check_judge = CheckJudge(judge, check.judge_model or None) if judge else None
-            verdict = check_library.evaluate(
+            verdict = await evaluate(
                 eff.kind, eff.params, case_input, transcript, judge=check_judge
             )
             score, outcome = verdict.score, verdict.outcome

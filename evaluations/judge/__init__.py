@@ -1,13 +1,16 @@
 """Sherlock's judge: how model-based checks ask a judge model, and how each call is recorded.
 
-The check library codes against `JudgeClient.ask(rubric, variables) -> JudgeAnswer` and gets a
-client from `get_default_judge(run=..., trial=..., agent=...)`, which is None when no judge is
-configured (model checks are then skipped). The modules:
+The check library codes against `JudgeClient.ask(rubric, variables) -> JudgeAnswer` (blocking)
+and `await JudgeClient.aask(...)` (on the run engine's event loop), and gets a client from
+`get_default_judge(run=..., trial=..., agent=...)`, which is None when no judge is configured
+(model checks are then skipped). The modules:
 
-- `client`: `JudgeClient` (binding, the flow of one ask, handing calls to the recorder) and
-  `get_default_judge`;
-- `sdk`: the one OpenAI SDK client per process, base URL and key, the request it sends, and
-  the parameter the completion cap travels as;
+- `client`: `JudgeClient` (binding, the flow of one ask, written once as coroutines, handing
+  calls to the recorder) and `get_default_judge`;
+- `transport`: the flow's I/O, blocking (`ask`: never suspends) or on the loop (`aask`);
+- `sdk`: the one OpenAI SDK client per process, base URL and key (and one `AsyncOpenAI` over
+  aiohttp per event loop), the request they send, and the parameter the completion cap
+  travels as;
 - `retry`: which failures are asked again, the backoff, `Retry-After`, the worst-case wait;
 - `schema`: a rubric's strict JSON schema with its bounds, prepared once (response_format,
   hash, validators, the completion budget);

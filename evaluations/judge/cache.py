@@ -7,7 +7,7 @@ pointing Sherlock at another server, or another model on it, never reuses old an
 durable cache is the `JudgeCall` table (the newest successful call with the key); this module
 keeps the hot entries in memory in front of it, and makes concurrent identical asks wait for
 the first one instead of each paying for a call (the RAG checks share one claim extraction
-between two checks this way, even when the run engine scores them on two threads).
+between two checks this way, whether they ask on two threads or as two coroutines on a loop).
 `AnswerCache.answer` is the order the client asks in: this process's cache, then the durable
 one, then the model.
 """
@@ -18,7 +18,8 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -92,13 +93,16 @@ class AnswerCache:
     """A thread-safe LRU of successful answers plus a single-flight table of asks in progress.
 
     Only successful answers are kept: a failure is never served from the cache, so an identical
-    question after a failure asks the model again.
+    question after a failure asks the model again. An ask in progress is a
+    `concurrent.futures.Future` resolved when its asker is done: a thread waits on it, a
+    coroutine awaits it wrapped (`asyncio.wrap_future`), so sync askers on many threads and
+    async ones on event loops share one table.
     """
 
     def __init__(self, size: int = 4096):
         self.size = size
         self._entries: OrderedDict[str, CachedAnswer] = OrderedDict()
-        self._inflight: dict[str, threading.Event] = {}
+        self._inflight: dict[str, Future] = {}
         self._lock = threading.Lock()
 
     def get(self, key: str) -> CachedAnswer | None:
@@ -121,43 +125,38 @@ class AnswerCache:
         with self._lock:
             self._entries.clear()
 
-    def claim(
-        self, key: str, wait: float = 600.0
-    ) -> tuple[CachedAnswer | None, threading.Event | None]:
+    def claim(self, key: str) -> tuple[CachedAnswer | None, Future | None, Future | None]:
         """Look the key up, and if it is missing become the one asker for it.
 
-        Returns `(entry, None)` on a hit; `(None, event)` when this caller must ask the model
-        and then call `release(key, event)`; `(None, None)` after waiting for another caller
-        that asked the same question and failed (this caller then asks on its own). `wait`
-        bounds the wait, in case the other asker's thread died without releasing.
+        Returns `(entry, None, None)` on a hit; `(None, lead, None)` when this caller must ask
+        the model and then call `release(key, lead)`; `(None, None, other)` when another caller
+        is asking this very question right now: wait for `other`, then look again.
         """
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
-                return entry, None
-            event = self._inflight.get(key)
-            if event is None:
-                event = self._inflight[key] = threading.Event()
-                return None, event
-        # Someone else is asking this very question right now: wait for their answer.
-        event.wait(wait)
-        return self.get(key), None
+                return entry, None, None
+            other = self._inflight.get(key)
+            if other is not None:
+                return None, None, other
+            lead = self._inflight[key] = Future()
+            return None, lead, None
 
-    def release(self, key: str, event: threading.Event) -> None:
+    def release(self, key: str, lead: Future) -> None:
         with self._lock:
-            if self._inflight.get(key) is event:
+            if self._inflight.get(key) is lead:
                 del self._inflight[key]
-        event.set()
+        lead.set_result(None)
 
-    def answer(
+    async def answer(
         self,
         key: str,
         *,
-        ask: Callable[[], tuple[A, CachedAnswer | None]],
-        serve: Callable[[CachedAnswer], A | None],
-        lookup: Callable[[str], CachedAnswer | None] | None = None,
-        wait: float = 600.0,
+        ask: Callable[[], Awaitable[tuple[A, CachedAnswer | None]]],
+        serve: Callable[[CachedAnswer], Awaitable[A | None]],
+        lookup: Callable[[str], Awaitable[CachedAnswer | None]] | None = None,
+        wait: Callable[[Future], Awaitable[None]],
     ) -> A:
         """The answer to the question filed under `key`, from the first of: this cache, the
         durable cache (`lookup`, the `JudgeCall` table), the model (`ask`).
@@ -165,22 +164,27 @@ class AnswerCache:
         `serve(entry)` makes an answer of a cached entry, or None when the entry is unusable
         (the model is asked instead: junk is never served). `ask()` returns the answer and the
         entry to file it under, None for a failure (never cached). Identical questions asked at
-        the same time wait for the first asker (`claim`), at most `wait` seconds.
+        the same time wait for the first asker (`claim`) through `wait(other)`, which blocks
+        or suspends (the client's transport) and bounds the wait, in case the other asker
+        died without releasing; if that asker failed, this one asks on its own.
         """
-        entry, lead = self.claim(key, wait=wait)
+        entry, lead, other = self.claim(key)
+        if other is not None:
+            await wait(other)
+            entry = self.get(key)
         if entry is not None:
-            answer = serve(entry)
+            answer = await serve(entry)
             if answer is not None:
                 return answer
         try:
             if lookup is not None:
-                entry = lookup(key)
+                entry = await lookup(key)
                 if entry is not None:
-                    answer = serve(entry)
+                    answer = await serve(entry)
                     if answer is not None:
                         self.put(key, entry)
                         return answer
-            answer, entry = ask()
+            answer, entry = await ask()
             if entry is not None:
                 # Filed before the waiting askers are released, so they find it.
                 self.put(key, entry)

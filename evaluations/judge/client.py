@@ -1,10 +1,13 @@
 """The judge client: one way for every model-based check to ask a judge model (DESIGN section 8).
 
-`JudgeClient.ask(rubric, variables) -> JudgeAnswer` is the whole interface; this module holds
-the flow of one ask and the parts live beside it:
+`JudgeClient.ask(rubric, variables) -> JudgeAnswer` is the whole interface, and
+`await JudgeClient.aask(...)` the same on an event loop (the run engine's shards: hundreds of
+questions in flight as coroutines, not threads). This module holds the flow of one ask, written
+once as coroutines over a transport (`transport.py`: blocking I/O that never suspends for
+`ask`, the loop's for `aask`), and the parts live beside it:
 
-- `sdk.py`: one OpenAI SDK client per process and base URL, shared by every thread, with the
-  SDK's own HTTP client and connection pool and its retries off.
+- `sdk.py`: one OpenAI SDK client per process and base URL, shared by every thread, and one
+  `AsyncOpenAI` per event loop, each with the SDK's own connection pool and its retries off.
 - `retry.py`: our retries instead, honouring `Retry-After` on 429 and 5xx and backing off
   exponentially on 5xx, timeouts and connection errors; every attempt is recorded as a
   `JudgeCall` row, which the SDK's hidden retries would not let us.
@@ -25,7 +28,8 @@ the flow of one ask and the parts live beside it:
   check asking it (answer relevance after faithfulness's claim extraction) gets the same
   failure, `reused=True`, without a call.
 - `cache.py`: repeated questions are answered from a cache, and the hit is still recorded as a
-  `JudgeCall` row with `cached=True`, so a result's evidence always points at a stored answer.
+  `JudgeCall` row with `cached=True`, so a result's evidence always points at a stored answer;
+  identical questions in flight at once (threads or coroutines) make one request.
 - `recording.py`: where the calls go (the database by default, with their cost entries).
 """
 
@@ -54,6 +58,8 @@ from evaluations.judge.answers import (
 from evaluations.judge.cache import AnswerCache, CachedAnswer
 from evaluations.judge.errors import CUT_OFF, HTTP_ERROR, Failure
 from evaluations.judge.recording import (
+    AsyncCacheLookup,
+    AsyncRecorder,
     CacheLookup,
     JudgeContext,
     Recorder,
@@ -69,7 +75,9 @@ from evaluations.judge.retry import (
 )
 from evaluations.judge.schema import MAX_ITEMS, MAX_LENGTH, server_bounds
 from evaluations.judge.sdk import cap_parameter as cap_parameter_for
-from evaluations.judge.sdk import chat_completion, openai_client
+from evaluations.judge.sdk import openai_client
+from evaluations.judge.transport import BLOCKING, ON_LOOP
+from sherlock.core.aio import run_unsuspended
 
 if TYPE_CHECKING:
     from evaluations.checks.rubrics import Rubric
@@ -102,6 +110,9 @@ class _Core:
     bounds: frozenset = frozenset()  # the bound keywords this server is sent
     # The keywords the server refused (a 400 naming one): not sent from then on.
     refused: frozenset = frozenset()
+    # The database work of `aask` awaited on the loop (None: the sync one on a thread).
+    alookup: AsyncCacheLookup | None = None
+    arecorder: AsyncRecorder | None = None
 
     @property
     def sdk(self) -> openai.OpenAI:
@@ -124,7 +135,9 @@ class JudgeClient:
     `SHERLOCK_JUDGE_MAX_TOKENS_PARAM` (`cap_parameter`, see `sdk.cap_parameter`) and
     `SHERLOCK_JUDGE_SCHEMA_BOUNDS` (`schema_bounds`).
     `recorder=None` records nothing; `cache_lookup=None` keeps the cache in memory only;
-    `cache_size=0` turns the in-memory cache off.
+    `cache_size=0` turns the in-memory cache off. `aask` runs the recorder and the look-up off
+    the loop (asgiref's `sync_to_async`: they touch the database) unless `arecorder` and
+    `alookup` give coroutine functions doing the same (the engine's: its database threads).
     """
 
     def __init__(
@@ -143,6 +156,8 @@ class JudgeClient:
         recorder: Recorder | None = record_calls,
         cache_lookup: CacheLookup | None = lookup_cached,
         cache_size: int = 4096,
+        arecorder: AsyncRecorder | None = None,
+        alookup: AsyncCacheLookup | None = None,
         max_tokens: int | None = None,
         cap_parameter: str | None = None,
         schema_bounds: bool | None = None,
@@ -182,6 +197,8 @@ class JudgeClient:
             max_tokens=max(0, int(max_tokens or 0)),
             cap_parameter=cap_parameter_for(base_url, choice),
             bounds=server_bounds(base_url, bool(schema_bounds)),
+            alookup=alookup if cache_lookup is not None else None,
+            arecorder=arecorder if recorder is not None else None,
         )
         self._context = JudgeContext()
         # The failures of the trial this view is bound to, by cache key (None: not a trial's).
@@ -275,11 +292,23 @@ class JudgeClient:
 
         The user prompt is `rubric.template.format(**variables)` under `rubric.system`. With
         `cache=False` the question always goes to the model (the call is still recorded and
-        can serve later asks), unless it already failed in this trial.
+        can serve later asks), unless it already failed in this trial. Blocks this thread.
         """
+        return run_unsuspended(self._ask_bounded(BLOCKING, rubric, variables, model, cache))
+
+    async def aask(
+        self, rubric: Rubric, variables: dict, *, model: str | None = None, cache: bool = True
+    ) -> JudgeAnswer:
+        """`ask`, awaited on the running event loop: the request goes out through the loop's
+        `AsyncOpenAI`, the retries' waits and the wait for an identical question in flight
+        suspend, and the database work is awaited (`arecorder`, `alookup`). The same flow,
+        the same calls recorded, the same cache (shared with sync askers on other threads)."""
+        return await self._ask_bounded(ON_LOOP, rubric, variables, model, cache)
+
+    async def _ask_bounded(self, io, rubric, variables, model, cache: bool) -> JudgeAnswer:
         core = self._core
         bounds = self.bounds
-        answer = self._ask(rubric, variables, model, cache, bounds)
+        answer = await self._ask(io, rubric, variables, model, cache, bounds)
         refused = _refused_bounds(answer) & bounds
         if refused:
             # The server will not take these keywords: ask again without, and send them no
@@ -293,12 +322,12 @@ class JudgeClient:
                 " and ".join(sorted(refused)),
                 answer.error,
             )
-            again = self._ask(rubric, variables, model, cache, bounds - refused)
+            again = await self._ask(io, rubric, variables, model, cache, bounds - refused)
             again.calls = [*answer.calls, *again.calls]
             return again
         return answer
 
-    def _ask(self, rubric, variables, model, cache: bool, bounds: frozenset) -> JudgeAnswer:
+    async def _ask(self, io, rubric, variables, model, cache: bool, bounds) -> JudgeAnswer:
         started = time.perf_counter()
         core = self._core
         question = build_question(
@@ -317,27 +346,36 @@ class JudgeClient:
         if earlier is not None:
             return earlier
         if not cache:
-            answer, entry = self._ask_unless_failed(question)
+            answer, entry = await self._ask_unless_failed(io, question)
             if entry is not None:
                 core.cache.put(question.cache_key, entry)
             return answer
-        return core.cache.answer(
+
+        async def lookup(key):
+            return await io.lookup(core, key)
+
+        async def wait(other):
+            await io.wait(core, other)
+
+        return await core.cache.answer(
             question.cache_key,
-            ask=lambda: self._ask_unless_failed(question),
-            serve=lambda entry: self._from_cache(question, entry, started),
-            lookup=core.cache_lookup,
-            wait=core.retry.worst_case_seconds,
+            ask=lambda: self._ask_unless_failed(io, question),
+            serve=lambda entry: self._from_cache(io, question, entry, started),
+            lookup=lookup if core.cache_lookup is not None else None,
+            wait=wait,
         )
 
-    def _ask_unless_failed(self, question: Question) -> tuple[JudgeAnswer, CachedAnswer | None]:
+    async def _ask_unless_failed(
+        self, io, question: Question
+    ) -> tuple[JudgeAnswer, CachedAnswer | None]:
         """The model's answer, unless this trial already failed on the question. Looked up
-        again when it is this caller's turn to ask (another thread of the same trial may have
-        failed on it while this one waited), and a failure is filed before the cache releases
-        the askers waiting for it."""
+        again when it is this caller's turn to ask (another thread or coroutine of the same
+        trial may have failed on it while this one waited), and a failure is filed before the
+        cache releases the askers waiting for it."""
         earlier = self._earlier_failure(question)
         if earlier is not None:
             return earlier, None
-        answer, entry = self._ask_model(question)
+        answer, entry = await self._ask_model(io, question)
         if not answer.ok and self._failures is not None:
             self._failures[question.cache_key] = answer
         return answer, entry
@@ -357,8 +395,8 @@ class JudgeClient:
             reused=True,
         )
 
-    def _from_cache(
-        self, question: Question, entry: CachedAnswer, started: float
+    async def _from_cache(
+        self, io, question: Question, entry: CachedAnswer, started: float
     ) -> JudgeAnswer | None:
         try:
             data = json.loads(entry.raw)
@@ -374,7 +412,7 @@ class JudgeClient:
             raw=entry.raw,
             latency_ms=(time.perf_counter() - started) * 1000,
         )
-        self._record([call])
+        await self._record(io, [call])
         return JudgeAnswer(
             ok=True,
             data=data,
@@ -385,7 +423,7 @@ class JudgeClient:
             cache_key=question.cache_key,
         )
 
-    def _ask_model(self, question: Question) -> tuple[JudgeAnswer, CachedAnswer | None]:
+    async def _ask_model(self, io, question: Question) -> tuple[JudgeAnswer, CachedAnswer | None]:
         """The question, with retries, and one re-ask for an unusable answer (fresh and brief
         for a cut-off one, a repair for any other); with the cache entry for a good answer
         (None for a failure)."""
@@ -396,7 +434,7 @@ class JudgeClient:
         data: dict | None = None
         retry: str | None = None  # the re-ask made, once the first answer was unusable
         for _ in range(2):  # the question, then at most one repair
-            sent = self._send(question, request, calls)
+            sent = await self._send(io, question, request, calls)
             if isinstance(sent, Failure):
                 outcome = sent
                 break
@@ -433,7 +471,7 @@ class JudgeClient:
             else:
                 # The repair: the judge sees its own answer and what was wrong with it.
                 retry, request = "repair", repair_request(question, raw, problem)
-        self._record(calls)
+        await self._record(io, calls)
         if outcome is not None:
             failed = JudgeAnswer(
                 ok=False,
@@ -455,7 +493,9 @@ class JudgeClient:
         )
         return answer, CachedAnswer(raw=raw, source_call_id=calls[-1].pk)
 
-    def _send(self, question: Question, request: dict, calls: list) -> tuple[dict, float] | Failure:
+    async def _send(
+        self, io, question: Question, request: dict, calls: list
+    ) -> tuple[dict, float] | Failure:
         """One request under the retry policy; every failed attempt becomes a recorded call.
 
         Returns the response JSON and its latency, or the last failure once retries run out.
@@ -475,15 +515,13 @@ class JudgeClient:
                 )
             )
 
-        return core.retry.run(
-            lambda: chat_completion(core.sdk, request, core.retry.timeout), failed
-        )
+        return await core.retry.run(lambda: io.send(core, request), failed, io.sleep)
 
-    def _record(self, calls: list) -> None:
+    async def _record(self, io, calls: list) -> None:
         # A recorder failure (the database is down) propagates: losing the ledger silently
         # would be worse than failing the trial, which the engine retries.
         if self._core.recorder is not None and calls:
-            self._core.recorder(calls, self._context)
+            await io.record(self._core, calls, self._context)
 
 
 def _pk(value):

@@ -8,12 +8,14 @@ A recorder is any callable `recorder(calls, context)`: `calls` is the list of un
 sets `usd` and, by saving, `pk`); the ask's `JudgeAnswer.calls` are those same instances.
 
 A cache lookup is the matching read side: `lookup(cache_key) -> CachedAnswer | None`. The
-client makes its `JudgeCall` instances with `new_call`, one per attempt or cache hit.
+client makes its `JudgeCall` instances with `new_call`, one per attempt or cache hit. A client
+asking on an event loop (`JudgeClient.aask`) may be given coroutine-function twins of both
+(`arecorder`, `alookup`); without them it runs these off the loop (`sync_to_async`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,6 +42,10 @@ class JudgeContext:
 
 Recorder = Callable[[Sequence["JudgeCall"], JudgeContext], None]
 CacheLookup = Callable[[str], CachedAnswer | None]
+# The same, awaited on an event loop by `JudgeClient.aask` (the engine's: through its database
+# threads); a client without them runs the sync ones off the loop (`transport.OnLoop`).
+AsyncRecorder = Callable[[Sequence["JudgeCall"], JudgeContext], Awaitable[None]]
+AsyncCacheLookup = Callable[[str], Awaitable[CachedAnswer | None]]
 
 
 def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
@@ -100,16 +100,19 @@ class RetryPolicy:
         wait = max(self.max_backoff, self.max_retry_after)
         return 2 * (self.max_retries + 1) * (self.timeout + wait) + 1
 
-    def run(
+    async def run(
         self,
-        attempt: Callable[[], T],
+        attempt: Callable[[], Awaitable[T]],
         failed: Callable[[AttemptFailure, float], None],
+        sleep: Callable[[float], Awaitable[None]],
     ) -> tuple[T, float] | Failure:
-        """`attempt()` until it succeeds, a failure does not retry, or the retries run out.
+        """`await attempt()` until it succeeds, a failure does not retry, or the retries run out.
 
         Returns the attempt's result and its latency in ms, or the last failure (its message
         saying how many attempts were made). `failed(failure, latency_ms)` is called for each
-        failed attempt, before any wait: the client records it as a call.
+        failed attempt, before any wait: the client records it as a call. The waits are
+        `await sleep(seconds)`: the client's transport blocks (`time.sleep`) or suspends
+        (`asyncio.sleep`), so one policy serves the sync and the async ask.
         """
         failure = Failure("no attempt made", CONNECTION)
         attempts = 0
@@ -117,7 +120,7 @@ class RetryPolicy:
             attempts += 1
             started = time.perf_counter()
             try:
-                result = attempt()
+                result = await attempt()
                 return result, (time.perf_counter() - started) * 1000
             except ATTEMPT_ERRORS as exc:
                 failure = failure_of(exc, self.timeout)
@@ -130,7 +133,7 @@ class RetryPolicy:
                     f" (Retry-After {delay:g} s is over the {self.max_retry_after:g} s limit)"
                 )
                 break
-            time.sleep(delay)
+            await sleep(delay)
         if attempts > 1:
             failure.error = f"{failure.error} (after {attempts} attempts)"
         return failure

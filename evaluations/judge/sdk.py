@@ -1,10 +1,13 @@
-"""The judge's OpenAI SDK client: one per process, base URL and key, and the one call it makes.
+"""The judge's OpenAI SDK clients (one per process, or per event loop) and the one call they make.
 
 One `openai.OpenAI` client, with the SDK's own default HTTP client (httpx2 and its connection
-pool), is shared by every thread: the run engine scores many trials at once, and one client
-means warm keep-alive connections instead of a TCP handshake per question. The SDK's retries
-are off (`max_retries=0`): `retry.py` retries instead, to honour `Retry-After` and to record
-every attempt as a `JudgeCall` row, which the SDK's hidden retries would not let us.
+pool), is shared by every thread that asks synchronously (admin previews, `check_judge`, the
+tests' sync mode): one client means warm keep-alive connections instead of a TCP handshake per
+question. The run engine asks on its shard's event loop instead, through that loop's one
+`openai.AsyncOpenAI` (`async_openai_client`, kept by `sherlock.core.aio.loop_client` and closed
+with the loop), so hundreds of questions in flight are coroutines, not threads. The SDK's
+retries are off (`max_retries=0`) in both: `retry.py` retries instead, to honour `Retry-After`
+and to record every attempt as a `JudgeCall` row, which the SDK's hidden retries would not let us.
 
 The completion cap travels as the parameter the server honours (`cap_parameter`): the SDK
 documents `max_completion_tokens` for chat completions, and OpenAI refuses the deprecated
@@ -23,6 +26,8 @@ from urllib.parse import urlparse
 
 import httpx2
 import openai
+
+from sherlock.core.aio import loop_client
 
 CAP_PARAMETERS = ("max_completion_tokens", "max_tokens")
 # Hosts that are OpenAI's own API (and Azure OpenAI's), where the SDK's documented parameter is
@@ -77,6 +82,31 @@ def openai_client(base_url: str, api_key: str | None, timeout: float = 60) -> op
     return client
 
 
+def async_openai_client(
+    base_url: str, api_key: str | None, timeout: float = 60
+) -> openai.AsyncOpenAI:
+    """The running loop's one async SDK client (and connection pool) for this base URL and key.
+
+    Its connections belong to the loop that opened them, so it is kept per loop
+    (`sherlock.core.aio.loop_client`; the engine closes it with the loop). Like the sync one,
+    its retries are off and `timeout` is only its default. Its HTTP goes through aiohttp, the
+    SDK's documented transport for many requests in flight (`openai.DefaultAioHttpClient`, the
+    `aiohttp` requirement): with httpx's async pool a question cost twice the CPU of a
+    blocking one at 128 in flight (its pool probes every idle connection through anyio on
+    each request), with aiohttp less than a blocking one (docs/judges.md).
+    """
+    return loop_client(
+        ("judge", base_url, api_key or ""),
+        lambda: openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or "sk-none",
+            timeout=timeout,
+            max_retries=0,
+            http_client=openai.DefaultAioHttpClient(),
+        ),
+    )
+
+
 def chat_completion(sdk: openai.OpenAI, request: dict, timeout: float) -> dict:
     """The chat completion for `request` (a `/chat/completions` body), as the JSON it came in.
 
@@ -92,6 +122,18 @@ def chat_completion(sdk: openai.OpenAI, request: dict, timeout: float) -> dict:
     response = sdk.post(
         "/chat/completions", body=request, cast_to=httpx2.Response, options={"timeout": timeout}
     )
+    return _payload(response)
+
+
+async def achat_completion(sdk: openai.AsyncOpenAI, request: dict, timeout: float) -> dict:
+    """`chat_completion` through an async SDK client, awaited on its loop."""
+    response = await sdk.post(
+        "/chat/completions", body=request, cast_to=httpx2.Response, options={"timeout": timeout}
+    )
+    return _payload(response)
+
+
+def _payload(response: httpx2.Response) -> dict:
     payload = json.loads(response.content)
     if not isinstance(payload, dict):
         raise ValueError("the response body is not a JSON object")

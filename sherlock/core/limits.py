@@ -12,6 +12,7 @@ a document nested thousands deep makes Python's recursive code (the JSON parser,
 """
 
 import json
+import logging
 
 from sherlock.core.errors import ActionInvalid
 
@@ -108,3 +109,19 @@ def check_document(field, value, max_bytes, max_depth=JSON_MAX_DEPTH):
             field=field,
         )
     return value
+
+
+LOG_LINE_MAX = 2000
+
+
+class ClipLogRecords(logging.Filter):
+    """Cuts a log record's message to `LOG_LINE_MAX` characters, the length said: Django's
+    request log quotes the path of every 404 ("Not Found: /api/v1/runs/<100,000 characters>/"),
+    and an input that long must not fill the log. Installed on the console handler."""
+
+    def filter(self, record):
+        message = record.getMessage()
+        if len(message) > LOG_LINE_MAX:
+            record.msg = f"{message[:LOG_LINE_MAX]}... ({len(message)} characters)"
+            record.args = ()
+        return True

@@ -154,3 +154,19 @@ def test_the_admin_changes_a_drafts_tools_through_the_action(client, persona, ag
     entry = AuditEntry.objects.get(action="agents.version.update")
     assert entry.actor_id == builder.pk
     assert (entry.before["tools"], entry.after["tools"]) == ([], ["kb.search"])
+
+
+def test_an_update_holding_a_stale_draft_is_refused_once_the_version_left_draft(persona, agent):
+    from agents.actions.update_draft_version import UpdateDraftVersion
+    from sherlock.core.errors import ActionConflict
+
+    stale = factories.agent_version(agent)
+    AgentVersion.objects.filter(pk=stale.pk).update(state="published")  # by another request
+
+    with pytest.raises(ActionConflict) as refused:
+        UpdateDraftVersion(
+            acting_user=persona("Builder", "here"), version=stale, config={**ECHO, "x": 1}
+        ).execute()
+
+    assert refused.value.code == "version_frozen"
+    assert AgentVersion.objects.get(pk=stale.pk).config == ECHO

@@ -64,3 +64,20 @@ def test_the_pause_action(logged_in, editor, pair):
     )
     schedule.refresh_from_db()
     assert not schedule.active
+
+
+def test_a_delete_the_verb_refuses_is_a_message_not_a_500(
+    logged_in, editor, publisher, pair, monkeypatch
+):
+    from evaluations.admin import RunScheduleAdmin
+
+    schedule = create(editor, pair)
+    url = f"/admin/evaluations/runschedule/{schedule.pk}/delete/"
+    # The admin's own check passed (it can go stale between the page and the verb): the verb
+    # still refuses a Publisher, who may not schedule.
+    monkeypatch.setattr(RunScheduleAdmin, "has_delete_permission", lambda *args: True)
+    response = logged_in(publisher).post(url, {"post": "yes"}, follow=True)
+    assert response.redirect_chain[-1][0].endswith(f"/runschedule/{schedule.pk}/change/")
+    assert "may not" in response.content.decode()
+    assert RunSchedule.objects.filter(pk=schedule.pk).exists() and OWNED().exists()
+    assert AuditEntry.objects.filter(action="evaluations.schedule.refused", actor=publisher)

@@ -109,6 +109,27 @@ def test_a_key_of_200_slug_characters_is_accepted(editor, draft):
     assert case_version.case.key == key
 
 
+# --- Input ------------------------------------------------------------------------------------
+
+
+def test_a_null_input_is_refused_by_create_update_and_the_api_as_by_the_import(editor, draft):
+    with pytest.raises(ActionInvalid) as refused:
+        CreateCase(acting_user=editor, dataset_version=draft, key="new", input=None).execute()
+    assert refused.value.field == "input"
+    case_version = draft.case_versions.get()
+    with pytest.raises(ActionInvalid) as refused:
+        UpdateCase(acting_user=editor, case_version=case_version, input=None).execute()
+    assert refused.value.field == "input"
+    body = {"dataset_version": draft.pk, "key": "new", "input": None}
+    response = api(editor).post("/api/v1/cases/", body, format="json")
+    assert response.status_code == 400 and response.json()["field"] == "input"
+
+    assert list(Case.objects.values_list("key", flat=True)) == ["c1"]
+    case_version.refresh_from_db()
+    assert case_version.input == "hello"
+    assert not AuditEntry.objects.filter(action__startswith="evaluations.case.").exists()
+
+
 # --- A freeze that lands between the check and the write ------------------------------------------
 
 

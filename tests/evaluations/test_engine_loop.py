@@ -20,6 +20,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.models import CheckResult, JudgeCall, Run, Trial
 from tests.support import factories, workers
 from tests.support.judge_fixtures import JUDGE_MODEL
+from tests.support.llm_server import schema_responder
 from tests.support.workers import kill_cluster, start_cluster, stop_cluster, wait_for
 
 broker_mode = workers.broker_mode
@@ -92,6 +93,62 @@ def test_calls_in_flight_do_not_each_hold_a_database_connection(
     assert llm_server.peak_in_flight >= 40  # (a busy machine may start a few late)
     assert len(opened.names) <= 2 + 1, opened.names
     assert JudgeCall.objects.filter(run=run).count() == 48
+
+
+class ThreadSampler:
+    """Samples, in a thread of its own, the judge answers the server is waiting out and the
+    threads alive in this process other than the server's own (one per request in flight)."""
+
+    def __init__(self, server):
+        self.server, self.samples, self.done = server, [], threading.Event()
+        self.thread = threading.Thread(target=self._sample, name="sampler")
+
+    def _sample(self):
+        while not self.done.wait(0.02):
+            ours = [t.name for t in threading.enumerate() if "process_request_thread" not in t.name]
+            self.samples.append((self.server.in_flight, ours))
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+
+
+def test_many_trials_judge_calls_overlap_on_the_loop_without_a_thread_each(
+    live_db, judge_settings, llm_server, builder
+):
+    # Issue 16: the checks' judge questions are awaited on the shard's loop (AsyncOpenAI), not
+    # asked from a pool thread each; 64 judge calls in flight take no more threads than one.
+    judge_settings.SHERLOCK_RUN_CONCURRENCY = 64
+    judge_settings.SHERLOCK_DB_CONNECTIONS = 2
+    judge_settings.SHERLOCK_JUDGE_TIMEOUT = 10
+
+    def answer(request):  # the agent at once; the judge takes 2 s, so only it is in flight
+        reply = schema_responder(request)
+        if request.get("response_format"):
+            reply.latency = 2.0
+        return reply
+
+    llm_server.responder = answer
+    version = chat_agent(llm_server)
+    dataset_version = judged_dataset(64)
+    with ThreadSampler(llm_server) as sampler:
+        run = StartRun(
+            acting_user=builder, agent_version=version, dataset_version=dataset_version
+        ).execute()
+    run.refresh_from_db()
+    assert run.status == "completed" and run.trials_done == 64 and run.trials_error == 0
+    busy = [names for in_flight, names in sampler.samples if in_flight >= 40]
+    assert busy, max(n for n, _ in sampler.samples)  # (a busy machine may start a few late)
+    # This thread (the loop's), the sampler, the server's, the database threads, the writer,
+    # and a few the SDKs keep: not one per judge call (a pool thread each would be 64 more).
+    most = max(busy, key=len)
+    assert len(most) <= 16, sorted(most)
+    assert len([name for name in most if name.startswith("trial_")]) <= 4, sorted(most)
+    assert JudgeCall.objects.filter(run=run).count() == 64
 
 
 @pytest.mark.slow

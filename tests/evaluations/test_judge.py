@@ -5,6 +5,7 @@ None, the error says why) and every attempt is stored as a `JudgeCall` row with 
 latency, status and error.
 """
 
+import asyncio
 import dataclasses
 import socket
 import threading
@@ -23,9 +24,17 @@ from evaluations.judge import (
 from evaluations.judge.cache import canonical_json, sha256
 from evaluations.judge.schema import bound_schema
 from evaluations.models import CostEntry, JudgeCall, ModelPrice, Run, Trial
+from sherlock.core.aio import aclose_loop_clients
 from tests.support import factories
 from tests.support.judge_fixtures import JUDGE_MODEL
-from tests.support.judging import GOOD, RELEVANCE, VARIABLES, fast_judge
+from tests.support.judging import (
+    GOOD,
+    RELEVANCE,
+    VARIABLES,
+    ask_blocking,
+    ask_on_a_loop,
+    fast_judge,
+)
 from tests.support.llm_server import (
     Fault,
     Reply,
@@ -41,14 +50,21 @@ def calls_in_order():
     return list(JudgeCall.objects.order_by("id"))
 
 
+@pytest.fixture(params=[ask_blocking, ask_on_a_loop], ids=["ask", "aask"])
+def ask(request):
+    """Each test below asks through `JudgeClient.ask` and again through `aask` on an event loop
+    (the run engine's path): one flow, so the same answers, calls, waits and cache."""
+    return request.param
+
+
 # --- a good answer -------------------------------------------------------------------------
 
 
 @pytest.mark.django_db
-def test_a_valid_answer_is_data_with_one_recorded_call(judge, llm_server):
+def test_a_valid_answer_is_data_with_one_recorded_call(ask, judge, llm_server):
     llm_server.script([Reply(content=GOOD, usage=(120, 30))])
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert answer.ok and answer.error is None
     assert answer.data == GOOD
@@ -75,8 +91,8 @@ def test_a_valid_answer_is_data_with_one_recorded_call(judge, llm_server):
 BOUNDED = bound_schema(RELEVANCE.schema, {})
 
 
-def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_seed(llm_server):
-    fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
+def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_seed(ask, llm_server):
+    ask(fast_judge(llm_server), RELEVANCE, VARIABLES)
 
     (request,) = llm_server.requests
     assert request["model"] == JUDGE_MODEL
@@ -93,8 +109,8 @@ def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_se
     ]
 
 
-def test_a_check_may_ask_another_model(llm_server):
-    answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES, model="other-judge")
+def test_a_check_may_ask_another_model(ask, llm_server):
+    answer = ask(fast_judge(llm_server), RELEVANCE, VARIABLES, model="other-judge")
 
     assert answer.ok
     assert llm_server.requests[0]["model"] == "other-judge"
@@ -105,11 +121,11 @@ def test_a_check_may_ask_another_model(llm_server):
 
 
 @pytest.mark.django_db
-def test_429_waits_for_retry_after_then_succeeds(judge, llm_server):
+def test_429_waits_for_retry_after_then_succeeds(ask, judge, llm_server):
     llm_server.script([rate_limited(retry_after=1), GOOD])
     started = time.monotonic()
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     waited = time.monotonic() - started
     assert 0.95 <= waited < 2.0  # Retry-After 1 s, not the 50 ms backoff cap
@@ -125,10 +141,10 @@ def test_429_waits_for_retry_after_then_succeeds(judge, llm_server):
 
 
 @pytest.mark.django_db
-def test_429_until_retries_run_out_is_an_error_not_a_score(judge, llm_server):
+def test_429_until_retries_run_out_is_an_error_not_a_score(ask, judge, llm_server):
     llm_server.script([rate_limited(retry_after=0.05)] * 3)
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert not answer.ok and answer.data is None
     assert answer.error_code == "rate_limited"
@@ -139,11 +155,11 @@ def test_429_until_retries_run_out_is_an_error_not_a_score(judge, llm_server):
     assert len(llm_server.requests) == 3
 
 
-def test_a_retry_after_over_the_limit_is_not_waited_for(llm_server):
+def test_a_retry_after_over_the_limit_is_not_waited_for(ask, llm_server):
     llm_server.script([rate_limited(retry_after=600)])
     started = time.monotonic()
 
-    answer = fast_judge(llm_server, max_retry_after=5).ask(RELEVANCE, VARIABLES)
+    answer = ask(fast_judge(llm_server, max_retry_after=5), RELEVANCE, VARIABLES)
 
     assert time.monotonic() - started < 1
     assert not answer.ok and answer.error_code == "rate_limited"
@@ -152,10 +168,10 @@ def test_a_retry_after_over_the_limit_is_not_waited_for(llm_server):
 
 
 @pytest.mark.django_db
-def test_500_is_retried_with_backoff_then_succeeds(judge, llm_server):
+def test_500_is_retried_with_backoff_then_succeeds(ask, judge, llm_server):
     llm_server.script([server_error(), server_error(503), GOOD])
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert answer.ok and answer.data == GOOD
     assert [(c.status, c.response.get("status_code")) for c in calls_in_order()] == [
@@ -166,10 +182,10 @@ def test_500_is_retried_with_backoff_then_succeeds(judge, llm_server):
 
 
 @pytest.mark.django_db
-def test_500_until_retries_run_out_is_an_error_not_a_score(judge, llm_server):
+def test_500_until_retries_run_out_is_an_error_not_a_score(ask, judge, llm_server):
     llm_server.script([server_error()] * 3)
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert not answer.ok and answer.data is None
     assert answer.error_code == "server_error"
@@ -180,10 +196,10 @@ def test_500_until_retries_run_out_is_an_error_not_a_score(judge, llm_server):
     assert all(c.latency_ms > 0 and c.prompt_tokens == 0 for c in calls)
 
 
-def test_a_client_error_is_not_retried(llm_server):
+def test_a_client_error_is_not_retried(ask, llm_server):
     llm_server.script([Fault(status=400, message="Invalid schema for response_format.")])
 
-    answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
+    answer = ask(fast_judge(llm_server), RELEVANCE, VARIABLES)
 
     assert not answer.ok and answer.error_code == "http_error"
     assert answer.error == "HTTP 400: Invalid schema for response_format."
@@ -191,12 +207,12 @@ def test_a_client_error_is_not_retried(llm_server):
 
 
 @pytest.mark.django_db
-def test_a_hang_past_the_timeout_is_an_error_not_a_score(llm_server):
+def test_a_hang_past_the_timeout_is_an_error_not_a_score(ask, llm_server):
     llm_server.script([hang(10)])
     judge = JudgeClient(base_url=llm_server.url, model=JUDGE_MODEL, timeout=1, max_retries=0)
     started = time.monotonic()
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert 0.95 <= time.monotonic() - started < 2
     assert not answer.ok and answer.data is None
@@ -210,16 +226,16 @@ def test_a_hang_past_the_timeout_is_an_error_not_a_score(llm_server):
 
 
 @pytest.mark.django_db
-def test_a_timeout_is_retried(judge, llm_server):
+def test_a_timeout_is_retried(ask, judge, llm_server):
     llm_server.script([hang(10), GOOD])
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert answer.ok and answer.data == GOOD
     assert [c.status for c in calls_in_order()] == [JudgeCall.Status.ERROR, JudgeCall.Status.OK]
 
 
-def test_a_refused_connection_is_an_error():
+def test_a_refused_connection_is_an_error(ask):
     with socket.socket() as probe:  # a port that was free a moment ago: nobody listens there
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -233,7 +249,7 @@ def test_a_refused_connection_is_an_error():
         cache_lookup=None,
     )
 
-    answer = closed.ask(RELEVANCE, VARIABLES)
+    answer = ask(closed, RELEVANCE, VARIABLES)
 
     assert not answer.ok
     assert answer.error_code in {"connection", "timeout"}
@@ -244,10 +260,10 @@ def test_a_refused_connection_is_an_error():
 
 
 @pytest.mark.django_db
-def test_a_malformed_answer_is_repaired_by_one_re_ask(judge, llm_server):
+def test_a_malformed_answer_is_repaired_by_one_re_ask(ask, judge, llm_server):
     llm_server.script([malformed("The score is 1."), GOOD])
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert answer.ok and answer.data == GOOD
     bad, good = calls_in_order()
@@ -266,10 +282,10 @@ def test_a_malformed_answer_is_repaired_by_one_re_ask(judge, llm_server):
 
 
 @pytest.mark.django_db
-def test_twice_malformed_is_an_error_with_the_raw_answer_kept(judge, llm_server):
+def test_twice_malformed_is_an_error_with_the_raw_answer_kept(ask, judge, llm_server):
     llm_server.script([malformed("no idea"), {"score": 2}])
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert not answer.ok and answer.data is None
     assert answer.error_code == "malformed"
@@ -283,10 +299,10 @@ def test_twice_malformed_is_an_error_with_the_raw_answer_kept(judge, llm_server)
 
 
 @pytest.mark.django_db
-def test_a_refusal_is_an_error_not_a_score(judge, llm_server):
+def test_a_refusal_is_an_error_not_a_score(ask, judge, llm_server):
     llm_server.script([refusal("I can't grade that."), refusal("Still no.")])
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert not answer.ok and answer.data is None
     assert answer.error_code == "refused"
@@ -297,21 +313,21 @@ def test_a_refusal_is_an_error_not_a_score(judge, llm_server):
     assert all(c.status == JudgeCall.Status.ERROR and c.completion_tokens > 0 for c in calls)
 
 
-def test_a_refusal_then_a_valid_answer_is_ok(llm_server):
+def test_a_refusal_then_a_valid_answer_is_ok(ask, llm_server):
     llm_server.script([refusal(), GOOD])
 
-    answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
+    answer = ask(fast_judge(llm_server), RELEVANCE, VARIABLES)
 
     assert answer.ok and answer.data == GOOD
     assert answer.http_calls == 2
 
 
-def test_an_answer_cut_off_twice_at_the_token_limit_is_an_error(llm_server):
+def test_an_answer_cut_off_twice_at_the_token_limit_is_an_error(ask, llm_server):
     # Issue 14: a cut-off answer has a code of its own, and its re-ask is a brevity retry
     # (tests/evaluations/test_judge_bounds.py shows what that re-ask sends).
     llm_server.script([Reply(content='{"reason": "It ans', finish_reason="length")] * 2)
 
-    answer = fast_judge(llm_server).ask(RELEVANCE, VARIABLES)
+    answer = ask(fast_judge(llm_server), RELEVANCE, VARIABLES)
 
     assert not answer.ok and answer.error_code == "cut_off"
     assert answer.error == (
@@ -324,9 +340,9 @@ def test_an_answer_cut_off_twice_at_the_token_limit_is_an_error(llm_server):
 
 
 @pytest.mark.django_db
-def test_a_repeated_ask_is_answered_from_the_cache_without_a_request(judge, llm_server):
-    first = judge.ask(RELEVANCE, VARIABLES)
-    second = judge.ask(RELEVANCE, VARIABLES)
+def test_a_repeated_ask_is_answered_from_the_cache_without_a_request(ask, judge, llm_server):
+    first = ask(judge, RELEVANCE, VARIABLES)
+    second = ask(judge, RELEVANCE, VARIABLES)
 
     assert len(llm_server.requests) == 1
     assert second.ok and second.cached
@@ -341,57 +357,57 @@ def test_a_repeated_ask_is_answered_from_the_cache_without_a_request(judge, llm_
 
 
 @pytest.mark.django_db
-def test_the_cache_outlives_the_process_through_stored_calls(judge, llm_server):
-    judge.ask(RELEVANCE, VARIABLES)
+def test_the_cache_outlives_the_process_through_stored_calls(ask, judge, llm_server):
+    ask(judge, RELEVANCE, VARIABLES)
     restarted = JudgeClient(base_url=llm_server.url, model=JUDGE_MODEL, timeout=1)
 
-    answer = restarted.ask(RELEVANCE, VARIABLES)
+    answer = ask(restarted, RELEVANCE, VARIABLES)
 
     assert answer.cached
     assert len(llm_server.requests) == 1
 
 
 @pytest.mark.django_db
-def test_a_failed_ask_is_not_cached(judge, llm_server):
+def test_a_failed_ask_is_not_cached(ask, judge, llm_server):
     llm_server.script([Fault(status=400)])
-    assert not judge.ask(RELEVANCE, VARIABLES).ok
+    assert not ask(judge, RELEVANCE, VARIABLES).ok
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert answer.ok and not answer.cached
     assert len(llm_server.requests) == 2
 
 
-def test_the_cache_key_covers_model_prompt_and_schema(llm_server):
+def test_the_cache_key_covers_model_prompt_and_schema(ask, llm_server):
     judge = fast_judge(llm_server)
     reason_only = {**RELEVANCE.schema, "properties": {"reason": {"type": "string"}}}
     other_schema = dataclasses.replace(RELEVANCE, schema={**reason_only, "required": ["reason"]})
 
-    judge.ask(RELEVANCE, VARIABLES)
-    judge.ask(RELEVANCE, {**VARIABLES, "answer": "In Rome."})
-    judge.ask(RELEVANCE, VARIABLES, model="other-judge")
-    judge.ask(other_schema, VARIABLES)
-    judge.ask(RELEVANCE, VARIABLES)
+    ask(judge, RELEVANCE, VARIABLES)
+    ask(judge, RELEVANCE, {**VARIABLES, "answer": "In Rome."})
+    ask(judge, RELEVANCE, VARIABLES, model="other-judge")
+    ask(judge, other_schema, VARIABLES)
+    ask(judge, RELEVANCE, VARIABLES)
 
     assert len(llm_server.requests) == 4
 
 
-def test_repetitions_of_the_agent_are_judged_independently(llm_server):
+def test_repetitions_of_the_agent_are_judged_independently(ask, llm_server):
     judge = fast_judge(llm_server)
 
-    judge.bind(repetition=0).ask(RELEVANCE, VARIABLES)
-    judge.bind(repetition=1).ask(RELEVANCE, VARIABLES)
-    again = judge.bind(repetition=1).ask(RELEVANCE, VARIABLES)
+    ask(judge.bind(repetition=0), RELEVANCE, VARIABLES)
+    ask(judge.bind(repetition=1), RELEVANCE, VARIABLES)
+    again = ask(judge.bind(repetition=1), RELEVANCE, VARIABLES)
 
     assert len(llm_server.requests) == 2  # re-scoring repetition 1 is a cache hit
     assert again.cached
 
 
-def test_cache_false_always_asks(llm_server):
+def test_cache_false_always_asks(ask, llm_server):
     judge = fast_judge(llm_server)
 
-    judge.ask(RELEVANCE, VARIABLES)
-    answer = judge.ask(RELEVANCE, VARIABLES, cache=False)
+    ask(judge, RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES, cache=False)
 
     assert not answer.cached
     assert len(llm_server.requests) == 2
@@ -416,12 +432,62 @@ def test_identical_asks_on_two_threads_make_one_request(llm_server):
     assert all(a.ok and a.data == answers[0].data for a in answers)
 
 
+def test_identical_asks_as_coroutines_on_one_loop_make_one_request(llm_server):
+    llm_server.latency = 0.3
+    judge = fast_judge(llm_server)
+
+    async def ask_four():
+        try:
+            return await asyncio.gather(*(judge.aask(RELEVANCE, VARIABLES) for _ in range(4)))
+        finally:
+            await aclose_loop_clients()
+
+    answers = asyncio.run(ask_four())
+
+    assert len(llm_server.requests) == 1
+    assert sorted(a.cached for a in answers) == [False, True, True, True]
+    assert all(a.ok and a.data == answers[0].data for a in answers)
+
+
+@pytest.mark.parametrize("first", ["thread", "coroutine"])
+def test_a_coroutine_and_a_thread_asking_the_same_question_make_one_request(first, llm_server):
+    # The cache's single flight between a blocking asker on a thread and a coroutine on a loop
+    # (an admin preview while a shard runs): whichever asks first, the other waits for it.
+    llm_server.latency = 0.3
+    judge = fast_judge(llm_server)
+    answers = {}
+
+    def on_thread():
+        answers["thread"] = judge.ask(RELEVANCE, VARIABLES)
+
+    async def on_loop():
+        try:
+            answers["coroutine"] = await judge.aask(RELEVANCE, VARIABLES)
+        finally:
+            await aclose_loop_clients()
+
+    second = "coroutine" if first == "thread" else "thread"
+    starts = {
+        "thread": threading.Thread(target=on_thread),
+        "coroutine": threading.Thread(target=asyncio.run, args=(on_loop(),)),
+    }
+    starts[first].start()
+    time.sleep(0.1)  # the first is waiting for its answer when the second asks
+    starts[second].start()
+    for thread in starts.values():
+        thread.join()
+
+    assert len(llm_server.requests) == 1
+    assert not answers[first].cached
+    assert answers[second].cached and answers[second].data == answers[first].data
+
+
 # --- prices and the cost ledger ----------------------------------------------------------
 
 
 @pytest.mark.django_db
-def test_a_missing_price_leaves_usd_null_on_the_call_and_the_cost_entry(judge, llm_server):
-    judge.ask(RELEVANCE, VARIABLES)
+def test_a_missing_price_leaves_usd_null_on_the_call_and_the_cost_entry(ask, judge, llm_server):
+    ask(judge, RELEVANCE, VARIABLES)
 
     call = JudgeCall.objects.get()
     entry = CostEntry.objects.get()
@@ -435,7 +501,7 @@ def test_a_missing_price_leaves_usd_null_on_the_call_and_the_cost_entry(judge, l
 
 
 @pytest.mark.django_db
-def test_a_price_gives_the_usd_of_each_call(judge, llm_server):
+def test_a_price_gives_the_usd_of_each_call(ask, judge, llm_server):
     ModelPrice.objects.create(
         model=JUDGE_MODEL,
         usd_per_million_input=Decimal("2.50"),
@@ -443,7 +509,7 @@ def test_a_price_gives_the_usd_of_each_call(judge, llm_server):
     )
     llm_server.script([Reply(content=GOOD, usage=(1000, 200))])
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     expected = Decimal("0.0045")  # 1000 x 2.50 / 1e6 + 200 x 10.00 / 1e6
     assert answer.calls[0].usd == expected
@@ -452,17 +518,17 @@ def test_a_price_gives_the_usd_of_each_call(judge, llm_server):
 
 
 @pytest.mark.django_db
-def test_every_real_attempt_gets_a_cost_line(judge, llm_server):
+def test_every_real_attempt_gets_a_cost_line(ask, judge, llm_server):
     llm_server.script([server_error(), malformed(), GOOD])
 
-    judge.ask(RELEVANCE, VARIABLES)
+    ask(judge, RELEVANCE, VARIABLES)
 
     assert CostEntry.objects.count() == 3
     assert sorted(e.judge_call.attempt for e in CostEntry.objects.all()) == [1, 2, 3]
 
 
 @pytest.mark.django_db
-def test_calls_are_recorded_against_the_bound_run_trial_and_agent(judge, llm_server):
+def test_calls_are_recorded_against_the_bound_run_trial_and_agent(ask, judge, llm_server):
     version = factories.agent_version()
     dataset_version = factories.dataset_version(cases=[("where", {"question": "?"}, {})])
     run = Run.objects.create(agent_version=version, dataset_version=dataset_version)
@@ -471,7 +537,7 @@ def test_calls_are_recorded_against_the_bound_run_trial_and_agent(judge, llm_ser
         run=run, case=case_version.case, case_version=case_version, repetition=2
     )
 
-    answer = judge.bind(run=run, trial=trial).ask(RELEVANCE, VARIABLES)
+    answer = ask(judge.bind(run=run, trial=trial), RELEVANCE, VARIABLES)
 
     call = JudgeCall.objects.get()
     assert (call.run, call.trial) == (run, trial)
@@ -479,20 +545,20 @@ def test_calls_are_recorded_against_the_bound_run_trial_and_agent(judge, llm_ser
     assert (entry.run, entry.trial, entry.agent) == (run, trial, version.agent)
     assert answer.call_ids == [call.pk]
     # A bare run id works too: the recorder finds the agent.
-    judge.bind(run=run.pk, repetition=5).ask(RELEVANCE, VARIABLES)
+    ask(judge.bind(run=run.pk, repetition=5), RELEVANCE, VARIABLES)
     assert CostEntry.objects.latest("id").agent == version.agent
 
 
 # --- binding, the default judge and the shared SDK client ----------------------------------
 
 
-def test_bind_returns_a_view_that_shares_the_client_and_cache(llm_server):
+def test_bind_returns_a_view_that_shares_the_client_and_cache(ask, llm_server):
     recorder = MemoryRecorder()
     judge = fast_judge(llm_server, recorder=recorder)
 
     bound = judge.bind(run=11, trial=12, agent=13, repetition=1)
-    bound.ask(RELEVANCE, VARIABLES)
-    bound.bind(trial=14).ask(RELEVANCE, VARIABLES)
+    ask(bound, RELEVANCE, VARIABLES)
+    ask(bound.bind(trial=14), RELEVANCE, VARIABLES)
 
     assert len(llm_server.requests) == 1  # same repetition, same question: a cache hit
     first, hit = recorder.calls
@@ -511,10 +577,10 @@ def test_without_a_base_url_there_is_no_default_judge(settings):
 
 
 @pytest.mark.django_db
-def test_the_default_judge_comes_from_settings(judge_settings, llm_server):
+def test_the_default_judge_comes_from_settings(ask, judge_settings, llm_server):
     judge = get_default_judge(run=None)
 
-    answer = judge.ask(RELEVANCE, VARIABLES)
+    answer = ask(judge, RELEVANCE, VARIABLES)
 
     assert answer.ok
     assert judge.model == JUDGE_MODEL
@@ -540,3 +606,19 @@ def test_asks_reuse_pooled_connections(llm_server):
 
     assert len(llm_server.requests) == 5
     assert llm_server.connections <= 1  # keep-alive: at most one new connection for five asks
+
+
+def test_asks_on_a_loop_reuse_the_loops_pooled_connections(llm_server):
+    judge = fast_judge(llm_server, cache_size=0)
+
+    async def ask_five():
+        try:
+            for n in range(5):
+                await judge.aask(RELEVANCE, {**VARIABLES, "answer": str(n)})
+        finally:
+            await aclose_loop_clients()
+
+    asyncio.run(ask_five())
+
+    assert len(llm_server.requests) == 5
+    assert llm_server.connections <= 1  # the loop's one AsyncOpenAI keeps its connection

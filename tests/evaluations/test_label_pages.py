@@ -126,7 +126,14 @@ def test_others_may_not_label(results, persona, request):
 
 
 def test_the_nav_links_labels_for_editors_only(results, editor, builder):
+    from tests.support.governance import grant_on
+
+    check, _ = results
+    dataset_editor = grant_on(
+        factories.user("dataset-editor"), "Editor", check.dataset_version.dataset
+    )
     assert b'href="/labels/"' in _client(editor).get("/runs/").content
+    assert b'href="/labels/"' in _client(dataset_editor).get("/runs/").content
     assert b'href="/labels/"' not in _client(builder).get("/runs/").content
 
 

@@ -53,6 +53,13 @@ def test_editors_and_builders_may_create_update_pause_and_delete(request, who, p
     ]
 
 
+def test_a_schedule_deleted_with_its_dataset_takes_its_django_q_row_along(editor, pair):
+    schedule = create(editor, pair)
+    q_id = schedule.q_schedule_id
+    pair[2].delete()  # a dataset without runs: its schedules go by cascade
+    assert not RunSchedule.objects.exists() and not Schedule.objects.filter(pk=q_id).exists()
+
+
 def test_an_editor_of_the_dataset_only_may_schedule_it(pair):
     scoped = grant_on(factories.user("scoped-editor"), "Editor", pair[2])
     assert create(scoped, pair).created_by == scoped

@@ -38,3 +38,27 @@ def fast_judge(server, **kwargs):
     }
     options.update(kwargs)
     return JudgeClient(**options)
+
+
+def ask_on_a_loop(judge, rubric, variables, **options):
+    """`judge.aask(...)` awaited on an event loop, as the run engine's shards ask, from this
+    synchronous test: asgiref's `async_to_sync` runs the loop on a thread of its own, and the
+    database work of the judge's recorder and stored-cache look-up (`sync_to_async`) comes
+    back to this thread, inside the test's transaction. The loop's SDK client is closed with it.
+    """
+    from asgiref.sync import async_to_sync
+
+    from sherlock.core.aio import aclose_loop_clients
+
+    async def ask():
+        try:
+            return await judge.aask(rubric, variables, **options)
+        finally:
+            await aclose_loop_clients()
+
+    return async_to_sync(ask)()
+
+
+def ask_blocking(judge, rubric, variables, **options):
+    """`judge.ask(...)`, the blocking path (admin previews, `check_judge`, one-thread workers)."""
+    return judge.ask(rubric, variables, **options)

@@ -5,11 +5,13 @@ It follows the judge protocol (`ask(rubric, variables, *, model=None)` returning
 answers a repeated identical question from its cache without a new call: that is how the RAG
 checks keep to their call budget, so the tests must be able to see it. Scripted answers are
 validated against the rubric's schema, so a test cannot feed a check an answer the real
-structured-output client would never return.
+structured-output client would never return. `aask` is the same answer awaited, after
+really suspending once, as the real client's `aask` does on the engine's loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 
@@ -67,3 +69,7 @@ class ScriptedJudge:
         )
         self._cache[key] = answer
         return answer
+
+    async def aask(self, rubric, variables, *, model=None):
+        await asyncio.sleep(0)  # suspends, as a request on the loop does
+        return self.ask(rubric, variables, model=model)

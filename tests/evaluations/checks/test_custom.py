@@ -7,6 +7,8 @@ from evaluations.checks.custom import quote_found
 
 from .judges import Answer, ScriptedJudge
 
+pytestmark = pytest.mark.usefixtures("both_paths")  # evaluate and aevaluate (conftest)
+
 # The seeds' own example of an anchored criterion (seed 002, French edition).
 PARAMS = {
     "label": "Terminologie maison",

@@ -7,6 +7,8 @@ from evaluations.checks.tables import TableError, parse
 
 from .judges import Answer, ScriptedJudge
 
+pytestmark = pytest.mark.usefixtures("both_paths")  # evaluate and aevaluate (conftest)
+
 
 def table(columns, *rows):
     return {"columns": list(columns), "rows": [list(r) for r in rows]}

@@ -14,6 +14,8 @@ from tests.support import factories
 
 from .judges import ScriptedJudge
 
+pytestmark = pytest.mark.usefixtures("both_paths")  # evaluate and aevaluate (conftest)
+
 NO_CALLS = {"output": "done", "tool_calls": []}
 ONE_CALL = {"output": "done", "tool_calls": [{"name": "email.send", "arguments": {}}]}
 

@@ -6,6 +6,8 @@ from evaluations.checks import evaluate
 
 from .judges import ScriptedJudge, failure
 
+pytestmark = pytest.mark.usefixtures("both_paths")  # evaluate and aevaluate (conftest)
+
 CASE = {
     "input": "How do I reset my password?",
     "expected": {"output": "Open Settings. Choose Security. Click Reset. Check your email."},

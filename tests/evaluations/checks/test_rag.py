@@ -10,6 +10,8 @@ from evaluations.checks.rag import average_precision, lcs_length, levenshtein, s
 
 from .judges import ScriptedJudge, failure
 
+pytestmark = pytest.mark.usefixtures("both_paths")  # evaluate and aevaluate (conftest)
+
 CASE = {
     "input": "When was the Eiffel Tower finished, and how tall is it?",
     "expected": {"output": "It was finished in 1889. It is 330 metres tall."},
