@@ -31,16 +31,13 @@ def write_finished(batch):
     written (the other worker's will be). Then the judge calls, cost lines and check results
     of the trials that were written go in with one INSERT per table, and the run's progress
     counters move once. So a trial is never half written, and a batch costs a few statements
-    more than its trials' UPDATEs, however many trials it holds.
+    however many trials it holds (on PostgreSQL; elsewhere one UPDATE per trial more).
     """
     with transaction.atomic():
-        kept = []
+        kept = _update_trials(batch)
+        written = {item.trial.pk for item in kept}
         for item in batch:
-            if Trial.objects.filter(
-                pk=item.trial.pk, status=TrialStatus.RUNNING, attempts=item.attempt
-            ).update(**item.fields):
-                kept.append(item)
-            else:
+            if item.trial.pk not in written:
                 log.warning("trial %s was taken over by another worker", item.trial.pk)
         if not kept:
             return 0
@@ -55,6 +52,49 @@ def write_finished(batch):
             **{name: F(name) + value for name, value in totals.items()}
         )
     return len(kept)
+
+
+def _update_trials(batch):
+    """Each trial's row set to its new values, guarded by its claim's attempt number; returns
+    the items whose row matched. On PostgreSQL one ``UPDATE ... FROM (VALUES ...) RETURNING``
+    per set of fields (the trials of a batch mostly share one), with each value prepared by its
+    field and cast to its column's type, instead of an ORM update per trial, whose query
+    building was half of the writer's CPU; elsewhere (SQLite) that ORM update per trial."""
+    if connection.vendor != "postgresql" or len(batch) == 1:
+        return [
+            item
+            for item in batch
+            if Trial.objects.filter(
+                pk=item.trial.pk, status=TrialStatus.RUNNING, attempts=item.attempt
+            ).update(**item.fields)
+        ]
+    by_fields = {}
+    for item in batch:
+        by_fields.setdefault(tuple(sorted(item.fields)), []).append(item)
+    matched = set()
+    quote = connection.ops.quote_name
+    for names, items in by_fields.items():
+        fields = [Trial._meta.get_field(name) for name in names]
+        columns = [quote(field.column) for field in fields]
+        casts = ", ".join(f"%s::{field.db_type(connection)}" for field in fields)
+        values = ", ".join(f"(%s::bigint, %s::integer, {casts})" for _ in items)
+        params = []
+        for item in items:
+            params += [item.trial.pk, item.attempt]
+            params += [
+                field.get_db_prep_save(item.fields[field.name], connection) for field in fields
+            ]
+        params.append(str(TrialStatus.RUNNING))
+        table = quote(Trial._meta.db_table)
+        sql = (
+            f"UPDATE {table} AS t SET {', '.join(f'{c} = v.{c}' for c in columns)} "
+            f"FROM (VALUES {values}) AS v(id, attempt, {', '.join(columns)}) "
+            "WHERE t.id = v.id AND t.attempts = v.attempt AND t.status = %s RETURNING t.id"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            matched.update(pk for (pk,) in cursor.fetchall())
+    return [item for item in batch if item.trial.pk in matched]
 
 
 def store_judge_calls(calls):
