@@ -14,6 +14,7 @@ import os
 import threading
 
 import httpx2
+from django.conf import settings
 
 from agents.adapters.base import (
     HEADERS,
@@ -22,7 +23,7 @@ from agents.adapters.base import (
     resolve_headers,
     validate_headers,
 )
-from sherlock.core.aio import loop_client
+from sherlock.core.aio import loop_client, tls_context
 
 SCHEMA = {
     "type": "object",
@@ -72,7 +73,11 @@ def post_json(url, body, *, headers, timeout, what):
 
 async def apost_json(url, body, *, headers, timeout, what):
     """`post_json` on the running loop, through its own pool (`sherlock.core.aio`)."""
-    client = loop_client("http_endpoint", lambda: httpx2.AsyncClient(limits=LIMITS))
+    client = loop_client(
+        "http_endpoint",
+        lambda: httpx2.AsyncClient(limits=LIMITS, verify=tls_context()),
+        in_flight=settings.SHERLOCK_RUN_CONCURRENCY,
+    )
     with _failures(what, timeout):
         response = await client.post(url, json=body, headers=headers, timeout=timeout)
     return _answer(response, what)

@@ -5,7 +5,13 @@ Code that blocks (a Python-callable agent, a tool executor, a check) runs throug
 on the pool the engine set for the shard (`blocking_pool`), with the caller's context
 variables, so a bounded number of threads serves it. Async HTTP clients (`openai.AsyncOpenAI`,
 `httpx2.AsyncClient`) hold connections bound to the loop that opened them, so `loop_client`
-keeps one per loop and key, and `aclose_loop_clients` closes a loop's clients before it ends.
+keeps them per loop and key, and `aclose_loop_clients` closes a loop's clients before it ends.
+
+A key's calls in flight are spread over clients of at most `POOL_SIZE` connections each: the
+connection pool under every client (httpcore's) looks at each connection it holds on every
+request and every response, to find a free one and drop expired ones, so one pool of 128
+connections spent more of the engine's loop in that scan than in building the requests (issue
+16, profiled at 256 calls in flight on two workers).
 
 Code written once for both worlds (the judge's flow, the model checks' judging) is a coroutine
 over its I/O: awaited on a loop it awaits async I/O; given blocking I/O that never suspends, the
@@ -15,6 +21,7 @@ same coroutine runs to its end without a loop through `run_unsuspended`.
 import asyncio
 import contextvars
 import functools
+import itertools
 import threading
 import weakref
 
@@ -45,24 +52,51 @@ def run_unsuspended(coroutine):
     raise RuntimeError(f"{coroutine.__qualname__} suspended: it awaited async I/O without a loop")
 
 
-_clients = weakref.WeakKeyDictionary()  # loop -> {key: client}
+POOL_SIZE = 16
+
+
+@functools.cache
+def tls_context():
+    """The process's default TLS context (httpx's own default, `SSL_CERT_FILE` honoured), for
+    the loops' clients to share: each client building its own loads the system's certificates
+    again, about 50 ms of CPU and 1 MB per client, and a shard's loop makes several."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
+_clients = weakref.WeakKeyDictionary()  # loop -> {key: _Spread}
 _clients_lock = threading.Lock()
 
 
-def loop_client(key, factory):
-    """The client for `key` on the running loop, made by `factory()` the first time."""
+class _Spread:
+    """One key's clients on one loop, handed out in turn."""
+
+    def __init__(self):
+        self.clients = []
+        self.turn = itertools.count()
+
+
+def loop_client(key, factory, *, in_flight=1):
+    """A client for `key` on the running loop, made by `factory()` when needed: with
+    `in_flight` calls of the key expected at once, up to ``ceil(in_flight / POOL_SIZE)``
+    clients, handed out in turn, so that no client's pool holds many more than `POOL_SIZE`
+    connections. A client is safe to share between the loop's tasks; one call uses one."""
     loop = asyncio.get_running_loop()
+    wanted = max(1, -(-in_flight // POOL_SIZE))
     with _clients_lock:
-        clients = _clients.setdefault(loop, {})
-        client = clients.get(key)
-        if client is None:
-            client = clients[key] = factory()
-    return client
+        spread = _clients.setdefault(loop, {}).setdefault(key, _Spread())
+        turn = next(spread.turn) % wanted
+        if turn >= len(spread.clients):
+            spread.clients.append(factory())
+            turn = len(spread.clients) - 1
+        return spread.clients[turn]
 
 
 async def aclose_loop_clients():
     """Close the running loop's clients (their connections die with the loop anyway)."""
     with _clients_lock:
-        clients = _clients.pop(asyncio.get_running_loop(), {})
-    for client in clients.values():
-        await client.aclose() if hasattr(client, "aclose") else await client.close()
+        spreads = _clients.pop(asyncio.get_running_loop(), {})
+    for spread in spreads.values():
+        for client in spread.clients:
+            await client.aclose() if hasattr(client, "aclose") else await client.close()

@@ -1,7 +1,11 @@
 """Claims in batches (an async shard's `Claims`): one UPDATE for many trials, each guarded by its
-status and attempt as a single claim is, and a take that never hands out a trial twice."""
+status and attempt as a single claim is, a take that never hands out a trial twice, and claims
+taken ahead of the slots that ask."""
 
-from evaluations.engine.shards import Work
+import asyncio
+
+from evaluations.engine.database import Database
+from evaluations.engine.shards import Claims, Work
 from evaluations.engine.trials import claim_trial, claim_trials
 from evaluations.models import Trial
 from tests.support import factories
@@ -65,3 +69,28 @@ def test_a_take_hands_out_every_trial_once_its_own_first_then_the_others(builder
     assert [t.pk for t in helped] == [t.pk for t in reversed(trials[2:])]
     claim_trials(helped)
     assert work.take(5) == []
+
+
+def test_claims_are_taken_a_quarter_of_the_slots_ahead_and_handed_out_before_claiming_again(
+    live_db, builder
+):
+    # On the engine's database threads, as a shard claims: a quarter of 8 slots is 2 at a time,
+    # though only one slot asks.
+    run, trials = planned(builder, 5)
+    db = Database(1)
+
+    async def take(n):
+        claims = Claims(Work(run, trials), db, slots=8)
+        taken = []
+        for _ in range(n):
+            taken.append(await claims.next())
+            held = Trial.objects.filter(run=run, status="running").count
+            taken[-1] = (taken[-1][0].pk, taken[-1][1], await db.run(held))
+        return taken
+
+    try:
+        taken = asyncio.run(take(3))
+    finally:
+        db.close()
+    # The first ask claims two; the second is served from them; the third claims two more.
+    assert taken == [(trials[0].pk, 1, 2), (trials[1].pk, 1, 2), (trials[2].pk, 1, 4)]

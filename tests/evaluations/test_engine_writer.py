@@ -86,3 +86,34 @@ def test_a_trial_written_again_after_a_failed_batch_takes_new_ids(live_db, build
     stored = CostEntry.objects.filter(trial=good.trial).values_list("pk", flat=True)
     assert sorted(stored) == sorted(cost.pk for cost in good.costs)
     assert not {entry.pk for entry in meanwhile} & set(stored)
+
+
+def test_a_batch_writes_each_trial_s_values_and_skips_the_one_taken_over(builder):
+    # One UPDATE for the batch on PostgreSQL (`.ci/run`), one per trial elsewhere: the same rows.
+    version = factories.agent_version()
+    dataset_version = factories.dataset_version(
+        cases=[("a", "q", {}), ("b", "q", {}), ("c", "q", {})], checks=[SHAPE]
+    )
+    run = factories.planned_run(builder, version, dataset_version)
+    trials = sorted(
+        run.trials.select_related("case_version__case", "run__agent_version"),
+        key=lambda t: t.case.key,
+    )
+    shard = Shard.load(trials[0].run)
+    finished = [execute_trial(shard, trial) for trial in trials]
+    finished[2].fields["error"] = 'it said "no"\n'
+    del finished[2].fields["declared_complete"]  # a set of fields of its own: its own UPDATE
+    Trial.objects.filter(pk=trials[1].pk).update(attempts=2)  # taken over meanwhile
+    assert write_finished(finished) == 2
+    rows = {t.case.key: t for t in Trial.objects.filter(run=run).select_related("case")}
+    assert [rows[key].status for key in "abc"] == ["completed", "running", "completed"]
+    for key, item in zip("ac", (finished[0], finished[2]), strict=True):
+        assert rows[key].transcript == item.fields["transcript"]
+        assert rows[key].finished_at == item.fields["finished_at"]
+        assert rows[key].lease_expires_at is None
+        assert rows[key].error == item.fields["error"]
+    assert not rows["b"].transcript and rows["b"].finished_at is None
+    assert sorted(
+        CheckResult.objects.filter(trial__run=run).values_list("trial__case__key", flat=True)
+    ) == ["a", "c"]
+    assert Run.objects.get(pk=run.pk).trials_done == 2
