@@ -64,6 +64,13 @@ async def alookup_stored_answer(cache_key):
 _engine_judge = (None, None)
 _engine_judge_lock = threading.Lock()
 
+# Answers the engine's judge keeps in memory (the default judge keeps 4,096). Within a run a
+# question is almost never asked twice (its key holds the repetition and the agent's answer),
+# so a large memory only grew the worker by about 13 MB as it filled, over the first thousand
+# cases (issue 16: peak memory flat in N); answers from earlier runs come from the stored cache
+# (`lookup_stored_answer`), and identical questions in flight still share one request.
+ENGINE_CACHE_SIZE = 512
+
 
 def engine_judge():
     """The configured judge (None without one), recording through `record_judge_calls`.
@@ -84,6 +91,7 @@ def engine_judge():
                 cache_lookup=lookup_stored_answer,
                 arecorder=arecord_judge_calls,
                 alookup=alookup_stored_answer,
+                cache_size=ENGINE_CACHE_SIZE,
             )
             _engine_judge = (default, judge)
         return _engine_judge[1]

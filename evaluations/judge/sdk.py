@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 import httpx2
 import openai
 
-from sherlock.core.aio import loop_client
+from sherlock.core.aio import loop_client, tls_context
 
 CAP_PARAMETERS = ("max_completion_tokens", "max_tokens")
 # Hosts that are OpenAI's own API (and Azure OpenAI's), where the SDK's documented parameter is
@@ -102,7 +102,7 @@ def async_openai_client(
             api_key=api_key or "sk-none",
             timeout=timeout,
             max_retries=0,
-            http_client=openai.DefaultAioHttpClient(),
+            http_client=openai.DefaultAioHttpClient(verify=tls_context()),
         ),
     )
 
