@@ -136,6 +136,15 @@ def validate_params(kind: str, params: dict | None) -> dict:
     return cls().clean(normalized)
 
 
+def _kind_and_params(kind: str, params: dict | None):
+    """(the kind's class, its validated params), or (None, the `error` verdict of a check whose
+    kind is unknown or whose params are invalid)."""
+    try:
+        return get_kind(kind), _validated(kind, params)
+    except (UnknownCheckKind, ParamsError) as exc:
+        return None, errored(f"invalid check: {exc}")
+
+
 def evaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge=None):
     """Score one trial. Never raises: bad params or a bug in a kind become an `error` verdict.
 
@@ -143,11 +152,9 @@ def evaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge
     counts as a pass (DESIGN.md §10, fail closed), so turning exceptions into verdicts is safe.
     A model kind asks through the judge's blocking `ask`.
     """
-    try:
-        cls = get_kind(kind)
-        normalized = _validated(kind, params)
-    except (UnknownCheckKind, ParamsError) as exc:
-        return errored(f"invalid check: {exc}")
+    cls, normalized = _kind_and_params(kind, params)
+    if cls is None:
+        return normalized  # the `error` verdict of an invalid check
     try:
         return cls().evaluate(normalized, case or {}, transcript or {}, judge)
     except Exception as exc:  # noqa: BLE001 -- see docstring: a verdict, not a crash
@@ -162,11 +169,9 @@ async def aevaluate(kind: str, params: dict | None, case: dict, transcript: dict
     costs 80 to 100).
     The same verdicts, and the same errors for bad params or a bug in a kind.
     """
-    try:
-        cls = get_kind(kind)
-        normalized = _validated(kind, params)
-    except (UnknownCheckKind, ParamsError) as exc:
-        return errored(f"invalid check: {exc}")
+    cls, normalized = _kind_and_params(kind, params)
+    if cls is None:
+        return normalized
     try:
         if issubclass(cls, ModelCheck):
             return await cls().aevaluate(normalized, case or {}, transcript or {}, judge)
