@@ -5,7 +5,7 @@ R runs of one agent (the first T of them with their trials, N cases x k repetiti
 check results per trial and a transcript of about 1 KB), and A hash-chained audit entries.
 Starts `gunicorn sherlock.wsgi` as a subprocess with W sync workers on a loopback port
 (persistent database connections, `DB_CONN_MAX_AGE`), then sends requests open-loop at a fixed
-rate Q for D seconds, one asyncio task per request (h11 over asyncio's streams, a connection per
+rate Q for D seconds, one asyncio task per request (aiohttp's client, a connection per
 request as sync workers serve them), each sent at its own appointed time whether or not earlier
 ones have answered. The mix cycles through six endpoints:
 `/runs/`, `/runs/{id}/`, `/trials/?run={id}`, `/trials/{id}/`, `/audit/`, `/audit/{seq}/`, with
@@ -42,7 +42,7 @@ import sys
 import time
 from pathlib import Path
 
-import h11
+import aiohttp
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -360,63 +360,52 @@ def stop_server(process):
         os.killpg(process.pid, signal.SIGKILL)
 
 
-async def get(host, port, path, token, timeout):
-    """One GET on a connection of its own, as a sync gunicorn worker serves it (it closes every
-    connection after its answer): h11, the HTTP/1.1 state machine under httpx, over asyncio's
-    streams. Returns the status. httpx's AsyncClient cost more CPU per request than the server
-    did (4 ms), on the same two cores, so the generator was measuring itself."""
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-    try:
-        conn = h11.Connection(h11.CLIENT)
-        headers = [("Host", host), ("Authorization", f"Token {token}"), ("Connection", "close")]
-        writer.write(conn.send(h11.Request(method="GET", target=path, headers=headers)))
-        writer.write(conn.send(h11.EndOfMessage()))
-        status = None
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                conn.receive_data(await asyncio.wait_for(reader.read(65536), timeout))
-                continue
-            if isinstance(event, h11.Response):
-                status = event.status_code
-            elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
-                return status
-    finally:
-        writer.close()
+async def get(session, base_url, path, token):
+    """One GET; returns the status. Through aiohttp's client (the transport the engine's
+    `AsyncOpenAI` uses), each request on a connection of its own, as a sync gunicorn worker
+    serves it (it closes every connection after its answer): httpx's AsyncClient cost more
+    CPU per request than the server did (4 ms), on the same two cores, so the generator was
+    measuring itself."""
+    headers = {"Authorization": f"Token {token}"}
+    async with session.get(base_url + path, headers=headers) as response:
+        await response.read()
+        return response.status
 
 
 async def load(base_url, ids, rate, duration, seed_value=7, timeout=10):
     """Open loop: request i is sent at start + i / rate. Returns one (endpoint, latency s,
     error or None) per request, the time the sending took, and how late the client was at
     worst."""
-    host, port = base_url.removeprefix("http://").split(":")
     rng = random.Random(seed_value)
     total = int(rate * duration)
     results = []
     lag = 0.0
 
-    async def one(endpoint, path, token, due):
+    async def one(session, endpoint, path, token, due):
         error = None
         try:
-            status = await get(host, int(port), path, token, timeout)
-            if status is None or not 200 <= status < 300:
+            status = await get(session, base_url, path, token)
+            if not 200 <= status < 300:
                 error = f"HTTP {status}"
-        except (OSError, TimeoutError, h11.ProtocolError) as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
             error = type(exc).__name__
         results.append((endpoint, time.perf_counter() - due, error))
 
-    tasks = []
-    start = time.perf_counter() + 0.05
-    for i in range(total):
-        due = start + i / rate
-        delay = due - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        else:
-            lag = max(lag, -delay)
-        tasks.append(asyncio.create_task(one(*request_for(i, ids, rng), due)))
-    sent = time.perf_counter() - start
-    await asyncio.gather(*tasks)
+    connector = aiohttp.TCPConnector(limit=0, force_close=True)
+    client_timeout = aiohttp.ClientTimeout(total=timeout)
+    async with aiohttp.ClientSession(connector=connector, timeout=client_timeout) as session:
+        tasks = []
+        start = time.perf_counter() + 0.05
+        for i in range(total):
+            due = start + i / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            else:
+                lag = max(lag, -delay)
+            tasks.append(asyncio.create_task(one(session, *request_for(i, ids, rng), due)))
+        sent = time.perf_counter() - start
+        await asyncio.gather(*tasks)
     return results, sent, lag
 
 
