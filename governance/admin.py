@@ -186,7 +186,9 @@ class ActionForm(forms.ModelForm):
         return cleaned
 
     def _post_clean(self):
-        # The action writes the row (an API key: with its hash), not the form.
+        # The action writes the row (an API key with its hash, a policy's next version) and
+        # runs the model's validation on it; the form validating the old row would refuse a
+        # policy's next version as a duplicate of its scope.
         pass
 
 
@@ -208,9 +210,9 @@ class ActionFormAdmin:
 # --- Policies -------------------------------------------------------------------------------
 
 
-class PolicyForm(forms.ModelForm):
-    """Asks the policy action whether it would accept the change, so a refusal is shown on the
-    form instead of failing inside the admin's transaction."""
+class PolicyForm(ActionForm):
+    """The policy actions write the next version (or version 1 of a new scope); a refusal is
+    shown on its field, or above the form when it names none ("Nothing changed.")."""
 
     class Meta:
         model = PublishingPolicy
@@ -232,21 +234,6 @@ class PolicyForm(forms.ModelForm):
         return ChangePolicy(
             acting_user=user, policy=original, changes=fields, gate_datasets=datasets
         )
-
-    def clean(self):
-        cleaned = super().clean()
-        if self.errors:
-            return cleaned
-        try:
-            self.make_action(self.user).check()
-        except ActionError as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return cleaned
-
-    def _post_clean(self):
-        # The model's own validation runs in the action (on the row it will write); skipping it
-        # here keeps the form from validating the old row's uniqueness.
-        pass
 
 
 @admin.register(PublishingPolicy)

@@ -229,3 +229,22 @@ def test_a_scoped_publisher_opens_the_requests_and_bypasses_of_its_agent(
     logged_in(client, persona("Publisher", "other"))
     elsewhere = client.get(f"/admin/governance/publishrequest/{blocked_request.pk}/change/")
     assert elsewhere.status_code == 302  # not in this user's changelist: "doesn't exist"
+
+
+def test_a_policy_change_the_action_refuses_is_shown_on_its_field(client, admin_user, policy):
+    logged_in(client, admin_user)
+    url = f"/admin/governance/publishingpolicy/{policy.pk}/change/"
+    form = client.get(url).context["adminform"].form
+    data = {name: value for name, value in form.initial.items() if value is not None}
+    data = {k: v for k, v in data.items() if k not in ("agent", "scope_key", "version")}
+    data.update(bypass_expiry_hours="0", gate_datasets=[d.pk for d in policy.gate_datasets.all()])
+    response = client.post(url, data)
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert "at least one hour" in " ".join(errors["bypass_expiry_hours"])
+    assert PublishingPolicy.objects.current("global").version == policy.version
+    unchanged = {k: v for k, v in data.items() if k != "bypass_expiry_hours"}
+    unchanged["bypass_expiry_hours"] = policy.bypass_expiry_hours
+    response = client.post(url, unchanged)
+    assert response.status_code == 200
+    assert "Nothing changed." in " ".join(response.context["adminform"].form.non_field_errors())
