@@ -1,6 +1,6 @@
 """Webhooks (issue 13 point 6): `notify(event, payload)` queues one signed POST per active
 endpoint subscribed to `event`, after the current transaction commits; `deliver` is the
-django-q2 task that sends it with retries and backoff and logs every attempt.
+django-q2 task that makes one attempt, logs it, and leaves a retry to django-q2's scheduler.
 
 Events are fired where they are decided: `run.finished` by the `run_finished` receiver
 (governance.receivers), `decision.made` by DecidePublishRequest, `version.published` and
@@ -11,13 +11,19 @@ HMAC-SHA256 under the endpoint's secret, sent with the headers `X-Sherlock-Event
 `X-Sherlock-Delivery` (the same id on every retry: a receiver de-duplicates on it) and
 `X-Sherlock-Signature: sha256=<hex>` (docs/governance.md "Webhooks" shows how to check it).
 The secret never leaves the database: the task reads it from the endpoint when it sends.
+
+Retries never wait inside a worker: an attempt that fails with a retryable answer, with attempts
+left, creates a django-q2 `Schedule` of type ONCE for the next attempt at now + backoff, in the
+same transaction as its log row, and the task returns. The cluster's scheduler (a pass about
+every 30 s) queues it when due and deletes the row (a ONCE schedule with negative repeats), so
+retry rows do not pile up and a wait is the backoff at least, rounded up to the next pass.
 """
 
 import hashlib
 import hmac
 import json
-import time
 import uuid
+from datetime import timedelta
 
 import httpx2
 from django.conf import settings
@@ -80,7 +86,8 @@ def backoff_seconds(attempt):
     return min(wait, settings.SHERLOCK_WEBHOOK_MAX_BACKOFF_MS) / 1000
 
 
-def _attempt(client, endpoint, event, delivery_id, body, attempt):
+def _post(endpoint, event, delivery_id, body):
+    """Send one attempt; its log row's fields and whether another attempt is worth it."""
     started = timezone.now()
     status, text, error = None, "", ""
     data = body.encode()
@@ -91,47 +98,77 @@ def _attempt(client, endpoint, event, delivery_id, body, attempt):
         DELIVERY_HEADER: delivery_id,
         SIGNATURE_HEADER: sign(endpoint.secret, data),
     }
+    timeout = settings.SHERLOCK_WEBHOOK_TIMEOUT
     try:
-        response = client.post(endpoint.url, content=data, headers=headers)
+        with httpx2.Client(timeout=timeout, follow_redirects=False) as client:
+            response = client.post(endpoint.url, content=data, headers=headers)
         status, text = response.status_code, response.text[:RESPONSE_CLIP]
     except httpx2.HTTPError as exc:
         error = f"{type(exc).__name__}: {exc}"[:RESPONSE_CLIP]
     delivered = status is not None and 200 <= status < 300
-    WebhookDelivery.objects.create(
-        endpoint=endpoint,
-        url=endpoint.url,
-        event=event,
-        delivery_id=delivery_id,
-        attempt=attempt,
-        body=body,
-        status_code=status,
-        response_body=text,
-        error=error,
-        delivered=delivered,
-        started_at=started,
-        finished_at=timezone.now(),
-    )
     retry = not delivered and (status is None or status >= 500 or status in RETRIED_CLIENT_ERRORS)
-    return delivered, retry
+    logged = {
+        "status_code": status,
+        "response_body": text,
+        "error": error,
+        "delivered": delivered,
+        "started_at": started,
+        "finished_at": timezone.now(),
+    }
+    return logged, retry
 
 
-def deliver(endpoint_id, event, delivery_id, body):
-    """The django-q2 task: POST `body` to the endpoint, retrying with backoff. Idempotent: a
-    delivery already answered 2xx (a re-delivered task) is not sent again, and an endpoint
-    deleted or deactivated meanwhile gets nothing. Returns whether it was delivered."""
+def _schedule_retry(endpoint_id, event, delivery_id, body, failed):
+    """django-q2's ONCE schedule for the attempt after attempt number `failed`, due after its
+    backoff; the scheduler deletes it when it queues the task."""
+    from django_q.models import Schedule
+    from django_q.tasks import schedule
+
+    attempt = failed + 1
+    name = f"webhook-{delivery_id}-{attempt}"
+    schedule(
+        "governance.webhooks.deliver",
+        endpoint_id,
+        event,
+        delivery_id,
+        body,
+        attempt=attempt,
+        q_options={"task_name": name, "group": "webhooks"},
+        name=name,
+        schedule_type=Schedule.ONCE,
+        next_run=timezone.now() + timedelta(seconds=backoff_seconds(failed)),
+    )
+
+
+def deliver(endpoint_id, event, delivery_id, body, attempt=1):
+    """The django-q2 task: POST `body` to the endpoint once, as attempt number `attempt`, and
+    log it; a retryable failure with attempts left schedules the next attempt (module
+    docstring) instead of waiting. Idempotent: a delivery already answered 2xx is not sent
+    again, an attempt already logged (a re-delivered task: its retry, if any, was scheduled in
+    the same transaction) is not made again, and an endpoint deleted or deactivated meanwhile
+    gets nothing. Returns whether the delivery is delivered."""
     endpoint = WebhookEndpoint.objects.filter(pk=endpoint_id, active=True).first()
     if endpoint is None:
         return False
     done = WebhookDelivery.objects.filter(delivery_id=delivery_id)
     if done.filter(delivered=True).exists():
         return True
-    first = (done.order_by("-attempt").values_list("attempt", flat=True).first() or 0) + 1
-    last = settings.SHERLOCK_WEBHOOK_MAX_ATTEMPTS
-    with httpx2.Client(timeout=settings.SHERLOCK_WEBHOOK_TIMEOUT, follow_redirects=False) as client:
-        for attempt in range(first, last + 1):
-            delivered, retry = _attempt(client, endpoint, event, delivery_id, body, attempt)
-            if delivered or not retry:
-                return delivered
-            if attempt < last:
-                time.sleep(backoff_seconds(attempt))
-    return False
+    if (
+        attempt > settings.SHERLOCK_WEBHOOK_MAX_ATTEMPTS
+        or done.filter(attempt__gte=attempt).exists()
+    ):
+        return False
+    logged, retry = _post(endpoint, event, delivery_id, body)
+    with transaction.atomic():
+        WebhookDelivery.objects.create(
+            endpoint=endpoint,
+            url=endpoint.url,
+            event=event,
+            delivery_id=delivery_id,
+            attempt=attempt,
+            body=body,
+            **logged,
+        )
+        if retry and attempt < settings.SHERLOCK_WEBHOOK_MAX_ATTEMPTS:
+            _schedule_retry(endpoint_id, event, delivery_id, body, attempt)
+    return logged["delivered"]

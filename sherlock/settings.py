@@ -269,10 +269,11 @@ SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)
 SHERLOCK_TRIAL_LEASE_SECONDS = env_int("SHERLOCK_TRIAL_LEASE_SECONDS", 600, minimum=5)
 
 # Webhook deliveries (governance.webhooks, docs/governance.md "Webhooks"): each POST waits at most
-# SHERLOCK_WEBHOOK_TIMEOUT seconds; a 5xx, 408, 429 or transport error is retried up to
+# SHERLOCK_WEBHOOK_TIMEOUT seconds; a 5xx, 408, 425, 429 or transport error is retried up to
 # SHERLOCK_WEBHOOK_MAX_ATTEMPTS attempts in all, waiting SHERLOCK_WEBHOOK_BACKOFF_MS doubled
-# after each attempt, capped at SHERLOCK_WEBHOOK_MAX_BACKOFF_MS (the task sleeps in between, so
-# the worst case stays well under the task timeout).
+# after each attempt, capped at SHERLOCK_WEBHOOK_MAX_BACKOFF_MS. A task makes one attempt: the
+# next is a django-q2 ONCE schedule due after the wait (no worker sleeps through it), run by the
+# cluster's scheduler on its next pass (about every 30 s), so a wait is that long at least.
 SHERLOCK_WEBHOOK_TIMEOUT = env_int("SHERLOCK_WEBHOOK_TIMEOUT", 10, minimum=1, maximum=60)
 SHERLOCK_WEBHOOK_MAX_ATTEMPTS = env_int("SHERLOCK_WEBHOOK_MAX_ATTEMPTS", 5, minimum=1, maximum=10)
 SHERLOCK_WEBHOOK_BACKOFF_MS = env_int("SHERLOCK_WEBHOOK_BACKOFF_MS", 2000, minimum=0)

@@ -1,14 +1,19 @@
 """Webhooks: endpoints managed by Admins only (audited, secret never in the log), deliveries
-signed and received on a loopback server, retried with backoff on 5xx, logged per attempt, and
-fired by the places that decide the events."""
+signed and received on a loopback server, logged per attempt, retried on 5xx through django-q2's
+scheduler (one attempt per task, the next a ONCE schedule due after the backoff: the task never
+waits), and fired by the places that decide the events."""
 
+import ast
 import hashlib
 import hmac
 import json
 import socket
+import time
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from evaluations.models import Run
 from evaluations.signals import run_finished
@@ -21,7 +26,7 @@ from governance.choices import WebhookEvent
 from governance.models import AuditEntry, WebhookDelivery, WebhookEndpoint
 from sherlock.core.errors import ActionDenied, ActionInvalid
 from tests.support import factories
-from tests.support.loopback_webhook import LoopbackReceiver
+from tests.support.loopback_webhook import LoopbackReceiver, retries, run_retries
 
 ALL_EVENTS = list(WebhookEvent.values)
 
@@ -183,21 +188,47 @@ def test_a_delivery_is_signed_and_received(
     assert log.body.encode() == request["body"] and log.finished_at >= log.started_at
 
 
-def test_a_500_is_retried_with_backoff_and_every_attempt_logged(
-    admin_user, django_capture_on_commit_callbacks, monkeypatch
+def test_a_failing_attempt_returns_at_once_and_schedules_the_next(
+    admin_user, django_capture_on_commit_callbacks, settings
 ):
-    waits = []
-    real_sleep = webhooks.time.sleep
-    monkeypatch.setattr(webhooks.time, "sleep", lambda s: (waits.append(s), real_sleep(s)))
+    from django_q.models import Schedule
+
+    settings.SHERLOCK_WEBHOOK_BACKOFF_MS = 3000  # a task that slept would take 3 s and more
+    settings.SHERLOCK_WEBHOOK_MAX_BACKOFF_MS = 30000
+    with LoopbackReceiver(statuses=[503]) as receiver:
+        endpoint_for(admin_user, receiver.url)
+        before, started = timezone.now(), time.monotonic()
+        send(django_capture_on_commit_callbacks, WebhookEvent.RUN_FINISHED, {"run": 1})
+        took, after = time.monotonic() - started, timezone.now()
+    assert took < 2, f"the task held its worker for {took:.1f} s"
+    assert len(receiver.received) == 1
+    log = WebhookDelivery.objects.get()
+    assert (log.attempt, log.status_code, log.delivered) == (1, 503, False)
+    (retry,) = retries()
+    assert retry.schedule_type == Schedule.ONCE and retry.repeats < 0  # deleted once it runs
+    assert before + timedelta(seconds=3) <= retry.next_run <= after + timedelta(seconds=3)
+    assert ast.literal_eval(retry.args) == (
+        log.endpoint_id,
+        "run.finished",
+        str(log.delivery_id),
+        log.body,
+    )
+    kwargs = ast.literal_eval(retry.kwargs)
+    assert kwargs["attempt"] == 2
+    assert kwargs["q_options"] == {"task_name": f"webhook-{log.delivery_id}-2", "group": "webhooks"}
+
+
+def test_a_500_is_retried_by_the_scheduler_with_backoff_and_every_attempt_logged(
+    admin_user, django_capture_on_commit_callbacks
+):
+    from django_q.models import Task
+
     with LoopbackReceiver(statuses=[500, 503, 200]) as receiver:
         endpoint = endpoint_for(admin_user, receiver.url)
         send(django_capture_on_commit_callbacks, WebhookEvent.DECISION_MADE, {"x": 1})
+        assert len(receiver.received) == 1
+        seen = run_retries()
     assert len(receiver.received) == 3
-    assert waits == [0.02, 0.04]
-    gaps = [
-        b["at"] - a["at"] for a, b in zip(receiver.received, receiver.received[1:], strict=False)
-    ]
-    assert gaps[0] >= 0.02 and gaps[1] >= 0.04
     ids = {r["headers"]["x-sherlock-delivery"] for r in receiver.received}
     assert len(ids) == 1  # the same delivery, retried
     assert all(verify(endpoint.secret, r) for r in receiver.received)
@@ -207,23 +238,75 @@ def test_a_500_is_retried_with_backoff_and_every_attempt_logged(
         (2, 503, False),
         (3, 200, True),
     ]
+    # Each retry was due the backoff after the attempt before it ended (20 ms, then doubled).
+    assert [attempt for attempt, _ in seen] == [2, 3]
+    for (_, next_run), failed, wait in zip(seen, logs, (0.02, 0.04), strict=False):
+        assert 0 <= (next_run - failed.finished_at).total_seconds() - wait < 1
+    gaps = [
+        b["at"] - a["at"] for a, b in zip(receiver.received, receiver.received[1:], strict=False)
+    ]
+    assert gaps[0] >= 0.02 and gaps[1] >= 0.04
+    assert not retries().exists()  # each ONCE schedule went when it ran
+    delivery = logs[0].delivery_id
+    tasks = Task.objects.filter(group="webhooks").order_by("started")
+    assert [t.name for t in tasks] == [
+        f"webhook-{delivery}",
+        f"webhook-{delivery}-2",
+        f"webhook-{delivery}-3",
+    ]
+    assert [t.result for t in tasks] == [False, False, True]
 
 
-def test_it_gives_up_after_the_last_attempt(admin_user, django_capture_on_commit_callbacks):
+@pytest.mark.parametrize("max_attempts", [1, 3])
+def test_it_gives_up_after_the_last_attempt(
+    admin_user, django_capture_on_commit_callbacks, settings, max_attempts
+):
+    settings.SHERLOCK_WEBHOOK_MAX_ATTEMPTS = max_attempts
     with LoopbackReceiver(statuses=[500]) as receiver:
         endpoint_for(admin_user, receiver.url)
         send(django_capture_on_commit_callbacks, WebhookEvent.RUN_FINISHED, {})
-    assert len(receiver.received) == 4
+        seen = run_retries()
+    assert len(receiver.received) == max_attempts
+    assert [attempt for attempt, _ in seen] == list(range(2, max_attempts + 1))
     assert not WebhookDelivery.objects.filter(delivered=True).exists()
-    assert WebhookDelivery.objects.count() == 4
+    assert list(WebhookDelivery.objects.order_by("attempt").values_list("attempt", flat=True)) == (
+        list(range(1, max_attempts + 1))
+    )
+    assert not retries().exists()
 
 
-def test_a_client_error_is_not_retried(admin_user, django_capture_on_commit_callbacks):
-    with LoopbackReceiver(statuses=[401]) as receiver:
+def test_fewer_attempts_configured_meanwhile_stop_a_scheduled_retry(
+    admin_user, django_capture_on_commit_callbacks, settings
+):
+    with LoopbackReceiver(statuses=[500]) as receiver:
+        endpoint_for(admin_user, receiver.url)
+        send(django_capture_on_commit_callbacks, WebhookEvent.RUN_FINISHED, {})
+        settings.SHERLOCK_WEBHOOK_MAX_ATTEMPTS = 1
+        run_retries()
+    assert len(receiver.received) == 1
+    assert WebhookDelivery.objects.count() == 1
+
+
+@pytest.mark.parametrize("status", [408, 425, 429, 500, 502])
+def test_a_retryable_answer_schedules_a_retry(
+    admin_user, django_capture_on_commit_callbacks, status
+):
+    with LoopbackReceiver(statuses=[status]) as receiver:
         endpoint_for(admin_user, receiver.url)
         send(django_capture_on_commit_callbacks, WebhookEvent.RUN_FINISHED, {})
     assert len(receiver.received) == 1
-    assert WebhookDelivery.objects.get().status_code == 401
+    assert retries().count() == 1
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 410, 422])
+def test_a_client_error_is_not_retried(admin_user, django_capture_on_commit_callbacks, status):
+    with LoopbackReceiver(statuses=[status, 200]) as receiver:
+        endpoint_for(admin_user, receiver.url)
+        send(django_capture_on_commit_callbacks, WebhookEvent.RUN_FINISHED, {})
+        assert not retries().exists()
+        run_retries()
+    assert len(receiver.received) == 1
+    assert WebhookDelivery.objects.get().status_code == status
 
 
 def test_an_unreachable_endpoint_logs_the_error(admin_user, django_capture_on_commit_callbacks):
@@ -232,9 +315,27 @@ def test_an_unreachable_endpoint_logs_the_error(admin_user, django_capture_on_co
         port = s.getsockname()[1]
     endpoint_for(admin_user, f"http://127.0.0.1:{port}/hook")
     send(django_capture_on_commit_callbacks, WebhookEvent.RUN_FINISHED, {})
+    assert WebhookDelivery.objects.count() == 1 and retries().count() == 1
+    run_retries()
     logs = list(WebhookDelivery.objects.order_by("attempt"))
     assert len(logs) == 4
     assert all(d.status_code is None and "ConnectError" in d.error for d in logs)
+
+
+def test_an_endpoint_deactivated_or_deleted_before_its_retry_gets_nothing(
+    admin_user, django_capture_on_commit_callbacks
+):
+    with LoopbackReceiver(statuses=[500]) as receiver:
+        kept = endpoint_for(admin_user, receiver.url + "?off")
+        gone = endpoint_for(admin_user, receiver.url + "?gone")
+        send(django_capture_on_commit_callbacks, WebhookEvent.RUN_FINISHED, {})
+        assert retries().count() == 2
+        ChangeWebhook(acting_user=admin_user, endpoint=kept, changes={"active": False}).execute()
+        DeleteWebhook(acting_user=admin_user, endpoint=gone).execute()
+        run_retries()
+    assert len(receiver.received) == 2  # the first attempts only
+    assert WebhookDelivery.objects.count() == 2
+    assert not retries().exists()  # the retries ran (and did nothing): none is left
 
 
 def test_only_active_subscribed_endpoints_receive(
@@ -265,6 +366,25 @@ def test_a_redelivered_task_does_not_send_again(
     log = WebhookDelivery.objects.get()
     assert webhooks.deliver(endpoint.pk, log.event, str(log.delivery_id), log.body) is True
     assert len(receiver.received) == 1
+
+
+def test_a_redelivered_attempt_leaves_the_retry_to_its_schedule(
+    admin_user, django_capture_on_commit_callbacks
+):
+    """A task re-delivered after a crash that came after its attempt was logged: the retry was
+    scheduled with the log row, so the task sends nothing and schedules nothing more."""
+    with LoopbackReceiver(statuses=[500, 200]) as receiver:
+        endpoint = endpoint_for(admin_user, receiver.url)
+        send(django_capture_on_commit_callbacks, WebhookEvent.RUN_FINISHED, {})
+        log = WebhookDelivery.objects.get()
+        args = (endpoint.pk, log.event, str(log.delivery_id), log.body)
+        assert webhooks.deliver(*args) is False
+        assert webhooks.deliver(*args, attempt=1) is False
+        assert len(receiver.received) == 1 and retries().count() == 1
+        run_retries()
+        assert webhooks.deliver(*args, attempt=2) is True
+    assert len(receiver.received) == 2
+    assert WebhookDelivery.objects.filter(delivered=True).get().attempt == 2
 
 
 def test_an_unknown_event_is_refused():
