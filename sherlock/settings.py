@@ -266,6 +266,9 @@ if "SHERLOCK_JUDGE_TRANSPORT" in os.environ and os.environ.get("RUN_MAIN") != "t
 SHERLOCK_RUN_CONCURRENCY = env_int("SHERLOCK_RUN_CONCURRENCY", 8, minimum=1, maximum=512)
 SHERLOCK_DB_CONNECTIONS = env_int("SHERLOCK_DB_CONNECTIONS", 4, minimum=1, maximum=32)
 SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)
+# A claimed trial's lease: its worker renews the leases it holds every third of this (one UPDATE
+# per round), so a trial may run longer; a dead worker's leases run out at most this long after
+# it died, and the reaper hands its trials back.
 SHERLOCK_TRIAL_LEASE_SECONDS = env_int("SHERLOCK_TRIAL_LEASE_SECONDS", 600, minimum=5)
 
 # Webhook deliveries (governance.webhooks, docs/governance.md "Webhooks"): each POST waits at most

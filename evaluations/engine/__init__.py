@@ -6,8 +6,10 @@ Its parts, in the order a run meets them:
   `StartRun` on commit, and by the reaper).
 - `shards`: `run_shard`, one task: `Shard.load` loads what its trials share once, `Work` and
   `Claims` hand claimed trials to `SHERLOCK_RUN_CONCURRENCY` slots on an asyncio loop (the
-  shard's own, then the run's other pending ones), and it tries to complete the run at the end.
-- `trials`: one trial: the claim (compare-and-set with a lease; `claim_trials` for a batch),
+  shard's own, then the run's other pending ones) and renew the leases of those it holds, and
+  it tries to complete the run at the end.
+- `trials`: one trial: the claim (compare-and-set with a lease; `claim_trials` for a batch,
+  `renew_leases` to extend a worker's leases while it holds them),
   the agent call (awaited on the loop: `execute_claimed`; or blocking: `execute_trial`),
   `score_trial`, the evidence step, and `finished_trial`, what its write needs (a `Finished`),
   computed without the database; prices and cost lines from `evaluations.costs`.

@@ -14,12 +14,16 @@ threads (evaluations.engine.database), so calls in flight are not capped by Post
 `max_connections` (issue 16: one connection per trial thread stalled two workers of 64). When
 the shard is done it tries to complete the run (evaluations.engine.completion).
 
-Inside a transaction (the tests' sync mode) or with a concurrency of 1 the shard runs its trials
-one by one in the caller's thread instead (`execute_trial`), on the caller's connection.
+While the loop holds claimed trials it renews their leases (`Claims.renew`), so a trial that
+takes longer than a lease is not handed back to another worker while it still runs.
+
+Inside a transaction (the tests' sync mode) the shard runs its trials one by one in the caller's
+thread instead (`execute_trial`), on the caller's connection, and renews no lease.
 """
 
 import asyncio
 import collections
+import contextlib
 import logging
 import threading
 import time
@@ -36,7 +40,7 @@ from evaluations.choices import RUN_TERMINAL, RunStatus, TrialStatus
 from evaluations.engine import database
 from evaluations.engine.completion import maybe_finish_run
 from evaluations.engine.judging import engine_judge
-from evaluations.engine.trials import claim_trials, execute_claimed, execute_trial
+from evaluations.engine.trials import claim_trials, execute_claimed, execute_trial, renew_leases
 from evaluations.engine.writer import Writer, write_finished
 from evaluations.models import Run, Trial
 from sherlock.core import aio
@@ -116,7 +120,7 @@ def run_shard(run_id, trial_ids):
         )
     work = Work(run, trials)
     concurrency = settings.SHERLOCK_RUN_CONCURRENCY
-    if concurrency <= 1 or connection.in_atomic_block:
+    if connection.in_atomic_block:
         # Inside a transaction (the tests' sync mode) other connections could not see our rows.
         done = 0
         while (trial := work.next()) is not None:
@@ -195,7 +199,13 @@ class Claims:
     is mostly a batch of one, two statements per trial on the shard's few connections. A
     trial claimed ahead waits in `ready` for the next free slot, a fraction of one trial's
     time, so its lease (minutes) starts barely earlier than its trial does; if the worker dies
-    meanwhile, the reaper hands it back like any trial the worker held."""
+    meanwhile, the reaper hands it back like any trial the worker held.
+
+    Every trial claimed is `held` until its slot hands it to the writer (or gives up on it), and
+    `renew` extends the leases of all held trials every third of a lease, in one UPDATE, so a
+    trial that takes longer than a lease (a slow judge's retries, a long agent call) is not
+    handed back and run a second time while this worker still runs it. A worker that dies
+    stops renewing: the reaper hands its trials back at most one lease later."""
 
     MAX_BATCH = 64
 
@@ -203,6 +213,7 @@ class Claims:
         self.work, self.db = work, db
         self.ahead = max(1, min(slots // 4, self.MAX_BATCH))
         self.ready = collections.deque()
+        self.held = {}  # trial id -> the attempt of our claim, for every trial we hold
         self.waiting = 0
         self.exhausted = False
         self.lock = asyncio.Lock()
@@ -226,9 +237,49 @@ class Claims:
                             self.exhausted = True
                         else:
                             self.ready.extend(claimed)
+                            self.held.update((trial.pk, attempt) for trial, attempt in claimed)
             return self.ready.popleft() if self.ready else None
         finally:
             self.waiting -= 1
+
+    def release(self, trial):
+        """The slot is done with `trial` (handed to the writer, or failed): no more renewals."""
+        self.held.pop(trial.pk, None)
+
+    async def renew(self):
+        """Renew the leases of the trials held (`renew_held`) every third of a lease, until
+        cancelled (when the shard's slots are done)."""
+        every = settings.SHERLOCK_TRIAL_LEASE_SECONDS / 3
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.renew_held()
+            except Exception:  # the database is away: try again next round; the lease runs on
+                log.exception("renewing the leases of run %s failed", self.work.run.pk)
+
+    async def renew_held(self):
+        """One round: every held trial's lease extended by one UPDATE (`renew_leases`).
+
+        A trial whose lease was not renewed is no longer ours (the reaper handed it back while
+        renewals could not reach the database, and another worker may hold it now) or was just
+        written: it is renewed no more, and if it still waits in `ready` it is dropped, since
+        the writer's attempt guard would throw away what running it produced."""
+        held = dict(self.held)
+        if not held:
+            return
+        kept = await self.db.run(renew_leases, held)
+        lost = held.keys() - kept
+        for pk in lost:
+            if self.held.get(pk) == held[pk]:
+                del self.held[pk]
+        waiting = [claim for claim in self.ready if claim[0].pk in lost]
+        if waiting:
+            log.warning(
+                "trials %s lost their leases before they started",
+                [trial.pk for trial, _ in waiting],
+            )
+            for claim in waiting:
+                self.ready.remove(claim)
 
     def _claim(self, wanted):
         # On a database thread. Trials someone else claimed meanwhile are skipped; None once
@@ -276,18 +327,27 @@ async def _trials_on_loop(shard, work, concurrency, db, pool, writer):
     # this context: `sherlock.core.aio.in_thread`)
     claims = Claims(work, db, concurrency)
 
+    async def execute(trial, attempt):
+        try:
+            finished = await execute_claimed(shard, trial, attempt)
+        except Exception:  # one broken trial must not sink the shard; its lease ends
+            log.exception("trial %s failed in the engine", trial.pk)
+            return
+        if not writer.offer(finished):  # the writer falls behind: wait for it, off the loop
+            await aio.in_thread(writer.put, finished)
+
     async def slot():
         while (claimed := await claims.next()) is not None:
-            trial, attempt = claimed
             try:
-                finished = await execute_claimed(shard, trial, attempt)
-            except Exception:  # one broken trial must not sink the shard; its lease ends
-                log.exception("trial %s failed in the engine", trial.pk)
-                continue
-            if not writer.offer(finished):  # the writer falls behind: wait for it, off the loop
-                await aio.in_thread(writer.put, finished)
+                await execute(*claimed)
+            finally:
+                claims.release(claimed[0])
 
+    renewing = asyncio.create_task(claims.renew())
     try:
         await asyncio.gather(*(slot() for _ in range(concurrency)))
     finally:
+        renewing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewing
         await aio.aclose_loop_clients()

@@ -6,9 +6,10 @@ whose calls are held with the trial (`evaluations.engine.judging`), and runs the
 Nothing is written here: it returns a `Finished`, everything the trial's write needs, computed
 without the database (`finished_trial`, with its costs from `evaluations.costs`), which the
 writer stores (`evaluations.engine.writer`). An async shard claims in batches instead
-(`claim_trials`) and runs each claimed trial with `execute_claimed` on its loop, where the
-agent's call and the checks' judge questions are awaited (`acomplete_trial`); the blocking path
-ends in `complete_trial`, the same flow with the judge's blocking `ask`.
+(`claim_trials`), renews the leases of the trials it holds (`renew_leases`), and runs each
+claimed trial with `execute_claimed` on its loop, where the agent's call and the checks' judge
+questions are awaited (`acomplete_trial`); the blocking path ends in `complete_trial`, the same
+flow with the judge's blocking `ask`.
 """
 
 import logging
@@ -103,10 +104,37 @@ def claim_trials(trials):
     return claimed
 
 
+def renew_leases(held):
+    """Extend the lease of every claim this worker still holds, with one UPDATE for them all;
+    returns the ids of the trials whose lease it extended.
+
+    `held` maps trial ids to the attempt of this worker's claim. Each row is guarded by that
+    attempt and by `running`, as the writer's update is: a trial the reaper handed back, or
+    that another worker claimed since (a later attempt), or that was written, is left alone,
+    so a worker never extends a lease that is not its own. The guard is one `IN` list per
+    attempt number (at most `MAX_ATTEMPTS` of them), so the statement stays small however many
+    trials are held. When fewer rows moved than were asked for, the ones that did are read back
+    (a second statement): the caller stops renewing the others.
+    """
+    if not held:
+        return set()
+    by_attempt = {}
+    for pk, attempt in held.items():
+        by_attempt.setdefault(attempt, []).append(pk)
+    guard = Q()
+    for attempt, pks in by_attempt.items():
+        guard |= Q(attempts=attempt, pk__in=pks)
+    mine = Trial.objects.filter(guard, status=TrialStatus.RUNNING)
+    lease = timezone.now() + timedelta(seconds=settings.SHERLOCK_TRIAL_LEASE_SECONDS)
+    if mine.update(lease_expires_at=lease) == len(held):
+        return set(held)
+    return set(mine.values_list("pk", flat=True))
+
+
 def execute_trial(shard, trial):
     """Claim, run and score one trial of `shard` (an `evaluations.engine.shards.Shard`);
     returns what it produced, ready to be written (a `Finished`), or None when the trial could
-    not be claimed. The blocking path: the tests' sync mode and one-thread workers."""
+    not be claimed. The blocking path: the tests' sync mode (a shard inside a transaction)."""
     attempt = claim_trial(trial)
     if attempt is None:
         return None

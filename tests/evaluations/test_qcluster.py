@@ -4,6 +4,7 @@ every trial executed exactly once."""
 
 import os
 import time
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -82,6 +83,7 @@ def test_a_killed_cluster_loses_nothing_and_a_finished_trial_never_runs_again(
         )
     finally:
         kill_cluster(first)
+    killed_at = timezone.now()
     assert mid_run, (tmp_path / "first.log").read_text(errors="replace")[-3000:]
     before = {t.case.key: t for t in trials.select_related("case")}
     finished = {key for key, t in before.items() if t.status == "completed"}
@@ -89,8 +91,10 @@ def test_a_killed_cluster_loses_nothing_and_a_finished_trial_never_runs_again(
     assert finished and in_flight and len(finished) + len(in_flight) < 20  # truly mid-run
 
     # The reaper hands a trial back once its lease has run out; the next cluster reaps as its
-    # workers start, so start it then.
+    # workers start, so start it then. A dead worker renews no lease: each runs out at most
+    # one lease (5 s) after the kill.
     expiry = max(t.lease_expires_at for t in before.values() if t.status == "running")
+    assert expiry <= killed_at + timedelta(seconds=5)
     time.sleep(max(0.0, (expiry - timezone.now()).total_seconds()) + 0.2)
     second = start_cluster(
         tmp_path / "second.log", SHERLOCK_TEST_AGENT_LOG=str(tmp_path / "second.calls"), **env

@@ -60,5 +60,5 @@ def ask_on_a_loop(judge, rubric, variables, **options):
 
 
 def ask_blocking(judge, rubric, variables, **options):
-    """`judge.ask(...)`, the blocking path (admin previews, `check_judge`, one-thread workers)."""
+    """`judge.ask(...)`, the blocking path (admin previews, `check_judge`, the tests' sync mode)."""
     return judge.ask(rubric, variables, **options)
