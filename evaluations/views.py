@@ -2,10 +2,12 @@
 
 The run page tells the truth first: its verdict (failed when a case failed *or* the five-metric
 contract of DESIGN section 6 fails, naming the first failing gate), the contract table with
-its gates, a banner when blocking checks could not be scored, then the results grid, filtered
-(failed, flaky, one check) and paginated in the database. Every grid cell and case links to the
-trial page (`trial_detail`), which shows one case of the run, a repetition at a time, with the
-evidence of every check (rendered by `evaluations.evidence_display`).
+its gates under the thresholds of the publishing policy in force for the run's agent (else seed
+003's defaults, and it says which), a banner when blocking checks could not be scored, then the
+results grid, filtered (failed, flaky, one check) and paginated in the database. Every grid
+cell and case links to the trial page (`trial_detail`), which shows one case of the run, a
+repetition at a time, with the evidence of every check (rendered by
+`evaluations.evidence_display`).
 
 Every page starts from `Run.objects.for_user` (or the agents the user may see), and keeps a
 constant number of queries however many rows it shows. `render_page` is the one place that
@@ -27,7 +29,7 @@ from agents.models import Agent
 from agents.transcripts import tool_calls
 from evaluations.checks.base import as_text
 from evaluations.choices import RUN_TERMINAL, CheckStatus, CostKind, RunStatus, TrialStatus
-from evaluations.contract import DEFAULT_THRESHOLDS, GATE_LABELS, TABLE_COLUMNS, format_cells
+from evaluations.contract import GATE_LABELS, TABLE_COLUMNS, format_cells, thresholds_for
 from evaluations.contract.db import run_contract
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
 from evaluations.evidence_display import compact, evidence_blocks, highlight_quotes, pretty
@@ -210,12 +212,15 @@ def run_detail(request, pk):
         )
     if finished:
         # Numbers from an unfinished run are not evidence (DESIGN section 10): the contract and
-        # the verdict appear when it ends. Seed 003's thresholds, as the compare API uses; the
-        # release decision applies the publishing policy (governance).
-        contract = run_contract(run, DEFAULT_THRESHOLDS)
+        # the verdict appear when it ends. Under the thresholds of the publishing policy that
+        # would govern publishing the run's agent, as the publish gate applies it (one query,
+        # through governance's provider: evaluations.contract.applied), else seed 003's.
+        applied = thresholds_for(run.agent_version.agent)
+        contract = run_contract(run, applied.thresholds)
         unscored = unscored_checks(run)
         context.update(
             contract=contract,
+            applied=applied,
             contract_cells=[format_cells(contract)[column] for column in TABLE_COLUMNS],
             contract_columns=TABLE_COLUMNS,
             gates=[

@@ -1,8 +1,10 @@
 """The compare page (`/runs/compare/?a=RUN&b=RUN`): two runs side by side, for a person.
 
 The same comparison as `GET /api/v1/runs/compare/` (`evaluations.api.compare`), and built
-from its functions: both runs' five-measure contracts (`run_contract` with seed 003's worked
-example thresholds, since a comparison is not a release decision), the comparability verdict
+from its functions: both runs' five-measure contracts (`run_contract`, each run under the
+thresholds of the publishing policy in force for its agent, as the publish gate and the run page
+apply them, else seed 003's defaults; `evaluations.contract.applied`, one query for both runs;
+the page says which), the comparability verdict
 (`comparability_differences`: same dataset version, check versions, quality grader and judge
 models, or why not), every case whose status changed (`case_changes`), and each check's mean
 score and pass rate with their deltas (`evaluations.views_trends.check_stats`).
@@ -22,7 +24,13 @@ from django.urls import reverse
 
 from evaluations.api.compare import case_changes, comparability_differences
 from evaluations.choices import RunStatus
-from evaluations.contract import DEFAULT_THRESHOLDS, GATE_LABELS, TABLE_COLUMNS, format_cells
+from evaluations.contract import (
+    GATE_LABELS,
+    GATE_ORDER,
+    TABLE_COLUMNS,
+    applied_thresholds,
+    format_cells,
+)
 from evaluations.contract.db import run_contract
 from evaluations.models import Run
 from evaluations.views_trends import check_stats
@@ -100,13 +108,16 @@ def check_deltas(a, b):
 
 def contract_rows(result_a, result_b):
     """The two contract tables side by side: one row per measure of DESIGN section 6, then one
-    per gate with its status and detail on each side."""
+    per gate with its status and detail on each side (a gate only one side's thresholds set, a
+    quality floor, is shown with the other side blank)."""
     cells = [format_cells(result_a), format_cells(result_b)]
     measures = [(column, cells[0][column], cells[1][column]) for column in TABLE_COLUMNS[1:]]
+    gates_a = {gate.name: gate for gate in result_a.gates}
     gates_b = {gate.name: gate for gate in result_b.gates}
     gates = [
-        {"label": GATE_LABELS[gate.name], "a": gate, "b": gates_b.get(gate.name)}
-        for gate in result_a.gates
+        {"label": GATE_LABELS[name], "a": gates_a.get(name), "b": gates_b.get(name)}
+        for name in GATE_ORDER
+        if name in gates_a or name in gates_b
     ]
     return measures, gates
 
@@ -146,7 +157,10 @@ def compare(request):
     if a_id not in runs or b_id not in runs:
         raise Http404("no such run, or one you may not see")
     a, b = runs[a_id], runs[b_id]
-    result_a, result_b = run_contract(a, DEFAULT_THRESHOLDS), run_contract(b, DEFAULT_THRESHOLDS)
+    applied = applied_thresholds([a.agent_version.agent, b.agent_version.agent])
+    applied_a, applied_b = applied[a.agent_version.agent_id], applied[b.agent_version.agent_id]
+    result_a = run_contract(a, applied_a.thresholds)
+    result_b = run_contract(b, applied_b.thresholds)
     measures, gates = contract_rows(result_a, result_b)
     changes = case_changes(a, b)
     differences = comparability_differences(a, b)
@@ -155,6 +169,8 @@ def compare(request):
         "b": b,
         "finished": a.status == RunStatus.COMPLETED and b.status == RunStatus.COMPLETED,
         "results": (result_a, result_b),
+        "applied": (applied_a, applied_b),
+        "same_thresholds": applied_a == applied_b,
         "measures": measures,
         "gates": gates,
         "differences": differences,

@@ -6,6 +6,11 @@ class GovernanceConfig(AppConfig):
     name = "governance"
 
     def ready(self):
+        from evaluations.contract import register_thresholds_provider
         from governance import receivers, system_checks  # noqa: F401  (registers the checks)
+        from governance.decision import in_force_thresholds
 
         receivers.connect()
+        # The run and compare pages show a run's contract under the policy in force for its
+        # agent, as the publish gate decides it (evaluations.contract.applied).
+        register_thresholds_provider(in_force_thresholds)

@@ -3,9 +3,11 @@
 `a` is the baseline, `b` the candidate. The answer holds
 
 - ``table``: the five measures of both runs, one row each, in the cells of DESIGN section 6, and
-  ``a``/``b``: each run's measures in full (``ContractResult.as_dict``). Gates are evaluated
-  with the thresholds of seed 003's worked example (``thresholds``), since a comparison is not
-  a release decision (that one uses the publishing policy);
+  ``a``/``b``: each run's measures in full (``ContractResult.as_dict``) and the thresholds its
+  gates used (``thresholds``: ``AppliedThresholds.as_dict``): those of the publishing policy in
+  force for the run's agent, as the publish gate, the run page and the compare page apply them,
+  else seed 003's defaults (``evaluations.contract.applied``, one query for both runs). The
+  top-level ``thresholds`` says which in words, per side when the two differ;
 - ``cases``: per-case changes from the case results: ``regressed`` (passed in a, fails in b),
   ``improved``, ``newly_flaky``, ``no_longer_flaky``, and cases run by only one side;
 - ``comparable`` and ``differences``: two runs are comparable when they pinned the same dataset
@@ -23,7 +25,7 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluations.contract import DEFAULT_THRESHOLDS, format_cells, render_table
+from evaluations.contract import applied_thresholds, format_cells, render_table
 from evaluations.contract.db import run_contract
 from evaluations.models import CaseResult, Check, Run
 from sherlock.core.errors import ActionInvalid
@@ -41,9 +43,27 @@ class RunBriefSerializer(serializers.ModelSerializer):
         fields = ["id", "agent", "agent_version", "dataset", "dataset_version", "status", "purpose"]
 
 
+class PolicyBriefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    version = serializers.IntegerField()
+    scope = serializers.ChoiceField(choices=["agent", "global"])
+
+
+class AppliedThresholdsSerializer(serializers.Serializer):
+    source = serializers.CharField(
+        help_text="'thresholds of policy «name» vN', or seed 003's defaults when no policy applies"
+    )
+    policy = PolicyBriefSerializer(allow_null=True, help_text="null: seed 003's defaults")
+    values = serializers.DictField(
+        help_text="The contract thresholds (the policy's fields; decimals as strings)"
+    )
+
+
 class SideSerializer(serializers.Serializer):
     run = RunBriefSerializer()
     measures = serializers.JSONField(help_text="ContractResult.as_dict(): counts, ratios, gates")
+    thresholds = AppliedThresholdsSerializer()
 
 
 class CaseChangesSerializer(serializers.Serializer):
@@ -63,7 +83,9 @@ class ComparisonSerializer(serializers.Serializer):
         help_text="One row per run, the cells of DESIGN section 6.",
     )
     markdown = serializers.CharField(help_text="The same table as markdown.")
-    thresholds = serializers.CharField()
+    thresholds = serializers.CharField(
+        help_text="The thresholds the gates used, in words (per side when they differ)"
+    )
     cases = CaseChangesSerializer()
     comparable = serializers.BooleanField()
     differences = serializers.ListField(child=serializers.CharField())
@@ -161,7 +183,9 @@ class RunComparisonView(APIView):
             "agent_version__agent", "dataset_version__dataset"
         )
         runs = {name: get_object_or_404(visible, pk=pk) for name, pk in ids.items()}
-        results = {name: run_contract(run, DEFAULT_THRESHOLDS) for name, run in runs.items()}
+        in_force = applied_thresholds(run.agent_version.agent for run in runs.values())
+        applied = {name: in_force[run.agent_version.agent_id] for name, run in runs.items()}
+        results = {name: run_contract(run, applied[name].thresholds) for name, run in runs.items()}
         differences = comparability_differences(runs["a"], runs["b"])
         return Response(
             {
@@ -169,12 +193,17 @@ class RunComparisonView(APIView):
                     name: {
                         "run": RunBriefSerializer(runs[name]).data,
                         "measures": results[name].as_dict(),
+                        "thresholds": applied[name].as_dict(),
                     }
                     for name in ("a", "b")
                 },
                 "table": [format_cells(results[name]) for name in ("a", "b")],
                 "markdown": render_table([results["a"], results["b"]]),
-                "thresholds": "seed 003's worked example (not a publishing policy)",
+                "thresholds": (
+                    applied["a"].source
+                    if applied["a"] == applied["b"]
+                    else f"a: {applied['a'].source}; b: {applied['b'].source}"
+                ),
                 "cases": case_changes(runs["a"], runs["b"]),
                 "comparable": not differences,
                 "differences": differences,

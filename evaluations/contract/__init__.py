@@ -47,7 +47,10 @@ Import everything from ``evaluations.contract``; the modules follow the data, on
   files (``load_document``), checked on the way in;
 - ``totals``: ``accumulate``/``add_trial`` -> ``VariantTotals``;
 - ``decision``: ``evaluate`` -> ``ContractResult`` (measures, gates, decision);
-- ``table``: ``format_cells``/``render_table``, the table of DESIGN section 6.
+- ``table``: ``format_cells``/``render_table``, the table of DESIGN section 6;
+- ``applied``: the thresholds a run's contract is shown under outside the gate
+  (``applied_thresholds``/``thresholds_for``: the publishing policy governance's provider
+  names, else ``DEFAULT_THRESHOLDS``, and ``AppliedThresholds.source`` says which).
 
 Thresholds (``parse_thresholds``) come in one of two shapes, never mixed:
 
@@ -82,6 +85,15 @@ are shown, so the gate and the table never disagree. Raw counts are always repor
 95 % interval is added when n >= 30 (seed 003: five trials are 0/5, not proof of a zero rate).
 """
 
+from evaluations.contract.applied import (
+    DEFAULT_APPLIED,
+    DEFAULTS_SOURCE,
+    AppliedThresholds,
+    applied_thresholds,
+    register_thresholds_provider,
+    thresholds_for,
+    thresholds_provider,
+)
 from evaluations.contract.decision import (
     CENT,
     FAIL,
@@ -125,6 +137,8 @@ from evaluations.contract.totals import (
 __all__ = [
     "CENT",
     "COUNT_FIELDS",
+    "DEFAULTS_SOURCE",
+    "DEFAULT_APPLIED",
     "DEFAULT_THRESHOLDS",
     "FAIL",
     "GATE_LABELS",
@@ -134,6 +148,7 @@ __all__ = [
     "POLICY_FIELDS",
     "TABLE_COLUMNS",
     "THOUSANDTH",
+    "AppliedThresholds",
     "ContractInputError",
     "ContractResult",
     "GateResult",
@@ -146,6 +161,7 @@ __all__ = [
     "VariantTotals",
     "accumulate",
     "add_trial",
+    "applied_thresholds",
     "combine",
     "compute_contract",
     "evaluate",
@@ -153,8 +169,11 @@ __all__ = [
     "load_document",
     "parse_thresholds",
     "read_trial",
+    "register_thresholds_provider",
     "render_table",
     "round_half_up",
+    "thresholds_for",
+    "thresholds_provider",
     "trial_counts",
     "wait_is_owned",
     "wilson_interval",

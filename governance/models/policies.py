@@ -5,7 +5,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 
 from governance.choices import Enforcement
 
@@ -23,6 +23,23 @@ class PolicyQuerySet(models.QuerySet):
     def in_force_for(self, agent):
         """The policy that governs `agent`: its own newest version, else the global one."""
         return self.current(f"agent:{agent.pk}") or self.current("global")
+
+    def in_force_for_agents(self, agents):
+        """`in_force_for` of each of `agents` in one query, whatever their number:
+        `{agent pk: policy or None}` (the newest version of each scope asked, by a subquery)."""
+        keys = {agent.pk: f"agent:{agent.pk}" for agent in agents}
+        newest = (
+            self.model.objects.filter(scope_key=OuterRef("scope_key"))
+            .order_by("-version")
+            .values("version")[:1]
+        )
+        found = {
+            policy.scope_key: policy
+            for policy in self.filter(
+                scope_key__in=[*keys.values(), "global"], version=Subquery(newest)
+            )
+        }
+        return {pk: found.get(key) or found.get("global") for pk, key in keys.items()}
 
 
 class PublishingPolicy(models.Model):

@@ -69,6 +69,9 @@ def test_a_builder_compares_the_candidate_with_live_and_opens_trends(server, bro
     assert "Expected tools" in deltas and "-0.182" in deltas  # 18/22 results vs 22/22
     contract = page.inner_text("#contract")
     assert "support-bot v1" in contract and "support-bot v2" in contract
+    assert "A and B: evaluated with thresholds of policy «Default publishing policy» v1" in (
+        page.inner_text("#contract-thresholds")
+    )
     shot(page, "compare")
 
     page.click("header >> text=Trends")
@@ -109,6 +112,7 @@ def test_the_publisher_compares_candidate_and_live_from_the_publish_page(
     page.click("text=Compare the first and the last run")  # seed 003: stable vs fast
     page.wait_for_selector("#contract")
     assert "fail (false success)" in page.inner_text("#contract")
+    assert "«Refund desk policy» v1" in page.inner_text("#contract-thresholds")
     shot(page, "compare-refund")
 
     admin = browser.new_page()  # a context of its own: another person

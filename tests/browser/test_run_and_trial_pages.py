@@ -82,6 +82,8 @@ def test_the_run_pages_tell_passing_failing_contract_and_unscored_runs_apart(
     page.click("input[type=submit]")
     verdict = page.inner_text("#verdict")
     assert "FAILED" in verdict and "false success" in verdict and "cases passed" in verdict
+    # The refund agent's own publishing policy, the one its publish gate applies.
+    assert "thresholds of policy «Refund desk policy» v1" in page.inner_text("#contract-thresholds")
     shot(page, "run-page-failing-contract")
 
     page.goto(f"{server}/runs/{stable.pk}/")

@@ -12,9 +12,11 @@ newest version; `--dataset-version` to the dataset's newest frozen version.
 While it waits, a terminal shows a progress bar (rich); when stdout is not a terminal (CI), a
 plain line each time the progress changes. Then the case table (each case passed, failed or
 flaky, and each check's status and mean score), the spend, and the five-metric contract of the
-run (DESIGN section 6, `evaluations.contract.db.run_contract` and `render_table`) with seed
-003's worked-example thresholds, as `GET /api/v1/runs/compare/` uses them: this is a test
-report, not a release decision (that is `manage.py gate`, with the agent's publishing policy).
+run (DESIGN section 6, `evaluations.contract.db.run_contract` and `render_table`) under the
+thresholds of the publishing policy in force for the agent, else seed 003's defaults, as the run
+page and `GET /api/v1/runs/compare/` show it (`evaluations.contract.applied`; the output names
+which). It is still a test report, not a release decision: that is `manage.py gate`, which also
+applies the policy's case pass rate to the runs of its gate datasets.
 `--junit FILE` writes JUnit XML (`export_run --format junit`'s writer), `--json FILE` a JSON
 summary. `--summary` then asks the judge for the run's summary (`SummarizeRun`: statements citing
 the run's cases) and prints it; when it cannot (no judge, refused) it says why and the exit
@@ -38,7 +40,7 @@ from agents.models import Agent
 from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.choices import RUN_TERMINAL, RunStatus
-from evaluations.contract import DEFAULT_THRESHOLDS, GATE_LABELS, render_table
+from evaluations.contract import GATE_LABELS, render_table, thresholds_for
 from evaluations.contract.db import run_contract
 from evaluations.costs import describe_estimate, describe_spend, format_usd
 from evaluations.management.commands.export_run import Command as ExportRun
@@ -111,10 +113,11 @@ class Command(VerdictCommand):
         cases = list(
             CaseResult.objects.filter(run=run).select_related("case").order_by("case__key")
         )
-        contract = run_contract(run, DEFAULT_THRESHOLDS)
+        applied = thresholds_for(run.agent_version.agent)
+        contract = run_contract(run, applied.thresholds)
         self.print_cases(run, cases)
         self.stdout.write(f"spend: {describe_spend(run)}")
-        self.stdout.write("contract (seed 003's worked-example thresholds):")
+        self.stdout.write(f"contract ({applied.source}):")
         self.stdout.write(render_table([contract]))
         for gate in contract.gates:
             self.stdout.write(f"  {GATE_LABELS[gate.name]:<24} {gate.status:<4}  {gate.detail}")
@@ -127,7 +130,7 @@ class Command(VerdictCommand):
         if options["junit"]:
             self.write_file(options["junit"], ExportRun().export_junit(run), "JUnit XML")
         if options["json_file"]:
-            summary = self.summary(run, cases, contract, passed)
+            summary = self.summary(run, cases, contract, applied, passed)
             self.write_file(options["json_file"], json.dumps(summary, indent=2) + "\n", "JSON")
         if not passed:
             raise SystemExit(FAILED)
@@ -258,7 +261,7 @@ class Command(VerdictCommand):
             reasons.append(f"contract failed at {GATE_LABELS[contract.first_failing_gate]}")
         return "failed: " + "; ".join(reasons or ["no case results"])
 
-    def summary(self, run, cases, contract, passed):
+    def summary(self, run, cases, contract, applied, passed):
         return {
             "run": run.pk,
             "agent": run.agent_version.agent.slug,
@@ -282,7 +285,7 @@ class Command(VerdictCommand):
             ],
             "contract": {
                 **contract.as_dict(),
-                "thresholds": "seed 003's worked example (not a publishing policy)",
+                "thresholds": applied.as_dict(),
             },
             "spend": {
                 "usd": None if run.unpriced_calls else str(run.spend_usd),

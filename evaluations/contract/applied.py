@@ -1,0 +1,106 @@
+"""The thresholds a run's contract is shown under: the publishing policy's, through one hook.
+
+The run page, the compare page and ``GET /api/v1/runs/compare/``, and ``manage.py evaluate``
+show a run's contract under the thresholds of the publishing policy that would govern
+publishing the run's agent now (the agent's own newest policy, else the global one), so that
+no surface reads PASS where the publish gate, which applies that policy, would fail, or the
+reverse. They say which thresholds they used (``AppliedThresholds.source``): "thresholds of
+policy «name» v3", or "seed 003's defaults: no publishing policy applies" when none does.
+
+Policies live in governance, which evaluations may not import (the layers of pyproject.toml:
+governance > evaluations > agents > sherlock.core). So the policy comes through a **provider
+hook**, one function slot in this module: ``GovernanceConfig.ready`` registers governance's
+provider (``register_thresholds_provider(in_force_thresholds)``, from ``governance.decision``)
+and ``applied_thresholds(agents)`` asks it. A registered function was chosen over a setting
+naming a callable: the registration is a plain, import-checked call in the app that owns the
+policies, the dependency points the way the layers allow (governance names evaluations' hook),
+and a test swaps the provider with ``register_thresholds_provider`` (it returns the previous
+one, to restore). Without a provider (governance not installed) every agent gets seed 003's
+defaults, said as such.
+
+A provider takes a list of agents and returns, in a constant number of queries (governance's
+takes one), ``{agent pk: AppliedThresholds}`` for the agents a policy governs; an agent it
+leaves out has no policy, and gets ``DEFAULT_APPLIED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from evaluations.contract.inputs import DEFAULT_THRESHOLDS, POLICY_FIELDS, Thresholds
+
+DEFAULTS_SOURCE = "seed 003's defaults: no publishing policy applies"
+
+
+@dataclass(frozen=True)
+class AppliedThresholds:
+    """Thresholds and where they come from: a publishing policy (its id, name, version and
+    scope, ``"agent"`` for the agent's own or ``"global"``), or seed 003's defaults (no
+    policy: ``policy_id`` is None)."""
+
+    thresholds: Thresholds
+    policy_id: int | None = None
+    policy_name: str = ""
+    policy_version: int | None = None
+    scope: str = ""
+
+    @property
+    def source(self) -> str:
+        """What the page says: "thresholds of policy «name» v3", or the defaults' sentence."""
+        if self.policy_id is None:
+            return DEFAULTS_SOURCE
+        return f"thresholds of policy «{self.policy_name}» v{self.policy_version}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape of the API: ``source``, ``policy`` (``{id, name, version, scope}`` or
+        null) and ``values`` (the ``POLICY_FIELDS``, decimals as strings)."""
+        policy = None
+        if self.policy_id is not None:
+            policy = {
+                "id": self.policy_id,
+                "name": self.policy_name,
+                "version": self.policy_version,
+                "scope": self.scope,
+            }
+        values = {}
+        for name in POLICY_FIELDS:
+            value = getattr(self.thresholds, name)
+            values[name] = str(value) if isinstance(value, Decimal) else value
+        return {"source": self.source, "policy": policy, "values": values}
+
+
+DEFAULT_APPLIED = AppliedThresholds(DEFAULT_THRESHOLDS)
+
+Provider = Callable[[Sequence[Any]], Mapping[int, AppliedThresholds]]
+_provider: Provider | None = None
+
+
+def register_thresholds_provider(provider: Provider | None) -> Provider | None:
+    """Install ``provider`` (None removes it) and return the one it replaces.
+
+    Governance calls this once, in ``GovernanceConfig.ready``; a test may install its own and
+    put the previous one back."""
+    global _provider
+    previous, _provider = _provider, provider
+    return previous
+
+
+def thresholds_provider() -> Provider | None:
+    """The provider installed, or None."""
+    return _provider
+
+
+def applied_thresholds(agents: Iterable[Any]) -> dict[int, AppliedThresholds]:
+    """``{agent pk: AppliedThresholds}`` for each of ``agents``: the provider's, else seed
+    003's defaults. One call to the provider, whatever the number of agents."""
+    agents = list({agent.pk: agent for agent in agents}.values())
+    found = _provider(agents) if _provider is not None and agents else {}
+    return {agent.pk: found.get(agent.pk, DEFAULT_APPLIED) for agent in agents}
+
+
+def thresholds_for(agent: Any) -> AppliedThresholds:
+    """The ``AppliedThresholds`` of one agent (``applied_thresholds`` of it)."""
+    return applied_thresholds([agent])[agent.pk]
