@@ -187,7 +187,9 @@ class ContractResult:
 
 
 def _usd(value: Decimal) -> str:
-    """A money limit as written, but never with fewer than two decimals ($0.6 -> $0.60)."""
+    """A money limit to the cent, or to its last significant digit below one: a policy's
+    limit comes from a four-decimal column ($0.6000 -> $0.60, $0.0525 -> $0.0525)."""
+    value = value.normalize()
     return f"${value.quantize(CENT) if value.as_tuple().exponent > -2 else value}"
 
 

@@ -155,7 +155,10 @@ def test_the_run_page_fails_a_run_the_agents_policy_fails_though_the_defaults_pa
     thresholds = between(body, 'id="contract-thresholds">', "</p>")
     assert "Evaluated with thresholds of policy «Tight» v3" in thresholds
     assert "the publishing policy of agent refunds" in thresholds
-    assert "first failing gate" in between(body, 'class="gates"', "</ul>")
+    gates = between(body, 'class="gates"', "</ul>")
+    assert "first failing gate" in gates
+    # The policy's limit is stored with four decimals and shown to the cent, as money is.
+    assert "$0.10 per verified outcome > max $0.05 " in gates
 
 
 def test_the_run_page_passes_a_run_the_global_policy_passes_though_the_defaults_fail(
