@@ -1,21 +1,65 @@
-"""What every page's navigation needs to know of the evaluations app."""
+"""What every page's navigation needs to know of the evaluations app: which links to offer.
+
+A link is offered to whoever could do something behind it: the nav never sends a role to a page
+that only says "nothing you may do here" (the pages still answer such a visit, with that)."""
 
 from django.utils.functional import SimpleLazyObject
 
 
+def _signed_in(request):
+    user = getattr(request, "user", None)
+    return user if user is not None and user.is_authenticated else None
+
+
+def _holds(user, perms, scoped):
+    """A global grant of one of `perms` (no query: the permission cache the nav already reads),
+    else the first scoped grant `scoped()` finds (one query)."""
+    return any(user.has_perm(perm) for perm in perms) or scoped()
+
+
 def navigation(request):
-    """`may_label`: whether the nav links the Labels page (the Editor role, global or on one
-    dataset). Lazy, so a page that does not render the nav costs no query; a global Editor
-    costs none either (the permission cache the nav already reads)."""
+    """Lazy flags, so a page that does not render the nav costs no query:
+
+    - `may_label`: the Labels page (the Editor role, global or on one dataset);
+    - `may_schedule`: the Schedules page (an Editor of a dataset or a Builder of an agent, as
+      `may_schedule_any` says);
+    - `may_govern`: the Publish link (agent versions, each with its publish page): a Builder
+      (requests publication), a Publisher or an Admin, of some agent."""
 
     def may_label():
-        user = getattr(request, "user", None)
-        if user is None or not user.is_authenticated:
+        user = _signed_in(request)
+        if user is None:
             return False
-        if user.has_perm("evaluations.edit_dataset"):
-            return True
         from evaluations.views_labels import editable_datasets
 
-        return editable_datasets(user).exists()
+        return _holds(user, ["evaluations.edit_dataset"], editable_datasets(user).exists)
 
-    return {"may_label": SimpleLazyObject(may_label)}
+    def may_schedule():
+        user = _signed_in(request)
+        if user is None:
+            return False
+        from evaluations.actions._schedule_fields import may_schedule_any
+
+        perms = ["agents.build_agent", "evaluations.edit_dataset"]
+        return _holds(user, perms, lambda: may_schedule_any(user))
+
+    def may_govern():
+        user = _signed_in(request)
+        if user is None:
+            return False
+        from guardian.shortcuts import get_objects_for_user
+
+        from agents.models import Agent
+
+        perms = [f"agents.{verb}_agent" for verb in ("build", "publish", "bypass")]
+
+        def scoped():  # one query for the three verbs
+            return get_objects_for_user(user, perms, klass=Agent, any_perm=True).exists()
+
+        return _holds(user, perms, scoped)
+
+    return {
+        "may_label": SimpleLazyObject(may_label),
+        "may_schedule": SimpleLazyObject(may_schedule),
+        "may_govern": SimpleLazyObject(may_govern),
+    }
