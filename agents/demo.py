@@ -11,13 +11,17 @@ its publication is blocked.
 """
 
 import json
+import re
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
+
+from agents.transcripts import tool_calls
 
 KNOWLEDGE = {
     "refund": "Refunds under $50 are approved automatically within 3 business days.",
@@ -172,43 +176,125 @@ def write_ledger(kind, **fields):
     return entry
 
 
-def read_ledger(kind, since=None):
-    """Ledger entries of `kind` written at or after `since` (an ISO time, e.g. a trial's start)."""
+# --- The ledger verifiers: an entry is tied to the call that wrote it by its id ---------------
+#
+# Trials run concurrently (a run's cases and repetitions at once), and two trials can write
+# identical entries a fraction of a millisecond apart (the "I am not sure" replies of two
+# repetitions). So an entry is never taken as a trial's because it has the right kind and
+# fields and was written since the trial started: that let one trial's write verify another's.
+# It is identified by its id, the receipt the tool returned (`write_ledger`'s id, which the
+# demo's tool runtime records as the call's `result`). Presence needs that receipt; absence
+# needs none: when no entry of the kind and fields was written since the trial started, none
+# can be this trial's. An entry that matches but that no call of the trial returned could be
+# its own (a result not recorded) or a stranger's: no verdict, never `verified`.
+
+_RECEIPT = re.compile(r"[A-Z]-[0-9a-f]{8}")  # write_ledger's ids
+
+
+def receipt_of(result):
+    """The ledger id a demo tool returned: the id itself (`tickets.reply`) or the entry's id
+    (`refunds.create` returns the entry); None when the call returned none ("paid", a
+    rejection, nothing)."""
+    if isinstance(result, Mapping):
+        result = result.get("id")
+    return result if isinstance(result, str) and _RECEIPT.fullmatch(result) else None
+
+
+def _ledger_entries():
+    """Every ledger entry, in the order written."""
     path = ledger_path()
     if not path.exists():
         return []
-    entries = []
     with _ledger_lock, path.open(encoding="utf-8") as ledger:
-        for line in ledger:
-            entry = json.loads(line)
-            if entry.get("kind") == kind and (since is None or entry["at"] >= since):
-                entries.append(entry)
-    return entries
+        return [json.loads(line) for line in ledger]
 
 
-def _found(kind, since, expected):
-    if not since:
-        # Without the trial's start, an older entry could pass for this trial's: no verdict.
-        raise LookupError("the trial's start time is unknown")
-    matching = [
-        e for e in read_ledger(kind, since) if all(e.get(k) == v for k, v in expected.items())
+def _differences(entry, expected):
+    """The fields of `entry` that are not as `expected` ({} when it matches)."""
+    return {k: entry.get(k) for k, v in expected.items() if entry.get(k) != v}
+
+
+def _written_since(entries, kind, since, expected):
+    return [
+        e
+        for e in entries
+        if e.get("kind") == kind and e["at"] >= since and not _differences(e, expected)
     ]
-    evidence = {"destination": "demo ledger", "looked_for": {"kind": kind, **expected}}
-    if matching:
-        evidence["entry"] = matching[-1]["id"]
-    return ("verified" if matching else "failed"), evidence
-
-
-def outcome_in_ledger(context, kind, **expected):
-    """Outcome verifier: the task's entry was written to the ledger during this trial."""
-    return _found(kind, context["trial"]["started_at"], expected)
 
 
 def effect_in_ledger(context, kind, fields):
-    """Effect verifier: this call's entry (its `fields` taken from the call's arguments) was
-    written to the ledger during this trial."""
-    arguments = context["call"]["arguments"] or {}
-    return _found(kind, context["trial"]["started_at"], {f: arguments.get(f) for f in fields})
+    """Effect verifier: the entry whose id this call returned is in the ledger, is of `kind`,
+    was written during this trial and holds the call's arguments named in `fields`.
+
+    `verified` names that entry; `failed` says what it is not (absent, another kind, older than
+    the trial, other values). A call that returned no id is `failed` when no entry of the kind
+    and fields was written during the trial (none can be its own), and `unknown` when some were:
+    which one, if any, is this call's cannot be told. `unknown` too when the trial's start or
+    the call's arguments cannot be read."""
+    call = context["call"]
+    since = context["trial"]["started_at"]
+    arguments = call.get("arguments") or {}
+    if not since:
+        return "unknown", "the trial's start time is unknown"
+    if not isinstance(arguments, Mapping):
+        return "unknown", f"the call's arguments are not an object: {arguments!r}"
+    expected = {f: arguments.get(f) for f in fields}
+    receipt = receipt_of(call.get("result"))
+    evidence = {
+        "destination": "demo ledger",
+        "looked_for": {"id": receipt, "kind": kind, **expected},
+    }
+    entries = _ledger_entries()
+    if receipt is None:
+        candidates = _written_since(entries, kind, since, expected)
+        if candidates:
+            return "unknown", (
+                f"the call returned no ledger id (result {call.get('result')!r}); "
+                f"{len(candidates)} {kind} entries with these fields were written during the "
+                "trial and any could be another trial's"
+            )
+        return "failed", {**evidence, "found": f"no {kind} entry written during the trial"}
+    entry = next((e for e in entries if e["id"] == receipt), None)
+    if entry is None:
+        return "failed", {**evidence, "found": "no ledger entry has the id the call returned"}
+    if entry.get("kind") != kind:
+        return "failed", {**evidence, "found": f"entry {receipt} is a {entry.get('kind')}"}
+    if entry["at"] < since:
+        return "failed", {**evidence, "found": f"entry {receipt} predates the trial"}
+    differences = _differences(entry, expected)
+    if differences:
+        return "failed", {**evidence, "found": {"entry": receipt, **differences}}
+    return "verified", {**evidence, "entry": receipt}
+
+
+def outcome_in_ledger(context, kind, **expected):
+    """Outcome verifier: one of the entries this trial's calls wrote (by the ids they returned)
+    is of `kind`, was written during the trial and holds `expected`.
+
+    `failed` when no such entry was written during the trial at all; `unavailable` when some
+    were but no call of this trial returned their ids (they may be another trial's, counted in
+    the evidence), when the trial's start is unknown or its tool calls cannot be read."""
+    since = context["trial"]["started_at"]
+    if not since:
+        # Without the trial's start, an older entry could pass for this trial's: no verdict.
+        return "unavailable", "the trial's start time is unknown"
+    try:
+        calls = tool_calls(context.get("transcript") or {}) or []
+    except ValueError as exc:
+        return "unavailable", f"the trial's tool calls cannot be read: {exc}"
+    receipts = [r for r in (receipt_of(c.result) for c in calls if not c.denied) if r]
+    evidence = {"destination": "demo ledger", "looked_for": {"kind": kind, **expected}}
+    matching = _written_since(_ledger_entries(), kind, since, expected)
+    own = [e["id"] for e in matching if e["id"] in receipts]
+    if own:
+        return "verified", {**evidence, "entry": own[-1]}
+    if matching:
+        return "unavailable", (
+            f"{len(matching)} {kind} entries as expected were written during the trial, but no "
+            f"call of this trial returned their ids (it returned {receipts or 'none'}): they "
+            "may be another trial's"
+        )
+    return "failed", {**evidence, "receipts": receipts}
 
 
 class _Tools:

@@ -3,8 +3,9 @@ read at the destination (the language is described in ``agents.verifiers.spec``)
 
 ``render`` fills ``{dotted.names}`` from the verifier context (``case``, ``trial``,
 ``transcript`` and, for effect verifiers, ``call``); ``json_path`` reads a small JSON path;
-``check_predicate`` compares the value found with ``{"path", "op", "value"}``. A missing value
-or an impossible comparison raises ``VerifierUnavailable``: no verdict, never ``failed``.
+``check_predicate`` compares the value found with ``{"path", "op", "value"}``. A missing (or
+null) template value or an impossible comparison raises ``VerifierUnavailable``: no verdict,
+never ``failed``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w.]*)\}")
 
 
 def lookup(context: Any, dotted: str) -> Any:
-    """``context["a"]["b"][0]`` for ``"a.b.0"``; raises VerifierUnavailable when absent."""
+    """``context["a"]["b"][0]`` for ``"a.b.0"``; raises VerifierUnavailable when absent or null.
+
+    Null is no value either: ``{call.result}`` of a call that returned nothing would otherwise
+    become ``WHERE id = NULL`` or ``/refunds/None``, find nothing, and fail an effect that may
+    well have happened. Without the receipt, which row is this call's cannot be said."""
     value = context
     for part in dotted.split("."):
         if isinstance(value, Mapping) and part in value:
@@ -29,6 +34,8 @@ def lookup(context: Any, dotted: str) -> Any:
             value = value[int(part)]
         else:
             raise VerifierUnavailable(f"template value {{{dotted}}} is missing")
+    if value is None:
+        raise VerifierUnavailable(f"template value {{{dotted}}} is null")
     return value
 
 

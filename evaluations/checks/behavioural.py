@@ -381,9 +381,17 @@ class ToolsUsed(CheckKind):
         except ValueError as exc:
             return errored(f"expected tools are invalid: {exc}")
         if not wanted and (params["match"] != "exact" or params["forbidden"]):
+            # Nothing to find (or to forbid): any transcript would pass, which is not a verdict.
+            listed = "params.tools is empty" if "tools" in params else "the case lists no tools"
+            why = (
+                "a guardrail that forbids no tool forbids nothing"
+                if params["forbidden"]
+                else f"with match: {params['match']} calls besides the expected ones are allowed, "
+                "so any transcript would pass"
+            )
             return skipped(
-                "the expected tools are an empty list: that scores only with match: exact "
-                "(no tool may be called)"
+                f"{listed}: {why}. To require that no tool be called, use match: exact "
+                "(a case override); to check tools, list them in expected_tools"
             )
         calls, unscored = recorded_or_verdict(transcript, params)
         if unscored:

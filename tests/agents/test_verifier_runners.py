@@ -100,6 +100,25 @@ def test_a_missing_template_value_is_unavailable():
     assert "{call.arguments.order} is missing" in evidence["reason"]
 
 
+def test_an_effect_verifier_keyed_on_the_calls_receipt_finds_that_row_or_gives_no_verdict():
+    """The call's own row, by the id the tool returned; a call that returned nothing cannot
+    name its row: no verdict (it once became WHERE id = NULL, found nothing and failed)."""
+    mine = make_trial()
+    other = Trial.objects.create(
+        run=mine.run, case=mine.case, case_version=mine.case_version, repetition=2
+    )
+    verifier = sql("SELECT id FROM evaluations_trial WHERE id = %s", params=["{call.result}"])
+
+    def effect(result):
+        return run_verifier(verifier, {"call": {"name": "x", "result": result}}, "effect")
+
+    assert effect(mine.pk)[0] == effect(other.pk)[0] == "verified"
+    assert effect(-1)[0] == "failed"
+    state, evidence = effect(None)
+    assert state == "unknown"
+    assert "{call.result} is null" in evidence["reason"]
+
+
 # --- HTTP verifiers -----------------------------------------------------------------------------
 
 

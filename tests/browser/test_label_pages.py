@@ -61,6 +61,15 @@ def test_an_editor_labels_three_results_by_keyboard_and_reads_the_calibration(
     assert page.inner_text("#kappa95") != "—"
     assert "2 disagreements" in page.inner_text("#disagreements")  # d and b (0.7 vs 0.45)
     shot(page, "labels-calibration")
+    assert "does not require calibration" not in page.inner_text("#verdict")
+    check.requires_calibration = False
+    check.save(update_fields=["requires_calibration"])
+    page.reload()
+    verdict = page.inner_text("#verdict")
+    assert "it is not marked “requires calibration”" in verdict  # the reason, not the mode
+    check.requires_calibration = True
+    check.save(update_fields=["requires_calibration"])
+    page.reload()
     page.click(
         f"#labels >> a[href^='/runs/{made['d-false-pass'].trial.run_id}/cases/d-false-pass/']"
     )

@@ -151,3 +151,35 @@ def test_the_calibration_page_shows_kappa_interval_and_disagreements(results, ed
 def test_the_calibration_page_is_404_for_who_cannot_see_the_dataset(results, outsider):
     check, _ = results
     assert _client(outsider).get(f"/checks/{check.pk}/calibration/").status_code == 404
+
+
+def test_a_check_not_marked_for_calibration_says_so_not_that_its_mode_is_the_reason(
+    results, editor
+):
+    check, _ = results
+    client = _client(editor)
+    check.requires_calibration = False
+    check.save(update_fields=["requires_calibration"])
+    page = client.get(f"/checks/{check.pk}/calibration/").content.decode()
+    assert "it is not marked “requires calibration”" in page
+    assert "its mode is blocking" not in page  # a blocking check can require calibration
+
+    check.requires_calibration = True
+    check.save(update_fields=["requires_calibration"])
+    page = client.get(f"/checks/{check.pk}/calibration/").content.decode()
+    assert "does not require calibration" not in page
+    assert "Not calibrated: 0/3 human labels" in page
+
+
+def test_a_calibrated_informative_check_is_not_said_to_block(results, editor):
+    check, made = results
+    client = _client(editor)
+    for key, human in (("a-far", "pass"), ("b-near", "fail"), ("d-false-pass", "pass")):
+        client.post("/labels/", {"result": made[key].pk, "verdict": human})
+    assert "it may block" in client.get(f"/checks/{check.pk}/calibration/").content.decode()
+
+    check.mode = "informative"
+    check.save(update_fields=["mode"])
+    page = client.get(f"/checks/{check.pk}/calibration/").content.decode()
+    assert "Calibrated: 3 labels" in page
+    assert "it may block" not in page and "it counts as its mode says, informative" in page

@@ -116,6 +116,22 @@ def test_an_empty_list_cannot_score_without_exact_match():
     assert verdict.outcome == "skipped" and "match: exact" in verdict.reason
 
 
+@pytest.mark.parametrize(
+    ("params", "why"),
+    [
+        ({"match": "in_order"}, "with match: in_order calls besides the expected ones are allowed"),
+        ({"match": "any_order"}, "with match: any_order calls besides"),
+        ({"match": "exact", "forbidden": True}, "a guardrail that forbids no tool forbids nothing"),
+    ],
+)
+def test_a_case_without_tools_skips_saying_why_nothing_could_fail(params, why):
+    # A stored case saved without expected tools holds [] (CaseVersion.as_check_input).
+    verdict = evaluate("tools_used", params, {"expected_tools": []}, ONE_CALL)
+    assert verdict.outcome == "skipped"
+    assert verdict.reason.startswith(f"the case lists no tools: {why}")
+    assert "use match: exact (a case override)" in verdict.reason
+
+
 def test_an_absent_expected_list_still_skips():
     verdict = evaluate("tools_used", {"match": "exact"}, {}, NO_CALLS)
     assert verdict.outcome == "skipped" and "no expected tools" in verdict.reason
