@@ -192,10 +192,21 @@ def unattributed_judge_spend(run):
     """(priced USD, unpriced calls) of the run's judge spend bound to no trial: the contract
     adds it to the run's covered cost, and the export, which cannot place it in a trial
     record, says so."""
-    row = CostEntry.objects.filter(run=run, kind=CostKind.SCORING, trial__isnull=True).aggregate(
-        priced=Sum("usd"), unpriced=Count("pk", filter=Q(usd__isnull=True))
+    return unattributed_judge_spend_of([run]).get(run.pk, (Decimal(0), 0))
+
+
+def unattributed_judge_spend_of(runs):
+    """``{run pk: (priced USD, unpriced calls)}`` of the judge spend bound to no trial of
+    ``runs``, in one query grouped by run; a run without such spend is left out."""
+    rows = (
+        CostEntry.objects.filter(
+            run_id__in=[run.pk for run in runs], kind=CostKind.SCORING, trial__isnull=True
+        )
+        .values("run_id")
+        .annotate(priced=Sum("usd"), unpriced=Count("pk", filter=Q(usd__isnull=True)))
+        .order_by()
     )
-    return row["priced"] or Decimal(0), row["unpriced"]
+    return {row["run_id"]: (row["priced"] or Decimal(0), row["unpriced"]) for row in rows}
 
 
 # --- the texts every page, command and the admin show ----------------------------------------

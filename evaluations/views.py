@@ -1,7 +1,8 @@
 """The live htmx pages of evaluations: runs, a run's page, a trial's page, costs.
 
 The run page tells the truth first: its verdict (failed when a case failed *or* the five-metric
-contract of DESIGN section 6 fails, naming the first failing gate), the contract table with
+contract of DESIGN section 6 fails, naming the first failing gate: `evaluations.verdicts`,
+which gives the run list the same verdict in short), the contract table with
 its gates under the thresholds of the publishing policy in force for the run's agent (else seed
 003's defaults, and it says which), a banner when blocking checks could not be scored, then the
 results grid, filtered (failed, flaky, one check) and paginated in the database. Every grid
@@ -28,13 +29,14 @@ from django.utils import timezone
 from agents.models import Agent
 from agents.transcripts import tool_calls
 from evaluations.checks.base import as_text
-from evaluations.choices import RUN_TERMINAL, CheckStatus, CostKind, RunStatus, TrialStatus
+from evaluations.choices import RUN_TERMINAL, CheckStatus, CostKind, TrialStatus
 from evaluations.contract import GATE_LABELS, TABLE_COLUMNS, format_cells, thresholds_for
 from evaluations.contract.db import run_contract
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
 from evaluations.evidence_display import compact, evidence_blocks, highlight_quotes, pretty
 from evaluations.figures import stored_checks, unscored_of
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
+from evaluations.verdicts import list_verdicts, run_verdict
 from sherlock.core.htmx import render_page
 
 
@@ -44,9 +46,17 @@ def home(request):
 
 @login_required
 def run_list(request):
-    runs = Run.objects.for_user(request.user).select_related(
-        "agent_version__agent", "dataset_version__dataset"
-    )[:100]
+    """The newest 100 runs the user may see, each finished one with its verdict (PASSED, or
+    FAILED and why in short: `evaluations.verdicts.list_verdicts`, the run page's rule, from
+    the runs' stored figures in a constant number of queries)."""
+    runs = list(
+        Run.objects.for_user(request.user).select_related(
+            "agent_version__agent", "dataset_version__dataset"
+        )[:100]
+    )
+    verdicts = list_verdicts(runs)
+    for run in runs:
+        run.verdict = verdicts.get(run.pk)
     return render_page(
         request,
         "evaluations/run_list.html",
@@ -147,26 +157,6 @@ def unscored_checks(run):
         for r in rows
     ]
     return {"total": sum(g["n"] for g in groups), "groups": groups}
-
-
-def run_verdict(run, contract, unscored=0):
-    """The run's verdict, told first: failed when it did not complete, when a case failed, when
-    the contract fails (naming the first failing gate), whatever the cases say, or when
-    blocking checks went unscored (``unscored``): the release decision fails closed on those
-    (``checks_scored``, DESIGN section 10.5), so the page does not call such a run passed."""
-    summary = run.summary or {}
-    reasons = []
-    if run.status != RunStatus.COMPLETED:
-        reasons.append(f"the run {run.status}")
-    cases, passed = summary.get("cases"), summary.get("passed")
-    if cases and passed is not None and passed < cases:
-        reasons.append(f"{cases - passed} of {cases} cases failed")
-    first = contract.first_failing_gate if contract else None
-    if first:
-        reasons.append(f"the contract fails at {GATE_LABELS[first]}")
-    if unscored:
-        reasons.append(f"{unscored} blocking check result{'s' if unscored > 1 else ''} not scored")
-    return {"passed": not reasons, "reasons": reasons, "first_gate": first}
 
 
 @login_required
