@@ -204,3 +204,15 @@ def test_a_scoped_builder_chooses_only_among_its_own_agents(
     ).content.decode()
     assert "Select a valid choice" in page
     assert not Run.objects.exists()
+
+
+def test_the_start_page_opens_with_its_form_open_and_the_run_list_folds_it(
+    client, builder, password, version, dataset_version
+):
+    logged_in(client, builder, password)
+    disclosure = re.compile(r"<details\s*(open)?\s*>")
+    start = disclosure.search(client.get("/runs/start/").content.decode())
+    assert start and start.group(1) == "open"  # on its own page the form is the page
+    listing = disclosure.search(client.get("/runs/").content.decode())
+    assert listing and listing.group(1) is None  # on the run list it waits to be opened
+
