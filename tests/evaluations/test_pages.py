@@ -129,3 +129,15 @@ def test_a_cost_row_without_any_price_reads_price_missing(client, builder, passw
     CostEntry.objects.create(kind="agent", day=date.today(), agent=agent, usd=None, model="m")
     page = login(client, builder, password).get("/costs/").content.decode()
     assert "price missing (1 call)" in page and "$0.0000" not in page
+
+
+def test_a_finished_run_reads_spend_and_a_running_one_spend_so_far(
+    client, builder, password, finished_run
+):
+    client = login(client, builder, password)
+    page = client.get(f"/runs/{finished_run.pk}/").content.decode()
+    assert '<span class="muted">spend</span>' in page and "spend so far" not in page
+    Run.objects.filter(pk=finished_run.pk).update(status="running", trials_done=1)
+    polled = client.get(f"/runs/{finished_run.pk}/?part=progress", HTTP_HX_REQUEST="true")
+    assert '<span class="muted">spend so far</span>' in polled.content.decode()
+
