@@ -211,7 +211,9 @@ def run_detail(request, pk):
         context.update(
             contract=contract,
             applied=applied,
-            contract_cells=[format_cells(contract)[column] for column in TABLE_COLUMNS],
+            contract_cells=[
+                format_cells(contract, explained=True)[column] for column in TABLE_COLUMNS
+            ],
             contract_columns=TABLE_COLUMNS,
             gates=[
                 {
