@@ -183,3 +183,14 @@ def test_the_list_keeps_a_constant_number_of_queries_with_verdicts(
     add_runs(3)
     assert Run.objects.count() == 8
     assert queries() == small
+
+
+def test_an_imported_run_without_case_results_reads_no_case_count_not_none(signed_in):
+    """An imported run has cases but no checks to pass them: its summary's ``passed`` is None,
+    which the list and the run page printed as "None/5"."""
+    run = import_seed_variant("stable v1")
+    assert run.summary["cases"] == 5 and run.summary["passed"] is None
+    row = " ".join(row_of(listed(signed_in).content.decode(), run).split())
+    assert "None" not in row and "PASSED" in row
+    page = signed_in.get(f"/runs/{run.pk}/").content.decode()
+    assert "None/5" not in page and "cases passed" not in page
