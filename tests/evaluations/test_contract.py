@@ -450,7 +450,6 @@ def test_quality_is_averaged_only_over_trials_where_the_grader_ran():
     assert format_cells(result)["quality"] == "0.900 (1/2)"
 
 
-
 def test_the_pages_quality_cell_names_its_two_counts_where_graded_exceeds_declared():
     """The grader also scores a trial that did not declare completion: 2 graded, 1 declared.
     The article's "(2/1)" read as two out of one; the pages say what each number counts,

@@ -120,9 +120,10 @@ def test_judge_spend_recorded_after_the_run_finished_counts_on_the_list_as_on_th
 
     row = " ".join(row_of(listed(signed_in).content.decode(), run).split())
     assert "FAILED contract: coverage" in row
-    assert "the contract fails at coverage" in signed_in.get(f"/runs/{run.pk}/").context[
-        "verdict"
-    ]["reasons"]
+    assert (
+        "the contract fails at coverage"
+        in signed_in.get(f"/runs/{run.pk}/").context["verdict"]["reasons"]
+    )
 
 
 def test_a_run_that_did_not_complete_and_unscored_checks_fail_in_short():

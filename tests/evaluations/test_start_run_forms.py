@@ -271,9 +271,8 @@ def test_no_coverage_warning_when_the_policy_in_force_waives_the_coverage_gate(
 ):
     logged_in(client, builder, password)
     # The agent has neither a price nor a cost history: it must report its billed cost.
-    warning = estimate_of(client, version, dataset_version).split(
-        'id="start-coverage-warning"', 1
-    )[1]
+    page = estimate_of(client, version, dataset_version)
+    warning = page.split('id="start-coverage-warning"', 1)[1]
     assert "Agent calls without a price or a cost history" in warning
     assert "fail unless the agent reports its billed cost" in warning
 
