@@ -14,10 +14,11 @@ missing" and never counted as $0. On that rule this module builds:
   `judge_cost_lines`);
 - a stored trial's whole cost (agent + judge) with its coverage, as the contract of stored runs
   and the trial-record export judge it (`trials_with_judge_cost`, `trial_cost`,
-  `unattributed_judge_spend`);
+  `unattributed_judge_spend`, and `unattributed_judge_spend_of` for many runs at once);
 - the cost views: the ledger by day, agent and kind (`daily_ledger`), and the one money text
   of every page, the admin, the commands (`format_usd`: "price missing (N calls)", never
-  $0.0000) with a run's spend and estimate in words (`describe_spend`, `describe_estimate`).
+  $0.0000) with a run's spend and estimate in words (`describe_spend`, `describe_estimate`),
+  and the warning of an estimate with calls that have no price (`coverage_warning`).
 
 The run engine and the judge's ORM recorder (`evaluations.judge.recording.record_calls`, for
 judge calls made outside a trial) both price judge calls and write their ledger lines here.
@@ -192,10 +193,21 @@ def unattributed_judge_spend(run):
     """(priced USD, unpriced calls) of the run's judge spend bound to no trial: the contract
     adds it to the run's covered cost, and the export, which cannot place it in a trial
     record, says so."""
-    row = CostEntry.objects.filter(run=run, kind=CostKind.SCORING, trial__isnull=True).aggregate(
-        priced=Sum("usd"), unpriced=Count("pk", filter=Q(usd__isnull=True))
+    return unattributed_judge_spend_of([run]).get(run.pk, (Decimal(0), 0))
+
+
+def unattributed_judge_spend_of(runs):
+    """``{run pk: (priced USD, unpriced calls)}`` of the judge spend bound to no trial of
+    ``runs``, in one query grouped by run; a run without such spend is left out."""
+    rows = (
+        CostEntry.objects.filter(
+            run_id__in=[run.pk for run in runs], kind=CostKind.SCORING, trial__isnull=True
+        )
+        .values("run_id")
+        .annotate(priced=Sum("usd"), unpriced=Count("pk", filter=Q(usd__isnull=True)))
+        .order_by()
     )
-    return row["priced"] or Decimal(0), row["unpriced"]
+    return {row["run_id"]: (row["priced"] or Decimal(0), row["unpriced"]) for row in rows}
 
 
 # --- the texts every page, command and the admin show ----------------------------------------
@@ -264,6 +276,45 @@ def estimate_cost(estimate):
     if estimate.get("usd") is not None:
         return format_usd(estimate["usd"])
     return format_usd(estimate.get("usd_known") or None, estimate_missing_calls(estimate))
+
+
+PRICES_PLACE = "Admin > Evaluations > Model prices"
+
+
+def coverage_warning(estimate, coverage_required=True):
+    """The warning an estimate needs when some of its calls have no price, or None.
+
+    A trial's cost is covered only when it is billed and each of its judge calls has a price
+    (`trial_cost`); the contract's coverage gate fails on any trial without (DESIGN section 6,
+    "coverage: N trial(s) with missing cost"). So a judge model without a price fails the gate
+    for sure; an agent with neither a price nor a cost history fails it unless it reports its
+    billed cost. ``coverage_required`` is the applied thresholds' (a policy may waive the
+    gate: then nothing to warn about)."""
+    estimate = estimate or {}
+    if not coverage_required or not estimate_missing_calls(estimate):
+        return None
+    judges = sorted(
+        {
+            check["model"]
+            for check in (estimate.get("checks") or {}).values()
+            if check.get("usd") is None and check.get("calls")
+        }
+    )
+    parts = []
+    if judges:
+        parts.append(
+            f"judge calls without a price ({', '.join(judges)}): the contract's coverage gate "
+            "will fail, every trial they score having no billed cost"
+        )
+    if estimate.get("agent_usd") is None and estimate.get("agent_calls"):
+        parts.append(
+            "agent calls without a price or a cost history: the contract's coverage gate will "
+            "fail unless the agent reports its billed cost"
+        )
+    if not parts:
+        return None
+    text = "; ".join(parts)
+    return f"{text[0].upper()}{text[1:]}. An Admin sets a price under {PRICES_PLACE}."
 
 
 # --- the estimate ----------------------------------------------------------------------------

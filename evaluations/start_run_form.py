@@ -12,7 +12,8 @@ from django import forms
 
 from agents.models import Agent, AgentVersion
 from evaluations.actions.start_run import StartRun
-from evaluations.costs import describe_estimate, estimate_start, format_usd
+from evaluations.contract import thresholds_for
+from evaluations.costs import coverage_warning, describe_estimate, estimate_cost, estimate_start
 from evaluations.models import Dataset, DatasetVersion
 from sherlock.core.errors import ActionError
 
@@ -68,7 +69,10 @@ class StartRunForm(forms.Form):
 
     def previews(self, pairs):
         """One row per (agent version, dataset version) to start: the estimate in words, its
-        parts, and the refusal `StartRun.check` would give (None: it may start)."""
+        parts, its cost (the known part + "price missing (N calls)", as the run's page will
+        show it), the warning that calls without a price will fail the contract's coverage
+        gate under the thresholds applied to the agent (`coverage_warning`; one query), and
+        the refusal `StartRun.check` would give (None: it may start)."""
         reps = self.cleaned_data["repetitions"]
         rows = []
         for agent_version, dataset_version in pairs:
@@ -86,7 +90,11 @@ class StartRunForm(forms.Form):
                     "dataset_version": dataset_version,
                     "estimate": estimate,
                     "text": describe_estimate(estimate),
-                    "cost": format_usd(estimate["usd"], estimate["price_missing_calls"]),
+                    "cost": estimate_cost(estimate),
+                    "coverage_warning": coverage_warning(
+                        estimate,
+                        thresholds_for(agent_version.agent).thresholds.coverage_required,
+                    ),
                     "refusal": refusal,
                 }
             )

@@ -1,7 +1,8 @@
 """The live htmx pages of evaluations: runs, a run's page, a trial's page, costs.
 
 The run page tells the truth first: its verdict (failed when a case failed *or* the five-metric
-contract of DESIGN section 6 fails, naming the first failing gate), the contract table with
+contract of DESIGN section 6 fails, naming the first failing gate: `evaluations.verdicts`,
+which gives the run list the same verdict in short), the contract table with
 its gates under the thresholds of the publishing policy in force for the run's agent (else seed
 003's defaults, and it says which), a banner when blocking checks could not be scored, then the
 results grid, filtered (failed, flaky, one check) and paginated in the database. Every grid
@@ -28,13 +29,14 @@ from django.utils import timezone
 from agents.models import Agent
 from agents.transcripts import tool_calls
 from evaluations.checks.base import as_text
-from evaluations.choices import RUN_TERMINAL, CheckStatus, CostKind, RunStatus, TrialStatus
+from evaluations.choices import RUN_TERMINAL, CheckStatus, CostKind, TrialStatus
 from evaluations.contract import GATE_LABELS, TABLE_COLUMNS, format_cells, thresholds_for
 from evaluations.contract.db import run_contract
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
 from evaluations.evidence_display import compact, evidence_blocks, highlight_quotes, pretty
 from evaluations.figures import stored_checks, unscored_of
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
+from evaluations.verdicts import list_verdicts, run_verdict
 from sherlock.core.htmx import render_page
 
 
@@ -44,9 +46,17 @@ def home(request):
 
 @login_required
 def run_list(request):
-    runs = Run.objects.for_user(request.user).select_related(
-        "agent_version__agent", "dataset_version__dataset"
-    )[:100]
+    """The newest 100 runs the user may see, each finished one with its verdict (PASSED, or
+    FAILED and why in short: `evaluations.verdicts.list_verdicts`, the run page's rule, from
+    the runs' stored figures in a constant number of queries)."""
+    runs = list(
+        Run.objects.for_user(request.user).select_related(
+            "agent_version__agent", "dataset_version__dataset"
+        )[:100]
+    )
+    verdicts = list_verdicts(runs)
+    for run in runs:
+        run.verdict = verdicts.get(run.pk)
     return render_page(
         request,
         "evaluations/run_list.html",
@@ -149,26 +159,6 @@ def unscored_checks(run):
     return {"total": sum(g["n"] for g in groups), "groups": groups}
 
 
-def run_verdict(run, contract, unscored=0):
-    """The run's verdict, told first: failed when it did not complete, when a case failed, when
-    the contract fails (naming the first failing gate), whatever the cases say, or when
-    blocking checks went unscored (``unscored``): the release decision fails closed on those
-    (``checks_scored``, DESIGN section 10.5), so the page does not call such a run passed."""
-    summary = run.summary or {}
-    reasons = []
-    if run.status != RunStatus.COMPLETED:
-        reasons.append(f"the run {run.status}")
-    cases, passed = summary.get("cases"), summary.get("passed")
-    if cases and passed is not None and passed < cases:
-        reasons.append(f"{cases - passed} of {cases} cases failed")
-    first = contract.first_failing_gate if contract else None
-    if first:
-        reasons.append(f"the contract fails at {GATE_LABELS[first]}")
-    if unscored:
-        reasons.append(f"{unscored} blocking check result{'s' if unscored > 1 else ''} not scored")
-    return {"passed": not reasons, "reasons": reasons, "first_gate": first}
-
-
 @login_required
 def run_detail(request, pk):
     run = get_object_or_404(
@@ -221,7 +211,9 @@ def run_detail(request, pk):
         context.update(
             contract=contract,
             applied=applied,
-            contract_cells=[format_cells(contract)[column] for column in TABLE_COLUMNS],
+            contract_cells=[
+                format_cells(contract, explained=True)[column] for column in TABLE_COLUMNS
+            ],
             contract_columns=TABLE_COLUMNS,
             gates=[
                 {
@@ -360,7 +352,8 @@ KIND_COLORS = {CostKind.AGENT: "#2e90fa", CostKind.SCORING: "#9e77ed", CostKind.
 
 
 def cost_chart(rows, days, width=720, height=160):
-    """A stacked bar per day (agent, scoring, summary) as SVG shapes: no chart library."""
+    """A stacked bar per day (agent, scoring, summary) as SVG shapes: no chart library. About
+    seven dates label the bars, today's always."""
     today = timezone.localdate()
     dates = [today - timedelta(days=n) for n in range(days - 1, -1, -1)]
     per_day = {d: {} for d in dates}
@@ -371,6 +364,7 @@ def cost_chart(rows, days, width=720, height=160):
             per_day[row["day"]][kind] = per_day[row["day"]].get(kind, 0) + usd
     peak = max((sum(v.values()) for v in per_day.values()), default=0) or 1
     slot = width / len(dates)
+    step = max(1, len(dates) // 7)
     plot = height - 14
     bars, ticks = [], []
     for i, day in enumerate(dates):
@@ -391,8 +385,17 @@ def cost_chart(rows, days, width=720, height=160):
                     "title": f"{day} {kind}: ${usd:.4f}",
                 }
             )
-        if i % max(1, len(dates) // 7) == 0:
-            ticks.append({"x": round(i * slot + 2, 1), "label": day.strftime("%m-%d")})
+        # Ticks counted back from today, so the newest bar always has its date; a label is
+        # centred under its bar, but the last ends at its bar's right edge and the first starts
+        # at its left one, so that neither is cut off at the chart's edges.
+        if (len(dates) - 1 - i) % step == 0:
+            if i == len(dates) - 1:
+                x, anchor = (i + 1) * slot - 2, "end"
+            elif i == 0:
+                x, anchor = 2, "start"
+            else:
+                x, anchor = i * slot + slot / 2, "middle"
+            ticks.append({"x": round(x, 1), "anchor": anchor, "label": day.strftime("%m-%d")})
     legend = [(kind, KIND_COLORS[kind]) for kind in CostKind.values]
     return {"width": width, "height": height, "bars": bars, "ticks": ticks, "legend": legend}
 

@@ -110,7 +110,7 @@ def contract_rows(result_a, result_b):
     """The two contract tables side by side: one row per measure of DESIGN section 6, then one
     per gate with its status and detail on each side (a gate only one side's thresholds set, a
     quality floor, is shown with the other side blank)."""
-    cells = [format_cells(result_a), format_cells(result_b)]
+    cells = [format_cells(result, explained=True) for result in (result_a, result_b)]
     measures = [(column, cells[0][column], cells[1][column]) for column in TABLE_COLUMNS[1:]]
     gates_a = {gate.name: gate for gate in result_a.gates}
     gates_b = {gate.name: gate for gate in result_b.gates}

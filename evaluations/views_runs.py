@@ -1,7 +1,8 @@
 """Starting a run from the pages (issue 12): the run list's "Start a run" form.
 
-`GET /runs/start/` is the form on a page of its own; the run list shows the same partial
-(`{% start_run_form %}`, evaluations/templatetags/runs.py) to whoever may start runs.
+`GET /runs/start/` is the form on a page of its own, open; the run list shows the same partial
+(`{% start_run_form %}`, evaluations/templatetags/runs.py) to whoever may start runs, folded
+away in a disclosure until it is used.
 `POST /runs/start/` with "estimate" shows the estimate of the choices (calls, USD, "price
 missing (N calls)"); with "confirm" it starts the run through `StartRun` and goes to the run's
 page, but only when the choices are those whose estimate was shown (`StartRunForm.confirmed`),
@@ -27,7 +28,8 @@ def start_run(request):
         context = {"start_refused": "You may not start runs (Builder role on an agent needed)."}
         return render_page(request, "evaluations/start_run.html", context, partial=PARTIAL)
     form = StartRunForm(request.user, request.POST if request.method == "POST" else None)
-    context = {"start_form": form, "start_previews": None}
+    # On a page of its own the form is the page: open. The run list folds it away.
+    context = {"start_form": form, "start_previews": None, "start_open": True}
     if form.is_bound and form.is_valid():
         pair = (form.cleaned_data["agent_version"], form.cleaned_data["dataset_version"])
         if "confirm" in request.POST and form.confirmed([pair]):

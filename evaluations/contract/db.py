@@ -1,7 +1,10 @@
 """The contract of stored runs: totals by database aggregates, the contract, the decision.
 
-``run_totals(run)`` fills a ``VariantTotals`` with three aggregate queries whatever the number
-of trials (trials; quality-grader results; judge spend bound to no trial). It makes the same
+``run_totals(run)`` fills a ``VariantTotals`` with four aggregate queries whatever the number
+of trials (trials; their judge spend; quality-grader results; judge spend bound to no trial),
+or one for a finished run, whose trials' totals are stored (``evaluations.figures``);
+``runs_totals(runs)`` does the same for many runs at once, in the same number of queries,
+grouped by run. It makes the same
 per-trial judgements as ``add_trial`` does for a trial file, on plain columns:
 
 - outcomes and completions from ``Trial.declared_complete`` and ``Trial.outcome_verdict``
@@ -110,68 +113,123 @@ def _trial_aggregates(unpriced) -> dict[str, Any]:
 def trial_totals(run) -> VariantTotals:
     """The run's ``VariantTotals`` from its trials and their judge spend, in two aggregate
     queries whatever the number of trials; quality (``quality_totals``) and the judge spend
-    bound to no trial (``unattributed_judge_spend``) are not in it.
+    bound to no trial (``unattributed_judge_spend``) are not in it (``trial_totals_of``)."""
+    return trial_totals_of([run])[run.pk]
+
+
+def trial_totals_of(runs) -> dict[int, VariantTotals]:
+    """``{run pk: VariantTotals}`` of ``runs`` from their trials and judge spend, grouped by
+    run: two aggregate queries whatever the number of runs and trials.
 
     A trial's cost is its agent cost plus its judge spend (``trial_cost``): the trials'
     aggregate sums the agent cost of the covered trials and the judge lines' aggregate the
     judge spend of the same trials, which adds up to the same exact sum without a subquery per
-    trial. A trial with an unpriced judge call (few, found once) is not covered."""
+    trial. A trial with an unpriced judge call (few, found once) is not covered. A run without
+    trials has all-zero totals."""
     from evaluations.choices import CostKind
     from evaluations.models import CostEntry, Trial
 
+    runs = list(runs)
+    ids = [run.pk for run in runs]
     unpriced = CostEntry.objects.filter(
-        trial__run=run, kind=CostKind.SCORING, usd__isnull=True
+        trial__run_id__in=ids, kind=CostKind.SCORING, usd__isnull=True
     ).values("trial_id")
-    row = Trial.objects.filter(run=run).aggregate(**_trial_aggregates(unpriced))
-    totals = VariantTotals(
-        variant=run_variant(run),
-        **{name.removeprefix("total_"): value for name, value in row.items()},
-    )
-    totals.missing_cost_runs = totals.runs - totals.billed_runs - totals.estimated_runs
+    rows = {
+        row.pop("run_id"): row
+        for row in Trial.objects.filter(run_id__in=ids)
+        .values("run_id")
+        .annotate(**_trial_aggregates(unpriced))
+        .order_by()
+    }
     covered = ~Q(trial_id__in=unpriced)
-    judge = CostEntry.objects.filter(trial__run=run, kind=CostKind.SCORING).aggregate(
-        billed=Sum(
-            "usd",
-            filter=covered
-            & Q(trial__billing_coverage=BillingCoverage.BILLED, trial__cost_usd__isnull=False),
-        ),
-        estimated=Sum("usd", filter=covered & Q(trial__billing_coverage=BillingCoverage.ESTIMATED)),
-    )
-    totals.billed_usd += judge["billed"] or 0
-    totals.estimated_usd += judge["estimated"] or 0
-    return totals
+    judge = {
+        row["trial__run_id"]: row
+        for row in CostEntry.objects.filter(trial__run_id__in=ids, kind=CostKind.SCORING)
+        .values("trial__run_id")
+        .annotate(
+            billed=Sum(
+                "usd",
+                filter=covered
+                & Q(trial__billing_coverage=BillingCoverage.BILLED, trial__cost_usd__isnull=False),
+            ),
+            estimated=Sum(
+                "usd", filter=covered & Q(trial__billing_coverage=BillingCoverage.ESTIMATED)
+            ),
+        )
+        .order_by()
+    }
+    result = {}
+    for run in runs:
+        row = rows.get(run.pk, {})
+        totals = VariantTotals(
+            variant=run_variant(run),
+            **{name.removeprefix("total_"): value for name, value in row.items()},
+        )
+        totals.missing_cost_runs = totals.runs - totals.billed_runs - totals.estimated_runs
+        spend = judge.get(run.pk, {})
+        totals.billed_usd += spend.get("billed") or 0
+        totals.estimated_usd += spend.get("estimated") or 0
+        result[run.pk] = totals
+    return result
 
 
 def quality_totals(run) -> tuple[int, Decimal]:
     """(graded trials, sum of their quality scores) of the run's quality grader: one query."""
+    return quality_totals_of([run]).get(run.pk, (0, Decimal(0)))
+
+
+def quality_totals_of(runs) -> dict[int, tuple[int, Decimal]]:
+    """``{run pk: (graded trials, sum of their quality scores)}`` of the runs' quality graders,
+    grouped by run: one query; a run with no graded trial is left out."""
     from evaluations.models import CheckResult
 
-    quality = CheckResult.objects.filter(
-        trial__run=run,
-        check_config__quality_grader=True,
-        score__isnull=False,
-        status__in=GRADER_RAN,
-    ).aggregate(
-        graded=Count("pk"),
-        units=Sum(Floor(F("score") * SCORE_UNITS + 0.5), output_field=FloatField()),
+    rows = (
+        CheckResult.objects.filter(
+            trial__run_id__in=[run.pk for run in runs],
+            check_config__quality_grader=True,
+            score__isnull=False,
+            status__in=GRADER_RAN,
+        )
+        .values("trial__run_id")
+        .annotate(
+            graded=Count("pk"),
+            units=Sum(Floor(F("score") * SCORE_UNITS + 0.5), output_field=FloatField()),
+        )
+        .order_by()
     )
-    return quality["graded"], Decimal(int(quality["units"] or 0)) / SCORE_UNITS
+    return {
+        row["trial__run_id"]: (row["graded"], Decimal(int(row["units"] or 0)) / SCORE_UNITS)
+        for row in rows
+    }
 
 
 def run_totals(run) -> VariantTotals:
-    """The run's ``VariantTotals`` (see the module docstring). A run that finished carries its
-    trials' totals in ``Run.figures`` (``evaluations.figures``, computed once by the same
-    functions): then only the judge spend bound to no trial, which may still be recorded
-    against the run, is read (one query); else four aggregate queries."""
-    from evaluations.costs import unattributed_judge_spend
+    """The run's ``VariantTotals`` (see the module docstring; ``runs_totals`` of it)."""
+    return runs_totals([run])[run.pk]
+
+
+def runs_totals(runs) -> dict[int, VariantTotals]:
+    """``{run pk: VariantTotals}`` of ``runs`` in a constant number of queries whatever the
+    number of runs and trials. A run that finished carries its trials' totals in
+    ``Run.figures`` (``evaluations.figures``, computed once by the same functions); the others
+    are aggregated live, grouped by run (three queries, only when there is such a run). The
+    judge spend bound to no trial, which may still be recorded against a finished run, is read
+    for every run (one grouped query)."""
+    from evaluations.costs import unattributed_judge_spend_of
     from evaluations.figures import stored_totals
 
-    totals = stored_totals(run)
-    if totals is None:
-        totals = trial_totals(run)
-        totals.graded, totals.quality_sum = quality_totals(run)
-    priced_usd, totals.unpriced_judge_calls = unattributed_judge_spend(run)
-    totals.billed_usd += priced_usd
+    runs = list(runs)
+    totals = {run.pk: stored_totals(run) for run in runs}
+    live = [run for run in runs if totals[run.pk] is None]
+    if live:
+        totals.update(trial_totals_of(live))
+        quality = quality_totals_of(live)
+        for run in live:
+            totals[run.pk].graded, totals[run.pk].quality_sum = quality.get(run.pk, (0, Decimal(0)))
+    spend = unattributed_judge_spend_of(runs)
+    for run in runs:
+        priced_usd, totals[run.pk].unpriced_judge_calls = spend.get(run.pk, (Decimal(0), 0))
+        totals[run.pk].billed_usd += priced_usd
     return totals
 
 

@@ -1,4 +1,14 @@
-"""The table of DESIGN section 6, one markdown row per variant, in the article's cell formats."""
+"""The table of DESIGN section 6, one markdown row per variant, in the article's cell formats.
+
+The quality cell is the mean score with two counts: the trials the quality grader ran on
+(``graded``, the mean's denominator) and the declared completions. Seed 003's worked example
+grades only declared completions, so its "0.818 (4/4)" reads as graded out of the completions;
+Sherlock's grader also scores the trials that did not declare completion, so a run may read
+"0.321 (5/4)", which looks like five out of four. The markdown table and the API's ``table``
+keep the article's "(graded/declared)" (DESIGN section 6 requires exactly that table); the
+pages ask ``format_cells(result, explained=True)``, which names both counts:
+"0.321 (5 trials graded, 4 declared complete)".
+"""
 
 from __future__ import annotations
 
@@ -29,9 +39,19 @@ def _counted(ratio: Ratio) -> str:
     return f"{ratio} (n/a)" if not ratio.den else str(ratio)
 
 
-def format_cells(result: ContractResult) -> dict[str, str]:
-    """The cells of one table row, keyed by ``TABLE_COLUMNS`` (e.g. "0.818 (4/4)", "$0.52")."""
+def quality_cell(result: ContractResult, *, explained: bool = False) -> str:
+    """The quality cell: "0.818 (4/4)" (graded/declared complete, the article's format), or,
+    ``explained``, "0.818 (4 trials graded, 4 declared complete)"."""
     quality = "unavailable" if result.quality_mean is None else str(result.quality_mean)
+    if not explained:
+        return f"{quality} ({result.graded}/{result.declared_complete})"
+    graded = f"{result.graded} trial{'' if result.graded == 1 else 's'} graded"
+    return f"{quality} ({graded}, {result.declared_complete} declared complete)"
+
+
+def format_cells(result: ContractResult, *, explained: bool = False) -> dict[str, str]:
+    """The cells of one table row, keyed by ``TABLE_COLUMNS`` (e.g. "0.818 (4/4)", "$0.52");
+    ``explained``: the quality cell names its counts (`quality_cell`), for the pages."""
     false_success = str(result.false_success)
     if result.false_success.wilson95:
         low, high = result.false_success.wilson95
@@ -39,7 +59,7 @@ def format_cells(result: ContractResult) -> dict[str, str]:
     first = result.first_failing_gate
     return {
         "variant": result.variant,
-        "quality": f"{quality} ({result.graded}/{result.declared_complete})",
+        "quality": quality_cell(result, explained=explained),
         "useful progress": _counted(result.useful_progress),
         "verified tool effects": _counted(result.tool_effect_integrity),
         "cost/run": _money(result.cost_per_run_usd),

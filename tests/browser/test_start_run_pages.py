@@ -1,13 +1,17 @@
 """Starting a run in a real browser (issue 12): a Builder uses the admin's "Start a run…" on an
 agent version, sees the estimate with "price missing (N calls)", confirms and lands on the
 changelist with a link to the run; then the run list's form, estimate then confirm, which goes
-to the run's page. The server and browser fixtures are in tests/browser/conftest.py."""
+to the run's page. The start page opens with its form open; its estimate shows the known cost
+with what has no price and warns that an unpriced judge fails the contract's coverage gate;
+the run list gives each finished run its verdict. The server and browser fixtures are in
+tests/browser/conftest.py."""
 
 import pytest
 
 from evaluations.models import Run
 from tests.support import factories
 from tests.support.browser import log_in
+from tests.support.contract_runs import add_trial, empty_run, import_seed_variant
 
 pytestmark = [pytest.mark.slow]
 
@@ -66,3 +70,54 @@ def test_a_builder_starts_runs_from_the_admin_and_from_the_run_list(server, brow
     newest = Run.objects.order_by("-pk").first()
     assert page.url.endswith(f"/runs/{newest.pk}/") and newest.repetitions == 1
     shot(page, "run-list-start-done")
+
+
+@pytest.fixture
+def unpriced_judge(monkeypatch):
+    """The server counts judge calls in its estimates (a judge is configured; none is called)
+    of a model without a price. Requested before `server`, so runserver starts with it."""
+    monkeypatch.setenv("SHERLOCK_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SHERLOCK_JUDGE_MODEL", "unpriced-judge")
+
+
+def test_the_start_page_warns_of_an_unpriced_judge_and_the_list_gives_verdicts(
+    unpriced_judge, server, browser, shot
+):
+    factories.user("builder", role="Builder")
+    agent = factories.agent("refunds")
+    version = factories.agent_version(agent)
+    add_trial(empty_run(agent_version=version), cost_usd="0.10")  # its cost history
+    dataset_version = factories.dataset_version(
+        factories.dataset("polite"),
+        cases=[("c1", "hi", {}), ("c2", "yo", {})],
+        checks=[{"label": "Polite", "kind": "custom", "params": {"criterion": "polite"}}],
+    )
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    log_in(page, server, "builder", "/runs/start/")
+
+    # The start page is the form: open, its choices visible without a click.
+    page.wait_for_selector("#start-run select[name=agent_version]", state="visible")
+    shot(page, "start-page-open")
+    page.select_option("#start-run select[name=agent_version]", str(version.pk))
+    page.select_option("#start-run select[name=dataset_version]", str(dataset_version.pk))
+    page.click("#start-run button[name=estimate]")
+    page.wait_for_selector("#start-estimate")
+    assert "$0.2000 + price missing (2 calls)" in page.inner_text("#start-estimate")
+    warning = page.inner_text("#start-coverage-warning")
+    assert "Judge calls without a price (unpriced-judge)" in warning
+    assert "coverage gate will fail" in warning and "Model prices" in warning
+    assert page.is_visible("#start-run button[name=confirm]")  # a warning, not a refusal
+    shot(page, "start-estimate-unpriced-judge")
+
+    # The run list: each finished run's verdict, as its page gives it.
+    passed = import_seed_variant("stable v1", factories.agent_version(agent))
+    failed = import_seed_variant("fast v2", factories.agent_version(agent))
+    page.goto(f"{server}/runs/")
+    row = "#runs tr:has(a[href='/runs/{}/'])"
+    assert page.inner_text(row.format(passed.pk) + " [data-verdict]").strip() == "PASSED"
+    verdict = page.inner_text(row.format(failed.pk) + " [data-verdict]")
+    assert verdict.split() == ["FAILED", "contract:", "false", "success"]
+    assert not page.is_visible("#start-run select[name=agent_version]")  # folded on the list
+    shot(page, "run-list-verdicts")
+    page.click(f"a[href='/runs/{failed.pk}/']")
+    assert "the contract fails at false success" in page.inner_text("#verdict")

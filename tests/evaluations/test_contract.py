@@ -26,6 +26,7 @@ from evaluations.contract import (
     format_cells,
     load_document,
     parse_thresholds,
+    render_table,
     round_half_up,
     wilson_interval,
 )
@@ -447,6 +448,30 @@ def test_quality_is_averaged_only_over_trials_where_the_grader_ran():
 
     assert result.quality_mean == Decimal("0.900")
     assert format_cells(result)["quality"] == "0.900 (1/2)"
+
+
+def test_the_pages_quality_cell_names_its_two_counts_where_graded_exceeds_declared():
+    """The grader also scores a trial that did not declare completion: 2 graded, 1 declared.
+    The article's "(2/1)" read as two out of one; the pages say what each number counts,
+    and the markdown table keeps the article's format (DESIGN section 6)."""
+    result = contract(
+        make_trial(quality={"grader_ran": True, "score": 0.5}),
+        make_trial(declared_complete=False, quality={"grader_ran": True, "score": 0.7}),
+    )
+
+    assert format_cells(result)["quality"] == "0.600 (2/1)"
+    assert format_cells(result, explained=True)["quality"] == (
+        "0.600 (2 trials graded, 1 declared complete)"
+    )
+    assert "| 0.600 (2/1) |" in render_table([result])
+    ungraded = contract(make_trial(quality={"grader_ran": False, "score": None}))
+    assert format_cells(ungraded, explained=True)["quality"] == (
+        "unavailable (0 trials graded, 1 declared complete)"
+    )
+    one = contract(make_trial())
+    assert format_cells(one, explained=True)["quality"] == (
+        "0.800 (1 trial graded, 1 declared complete)"
+    )
 
 
 # --- Intervals and rounding ---------------------------------------------------------------------

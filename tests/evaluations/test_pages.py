@@ -129,3 +129,37 @@ def test_a_cost_row_without_any_price_reads_price_missing(client, builder, passw
     CostEntry.objects.create(kind="agent", day=date.today(), agent=agent, usd=None, model="m")
     page = login(client, builder, password).get("/costs/").content.decode()
     assert "price missing (1 call)" in page and "$0.0000" not in page
+
+
+def test_a_finished_run_reads_spend_and_a_running_one_spend_so_far(
+    client, builder, password, finished_run
+):
+    client = login(client, builder, password)
+    page = client.get(f"/runs/{finished_run.pk}/").content.decode()
+    assert '<span class="muted">spend</span>' in page and "spend so far" not in page
+    Run.objects.filter(pk=finished_run.pk).update(status="running", trials_done=1)
+    polled = client.get(f"/runs/{finished_run.pk}/?part=progress", HTTP_HX_REQUEST="true")
+    assert '<span class="muted">spend so far</span>' in polled.content.decode()
+
+
+def test_the_cost_chart_labels_todays_bar_inside_the_chart():
+    from django.utils import timezone
+
+    from evaluations.views import cost_chart
+
+    chart = cost_chart([], 30)
+    today = timezone.localdate().strftime("%m-%d")
+    last = chart["ticks"][-1]
+    assert last["label"] == today
+    # It ends at the right edge of today's bar (the last slot), within the chart's width.
+    assert last["anchor"] == "end" and chart["width"] - 24 < last["x"] <= chart["width"]
+    assert chart["ticks"][0]["anchor"] == "middle" and chart["ticks"][0]["x"] > 0
+    assert 6 <= len(chart["ticks"]) <= 8
+
+
+def test_the_costs_page_shows_todays_date_under_the_chart(client, builder, password):
+    from django.utils import timezone
+
+    today = timezone.localdate().strftime("%m-%d")
+    page = login(client, builder, password).get("/costs/").content.decode()
+    assert f'text-anchor="end" font-size="10" fill="#667085">{today}</text>' in page

@@ -345,3 +345,25 @@ def test_a_run_of_5000_cases_costs_the_queries_of_a_run_of_20(signed_in):
             signed_in, f"/runs/{big.pk}/{query}"
         ), query
     assert "page 50 of 50" in text(signed_in.get(f"/runs/{big.pk}/?page=50"))
+
+
+def test_the_quality_cell_says_what_its_counts_count_on_the_run_and_compare_pages(signed_in):
+    """The quality grader scored both trials; one declared completion. The cell read
+    "0.600 (2/1)", two out of one; it names both counts (DESIGN section 6, quality)."""
+    from tests.support.contract_runs import GRADER, add_trial, empty_run
+
+    runs = []
+    for number in (1, 2):
+        run = empty_run(
+            checks=[GRADER], agent_version=factories.agent_version(factories.agent(f"a{number}"))
+        )
+        add_trial(run, quality=0.5)
+        add_trial(run, quality=0.7, declared_complete=False)
+        runs.append(run)
+    cell = "0.600 (2 trials graded, 1 declared complete)"
+    page = text(signed_in.get(f"/runs/{runs[0].pk}/"))
+    contract = page.split('id="contract"', 1)[1].split("</table>", 1)[0]
+    assert f"<td>{cell}</td>" in contract and "(2/1)" not in contract
+    compare = text(signed_in.get(f"/runs/compare/?a={runs[0].pk}&b={runs[1].pk}"))
+    assert f"<td>quality</td><td>{cell}</td><td>{cell}</td>" in compare.replace("> <", "><")
+    assert "(2/1)" not in compare

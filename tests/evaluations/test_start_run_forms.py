@@ -3,14 +3,15 @@ and "Run an agent on it…" on dataset versions, and the run list's form. Each s
 (calls, "price missing (N calls)") before the person confirms, starts through StartRun, and is
 offered only to those who may start runs."""
 
+import html
 import re
 
 import pytest
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from guardian.shortcuts import assign_perm
 
-from evaluations.models import Run
-from governance.models import AuditEntry
+from evaluations.models import ModelPrice, Run
+from governance.models import AuditEntry, PublishingPolicy
 from tests.support import factories
 
 SHAPE = {"label": "Shape", "kind": "output_type", "params": {"type": "text"}, "threshold": 1.0}
@@ -204,3 +205,86 @@ def test_a_scoped_builder_chooses_only_among_its_own_agents(
     ).content.decode()
     assert "Select a valid choice" in page
     assert not Run.objects.exists()
+
+
+def test_the_start_page_opens_with_its_form_open_and_the_run_list_folds_it(
+    client, builder, password, version, dataset_version
+):
+    logged_in(client, builder, password)
+    disclosure = re.compile(r"<details\s*(open)?\s*>")
+    start = disclosure.search(client.get("/runs/start/").content.decode())
+    assert start and start.group(1) == "open"  # on its own page the form is the page
+    listing = disclosure.search(client.get("/runs/").content.decode())
+    assert listing and listing.group(1) is None  # on the run list it waits to be opened
+
+
+# --- the estimate of calls without a price ----------------------------------------------------
+
+POLITE = {"label": "Polite", "kind": "custom", "params": {"criterion": "polite"}}
+
+
+@pytest.fixture
+def judged(settings):
+    """A judge is configured (the estimate counts its calls); nothing is called."""
+    settings.SHERLOCK_JUDGE_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.SHERLOCK_JUDGE_MODEL = "unpriced-judge"
+
+
+def estimate_of(client, version, dataset_version):
+    choice = {"agent_version": version.pk, "dataset_version": dataset_version.pk}
+    response = client.post("/runs/start/", {**choice, "repetitions": 1, "estimate": "1"})
+    assert response.status_code == 200
+    return html.unescape(re.sub(r"\s+", " ", response.content.decode()))
+
+
+def test_an_unpriced_judge_shows_the_known_cost_too_and_warns_of_the_coverage_gate(
+    client, builder, password, version, judged
+):
+    from tests.support.contract_runs import add_trial, empty_run
+
+    add_trial(empty_run(agent_version=version), cost_usd="0.10")  # the agent's cost history
+    dataset_version = factories.dataset_version(
+        factories.dataset("polite"), cases=[("c1", "hi", {}), ("c2", "yo", {})], checks=[POLITE]
+    )
+    logged_in(client, builder, password)
+
+    page = estimate_of(client, version, dataset_version)
+    cost = page.split('id="start-estimate"', 1)[1].split("</table>", 1)[0]
+    # The known part, as the run's own page will show it, not only "price missing".
+    assert "$0.2000 + price missing (2 calls)" in cost
+    warning = page.split('id="start-coverage-warning"', 1)[1].split("</p>", 1)[0]
+    assert "Judge calls without a price (unpriced-judge)" in warning
+    assert "the contract's coverage gate will fail" in warning
+    assert "An Admin sets a price under Admin > Evaluations > Model prices." in warning
+    assert 'href="/admin/evaluations/modelprice/"' in warning
+    assert 'name="confirm"' in page  # a warning, not a refusal
+
+    ModelPrice.objects.create(
+        model="unpriced-judge", usd_per_million_input=1, usd_per_million_output=1
+    )
+    priced = estimate_of(client, version, dataset_version)
+    assert 'id="start-coverage-warning"' not in priced and "price missing" not in priced
+
+
+def test_no_coverage_warning_when_the_policy_in_force_waives_the_coverage_gate(
+    client, builder, password, version, dataset_version
+):
+    logged_in(client, builder, password)
+    # The agent has neither a price nor a cost history: it must report its billed cost.
+    page = estimate_of(client, version, dataset_version)
+    warning = page.split('id="start-coverage-warning"', 1)[1]
+    assert "Agent calls without a price or a cost history" in warning
+    assert "fail unless the agent reports its billed cost" in warning
+
+    PublishingPolicy.objects.create(name="No coverage", version=1, coverage_required=False)
+    assert 'id="start-coverage-warning"' not in estimate_of(client, version, dataset_version)
+
+
+def test_the_admin_estimate_warns_of_the_coverage_gate_too(
+    client, builder, password, version, dataset_version
+):
+    logged_in(client, builder, password)
+    base = {"action": "start_run", ACTION_CHECKBOX_NAME: [version.pk]}
+    choice = {**base, "dataset_version": dataset_version.pk, "repetitions": 1}
+    page = html.unescape(client.post(AGENT_VERSIONS, {**choice, "estimate": "1"}).content.decode())
+    assert "the contract's coverage gate will fail unless the agent reports" in page
