@@ -15,6 +15,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
+from evaluations.actions._schedule_fields import may_schedule_any
 from evaluations.start_run_form import StartRunForm, may_start_runs
 from sherlock.core.errors import ActionError
 from sherlock.core.htmx import render_page
@@ -25,7 +26,10 @@ PARTIAL = "evaluations/partials/start_run.html"
 @login_required
 def start_run(request):
     if not may_start_runs(request.user):
-        context = {"start_refused": "You may not start runs (Builder role on an agent needed)."}
+        refused = "You may not start runs (Builder role on an agent needed)."
+        if may_schedule_any(request.user):  # an Editor of a dataset: its runs are scheduled
+            refused += " As an Editor you may schedule runs of your datasets under Schedules."
+        context = {"start_refused": refused}
         return render_page(request, "evaluations/start_run.html", context, partial=PARTIAL)
     form = StartRunForm(request.user, request.POST if request.method == "POST" else None)
     # On a page of its own the form is the page: open. The run list folds it away.

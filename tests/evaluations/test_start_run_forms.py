@@ -159,6 +159,8 @@ def test_the_run_list_offers_the_form_to_a_builder_only(
         assert "Start a run" not in page and "Runs" in page
         page = client.post("/runs/start/", {"estimate": "1"}).content.decode()
         assert "You may not start runs" in page
+        # An Editor may schedule runs of their datasets (docs/schedules.md): the page says where.
+        assert ("under Schedules" in page) == (user == editor)
 
 
 def test_the_run_list_form_estimates_then_starts_the_run(
