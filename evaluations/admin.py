@@ -461,6 +461,10 @@ class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
         permission="delete",
     )
 
+    def add_view(self, request, form_url="", extra_context=None):
+        # The page adds a case (to a draft version), whatever the model behind it is called.
+        return super().add_view(request, form_url, {"title": "Add case", **(extra_context or {})})
+
     def get_fieldsets(self, request, obj=None):
         if obj is not None and not self.has_change_permission(request, obj):
             return [(None, {"fields": ["key", "dataset_version", *CASE_FIELDS]})]

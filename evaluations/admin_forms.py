@@ -18,10 +18,11 @@ from django.urls import reverse_lazy
 from django.utils.safestring import mark_safe
 from django.utils.text import format_lazy
 
-from evaluations.actions._case_fields import CASE_FIELDS
+from evaluations.actions._case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions._check_fields import CHECK_FIELDS
 from evaluations.checks import REGISTRY, describe_params, kinds_by_group
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
+from sherlock.core.errors import InvalidFields
 
 CHECKS_DOC_URL = reverse_lazy("admin:evaluations_check_docs", args=["checks"])
 
@@ -93,17 +94,15 @@ class LinesField(forms.CharField):
 
 
 def add_refusal(form, exc, aliases=None):
-    """Show an action's refusal on `form`: on the field it names (`expected_tools[0]` is the
-    `expected_tools` field) when that field is on the form, else above the form."""
-    message = str(exc)
-    name = re.match(r"[A-Za-z_]*", exc.field or "").group()
-    name = (aliases or {}).get(exc.field, (aliases or {}).get(name, name))
-    if callable(name):
-        name = name(exc)
-    if name in form.fields and name not in form.errors:
-        form.add_error(name, message)
-    else:
-        form.add_error(None, message)
+    """Show an action's refusal on `form`: each of its errors (`InvalidFields` has several) on
+    the field it names (`expected_tools[0]` is the `expected_tools` field) when that field is on
+    the form, else above the form."""
+    for error in exc.errors if isinstance(exc, InvalidFields) else [exc]:
+        name = re.match(r"[A-Za-z_]*", error.field or "").group()
+        name = (aliases or {}).get(error.field, (aliases or {}).get(name, name))
+        if callable(name):
+            name = name(error)
+        form.add_error(name if name in form.fields else None, str(error))
 
 
 class DraftVersionField(forms.ModelChoiceField):
@@ -263,7 +262,26 @@ class CaseVersionForm(forms.ModelForm):
                 cleaned["input"] = json.loads(cleaned["input"])
             except ValueError as exc:
                 self.add_error("input", f"input: not valid JSON ({exc}); or choose plain text")
+        self._check_case(cleaned)
         return cleaned
+
+    def _check_case(self, cleaned):
+        """Every error of the case at once, each on its field, with the form's own (a key that
+        is not a slug, JSON that does not parse): the rules of the case actions
+        (`key_errors`, `content_errors`), applied to what the form could read, before the
+        action applies them again when it saves. On a saved case only the fields that change
+        are checked, as `UpdateCase` checks them."""
+        instance = self.instance
+        version = instance.dataset_version if instance.pk else cleaned.get("dataset_version")
+        fields = self._content(cleaned)
+        if instance.pk:
+            fields = {k: v for k, v in fields.items() if getattr(instance, k) != v}
+        errors = []
+        if not instance.pk and "key" in cleaned:
+            errors += key_errors(cleaned["key"], version)
+        errors += content_errors(fields, list(version.checks.all()) if version else None)
+        if errors:
+            add_refusal(self, InvalidFields(errors), self.refusal_aliases())
 
     def _post_clean(self):
         # The case actions validate and write (uniqueness of the key, the content's shape);
@@ -272,25 +290,35 @@ class CaseVersionForm(forms.ModelForm):
 
     def action_fields(self):
         """The content keywords of CreateCase / UpdateCase (CASE_FIELDS)."""
-        data = self.cleaned_data
-        stored = (self.instance.expected if self.instance.pk else None) or {}
-        own = ("output", *self.EXPECTED_PARTS.values())
-        expected = {k: v for k, v in stored.items() if k not in own}  # keys the form lacks
-        if data["expected_output"]:
-            expected["output"] = data["expected_output"]
-        for name, part in self.EXPECTED_PARTS.items():
-            if data[name]:
-                expected[part] = data[name]
-        fields = {
-            "input": data["input"],
-            "expected": expected,
-            "contexts": data["contexts"],
-            "expected_tools": data["expected_tools"],
-            "outcome_check": data["outcome_check"],
-            "tags": data["tags"],
-            "overrides": data["overrides"],
-        }
+        fields = self._content(self.cleaned_data)
         assert set(fields) == set(CASE_FIELDS)
+        return fields
+
+    def _content(self, data):
+        """The case's content from the form's cleaned `data`: every field whose form fields
+        all cleaned (a field the form refused is left out)."""
+        fields = {
+            name: data[name]
+            for name in (
+                "input",
+                "contexts",
+                "expected_tools",
+                "outcome_check",
+                "tags",
+                "overrides",
+            )
+            if name in data
+        }
+        if all(name in data for name in ("expected_output", *self.EXPECTED_PARTS)):
+            stored = (self.instance.expected if self.instance.pk else None) or {}
+            own = ("output", *self.EXPECTED_PARTS.values())
+            expected = {k: v for k, v in stored.items() if k not in own}  # keys the form lacks
+            if data["expected_output"]:
+                expected["output"] = data["expected_output"]
+            for name, part in self.EXPECTED_PARTS.items():
+                if data[name]:
+                    expected[part] = data[name]
+            fields["expected"] = expected
         return fields
 
     def refusal_aliases(self):

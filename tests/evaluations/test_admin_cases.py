@@ -97,6 +97,70 @@ def test_an_override_of_no_check_is_refused_on_the_overrides_field(logged_in, ed
     assert form_of(response).errors["overrides"] == ["overrides.Nope: no check with this label"]
 
 
+def test_every_error_of_the_form_is_shown_at_once_each_on_its_field(logged_in, editor, draft):
+    """A key that is not a slug, a tool without a name and an override of no check: one save
+    shows all three (not one a save), and nothing is written."""
+    response = logged_in(editor).post(
+        ADD,
+        new_case(
+            draft,
+            key="late refund",
+            expected_tools='[{"nme": "orders.lookup"}]',
+            overrides='{"Nope": {"threshold": 0.5}}',
+        ),
+    )
+    assert response.status_code == 200
+    errors = form_of(response).errors
+    assert set(errors) == {"key", "expected_tools", "overrides"}
+    assert errors["expected_tools"] == [
+        "expected_tools[0]: needs a tool name (a string, or an object with a name)"
+    ]
+    assert errors["overrides"] == ["overrides.Nope: no check with this label"]
+    assert "slug" in errors["key"][0]
+    assert "Please correct the errors below." in response.content.decode()
+    assert not Case.objects.filter(key="late refund").exists()
+    assert not AuditEntry.objects.filter(action="evaluations.case.create").exists()
+
+
+def test_a_taken_key_and_a_bad_override_are_shown_together(logged_in, editor, draft):
+    response = logged_in(editor).post(
+        ADD, new_case(draft, key="c1", overrides='{"Tools": {"mode": "bogus"}}')
+    )
+    errors = form_of(response).errors
+    assert errors["key"] == ["key: case 'c1' is already in this version"]
+    assert errors["overrides"] == ["overrides.Tools.mode: must be one of blocking, informative"]
+
+
+def test_a_change_shows_every_error_of_the_fields_that_change(logged_in, editor, draft):
+    cv = draft.case_versions.get()
+    response = logged_in(editor).post(
+        f"/admin/evaluations/caseversion/{cv.pk}/change/",
+        {
+            "input_format": "text",
+            "input": "old question",
+            "expected_tools": '["kb.search", {"arguments": {}}, {"nme": "x"}]',
+            "overrides": '{"Nope": {}, "Tools": {"threshold": 2}}',
+        },
+    )
+    errors = form_of(response).errors
+    assert errors["expected_tools"] == [
+        "expected_tools[1]: needs a tool name (a string, or an object with a name)",
+        "expected_tools[2]: needs a tool name (a string, or an object with a name)",
+    ]
+    assert errors["overrides"] == [
+        "overrides.Nope: no check with this label",
+        "overrides.Tools.threshold: must be in [0, 1]",
+    ]
+    cv.refresh_from_db()
+    assert cv.expected_tools == [] and cv.overrides == {}
+
+
+def test_the_add_case_page_is_titled_add_case(logged_in, editor, draft):
+    html = logged_in(editor).get(f"{ADD}?dataset_version={draft.pk}").content.decode()
+    assert "<h1>Add case</h1>" in html and "<title>Add case |" in html
+    assert "Add case version" not in html
+
+
 def test_a_key_already_in_the_version_is_refused_on_the_key(logged_in, editor, draft):
     response = logged_in(editor).post(ADD, new_case(draft, key="c1"))
     assert form_of(response).errors["key"] == ["key: case 'c1' is already in this version"]
