@@ -12,10 +12,9 @@ happened: read-only here. A run's page lists its case results; a trial's page it
 import json
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count, Q
-from django.http import Http404, HttpResponse, HttpResponseNotAllowed
+from django.http import HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -41,6 +40,7 @@ from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.admin_cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
+from evaluations.admin_docs import docs_view
 from evaluations.admin_forms import CHECKS_DOC_URL, CaseVersionForm, CheckForm, add_refusal
 from evaluations.admin_start_run import StartRunPermission, start_run_action
 from evaluations.api.checks import may_preview, preview_check
@@ -638,12 +638,9 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
         return TemplateResponse(request, "admin/evaluations/check/preview_result.html", context)
 
     def docs_view(self, request, name):
-        """docs/checks.md (and docs/contract.md) from this installation, as plain text: the
-        formats the case and check forms link to, true for the version that is running."""
-        if name not in SERVED_DOCS:
-            raise Http404("No such document.")
-        text = (settings.BASE_DIR / "docs" / f"{name}.md").read_text(encoding="utf-8")
-        return HttpResponse(text, content_type="text/plain; charset=utf-8")
+        """docs/<name>.md of this installation as a page (`evaluations.admin_docs`): the
+        formats the case and check forms link to, each link at its section."""
+        return docs_view(self, request, name)
 
     def create_action(self, request, data, fields):
         return CreateCheck(
@@ -655,9 +652,6 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
 
     def delete_action(self, request, obj):
         return DeleteCheck(acting_user=request.user, check=obj)
-
-
-SERVED_DOCS = ("checks", "contract")
 
 
 class CaseResultInline(ReadOnlyMixin, admin.TabularInline):

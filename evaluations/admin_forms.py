@@ -4,9 +4,10 @@ check actions take.
 Plain text where the data is text (a string input, the expected output), one item per line for
 lists of strings (contexts, tags), JSON only where the data is JSON (expected tools, table,
 chart, trajectory, outcome check, overrides, a structured input), each with its format in the
-help text and a link to docs/checks.md (served by the admin, `CHECKS_DOC_URL`). The forms do not
-write: `action_fields()` gives the action its keywords, and a refusal of the action comes back
-through `add_refusal`, on the field it names.
+help text and a link to the section of docs/checks.md that defines it (the admin serves the docs
+as pages, `evaluations.admin_docs`). The forms do not write: `action_fields()` gives the action
+its keywords, and a refusal of the action comes back through `add_refusal`, on the field it
+names.
 """
 
 import json
@@ -16,28 +17,15 @@ from django import forms
 from django.template.loader import render_to_string
 from django.urls import reverse_lazy
 from django.utils.safestring import mark_safe
-from django.utils.text import format_lazy
 
 from evaluations.actions._case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.admin_docs import doc_link
 from evaluations.checks import REGISTRY, describe_params, kinds_by_group
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
 from sherlock.core.errors import InvalidFields
 
 CHECKS_DOC_URL = reverse_lazy("admin:evaluations_check_docs", args=["checks"])
-
-
-def _doc(text, section, doc="checks"):
-    """Help text ending with a link to the docs/<doc>.md section that defines the format (the
-    admin serves the file as plain text, so the link names the section to look for). The
-    admin shows help text as HTML: `text` must be free of markup."""
-    return format_lazy(
-        '{} <a href="{}" target="_blank">Format: docs/{}.md, "{}"</a>',
-        text,
-        reverse_lazy("admin:evaluations_check_docs", args=[doc]),
-        doc,
-        section,
-    )
 
 
 def editable_versions(user):
@@ -137,38 +125,45 @@ class CaseVersionForm(forms.ModelForm):
         required=False,
         strip=False,
         widget=forms.Textarea(attrs={"rows": 4, "class": "vLargeTextField"}),
-        help_text=_doc("What the agent is given: a question, a task, or a JSON document.", "input"),
+        help_text=doc_link(
+            "What the agent is given: a question, a task, or a JSON document.",
+            "The case",
+            key="input",
+        ),
     )
     expected_output = forms.CharField(
         required=False,
         strip=False,
         label="Expected output",
         widget=forms.Textarea(attrs={"rows": 3, "class": "vLargeTextField"}),
-        help_text=_doc(
+        help_text=doc_link(
             "The reference answer, plain text (read by completeness, context precision and "
             "recall, answer relevance overlap).",
-            "expected.output",
+            "The case",
+            key="expected.output",
         ),
     )
     contexts = LinesField(
         label="Reference contexts",
-        help_text=_doc(
+        help_text=doc_link(
             "One context per line: the passages a good retrieval finds (context_*_overlap, "
             "faithfulness with contexts: reference).",
-            "contexts",
+            "The case",
+            key="contexts",
         ),
     )
     expected_tools = JSONText(
         empty=[],
-        help_text=_doc(
+        help_text=doc_link(
             'JSON list of tool calls, e.g. [{"name": "kb.search"}, {"name": "refund", '
             '"arguments": {"order": 1182}}] (read by tools_used when its params name no tools).',
-            "expected_tools",
+            "The case",
+            key="expected_tools",
         ),
     )
     expected_table = JSONText(
         empty={},
-        help_text=_doc(
+        help_text=doc_link(
             'JSON table, e.g. {"columns": ["region", "revenue"], "rows": [["north", 1204.5]]} '
             "(table_* checks).",
             "Tables",
@@ -176,25 +171,26 @@ class CaseVersionForm(forms.ModelForm):
     )
     expected_chart = JSONText(
         empty={},
-        help_text=_doc(
+        help_text=doc_link(
             'JSON Vega-Lite spec, e.g. {"mark": "bar"} (chart_type).',
             "Charts",
         ),
     )
     expected_trajectory = JSONText(
         empty=[],
-        help_text=_doc(
+        help_text=doc_link(
             'JSON list of tool calls in order, e.g. [{"name": "search", "arguments": {"q": "x"}}]'
             " (trajectory).",
-            "expected.trajectory",
+            "The case",
+            key="expected.trajectory",
         ),
     )
     outcome_check = JSONText(
         empty={},
-        help_text=_doc(
+        help_text=doc_link(
             "JSON outcome verifier run after the trial, e.g. "
             '{"kind": "python", "callable": "pkg.mod.fn"}; empty for none.',
-            "outcome verifiers",
+            "Outcome verifiers (CaseVersion.outcome_check)",
             doc="contract",
         ),
     )
@@ -205,11 +201,12 @@ class CaseVersionForm(forms.ModelForm):
     )
     overrides = JSONText(
         empty={},
-        help_text=_doc(
+        help_text=doc_link(
             "JSON object of per-check overrides by check label, e.g. "
             '{"Latency": {"threshold": 0.5}, "Tools": {"disabled": true}}; each may set '
             "threshold, params, mode, disabled.",
-            "How scoring works",
+            "Writing cases and checks in the admin",
+            key="Overrides",
         ),
     )
 
@@ -396,7 +393,7 @@ class CheckForm(forms.ModelForm):
         required=False,
         label="Transcript",
         widget=forms.Textarea(attrs={"rows": 5, "class": "vLargeTextField"}),
-        help_text=_doc(
+        help_text=doc_link(
             'What the agent did, as JSON, e.g. {"output": "Refunded.", "tool_calls": '
             '[{"name": "refund"}], "latency_ms": 900}; or plain text, taken as the output.',
             "The transcript",
@@ -426,7 +423,7 @@ class CheckForm(forms.ModelForm):
         )
         self.fields["params"] = JSONText(
             empty={},
-            help_text=_doc(
+            help_text=doc_link(
                 "JSON object of the kind's params (table under Kind); empty for the defaults. "
                 "For a custom check, criterion and anchors have their own fields.",
                 "The kinds",

@@ -3,6 +3,8 @@ text, one context per line, JSON only where the data is JSON; a refused save com
 message on the form with the typed input kept; frozen versions are read-only and say so; who
 sees which buttons."""
 
+import re
+
 import pytest
 from django.utils import timezone
 
@@ -345,5 +347,58 @@ def test_the_case_form_links_the_formats_doc_which_the_admin_serves(logged_in, e
     html = client.get(ADD).content.decode()
     assert "/admin/evaluations/check/docs/checks/" in html
     doc = client.get("/admin/evaluations/check/docs/checks/")
-    assert doc.status_code == 200 and "## The case" in doc.content.decode()
+    assert doc.status_code == 200 and doc["Content-Type"].startswith("text/html")
+    page = doc.content.decode()
+    assert '<h2 id="the-case">The case' in page and "## The case" not in page  # rendered
+    assert '<a href="#the-case">The case</a>' in page  # the list of sections
     assert client.get("/admin/evaluations/check/docs/secrets/").status_code == 404
+
+
+HELP_LINK = re.compile(r'href="(/admin/evaluations/check/docs/(\w+)/)#([\w-]+)"')
+
+
+@pytest.mark.parametrize(
+    "url",
+    [ADD, "/admin/evaluations/check/add/", "/admin/evaluations/dataset/{dataset}/import/"],
+)
+def test_every_help_link_opens_its_doc_at_a_section_that_is_there(logged_in, editor, draft, url):
+    client = logged_in(editor)
+    html = client.get(url.format(dataset=draft.dataset_id)).content.decode()
+    links = set(HELP_LINK.findall(html))
+    assert links
+    for doc_url, name, section in links:
+        page = client.get(doc_url).content.decode()
+        assert f'id="{section}"' in page, f"docs/{name}.md has no section #{section}"
+    if url == ADD:
+        assert {(name, section) for _, name, section in links} == {
+            ("checks", "the-case"),
+            ("checks", "tables"),
+            ("checks", "charts"),
+            ("checks", "writing-cases-and-checks-in-the-admin"),
+            ("contract", "outcome-verifiers-caseversionoutcome_check"),
+        }
+        assert 'Format of "input": docs/checks.md, "The case"</a>' in html
+
+
+def test_a_doc_is_html_with_no_raw_html_and_its_links_to_docs_work(
+    logged_in, editor, settings, tmp_path
+):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text(
+        "# Guide\n\n## First part\n\n<script>alert(1)</script>\n\n"
+        'Text <b onclick="x()">bold</b>, [other](other.md#a-b), [js](javascript:alert(1)), '
+        "[web](https://example.org/), `<code>`.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "docs" / "other.md").write_text("# Other\n\n## A b\n", encoding="utf-8")
+    settings.BASE_DIR = tmp_path
+    client = logged_in(editor)
+    page = client.get("/admin/evaluations/check/docs/guide/").content.decode()
+    assert '<h2 id="first-part">First part' in page
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b onclick" not in page and "&lt;b onclick=" in page
+    assert '<a href="/admin/evaluations/check/docs/other/#a-b">other</a>' in page
+    assert "javascript:" not in page and "<span>js</span>" in page
+    assert '<a href="https://example.org/">web</a>' in page
+    assert "<code>&lt;code&gt;</code>" in page and "<td>1</td>" in page
+    assert client.get("/admin/evaluations/check/docs/checks/").status_code == 404  # not there
