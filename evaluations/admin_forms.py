@@ -14,6 +14,7 @@ import json
 import re
 
 from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.template.loader import render_to_string
 from django.urls import reverse_lazy
 from django.utils.safestring import mark_safe
@@ -84,13 +85,15 @@ class LinesField(forms.CharField):
 def add_refusal(form, exc, aliases=None):
     """Show an action's refusal on `form`: each of its errors (`InvalidFields` has several) on
     the field it names (`expected_tools[0]` is the `expected_tools` field) when that field is on
-    the form, else above the form."""
+    the form, else above the form; once (the form's own check of the case may have found it)."""
     for error in exc.errors if isinstance(exc, InvalidFields) else [exc]:
         name = re.match(r"[A-Za-z_]*", error.field or "").group()
         name = (aliases or {}).get(error.field, (aliases or {}).get(name, name))
         if callable(name):
             name = name(error)
-        form.add_error(name if name in form.fields else None, str(error))
+        name = name if name in form.fields else None
+        if str(error) not in form.errors.get(name or NON_FIELD_ERRORS, []):
+            form.add_error(name, str(error))
 
 
 class DraftVersionField(forms.ModelChoiceField):

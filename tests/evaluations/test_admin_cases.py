@@ -157,6 +157,25 @@ def test_a_change_shows_every_error_of_the_fields_that_change(logged_in, editor,
     assert cv.expected_tools == [] and cv.overrides == {}
 
 
+def test_a_refusal_the_form_also_finds_is_shown_once(logged_in, editor, draft, monkeypatch):
+    """The form checks the case before saving; when the action still refuses (the draft changed
+    meanwhile), the page is shown again, the form checks again and finds the same error: it is
+    shown once, not twice."""
+    from evaluations import admin_forms
+
+    real, calls = admin_forms.content_errors, []
+
+    def first_time_blind(fields, checks):
+        calls.append(1)
+        return [] if len(calls) == 1 else real(fields, checks)
+
+    monkeypatch.setattr(admin_forms, "content_errors", first_time_blind)
+    response = logged_in(editor).post(ADD, new_case(draft, overrides='{"Nope": {}}'))
+    assert len(calls) == 2  # before the save, and on the page that shows the refusal
+    assert form_of(response).errors["overrides"] == ["overrides.Nope: no check with this label"]
+    assert not Case.objects.filter(key="refund-over-limit").exists()
+
+
 def test_the_add_case_page_is_titled_add_case(logged_in, editor, draft):
     html = logged_in(editor).get(f"{ADD}?dataset_version={draft.pk}").content.decode()
     assert "<h1>Add case</h1>" in html and "<title>Add case |" in html
