@@ -12,14 +12,13 @@ happened: read-only here. A run's page lists its case results; a trial's page it
 import json
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count, Q
-from django.http import Http404, HttpResponse, HttpResponseNotAllowed
+from django.http import HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from agents.models import Agent
@@ -41,6 +40,7 @@ from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.admin_cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
+from evaluations.admin_docs import docs_view
 from evaluations.admin_forms import CHECKS_DOC_URL, CaseVersionForm, CheckForm, add_refusal
 from evaluations.admin_start_run import StartRunPermission, start_run_action
 from evaluations.api.checks import may_preview, preview_check
@@ -70,6 +70,7 @@ from sherlock.core.admin import (
     AuditsHiddenObjects,
     ReadOnlyInline,
     ReadOnlyMixin,
+    message_as_written,
     verb_action,
 )
 from sherlock.core.errors import ActionDenied, ActionError
@@ -214,7 +215,10 @@ class DatasetScopedMixin(RefusalsMixin):
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         version = self.version_of(obj) if obj is not None else None
-        context["frozen_version"] = version if version is not None and version.is_frozen else None
+        frozen = version if version is not None and version.is_frozen else None
+        context["frozen_version"] = frozen
+        if frozen is not None:  # the banner links the draft to edit instead, when there is one
+            context["frozen_draft"] = frozen.dataset.versions.filter(frozen_at__isnull=True).first()
         context["checks_doc_url"] = CHECKS_DOC_URL
         return super().render_change_form(request, context, add, change, form_url, obj)
 
@@ -269,11 +273,48 @@ class DatasetAdmin(DatasetCasesIOMixin, RefusalsMixin, AuditedEdits, admin.Model
     actions = ["start_draft"]
     start_draft = verb_action(
         CreateDraftDatasetVersion,
-        "new draft version started",
+        lambda dataset, draft: draft_started(dataset, draft),
         description="Start a new draft version (copy of the last frozen one)",
         subject="dataset",
         permission="edit",
     )
+
+    class Media:
+        css = {"all": ["evaluations/object_tools.css"]}
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/start-draft/",
+                view(self.start_draft_view),
+                name="evaluations_dataset_start_draft",
+            ),
+            *super().get_urls(),
+        ]
+
+    def start_draft_view(self, request, object_id):
+        """The dataset page's "Start a new draft version" button: the list's action, on this
+        dataset. `CreateDraftDatasetVersion` decides (the Editor role, no draft yet) and audits;
+        a refusal is a message on the dataset's page, the new draft a link in the message."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        dataset = self._visible(request, object_id, verb="start_draft")
+        if dataset is None:
+            return self._missing(request)
+        try:
+            draft = CreateDraftDatasetVersion(acting_user=request.user, dataset=dataset).execute()
+        except ActionError as exc:
+            message_as_written(self, request, f"{dataset}: {exc}", messages.ERROR)
+        else:
+            message_as_written(self, request, draft_started(dataset, draft), messages.SUCCESS)
+        return redirect("admin:evaluations_dataset_change", dataset.pk)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            start = CreateDraftDatasetVersion(acting_user=request.user, dataset=obj)
+            context["may_start_draft"] = start.allowed()
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def get_fields(self, request, obj=None):
         return ["slug", "name", "description"] + (["owner", "created_at"] if obj else [])
@@ -310,6 +351,17 @@ class DatasetAdmin(DatasetCasesIOMixin, RefusalsMixin, AuditedEdits, admin.Model
         fields = {name: form.cleaned_data[name] for name in DATASET_FIELDS}
         saved = self.run_action(request, CreateDataset(acting_user=request.user, **fields))
         obj.pk, obj.owner, obj.created_at = saved.pk, saved.owner, saved.created_at
+
+
+def draft_started(dataset, draft):
+    """The message of a started draft, linking it: where its cases and checks are edited."""
+    url = reverse("admin:evaluations_datasetversion_change", args=[draft.pk])
+    return format_html(
+        '{}: new draft version <a href="{}">v{}</a> started; open it to add and change cases.',
+        dataset,
+        url,
+        draft.number,
+    )
 
 
 class CheckInline(ReadOnlyInline):
@@ -461,6 +513,10 @@ class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
         permission="delete",
     )
 
+    def add_view(self, request, form_url="", extra_context=None):
+        # The page adds a case (to a draft version), whatever the model behind it is called.
+        return super().add_view(request, form_url, {"title": "Add case", **(extra_context or {})})
+
     def get_fieldsets(self, request, obj=None):
         if obj is not None and not self.has_change_permission(request, obj):
             return [(None, {"fields": ["key", "dataset_version", *CASE_FIELDS]})]
@@ -582,12 +638,9 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
         return TemplateResponse(request, "admin/evaluations/check/preview_result.html", context)
 
     def docs_view(self, request, name):
-        """docs/checks.md (and docs/contract.md) from this installation, as plain text: the
-        formats the case and check forms link to, true for the version that is running."""
-        if name not in SERVED_DOCS:
-            raise Http404("No such document.")
-        text = (settings.BASE_DIR / "docs" / f"{name}.md").read_text(encoding="utf-8")
-        return HttpResponse(text, content_type="text/plain; charset=utf-8")
+        """docs/<name>.md of this installation as a page (`evaluations.admin_docs`): the
+        formats the case and check forms link to, each link at its section."""
+        return docs_view(self, request, name)
 
     def create_action(self, request, data, fields):
         return CreateCheck(
@@ -599,9 +652,6 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
 
     def delete_action(self, request, obj):
         return DeleteCheck(acting_user=request.user, check=obj)
-
-
-SERVED_DOCS = ("checks", "contract")
 
 
 class CaseResultInline(ReadOnlyMixin, admin.TabularInline):

@@ -4,39 +4,29 @@ check actions take.
 Plain text where the data is text (a string input, the expected output), one item per line for
 lists of strings (contexts, tags), JSON only where the data is JSON (expected tools, table,
 chart, trajectory, outcome check, overrides, a structured input), each with its format in the
-help text and a link to docs/checks.md (served by the admin, `CHECKS_DOC_URL`). The forms do not
-write: `action_fields()` gives the action its keywords, and a refusal of the action comes back
-through `add_refusal`, on the field it names.
+help text and a link to the section of docs/checks.md that defines it (the admin serves the docs
+as pages, `evaluations.admin_docs`). The forms do not write: `action_fields()` gives the action
+its keywords, and a refusal of the action comes back through `add_refusal`, on the field it
+names.
 """
 
 import json
 import re
 
 from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.template.loader import render_to_string
 from django.urls import reverse_lazy
 from django.utils.safestring import mark_safe
-from django.utils.text import format_lazy
 
-from evaluations.actions._case_fields import CASE_FIELDS
+from evaluations.actions._case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.admin_docs import doc_link
 from evaluations.checks import REGISTRY, describe_params, kinds_by_group
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
+from sherlock.core.errors import InvalidFields
 
 CHECKS_DOC_URL = reverse_lazy("admin:evaluations_check_docs", args=["checks"])
-
-
-def _doc(text, section, doc="checks"):
-    """Help text ending with a link to the docs/<doc>.md section that defines the format (the
-    admin serves the file as plain text, so the link names the section to look for). The
-    admin shows help text as HTML: `text` must be free of markup."""
-    return format_lazy(
-        '{} <a href="{}" target="_blank">Format: docs/{}.md, "{}"</a>',
-        text,
-        reverse_lazy("admin:evaluations_check_docs", args=[doc]),
-        doc,
-        section,
-    )
 
 
 def editable_versions(user):
@@ -93,17 +83,17 @@ class LinesField(forms.CharField):
 
 
 def add_refusal(form, exc, aliases=None):
-    """Show an action's refusal on `form`: on the field it names (`expected_tools[0]` is the
-    `expected_tools` field) when that field is on the form, else above the form."""
-    message = str(exc)
-    name = re.match(r"[A-Za-z_]*", exc.field or "").group()
-    name = (aliases or {}).get(exc.field, (aliases or {}).get(name, name))
-    if callable(name):
-        name = name(exc)
-    if name in form.fields and name not in form.errors:
-        form.add_error(name, message)
-    else:
-        form.add_error(None, message)
+    """Show an action's refusal on `form`: each of its errors (`InvalidFields` has several) on
+    the field it names (`expected_tools[0]` is the `expected_tools` field) when that field is on
+    the form, else above the form; once (the form's own check of the case may have found it)."""
+    for error in exc.errors if isinstance(exc, InvalidFields) else [exc]:
+        name = re.match(r"[A-Za-z_]*", error.field or "").group()
+        name = (aliases or {}).get(error.field, (aliases or {}).get(name, name))
+        if callable(name):
+            name = name(error)
+        name = name if name in form.fields else None
+        if str(error) not in form.errors.get(name or NON_FIELD_ERRORS, []):
+            form.add_error(name, str(error))
 
 
 class DraftVersionField(forms.ModelChoiceField):
@@ -138,38 +128,45 @@ class CaseVersionForm(forms.ModelForm):
         required=False,
         strip=False,
         widget=forms.Textarea(attrs={"rows": 4, "class": "vLargeTextField"}),
-        help_text=_doc("What the agent is given: a question, a task, or a JSON document.", "input"),
+        help_text=doc_link(
+            "What the agent is given: a question, a task, or a JSON document.",
+            "The case",
+            key="input",
+        ),
     )
     expected_output = forms.CharField(
         required=False,
         strip=False,
         label="Expected output",
         widget=forms.Textarea(attrs={"rows": 3, "class": "vLargeTextField"}),
-        help_text=_doc(
+        help_text=doc_link(
             "The reference answer, plain text (read by completeness, context precision and "
             "recall, answer relevance overlap).",
-            "expected.output",
+            "The case",
+            key="expected.output",
         ),
     )
     contexts = LinesField(
         label="Reference contexts",
-        help_text=_doc(
+        help_text=doc_link(
             "One context per line: the passages a good retrieval finds (context_*_overlap, "
             "faithfulness with contexts: reference).",
-            "contexts",
+            "The case",
+            key="contexts",
         ),
     )
     expected_tools = JSONText(
         empty=[],
-        help_text=_doc(
+        help_text=doc_link(
             'JSON list of tool calls, e.g. [{"name": "kb.search"}, {"name": "refund", '
             '"arguments": {"order": 1182}}] (read by tools_used when its params name no tools).',
-            "expected_tools",
+            "The case",
+            key="expected_tools",
         ),
     )
     expected_table = JSONText(
         empty={},
-        help_text=_doc(
+        help_text=doc_link(
             'JSON table, e.g. {"columns": ["region", "revenue"], "rows": [["north", 1204.5]]} '
             "(table_* checks).",
             "Tables",
@@ -177,25 +174,26 @@ class CaseVersionForm(forms.ModelForm):
     )
     expected_chart = JSONText(
         empty={},
-        help_text=_doc(
+        help_text=doc_link(
             'JSON Vega-Lite spec, e.g. {"mark": "bar"} (chart_type).',
             "Charts",
         ),
     )
     expected_trajectory = JSONText(
         empty=[],
-        help_text=_doc(
+        help_text=doc_link(
             'JSON list of tool calls in order, e.g. [{"name": "search", "arguments": {"q": "x"}}]'
             " (trajectory).",
-            "expected.trajectory",
+            "The case",
+            key="expected.trajectory",
         ),
     )
     outcome_check = JSONText(
         empty={},
-        help_text=_doc(
+        help_text=doc_link(
             "JSON outcome verifier run after the trial, e.g. "
             '{"kind": "python", "callable": "pkg.mod.fn"}; empty for none.',
-            "outcome verifiers",
+            "Outcome verifiers (CaseVersion.outcome_check)",
             doc="contract",
         ),
     )
@@ -206,11 +204,12 @@ class CaseVersionForm(forms.ModelForm):
     )
     overrides = JSONText(
         empty={},
-        help_text=_doc(
+        help_text=doc_link(
             "JSON object of per-check overrides by check label, e.g. "
             '{"Latency": {"threshold": 0.5}, "Tools": {"disabled": true}}; each may set '
             "threshold, params, mode, disabled.",
-            "How scoring works",
+            "Writing cases and checks in the admin",
+            key="Overrides",
         ),
     )
 
@@ -263,7 +262,26 @@ class CaseVersionForm(forms.ModelForm):
                 cleaned["input"] = json.loads(cleaned["input"])
             except ValueError as exc:
                 self.add_error("input", f"input: not valid JSON ({exc}); or choose plain text")
+        self._check_case(cleaned)
         return cleaned
+
+    def _check_case(self, cleaned):
+        """Every error of the case at once, each on its field, with the form's own (a key that
+        is not a slug, JSON that does not parse): the rules of the case actions
+        (`key_errors`, `content_errors`), applied to what the form could read, before the
+        action applies them again when it saves. On a saved case only the fields that change
+        are checked, as `UpdateCase` checks them."""
+        instance = self.instance
+        version = instance.dataset_version if instance.pk else cleaned.get("dataset_version")
+        fields = self._content(cleaned)
+        if instance.pk:
+            fields = {k: v for k, v in fields.items() if getattr(instance, k) != v}
+        errors = []
+        if not instance.pk and "key" in cleaned:
+            errors += key_errors(cleaned["key"], version)
+        errors += content_errors(fields, list(version.checks.all()) if version else None)
+        if errors:
+            add_refusal(self, InvalidFields(errors), self.refusal_aliases())
 
     def _post_clean(self):
         # The case actions validate and write (uniqueness of the key, the content's shape);
@@ -272,25 +290,35 @@ class CaseVersionForm(forms.ModelForm):
 
     def action_fields(self):
         """The content keywords of CreateCase / UpdateCase (CASE_FIELDS)."""
-        data = self.cleaned_data
-        stored = (self.instance.expected if self.instance.pk else None) or {}
-        own = ("output", *self.EXPECTED_PARTS.values())
-        expected = {k: v for k, v in stored.items() if k not in own}  # keys the form lacks
-        if data["expected_output"]:
-            expected["output"] = data["expected_output"]
-        for name, part in self.EXPECTED_PARTS.items():
-            if data[name]:
-                expected[part] = data[name]
-        fields = {
-            "input": data["input"],
-            "expected": expected,
-            "contexts": data["contexts"],
-            "expected_tools": data["expected_tools"],
-            "outcome_check": data["outcome_check"],
-            "tags": data["tags"],
-            "overrides": data["overrides"],
-        }
+        fields = self._content(self.cleaned_data)
         assert set(fields) == set(CASE_FIELDS)
+        return fields
+
+    def _content(self, data):
+        """The case's content from the form's cleaned `data`: every field whose form fields
+        all cleaned (a field the form refused is left out)."""
+        fields = {
+            name: data[name]
+            for name in (
+                "input",
+                "contexts",
+                "expected_tools",
+                "outcome_check",
+                "tags",
+                "overrides",
+            )
+            if name in data
+        }
+        if all(name in data for name in ("expected_output", *self.EXPECTED_PARTS)):
+            stored = (self.instance.expected if self.instance.pk else None) or {}
+            own = ("output", *self.EXPECTED_PARTS.values())
+            expected = {k: v for k, v in stored.items() if k not in own}  # keys the form lacks
+            if data["expected_output"]:
+                expected["output"] = data["expected_output"]
+            for name, part in self.EXPECTED_PARTS.items():
+                if data[name]:
+                    expected[part] = data[name]
+            fields["expected"] = expected
         return fields
 
     def refusal_aliases(self):
@@ -368,7 +396,7 @@ class CheckForm(forms.ModelForm):
         required=False,
         label="Transcript",
         widget=forms.Textarea(attrs={"rows": 5, "class": "vLargeTextField"}),
-        help_text=_doc(
+        help_text=doc_link(
             'What the agent did, as JSON, e.g. {"output": "Refunded.", "tool_calls": '
             '[{"name": "refund"}], "latency_ms": 900}; or plain text, taken as the output.',
             "The transcript",
@@ -398,7 +426,7 @@ class CheckForm(forms.ModelForm):
         )
         self.fields["params"] = JSONText(
             empty={},
-            help_text=_doc(
+            help_text=doc_link(
                 "JSON object of the kind's params (table under Kind); empty for the defaults. "
                 "For a custom check, criterion and anchors have their own fields.",
                 "The kinds",

@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from evaluations.start_run_form import StartRunForm, may_start_runs
+from sherlock.core.admin import message_as_written
 from sherlock.core.errors import ActionError
 
 
@@ -63,9 +64,10 @@ def _start(modeladmin, request, action):
     try:
         run = action.execute()
     except ActionError as exc:
-        modeladmin.message_user(request, f"{label}: {exc}", messages.ERROR)
+        message_as_written(modeladmin, request, f"{label}: {exc}", messages.ERROR)
         return
-    modeladmin.message_user(
+    message_as_written(
+        modeladmin,
         request,
         format_html(
             '{}: <a href="{}">run #{}</a> started.',

@@ -4,7 +4,10 @@ content fields, their validation, the audit snapshot and the base verb.
 A case's identity (`Case.key`) is stable across versions; its content lives in a
 `CaseVersion` per dataset version. Frozen versions are immutable (ActionConflict). Content is
 validated before anything is written: overrides change scoring, and an outcome verifier runs
-with Sherlock's privileges (`agents.verifiers.spec.validate_verifier_spec`).
+with Sherlock's privileges (`agents.verifiers.spec.validate_verifier_spec`). The rules are
+written once, here: `key_errors` and `content_errors` list every error of a case (the verbs
+refuse them all at once, `InvalidFields`; the import names each with its line; the admin's
+case form shows each on its field before it saves).
 """
 
 from django.core.exceptions import ValidationError
@@ -13,9 +16,9 @@ from django.db import transaction
 from agents.transcripts import read_expected_calls
 from agents.verifiers.spec import InvalidVerifier, validate_verifier_spec
 from evaluations.choices import CheckMode
-from evaluations.models import Case, DatasetVersion
+from evaluations.models import Case, CaseVersion, DatasetVersion
 from sherlock.core.actions import Action
-from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, raise_invalid
 from sherlock.core.limits import CASE_FIELD_MAX_BYTES, PARAMS_MAX_BYTES, check_document, excerpt
 from sherlock.core.permissions import user_can
 
@@ -38,88 +41,132 @@ def snapshot(case_version):
     return {name: getattr(case_version, name) for name in CASE_FIELDS}
 
 
-def validate_key(key):
-    """The key as `Case.key` will store it (slug, at most 200 characters), checked before
-    `get_or_create`: PostgreSQL answers a longer key with a DataError, not a validation error."""
+def key_errors(key, dataset_version=None):
+    """What is wrong with `key` as `Case.key` will store it (slug, at most 200 characters),
+    checked before `get_or_create`: PostgreSQL answers a longer key with a DataError, not a
+    validation error. With `dataset_version`, a key already in it is wrong too. A list of
+    ActionInvalid naming `key`, empty when the key is good."""
+    if key is None:
+        return [ActionInvalid("key: needed (the case's stable id)", field="key")]
     if not isinstance(key, str):
-        raise ActionInvalid("key: must be a string", field="key")
+        return [ActionInvalid("key: must be a string", field="key")]
     try:
         Case._meta.get_field("key").clean(key, None)
     except ValidationError as exc:
-        raise ActionInvalid(f"key: {exc.messages[0]}", field="key") from None
+        return [ActionInvalid(f"key: {message}", field="key") for message in exc.messages]
+    if (
+        dataset_version is not None
+        and CaseVersion.objects.filter(dataset_version=dataset_version, case__key=key).exists()
+    ):
+        return [ActionInvalid(f"key: case {key!r} is already in this version", field="key")]
+    return []
 
 
-def validate_content(fields, checks):
-    """Shape of the case content, an outcome verifier within the operator's allowlists, and
+def validate_key(key, dataset_version=None):
+    """`key_errors`, all of them refused at once (ActionInvalid, or InvalidFields)."""
+    raise_invalid(key_errors(key, dataset_version))
+
+
+def content_errors(fields, checks):
+    """Every error of a case's content, each an ActionInvalid naming its field (empty: the
+    content is good): its shape, an outcome verifier within the operator's allowlists, and
     overrides that name existing checks with a valid threshold, mode, `disabled` flag and
     params (merged over the check's, as scoring merges them). A wrong override is refused, not
     read leniently: `"disabled": "no"` would disable the check, `"mode": "bogus"` would make
-    it non-blocking (scoring.effective_check)."""
+    it non-blocking (scoring.effective_check). `checks` None: the version is not known (a form
+    whose version did not validate), so the overrides' labels and params are not checked.
+
+    Every error is found, not only the first, so a person fixes a case in one go; a field of
+    the wrong type or size is not read further."""
+    errors = []
+
+    def refuse(message, field):
+        errors.append(ActionInvalid(message, field=field))
+
+    good = {}  # the fields of the right type and size: the ones read further
     for name, value in fields.items():
         if name not in CASE_FIELDS:
-            raise ActionInvalid(f"unknown field {excerpt(name)}", field=str(name)[:100])
+            refuse(f"unknown field {excerpt(name)}", str(name)[:100])
+            continue
         kind = _CASE_TYPES[name]
         if value is None and name == "input":
             # Any JSON value but null, in every verb (the import, the admin, the API): a case
             # with no input has "", the field's default.
-            raise ActionInvalid('input: must not be null (give "" for none)', field="input")
+            refuse('input: must not be null (give "" for none)', "input")
+            continue
         if kind and not isinstance(value, kind):
-            raise ActionInvalid(f"{name}: must be a JSON {kind.__name__}", field=name)
+            refuse(f"{name}: must be a JSON {kind.__name__}", name)
+            continue
         maximum = PARAMS_MAX_BYTES if name == "overrides" else CASE_FIELD_MAX_BYTES
-        check_document(name, value, maximum)
+        try:
+            check_document(name, value, maximum)
+        except ActionInvalid as exc:
+            errors.append(exc)
+            continue
+        good[name] = value
     # A tool is a plain name ("kb.search") or a call ({"name", "arguments"}), read as
     # tools_used reads it (agents.transcripts.read_expected_calls).
-    for i, tool in enumerate(fields.get("expected_tools") or []):
+    for i, tool in enumerate(good.get("expected_tools") or []):
         try:
             read_expected_calls([tool], "expected_tools")
         except ValueError:
-            raise ActionInvalid(
+            refuse(
                 f"expected_tools[{i}]: needs a tool name (a string, or an object with a name)",
-                field=f"expected_tools[{i}]",
-            ) from None
-    if fields.get("outcome_check"):
+                f"expected_tools[{i}]",
+            )
+    if good.get("outcome_check"):
         try:
-            validate_verifier_spec(fields["outcome_check"])
+            validate_verifier_spec(good["outcome_check"])
         except InvalidVerifier as exc:
-            raise ActionInvalid(
-                f"outcome_check.{exc}", field=f"outcome_check.{exc.field}"
-            ) from None
+            refuse(f"outcome_check.{exc}", f"outcome_check.{exc.field}")
+    by_label = None if checks is None else {c.label: c for c in checks}
+    for label, override in (good.get("overrides") or {}).items():
+        errors += _override_errors(f"overrides.{label}", label, override, by_label)
+    return errors
+
+
+def _override_errors(where, label, override, by_label):
     from evaluations.checks import ParamsError, validate_params
 
-    by_label = {c.label: c for c in checks}
-    for label, override in (fields.get("overrides") or {}).items():
-        where = f"overrides.{label}"
-        if label not in by_label:
-            raise ActionInvalid(f"{where}: no check with this label", field=where)
-        if not isinstance(override, dict):
-            raise ActionInvalid(f"{where}: must be an object", field=where)
-        extra = set(override) - {"threshold", "params", "mode", "disabled"}
-        if extra:
-            raise ActionInvalid(f"{where}: unknown key {sorted(extra)[0]}", field=where)
-        threshold = override.get("threshold")
-        if threshold is not None and not (
-            isinstance(threshold, int | float)
-            and not isinstance(threshold, bool)
-            and 0 <= threshold <= 1
-        ):
-            raise ActionInvalid(f"{where}.threshold: must be in [0, 1]", field=f"{where}.threshold")
-        if "mode" in override and override["mode"] not in CheckMode.values:
-            modes = ", ".join(CheckMode.values)
-            raise ActionInvalid(f"{where}.mode: must be one of {modes}", field=f"{where}.mode")
-        if "disabled" in override and not isinstance(override["disabled"], bool):
-            raise ActionInvalid(
-                f"{where}.disabled: must be true or false", field=f"{where}.disabled"
-            )
-        if "params" in override:
-            if not isinstance(override["params"], dict):
-                raise ActionInvalid(f"{where}.params: must be an object", field=f"{where}.params")
+    errors = []
+
+    def refuse(message, field=where):
+        errors.append(ActionInvalid(message, field=field))
+
+    if by_label is not None and label not in by_label:
+        refuse(f"{where}: no check with this label")
+    if not isinstance(override, dict):
+        refuse(f"{where}: must be an object")
+        return errors
+    for extra in sorted(set(override) - {"threshold", "params", "mode", "disabled"}):
+        refuse(f"{where}: unknown key {excerpt(extra)}")
+    threshold = override.get("threshold")
+    if threshold is not None and not (
+        isinstance(threshold, int | float)
+        and not isinstance(threshold, bool)
+        and 0 <= threshold <= 1
+    ):
+        refuse(f"{where}.threshold: must be in [0, 1]", f"{where}.threshold")
+    if "mode" in override and override["mode"] not in CheckMode.values:
+        modes = ", ".join(CheckMode.values)
+        refuse(f"{where}.mode: must be one of {modes}", f"{where}.mode")
+    if "disabled" in override and not isinstance(override["disabled"], bool):
+        refuse(f"{where}.disabled: must be true or false", f"{where}.disabled")
+    if "params" in override:
+        if not isinstance(override["params"], dict):
+            refuse(f"{where}.params: must be an object", f"{where}.params")
+        elif by_label is not None and label in by_label:
             check = by_label[label]
             try:
                 validate_params(check.kind, {**check.params, **override["params"]})
             except ParamsError as exc:
-                raise ActionInvalid(
-                    f"{where}.params.{exc.field}: {exc.message}", field=f"{where}.params"
-                ) from None
+                refuse(f"{where}.params.{exc.field}: {exc.message}", f"{where}.params")
+    return errors
+
+
+def validate_content(fields, checks):
+    """`content_errors`, all of them refused at once (ActionInvalid, or InvalidFields)."""
+    raise_invalid(content_errors(fields, checks))
 
 
 class CaseVerb(Action):

@@ -1,9 +1,9 @@
 """CreateCase: an Editor adds a case to a draft dataset version."""
 
-from evaluations.actions._case_fields import CaseVerb, snapshot, validate_content, validate_key
+from evaluations.actions._case_fields import CaseVerb, content_errors, key_errors, snapshot
 from evaluations.models import Case, CaseVersion
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionInvalid
+from sherlock.core.errors import raise_invalid
 
 
 class CreateCase(CaseVerb):
@@ -16,11 +16,12 @@ class CreateCase(CaseVerb):
         self.content = content
 
     def perform(self):
-        validate_key(self.key)
-        validate_content(self.content, list(self.dataset_version.checks.all()))
+        # Every error of the key and the content at once (InvalidFields when several).
+        raise_invalid(
+            key_errors(self.key, self.dataset_version)
+            + content_errors(self.content, list(self.dataset_version.checks.all()))
+        )
         case, _ = Case.objects.get_or_create(dataset=self.dataset_version.dataset, key=self.key)
-        if CaseVersion.objects.filter(dataset_version=self.dataset_version, case=case).exists():
-            raise ActionInvalid(f"key: case {self.key!r} is already in this version", field="key")
         case_version = CaseVersion.objects.create(
             dataset_version=self.dataset_version, case=case, **self.content
         )

@@ -3,31 +3,32 @@
 One verb for the command (`import_cases`), the API (`POST /api/v1/datasets/{slug}/draft/
 import/`) and the admin's import page. The rules are those of `CreateCase` and `UpdateCase`
 (`_case_fields`): the Editor role on the dataset, a draft version, and every row's key and
-content validated by `validate_key` and `validate_content` against the draft's checks. When
+content validated by `key_errors` and `content_errors` against the draft's checks. When
 the dataset has no draft, one is started from its latest frozen version
 (`CreateDraftDatasetVersion`); frozen versions are never written.
 
 An import is atomic: every row is read and validated before anything is written, and one bad
 row refuses the whole file with every error, each naming its line (or CSV row) and field
-(`CasesInvalid.errors`). It writes with a constant number of statements per batch of rows
-(`bulk_create`, `bulk_update`: 10,000 cases in a few seconds on SQLite, `bench/
-import_cases.py`) and one audit entry, `evaluations.case.import`, with the counts and keys. A
-dry run answers the same preview (added, changed with the fields that change, unchanged,
-errors) and writes nothing.
+(`CasesInvalid.errors`): every error of every row, not only a row's first (`key_errors`,
+`content_errors`, and the reader's own, `Row.faulty`). It writes with a constant number of
+statements per batch of rows (`bulk_create`, `bulk_update`: 10,000 cases in a few seconds on
+SQLite, `bench/import_cases.py`) and one audit entry, `evaluations.case.import`, with the
+counts and keys. A dry run answers the same preview (added, changed with the fields that change,
+unchanged, errors) and writes nothing.
 """
 
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from evaluations.actions._case_fields import CASE_FIELDS, validate_content, validate_key
+from evaluations.actions._case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.cases_io import RowError, UnknownFormat, read_cases
 from evaluations.cases_io.sherlock_jsonl import rows_from_objects
 from evaluations.models import Case, CaseVersion, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionDenied, ActionError, ActionInvalid
+from sherlock.core.errors import ActionDenied, ActionInvalid
 from sherlock.core.permissions import user_can
 
 BATCH = 500
@@ -146,18 +147,20 @@ class ImportCases(Action):
         seen = {}
         valid = []
         for row in rows:
-            try:
-                validate_key(row.key)
-                if row.key in seen:
-                    raise ActionInvalid(
+            # Every error of the row, not only the first: its key's, then its content's.
+            problems = key_errors(row.key)
+            if not problems and row.key in seen:
+                problems.append(
+                    ActionInvalid(
                         f"key: {row.key!r} is also on {row.where} {seen[row.key]}", field="key"
                     )
+                )
+            elif not problems:
                 seen[row.key] = row.line
-                validate_content(row.fields, checks)
-            except ActionError as exc:
-                errors.append(RowError(row.line, exc.field or "", str(exc), row.where))
-                continue
-            valid.append(row)
+            problems += content_errors(row.fields, checks)
+            errors += [RowError(row.line, e.field or "", str(e), row.where) for e in problems]
+            if not (problems or row.faulty):
+                valid.append(row)
         errors.sort(key=lambda e: e.line)
         result.errors = errors
         for row in valid:

@@ -3,10 +3,11 @@
 Each format has its own module (`sherlock_jsonl`, `csv_format`, `openai_evals`, `langfuse`,
 `promptfoo`; docs/cases.md describes every one with an example). A reader turns a file's text
 into `Row`s (the case's `key`, the content fields of `evaluations.actions._case_fields` that
-the file gives, and where the row stands in the file) plus the `RowError`s of the rows it could
-not read; it never stops at the first bad row, so an import reports every error at once. The
-content is validated afterwards by `ImportCases`, with the same `validate_key` and
-`validate_content` as every admin and API edit. Writers exist for Sherlock's own JSONL and CSV:
+the file gives, and where the row stands in the file) plus the `RowError`s of what it could not
+read; it never stops at the first bad row, nor at a row's first bad field (a row with errors is
+handed on as `faulty`, with the fields that could be read), so an import reports every error at
+once. The content is validated afterwards by `ImportCases`, with the same `key_errors` and
+`content_errors` as every admin and API edit. Writers exist for Sherlock's own JSONL and CSV:
 `write_cases` is what `export_cases`, the export API and the admin action call.
 
 Formats without a key of their own (OpenAI evals, promptfoo, a Langfuse item without `id`) get
@@ -26,13 +27,17 @@ from evaluations.actions._case_fields import CASE_FIELDS
 
 @dataclass
 class Row:
-    """One case read from a file: `fields` holds only the content fields the file gives (an
-    import leaves the others of an existing case as they are)."""
+    """One case read from a file: `fields` holds only the fields the file gives (an import
+    leaves the others of an existing case as they are). `faulty`: the reader found errors in
+    the row (they are in its errors); the row is still handed on, so that `ImportCases`
+    validates what could be read and names every error of the row at once, and never
+    written."""
 
     line: int
     key: object
     fields: dict = field(default_factory=dict)
     where: str = "line"  # "line" (JSONL), "row" (CSV, the header is row 1) or "item" (JSON)
+    faulty: bool = False
 
 
 @dataclass

@@ -75,31 +75,47 @@ def _tools(cell):
 
 
 def cell_fields(record):
-    """The content fields of one CSV record (a dict of the columns present)."""
-    fields = {}
-    if "input" in record and "input_json" in record and record["input"] and record["input_json"]:
-        raise CellError("input: give input or input_json, not both")
-    if "input_json" in record and record["input_json"]:
-        fields["input"] = _json(record["input_json"], None, "input_json")
+    """The content fields of one CSV record (a dict of the columns present), and the errors of
+    its cells (CellError each): a cell that cannot be read leaves its field out, and the others
+    are read all the same, so every bad cell of a row is named at once."""
+    fields, problems = {}, []
+
+    def read_cell(name, reader):
+        try:
+            fields[name] = reader()
+        except CellError as exc:
+            problems.append(exc)
+
+    both = "input" in record and "input_json" in record
+    if both and record["input"] and record["input_json"]:
+        problems.append(CellError("input: give input or input_json, not both"))
+    elif "input_json" in record and record["input_json"]:
+        read_cell("input", lambda: _json(record["input_json"], None, "input_json"))
     elif "input" in record or "input_json" in record:
         fields["input"] = record.get("input") or ""
     if "expected" in record or "expected_output" in record:
-        expected = _json(record["expected"], dict, "expected") if record.get("expected") else {}
-        if record.get("expected_output"):
-            if "output" in expected:
-                raise CellError("expected_output: also given in the expected column")
-            expected["output"] = record["expected_output"]
-        fields["expected"] = expected
+        read_cell("expected", lambda: _expected(record))
     if "contexts" in record:
-        fields["contexts"] = _list(record["contexts"], "contexts", "\n")
+        read_cell("contexts", lambda: _list(record["contexts"], "contexts", "\n"))
     if "expected_tools" in record:
-        fields["expected_tools"] = _tools(record["expected_tools"])
+        read_cell("expected_tools", lambda: _tools(record["expected_tools"]))
     if "tags" in record:
-        fields["tags"] = _list(record["tags"], "tags", ",")
+        read_cell("tags", lambda: _list(record["tags"], "tags", ","))
     for name in ("outcome_check", "overrides"):
         if name in record:
-            fields[name] = _json(record[name], dict, name) if record[name] else {}
-    return fields
+            read_cell(
+                name, lambda name=name: _json(record[name], dict, name) if record[name] else {}
+            )
+    return fields, problems
+
+
+def _expected(record):
+    expected = _json(record["expected"], dict, "expected") if record.get("expected") else {}
+    if record.get("expected_output"):
+        if "output" in expected:
+            raise CellError("expected_output: also given in the expected column")
+        expected["output"] = record["expected_output"]
+    return expected
 
 
 def read(text, errors):
@@ -124,12 +140,9 @@ def read(text, errors):
             errors.append(RowError(n, "", f"{len(values)} cells for {len(header)} columns", "row"))
             continue
         record = dict(zip(header, values, strict=True))
-        try:
-            fields = cell_fields(record)
-        except CellError as exc:
-            errors.append(RowError(n, str(exc).split(":", 1)[0], str(exc), "row"))
-            continue
-        rows.append(Row(n, record["key"].strip(), fields, "row"))
+        fields, problems = cell_fields(record)
+        errors += [RowError(n, str(exc).split(":", 1)[0], str(exc), "row") for exc in problems]
+        rows.append(Row(n, record["key"].strip(), fields, "row", faulty=bool(problems)))
     return rows
 
 

@@ -16,6 +16,7 @@ refused, naming it.
 """
 
 from evaluations.cases_io import Row, RowError, derived_key, json_items
+from sherlock.core.limits import excerpt
 
 BOOKKEEPING = {
     "status",
@@ -35,29 +36,30 @@ def read(text, errors):
     where, items = json_items(text, errors)
     rows = []
     for n, obj in items:
-        unknown = sorted(set(obj) - KNOWN)
-        if unknown:
-            errors.append(RowError(n, unknown[0], f"unknown field {unknown[0]}", where))
-            continue
+        # Every error of the item: its unknown fields, then each field that cannot be read.
+        problems = [
+            RowError(n, str(name)[:100], f"unknown field {excerpt(name)}", where)
+            for name in sorted(set(obj) - KNOWN)
+        ]
         if "input" not in obj:
-            errors.append(RowError(n, "input", "input: needed", where))
-            continue
-        fields = {"input": obj["input"]}
+            problems.append(RowError(n, "input", "input: needed", where))
+        fields = {"input": obj["input"]} if "input" in obj else {}
         expected = obj.get("expectedOutput")
         if isinstance(expected, str):
             fields["expected"] = {"output": expected}
         elif isinstance(expected, dict):
             fields["expected"] = expected
         elif expected is not None:
-            errors.append(
-                RowError(n, "expectedOutput", "expectedOutput: must be text or an object", where)
-            )
-            continue
+            message = "expectedOutput: must be text or an object"
+            problems.append(RowError(n, "expectedOutput", message, where))
         metadata = obj.get("metadata") or {}
         if not isinstance(metadata, dict):
-            errors.append(RowError(n, "metadata", "metadata: must be an object", where))
-            continue
+            problems.append(RowError(n, "metadata", "metadata: must be an object", where))
+            metadata = {}
         fields.update({name: metadata[name] for name in FROM_METADATA if name in metadata})
+        errors += problems
+        if "input" not in obj:
+            continue  # no input: no case
         key = obj.get("id") or derived_key("lf", obj["input"])
-        rows.append(Row(n, key, fields, where))
+        rows.append(Row(n, key, fields, where, faulty=bool(problems)))
     return rows

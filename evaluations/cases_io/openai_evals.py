@@ -14,6 +14,7 @@ Any other top-level field is refused (naming it), so nothing in the file is sile
 """
 
 from evaluations.cases_io import Row, RowError, derived_key, parse_json_lines
+from sherlock.core.limits import excerpt
 
 KNOWN = {"input", "ideal", "id", "metadata"}
 
@@ -42,25 +43,29 @@ def _expected(ideal):
 def read(text, errors):
     rows = []
     for n, obj in parse_json_lines(text, errors):
-        unknown = sorted(set(obj) - KNOWN)
-        if unknown:
-            errors.append(RowError(n, unknown[0], f"unknown field {unknown[0]}"))
-            continue
+        # Every error of the line: its unknown fields, then each field that cannot be read.
+        problems = [
+            RowError(n, str(name)[:100], f"unknown field {excerpt(name)}")
+            for name in sorted(set(obj) - KNOWN)
+        ]
         if "input" not in obj:
-            errors.append(RowError(n, "input", "input: needed"))
-            continue
+            problems.append(RowError(n, "input", "input: needed"))
         metadata = obj.get("metadata") or {}
-        try:
-            if not isinstance(metadata, dict):
-                raise ValueError("metadata: must be an object")
-            fields = {"input": _input(obj["input"])}
-            if "ideal" in obj:
-                fields["expected"] = _expected(obj["ideal"])
-            if "tags" in metadata:
-                fields["tags"] = metadata["tags"]
-        except ValueError as exc:
-            errors.append(RowError(n, str(exc).split(":", 1)[0], str(exc)))
-            continue
+        if not isinstance(metadata, dict):
+            problems.append(RowError(n, "metadata", "metadata: must be an object"))
+            metadata = {}
+        fields = {}
+        for name, source, reader in (("input", "input", _input), ("expected", "ideal", _expected)):
+            if source in obj:
+                try:
+                    fields[name] = reader(obj[source])
+                except ValueError as exc:
+                    problems.append(RowError(n, str(exc).split(":", 1)[0], str(exc)))
+        if "tags" in metadata:
+            fields["tags"] = metadata["tags"]
+        errors += problems
+        if "input" not in obj:
+            continue  # no input: no key can be derived, and no case
         key = obj.get("id") or metadata.get("key") or metadata.get("id")
-        rows.append(Row(n, key or derived_key("oe", obj["input"]), fields))
+        rows.append(Row(n, key or derived_key("oe", obj["input"]), fields, faulty=bool(problems)))
     return rows

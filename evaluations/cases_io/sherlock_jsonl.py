@@ -9,24 +9,22 @@ other field is optional, and only the fields a line gives change an existing cas
 
 import json
 
-from evaluations.actions._case_fields import CASE_FIELDS
-from evaluations.cases_io import Row, RowError, json_items
+from evaluations.cases_io import Row, json_items
+
+KEYS = ("key", "id")
 
 
 def rows_from_objects(items, errors, where):
-    """Rows of Sherlock case objects (also the API's JSON list of cases)."""
-    rows = []
-    for n, obj in items:
-        unknown = sorted(set(obj) - {"key", "id", *CASE_FIELDS})
-        if unknown:
-            errors.append(RowError(n, unknown[0], f"unknown field {unknown[0]}", where))
-            continue
-        key = obj.get("key", obj.get("id"))
-        if key is None:
-            errors.append(RowError(n, "key", "key: needed (the case's stable id)", where))
-            continue
-        rows.append(Row(n, key, {k: v for k, v in obj.items() if k in CASE_FIELDS}, where))
-    return rows
+    """Rows of Sherlock case objects (also the API's JSON list of cases). Every field but
+    `key` and `id` is handed on as it is, an unknown one too: the case's rules refuse it
+    (`content_errors`, "unknown field"), as they refuse a missing key (`key_errors`), together
+    with every other error of the row."""
+    return [
+        Row(
+            n, obj.get("key", obj.get("id")), {k: v for k, v in obj.items() if k not in KEYS}, where
+        )
+        for n, obj in items
+    ]
 
 
 def read(text, errors):

@@ -152,6 +152,7 @@ class CostEntry(models.Model):
 
     class Meta:
         ordering = ["-day", "-at"]
+        verbose_name_plural = "cost entries"  # not Django's "cost entrys"
         indexes = [
             models.Index(fields=["agent", "kind", "day"]),
             # Lines without a price (a trial's cost is then missing, evaluations.contract.db):

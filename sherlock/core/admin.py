@@ -214,16 +214,31 @@ class ReadOnlyMixin:
         return False
 
 
+# The message tag of a message that starts with a name (a slug, a version, an API key's name):
+# the admin's template capitalises every message (`capfirst`, "Support-basics v2: frozen."),
+# ours (templates/admin/base_site.html) shows one with this tag as it is written.
+AS_WRITTEN = "as-written"
+
+
+def message_as_written(modeladmin, request, message, level):
+    """`modeladmin.message_user`, for a message that starts with a name: never capitalised."""
+    modeladmin.message_user(request, message, level, extra_tags=AS_WRITTEN)
+
+
 def run_verb(modeladmin, request, objects, make_action, done):
     """Run one action per selected object; each success or refusal becomes a message (the
-    refusal is audited by the action itself)."""
+    refusal is audited by the action itself), each starting with the object's name as it is
+    written (`message_as_written`). `done` says what was done ("frozen"), or is a
+    function of the object and what the action returned that gives the whole message (one that
+    links the object made, say)."""
     for obj in objects:
         try:
-            make_action(obj).execute()
+            result = make_action(obj).execute()
         except ActionError as exc:
-            modeladmin.message_user(request, f"{obj}: {exc}", messages.ERROR)
+            message_as_written(modeladmin, request, f"{obj}: {exc}", messages.ERROR)
         else:
-            modeladmin.message_user(request, f"{obj}: {done}.", messages.SUCCESS)
+            message = done(obj, result) if callable(done) else f"{obj}: {done}."
+            message_as_written(modeladmin, request, message, messages.SUCCESS)
 
 
 def verb_action(action_class, done, *, description, subject, permission=None, of=None):

@@ -39,7 +39,13 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from sherlock.core.errors import ActionConflict, ActionDenied, ActionError, ActionInvalid
+from sherlock.core.errors import (
+    ActionConflict,
+    ActionDenied,
+    ActionError,
+    ActionInvalid,
+    InvalidFields,
+)
 from sherlock.core.limits import JSON_MAX_DEPTH, excerpt, has_nul, json_depth
 
 logger = logging.getLogger("sherlock.api")
@@ -64,7 +70,7 @@ class ErrorItemSerializer(serializers.Serializer):
 class ErrorSerializer(ErrorItemSerializer):
     """What every refused or failed call answers, whatever its status (400, 401, 403, 404,
     405, 406, 409, 413, 415, 429): `{"detail", "code", "field"?}`. When several fields fail,
-    the top level is the first error (its `detail` prefixed with its field and saying how many
+    the top level is the first error (its `detail` naming its field and saying how many
     more) and `errors` lists them all, each in the same `{"detail", "code", "field"?}` shape,
     at most 20. Messages quote the caller's input only as a short excerpt (a message is at
     most 300 characters)."""
@@ -385,12 +391,12 @@ def error_body(errors):
     of them under `errors` when there are several."""
     items = [item(message, code, field) for field, message, code in errors[:ERRORS_MAX]]
     first = dict(items[0])
+    named = first["detail"].startswith(first.get("field") or "\0")  # "key: ..." names its field
     if len(errors) > 1:
-        first["detail"] = excerpt_text(
-            f"{first.get('field', 'input')}: {first['detail']} ({len(errors) - 1} more error(s))"
-        )
+        detail = first["detail"] if named else f"{first.get('field', 'input')}: {first['detail']}"
+        first["detail"] = excerpt_text(f"{detail} ({len(errors) - 1} more error(s))")
         first["errors"] = items
-    elif first.get("field") and not first["detail"].startswith(first["field"]):
+    elif first.get("field") and not named:
         first["detail"] = excerpt_text(f"{first['field']}: {first['detail']}")
     return first
 
@@ -421,6 +427,8 @@ DOMAIN_STATUS = {ActionDenied: 403, ActionConflict: 409, ActionInvalid: 400}
 
 def exception_handler(exc, context):
     """Every error the API answers, in `ErrorSerializer`'s shape (see its docstring)."""
+    if isinstance(exc, InvalidFields):
+        return Response(error_body([(e.field, str(e), e.code) for e in exc.errors]), status=400)
     if isinstance(exc, ActionError):
         code = next((s for cls, s in DOMAIN_STATUS.items() if isinstance(exc, cls)), 400)
         return Response(error_body([(exc.field, str(exc), exc.code)]), status=code)

@@ -30,3 +30,26 @@ class ActionInvalid(ActionError):
     """The input is wrong (400); `field` names the field at fault."""
 
     code = "invalid"
+
+
+class InvalidFields(ActionInvalid):
+    """Several fields are wrong at once (400): `errors` lists every one, an `ActionInvalid`
+    naming its field each, in the order found. Its message is theirs joined with "; ", its code
+    and field the first one's. The API answers every one (`sherlock.core.api.exception_handler`:
+    the first at the top, all under `errors`); the admin puts each on its field."""
+
+    def __init__(self, errors):
+        errors = list(errors)
+        first = errors[0]
+        super().__init__("; ".join(map(str, errors)), code=first.code, field=first.field)
+        self.errors = errors
+
+
+def raise_invalid(errors):
+    """Refuse with every error of `errors` (ActionInvalid each) at once: nothing when there is
+    none, the error itself when there is one, `InvalidFields` when there are several."""
+    errors = list(errors)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InvalidFields(errors)

@@ -1,8 +1,8 @@
 """Writing cases and checks in the admin, in a real browser (Debian's chromium, Playwright), as an
 Editor does it: from the draft version's page, a case with a typed key, a refused save that shows
-the message on the field with the input kept, then the fixed save; a custom check written with
-its criterion and anchors after a preview scored by a (loopback) judge; and a frozen version
-that says it is read-only.
+every error at once, each on its field, with the input kept, then the fixed save; a custom check
+written with its criterion and anchors after a preview scored by a (loopback) judge; and a frozen
+version that says it is read-only and leads to the dataset's page, whose button starts a draft.
 
 Set SHERLOCK_SCREENSHOTS=/some/dir to keep a screenshot of each page (conftest.py).
 """
@@ -44,27 +44,35 @@ def test_an_editor_writes_a_case_then_a_custom_check_after_a_preview(
     page.goto(f"{server}/admin/evaluations/datasetversion/{draft.pk}/change/")
     shot(page, "01-draft-version")
     page.click("a.addlink:has-text('Add case')")
+    assert page.inner_text("#content h1") == "Add case"
 
-    # A case with a key they type; a tool without a name is refused on its field.
-    page.fill("#id_key", "refund-over-limit")
+    # A case with a key they type; one save shows every error, each on its field: a key that
+    # is not a slug, a tool without a name, an override of no check.
+    page.fill("#id_key", "refund over limit")
     page.fill("#id_input", "Refund order 1182, please.")
     page.fill("#id_expected_output", "The refund is refused: over the limit.")
     page.fill("#id_contexts", "Refunds above $200 need a manager.\nOrders ship in 2 days.")
     page.fill("#id_expected_tools", '[{"tool": "refund"}]')
     page.fill("#id_tags", "refunds, limits")
+    page.fill("#id_overrides", '{"Nope": {"threshold": 0.5}}')
     shot(page, "02-case-add")
     page.click("input[name=_save]")
+    assert "slug" in page.inner_text(".field-key .errorlist")
     error = page.locator(".field-expected_tools .errorlist")
     assert (
         error.inner_text() == "expected_tools[0]: needs a tool name"
         " (a string, or an object with a name)"
     )
-    assert page.input_value("#id_key") == "refund-over-limit"  # the input is kept
+    overrides = page.inner_text(".field-overrides .errorlist")
+    assert overrides == "overrides.Nope: no check with this label"
+    assert page.input_value("#id_key") == "refund over limit"  # the input is kept
     assert page.input_value("#id_input") == "Refund order 1182, please."
-    assert not CaseVersion.objects.filter(case__key="refund-over-limit").exists()
+    assert not CaseVersion.objects.filter(dataset_version=draft).exclude(case__key="greeting")
     shot(page, "03-case-add-refused")
 
+    page.fill("#id_key", "refund-over-limit")
     page.fill("#id_expected_tools", '[{"name": "refund", "arguments": {"order": 1182}}]')
+    page.fill("#id_overrides", "")
     page.click("input[name=_continue]")
     assert "was added successfully" in page.inner_text(".messagelist")
     cv = CaseVersion.objects.get(dataset_version=draft, case__key="refund-over-limit")
@@ -145,6 +153,21 @@ def test_a_frozen_version_says_it_is_read_only(server, browser, shot):
     assert "read-only" in page.inner_text(".frozen-banner")
     assert page.locator("#preview-button").count() == 0
     shot(page, "10-frozen-check")
+
+    # The banner's way to a draft: the button on the dataset's page, whose message links it.
+    page.goto(f"{server}/admin/evaluations/datasetversion/{frozen.pk}/change/")
+    page.click('.frozen-banner a:has-text("the dataset\'s page")')
+    page.wait_for_url(f"**/admin/evaluations/dataset/{frozen.dataset_id}/change/")
+    shot(page, "12-dataset-page")
+    page.click("button:has-text('Start a new draft version')")
+    message = page.inner_text(".messagelist")
+    assert message == "refunds: new draft version v2 started; open it to add and change cases."
+    assert page.locator("button:has-text('Start a new draft version')").count() == 0
+    shot(page, "13-draft-started")
+    page.click(".messagelist a:has-text('v2')")
+    page.wait_for_url("**/admin/evaluations/datasetversion/**")
+    assert page.locator("a.addlink", has_text="Add case").count() == 1
+    assert frozen.dataset.versions.get(number=2).case_versions.count() == 1
 
     # A new dataset: no owner field, the creator owns it.
     page.goto(f"{server}/admin/evaluations/dataset/add/")

@@ -1,6 +1,7 @@
 """Case import, export and version comparison in a real browser (chromium through Playwright),
-as an Editor uses them: a file with a bad line is previewed (the line number shown, nothing
-saved), fixed and imported, the cases are downloaded, and two versions are compared.
+as an Editor uses them: a line with three errors shows all three, a file with a bad line is
+previewed (the line number shown, nothing saved), fixed and imported, the cases are downloaded,
+and two versions are compared.
 
 Set SHERLOCK_SCREENSHOTS to a directory to keep a screenshot of each page (conftest.py).
 """
@@ -21,6 +22,11 @@ BAD = (
     '{"key": "new-case", "input": "Hello"}\n'
 )
 FIXED = BAD.replace('[{"arguments": {}}]', '[{"name": "kb.search"}]')
+MULTI = (
+    '{"key": "fine", "input": "x"}\n'
+    '{"key": "two-bad", "input": "x", "expected_tools": [{"nme": "kb.search"}], '
+    '"overrides": {"Nope": {"disabled": true}}, "colour": 1}\n'
+)
 
 
 def test_an_editor_previews_a_bad_file_fixes_it_imports_and_exports_it(server, browser, shot):
@@ -37,6 +43,17 @@ def test_an_editor_previews_a_bad_file_fixes_it_imports_and_exports_it(server, b
     shot(page, "dataset-page")
 
     page.click("text=Import cases")
+    page.fill("textarea[name=text]", MULTI)  # one line, three errors: all three are listed
+    page.click("input[name=preview]")
+    rows = page.locator("#import-errors tbody tr").all_inner_texts()
+    assert [row.split("\t")[:2] for row in rows] == [
+        ["line 2", "colour"],
+        ["line 2", "expected_tools[0]"],
+        ["line 2", "overrides.Nope"],
+    ]
+    assert "overrides.Nope: no check with this label" in rows[2]
+    shot(page, "import-preview-every-error")
+
     page.fill("textarea[name=text]", BAD)
     page.click("input[name=preview]")
     errors = page.inner_text("#import-errors")

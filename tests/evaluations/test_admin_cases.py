@@ -3,6 +3,8 @@ text, one context per line, JSON only where the data is JSON; a refused save com
 message on the form with the typed input kept; frozen versions are read-only and say so; who
 sees which buttons."""
 
+import re
+
 import pytest
 from django.utils import timezone
 
@@ -95,6 +97,89 @@ def test_json_that_does_not_parse_is_a_field_error(logged_in, editor, draft):
 def test_an_override_of_no_check_is_refused_on_the_overrides_field(logged_in, editor, draft):
     response = logged_in(editor).post(ADD, new_case(draft, overrides='{"Nope": {}}'))
     assert form_of(response).errors["overrides"] == ["overrides.Nope: no check with this label"]
+
+
+def test_every_error_of_the_form_is_shown_at_once_each_on_its_field(logged_in, editor, draft):
+    """A key that is not a slug, a tool without a name and an override of no check: one save
+    shows all three (not one a save), and nothing is written."""
+    response = logged_in(editor).post(
+        ADD,
+        new_case(
+            draft,
+            key="late refund",
+            expected_tools='[{"nme": "orders.lookup"}]',
+            overrides='{"Nope": {"threshold": 0.5}}',
+        ),
+    )
+    assert response.status_code == 200
+    errors = form_of(response).errors
+    assert set(errors) == {"key", "expected_tools", "overrides"}
+    assert errors["expected_tools"] == [
+        "expected_tools[0]: needs a tool name (a string, or an object with a name)"
+    ]
+    assert errors["overrides"] == ["overrides.Nope: no check with this label"]
+    assert "slug" in errors["key"][0]
+    assert "Please correct the errors below." in response.content.decode()
+    assert not Case.objects.filter(key="late refund").exists()
+    assert not AuditEntry.objects.filter(action="evaluations.case.create").exists()
+
+
+def test_a_taken_key_and_a_bad_override_are_shown_together(logged_in, editor, draft):
+    response = logged_in(editor).post(
+        ADD, new_case(draft, key="c1", overrides='{"Tools": {"mode": "bogus"}}')
+    )
+    errors = form_of(response).errors
+    assert errors["key"] == ["key: case 'c1' is already in this version"]
+    assert errors["overrides"] == ["overrides.Tools.mode: must be one of blocking, informative"]
+
+
+def test_a_change_shows_every_error_of_the_fields_that_change(logged_in, editor, draft):
+    cv = draft.case_versions.get()
+    response = logged_in(editor).post(
+        f"/admin/evaluations/caseversion/{cv.pk}/change/",
+        {
+            "input_format": "text",
+            "input": "old question",
+            "expected_tools": '["kb.search", {"arguments": {}}, {"nme": "x"}]',
+            "overrides": '{"Nope": {}, "Tools": {"threshold": 2}}',
+        },
+    )
+    errors = form_of(response).errors
+    assert errors["expected_tools"] == [
+        "expected_tools[1]: needs a tool name (a string, or an object with a name)",
+        "expected_tools[2]: needs a tool name (a string, or an object with a name)",
+    ]
+    assert errors["overrides"] == [
+        "overrides.Nope: no check with this label",
+        "overrides.Tools.threshold: must be in [0, 1]",
+    ]
+    cv.refresh_from_db()
+    assert cv.expected_tools == [] and cv.overrides == {}
+
+
+def test_a_refusal_the_form_also_finds_is_shown_once(logged_in, editor, draft, monkeypatch):
+    """The form checks the case before saving; when the action still refuses (the draft changed
+    meanwhile), the page is shown again, the form checks again and finds the same error: it is
+    shown once, not twice."""
+    from evaluations import admin_forms
+
+    real, calls = admin_forms.content_errors, []
+
+    def first_time_blind(fields, checks):
+        calls.append(1)
+        return [] if len(calls) == 1 else real(fields, checks)
+
+    monkeypatch.setattr(admin_forms, "content_errors", first_time_blind)
+    response = logged_in(editor).post(ADD, new_case(draft, overrides='{"Nope": {}}'))
+    assert len(calls) == 2  # before the save, and on the page that shows the refusal
+    assert form_of(response).errors["overrides"] == ["overrides.Nope: no check with this label"]
+    assert not Case.objects.filter(key="refund-over-limit").exists()
+
+
+def test_the_add_case_page_is_titled_add_case(logged_in, editor, draft):
+    html = logged_in(editor).get(f"{ADD}?dataset_version={draft.pk}").content.decode()
+    assert "<h1>Add case</h1>" in html and "<title>Add case |" in html
+    assert "Add case version" not in html
 
 
 def test_a_key_already_in_the_version_is_refused_on_the_key(logged_in, editor, draft):
@@ -281,5 +366,58 @@ def test_the_case_form_links_the_formats_doc_which_the_admin_serves(logged_in, e
     html = client.get(ADD).content.decode()
     assert "/admin/evaluations/check/docs/checks/" in html
     doc = client.get("/admin/evaluations/check/docs/checks/")
-    assert doc.status_code == 200 and "## The case" in doc.content.decode()
+    assert doc.status_code == 200 and doc["Content-Type"].startswith("text/html")
+    page = doc.content.decode()
+    assert '<h2 id="the-case">The case' in page and "## The case" not in page  # rendered
+    assert '<a href="#the-case">The case</a>' in page  # the list of sections
     assert client.get("/admin/evaluations/check/docs/secrets/").status_code == 404
+
+
+HELP_LINK = re.compile(r'href="(/admin/evaluations/check/docs/(\w+)/)#([\w-]+)"')
+
+
+@pytest.mark.parametrize(
+    "url",
+    [ADD, "/admin/evaluations/check/add/", "/admin/evaluations/dataset/{dataset}/import/"],
+)
+def test_every_help_link_opens_its_doc_at_a_section_that_is_there(logged_in, editor, draft, url):
+    client = logged_in(editor)
+    html = client.get(url.format(dataset=draft.dataset_id)).content.decode()
+    links = set(HELP_LINK.findall(html))
+    assert links
+    for doc_url, name, section in links:
+        page = client.get(doc_url).content.decode()
+        assert f'id="{section}"' in page, f"docs/{name}.md has no section #{section}"
+    if url == ADD:
+        assert {(name, section) for _, name, section in links} == {
+            ("checks", "the-case"),
+            ("checks", "tables"),
+            ("checks", "charts"),
+            ("checks", "writing-cases-and-checks-in-the-admin"),
+            ("contract", "outcome-verifiers-caseversionoutcome_check"),
+        }
+        assert 'Format of "input": docs/checks.md, "The case"</a>' in html
+
+
+def test_a_doc_is_html_with_no_raw_html_and_its_links_to_docs_work(
+    logged_in, editor, settings, tmp_path
+):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text(
+        "# Guide\n\n## First part\n\n<script>alert(1)</script>\n\n"
+        'Text <b onclick="x()">bold</b>, [other](other.md#a-b), [js](javascript:alert(1)), '
+        "[web](https://example.org/), `<code>`.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "docs" / "other.md").write_text("# Other\n\n## A b\n", encoding="utf-8")
+    settings.BASE_DIR = tmp_path
+    client = logged_in(editor)
+    page = client.get("/admin/evaluations/check/docs/guide/").content.decode()
+    assert '<h2 id="first-part">First part' in page
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b onclick" not in page and "&lt;b onclick=" in page
+    assert '<a href="/admin/evaluations/check/docs/other/#a-b">other</a>' in page
+    assert "javascript:" not in page and "<span>js</span>" in page
+    assert '<a href="https://example.org/">web</a>' in page
+    assert "<code>&lt;code&gt;</code>" in page and "<td>1</td>" in page
+    assert client.get("/admin/evaluations/check/docs/checks/").status_code == 404  # not there

@@ -141,3 +141,113 @@ def test_editor_changes_a_draft_case_through_the_action(logged_in, editor):
     assert case.input == "new question"
     entry = AuditEntry.objects.get(action="evaluations.case.update")
     assert entry.before["input"] == "old question" and entry.after["input"] == "new question"
+
+
+# --- "Start a new draft version" on the dataset's page -----------------------------------------
+
+
+def dataset_page(client, dataset):
+    return client.get(f"/admin/evaluations/dataset/{dataset.pk}/change/").content.decode()
+
+
+def start_draft(client, dataset):
+    return client.post(f"/admin/evaluations/dataset/{dataset.pk}/start-draft/", follow=True)
+
+
+def test_the_dataset_page_starts_a_draft_and_the_message_links_it(logged_in, editor):
+    frozen = factories.dataset_version(cases=[("c1", "x", {})], checks=[GOOD])
+    dataset = frozen.dataset
+    client = logged_in(editor)
+    assert f'action="/admin/evaluations/dataset/{dataset.pk}/start-draft/"' in (
+        dataset_page(client, dataset)
+    )
+
+    response = start_draft(client, dataset)
+
+    draft = DatasetVersion.objects.get(dataset=dataset, frozen_at__isnull=True)
+    assert draft.number == 2 and draft.case_versions.count() == 1  # a copy of v1
+    assert response.redirect_chain[-1][0] == f"/admin/evaluations/dataset/{dataset.pk}/change/"
+    page = response.content.decode()
+    link = f'<a href="/admin/evaluations/datasetversion/{draft.pk}/change/">v2</a>'
+    assert f"{dataset.slug}: new draft version {link} started" in page  # a link, not escaped
+    entry = AuditEntry.objects.get(action="evaluations.dataset_version.create")
+    assert entry.actor == editor and entry.target_id == str(draft.pk)
+    assert "start-draft/" not in page  # a dataset has one draft: the button is gone
+
+
+def test_a_refused_start_is_a_message_on_the_dataset_page(logged_in, editor, builder):
+    frozen = factories.dataset_version(cases=[("c1", "x", {})])
+    dataset = frozen.dataset
+    assert "start-draft/" not in dataset_page(logged_in(builder), dataset)  # not offered
+
+    response = start_draft(logged_in(builder), dataset)  # posted all the same
+
+    assert response.status_code == 200
+    assert "Editor role needed" in response.content.decode()
+    assert not DatasetVersion.objects.filter(frozen_at__isnull=True).exists()
+    assert AuditEntry.objects.get(action="evaluations.dataset_version.refused").actor == builder
+
+    client = logged_in(editor)
+    start_draft(client, dataset)
+    response = start_draft(client, dataset)  # a second tab: the draft exists by now
+    assert "already has a draft version" in response.content.decode()
+    assert DatasetVersion.objects.filter(frozen_at__isnull=True).count() == 1
+    assert client.get(f"/admin/evaluations/dataset/{dataset.pk}/start-draft/").status_code == 405
+
+
+def test_the_list_action_s_message_links_the_new_draft(logged_in, editor):
+    dataset = factories.dataset_version(cases=[("c1", "x", {})]).dataset
+    response = logged_in(editor).post(
+        "/admin/evaluations/dataset/",
+        {"action": "start_draft", "_selected_action": [dataset.pk]},
+        follow=True,
+    )
+    draft = DatasetVersion.objects.get(dataset=dataset, frozen_at__isnull=True)
+    link = f'<a href="/admin/evaluations/datasetversion/{draft.pk}/change/">v2</a>'
+    assert f"{dataset.slug}: new draft version {link} started" in response.content.decode()
+
+
+def test_the_frozen_banner_points_at_the_button_on_the_dataset_page(logged_in, editor):
+    frozen = factories.dataset_version(cases=[("c1", "x", {})], checks=[GOOD])
+    client = logged_in(editor)
+    for url in (
+        f"/admin/evaluations/datasetversion/{frozen.pk}/change/",
+        f"/admin/evaluations/caseversion/{frozen.case_versions.get().pk}/change/",
+        f"/admin/evaluations/check/{frozen.checks.get().pk}/change/",
+    ):
+        html = client.get(url).content.decode()
+        assert '"Start a new draft version"' in html, url
+        assert f'href="/admin/evaluations/dataset/{frozen.dataset_id}/change/"' in html, url
+    assert ">Start a new draft version</button>" in dataset_page(client, frozen.dataset)
+
+
+# --- words on the admin's pages ----------------------------------------------------------------
+
+
+def test_a_message_that_starts_with_a_slug_keeps_it_as_written(logged_in, editor):
+    """Django's admin capitalises every message: "Support-basics v2: frozen." names no
+    dataset of ours. Sherlock's own messages that start with a name are shown as written."""
+    draft = factories.dataset_version(
+        factories.dataset("support-basics"), cases=[("c1", "x", {})], frozen=False
+    )
+    response = logged_in(editor).post(
+        "/admin/evaluations/datasetversion/",
+        {"action": "freeze", "_selected_action": [draft.pk]},
+        follow=True,
+    )
+    page = response.content.decode()
+    assert '<li class="as-written success">support-basics v1: frozen.</li>' in page
+    response = logged_in(editor).post(
+        "/admin/evaluations/datasetversion/",
+        {"action": "freeze", "_selected_action": [draft.pk]},
+        follow=True,
+    )
+    assert (
+        '<li class="as-written error">support-basics v1: This dataset version is already frozen.'
+        in response.content.decode()
+    )
+
+
+def test_cost_entries_are_called_cost_entries(logged_in, admin_user):
+    html = logged_in(admin_user).get("/admin/").content.decode()
+    assert "Cost entries" in html and "Cost entrys" not in html

@@ -16,8 +16,9 @@ from evaluations.cases_io import (
 
 
 def read(text, fmt=None, filename=None):
+    """(format, {key: fields} of the rows read without error, the errors as text)."""
     fmt, rows, errors = read_cases(text, fmt, filename)
-    return fmt, {row.key: row.fields for row in rows}, [str(e) for e in errors]
+    return fmt, {row.key: row.fields for row in rows if not row.faulty}, [str(e) for e in errors]
 
 
 def jsonl(*objects):
@@ -41,16 +42,14 @@ def test_sherlock_jsonl_reads_key_and_the_fields_a_line_gives():
     }
 
 
-def test_sherlock_jsonl_names_the_line_of_broken_json_an_unknown_field_and_a_missing_key():
+def test_sherlock_jsonl_names_the_line_of_broken_json_and_hands_on_the_rest_for_the_rules():
     text = jsonl({"key": "a"}, "{not json", {"key": "c", "expectd": {}}, {"input": "no key"}, "[1]")
     _, cases, errors = read(text, "jsonl")
-    assert list(cases) == ["a"]
+    # An unknown field and a missing key are the case's rules (content_errors, key_errors),
+    # which the import applies with every other error of the line (test_import_cases).
+    assert cases == {"a": {}, "c": {"expectd": {}}, None: {"input": "no key"}}
     assert errors[0].startswith("line 2: not JSON")
-    assert errors[1:] == [
-        "line 3: unknown field expectd",
-        "line 4: key: needed (the case's stable id)",
-        "line 5: must be a JSON object",
-    ]
+    assert errors[1:] == ["line 5: must be a JSON object"]
 
 
 # --- CSV ---------------------------------------------------------------------------------------
@@ -109,6 +108,14 @@ def test_csv_names_the_row_and_column_of_bad_cells():
     assert errors[3].startswith("row 6: overrides: not JSON")
 
 
+def test_csv_names_every_bad_cell_of_a_row_and_hands_on_what_it_could_read():
+    text = 'key,input,expected,tags,overrides\na,x,{oops,"[1, ","[2]"\n'
+    _, rows, errors = read_cases(text, "csv")
+    assert [e.field for e in errors] == ["expected", "tags", "overrides"]
+    assert all(str(e).startswith("row 2: ") for e in errors)
+    assert rows[0].faulty and rows[0].fields == {"input": "x"}
+
+
 def test_csv_refuses_an_unknown_column_or_a_header_without_key():
     assert read("key,inptu\na,x\n", "csv")[2] == ["row 1: unknown column 'inptu'"]
     assert read("input\nx\n", "csv")[2] == ["row 1: a key column is needed"]
@@ -158,7 +165,7 @@ def test_openai_evals_name_the_line_of_a_bad_message_a_missing_input_and_an_unkn
         "line 1: input[0]: a chat message needs role and content",
         "line 2: input: needed",
         "line 3: ideal: must be text or a list of texts",
-        "line 4: unknown field choices",
+        "line 4: unknown field 'choices'",
     ]
 
 

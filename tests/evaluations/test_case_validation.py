@@ -13,7 +13,7 @@ from evaluations.actions.remove_case import RemoveCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.models import Case, CaseVersion, Check, DatasetVersion
 from governance.models import AuditEntry
-from sherlock.core.errors import ActionConflict, ActionInvalid
+from sherlock.core.errors import ActionConflict, ActionInvalid, InvalidFields
 from tests.support import factories
 from tests.support.factories import api
 
@@ -69,6 +69,60 @@ def test_the_api_answers_a_bogus_mode_with_400_naming_the_field(editor, draft):
 
     assert response.status_code == 400
     assert response.json()["field"] == "overrides.Shape.mode"
+
+
+def test_every_error_of_a_case_is_refused_at_once_each_naming_its_field(editor, draft):
+    with pytest.raises(InvalidFields) as refused:
+        CreateCase(
+            acting_user=editor,
+            dataset_version=draft,
+            key="c1",
+            expected_tools=[{"nme": "kb.search"}],
+            overrides={"Nope": {}, "Shape": {"mode": "bogus"}},
+        ).execute()
+
+    assert [e.field for e in refused.value.errors] == [
+        "key",
+        "expected_tools[0]",
+        "overrides.Nope",
+        "overrides.Shape.mode",
+    ]
+    assert refused.value.field == "key"  # the first one's, as a plain ActionInvalid has
+    assert str(refused.value).startswith("key: case 'c1' is already in this version; ")
+    assert draft.case_versions.count() == 1
+
+
+def test_the_api_answers_every_error_of_a_case_in_the_one_error_shape(editor, draft):
+    case_version = draft.case_versions.get()
+
+    response = api(editor).patch(
+        f"/api/v1/cases/{case_version.pk}/",
+        {
+            "expected_tools": ["kb.search", {"arguments": {}}],
+            "overrides": {"Nope": {}, "Shape": {"threshold": 5, "disabled": "no"}},
+        },
+        format="json",
+    )
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["field"] == "expected_tools[1]" and body["code"] == "invalid"
+    assert body["detail"] == (
+        "expected_tools[1]: needs a tool name (a string, or an object with a name)"
+        " (3 more error(s))"
+    )
+    assert [(e["field"], e["detail"]) for e in body["errors"]] == [
+        (
+            "expected_tools[1]",
+            "expected_tools[1]: needs a tool name (a string, or an object with a name)",
+        ),
+        ("overrides.Nope", "overrides.Nope: no check with this label"),
+        ("overrides.Shape.threshold", "overrides.Shape.threshold: must be in [0, 1]"),
+        ("overrides.Shape.disabled", "overrides.Shape.disabled: must be true or false"),
+    ]
+    assert all(e["code"] == "invalid" for e in body["errors"])
+    case_version.refresh_from_db()
+    assert case_version.expected_tools == [] and case_version.overrides == {}
 
 
 def test_a_well_formed_override_is_kept(editor, draft):

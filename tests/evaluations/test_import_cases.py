@@ -111,6 +111,52 @@ def test_one_bad_line_refuses_the_whole_file_naming_every_line_and_field(editor,
     assert not AuditEntry.objects.filter(action__startswith="evaluations.").exists()
 
 
+def test_every_error_of_a_line_is_named_at_once_each_with_its_field(editor, dataset):
+    """Not only a line's first error: an unknown field, a tool without a name and an override
+    of no check on one line are three errors, in one preview (docs/cases.md)."""
+    text = jsonl(
+        {"key": "fine", "input": "x"},
+        {
+            "key": "two-bad",
+            "input": "x",
+            "expected_tools": [{"nme": "kb.search"}],
+            "overrides": {"Nope": {"threshold": 2}},
+            "colour": 1,
+        },
+        {"input": "no key", "tags": "money"},
+    )
+    result = run(editor, dataset, text, dry_run=True)
+    assert [(e.line, e.field, e.message) for e in result.errors] == [
+        (2, "colour", "unknown field 'colour'"),
+        (
+            2,
+            "expected_tools[0]",
+            "expected_tools[0]: needs a tool name (a string, or an object with a name)",
+        ),
+        (2, "overrides.Nope", "overrides.Nope: no check with this label"),
+        (2, "overrides.Nope.threshold", "overrides.Nope.threshold: must be in [0, 1]"),
+        (3, "key", "key: needed (the case's stable id)"),
+        (3, "tags", "tags: must be a JSON list"),
+    ]
+    assert result.added == ["fine"]  # the good line is previewed; the bad ones are not
+    with pytest.raises(CasesInvalid) as caught:
+        run(editor, dataset, text)
+    assert len(caught.value.errors) == 6
+    assert DatasetVersion.objects.filter(dataset=dataset).count() == 1  # nothing written
+    assert not Case.objects.filter(key="fine").exists()
+
+
+def test_every_bad_cell_of_a_csv_row_and_its_content_errors_are_named_at_once(editor, dataset):
+    text = 'key,input,expected,expected_tools,overrides\na,x,{oops,"[{}]","{""T"": 1"\n'
+    result = run(editor, dataset, text, fmt="csv", dry_run=True)
+    assert [(e.where, e.line, e.field) for e in result.errors] == [
+        ("row", 2, "expected"),
+        ("row", 2, "overrides"),
+        ("row", 2, "expected_tools[0]"),  # the cell that could be read is validated too
+    ]
+    assert result.added == []
+
+
 def test_a_null_input_is_an_error_not_a_crash(editor, dataset):
     with pytest.raises(CasesInvalid) as caught:
         run(editor, dataset, jsonl({"key": "a", "input": None}))
@@ -143,7 +189,10 @@ def test_a_dry_run_previews_and_writes_nothing(editor, dataset):
         dry_run=True,
     )
     assert result.added == ["fresh"] and result.changed == {"refund": ["input"]}
-    assert [str(e) for e in result.errors] == ["line 3: unknown field oops"]
+    assert [str(e) for e in result.errors] == [
+        "line 3: key: needed (the case's stable id)",
+        "line 3: unknown field 'oops'",
+    ]
     assert result.version == dataset.latest_frozen  # what a new draft would start from
     assert DatasetVersion.objects.filter(dataset=dataset).count() == 1
     assert not Case.objects.filter(key="fresh").exists()
