@@ -1,6 +1,6 @@
 """Signal receivers of governance: the gate decision and the `run.finished` webhook when runs
-finish, and the audit of logins
-and of every change to rights, whichever path made it.
+finish, the audit of logins
+and of every change to rights, whichever path made it, and the message of a sign-out.
 
 Connected in `GovernanceConfig.ready()`. The `run_finished` receiver is the one message that
 travels up the dependency line (DESIGN section 3). The auth receivers close the gaps NetBox and
@@ -11,6 +11,7 @@ data fix), and so is every change of a password hash, whichever view, command or
 Inside those two actions the catch-all stays quiet, since they write their own entry.
 """
 
+from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import is_password_usable
 from django.contrib.auth.models import Group
@@ -90,6 +91,17 @@ def audit_login_failed(sender, credentials, request=None, **kwargs):
 def audit_logout(sender, request, user, **kwargs):
     if user is not None:
         audit("auth.user.logout", actor=user, target=user)
+
+
+def say_signed_out(sender, request, user, **kwargs):
+    """Signing out (the site's *Log out*, the admin's) lands on the sign-in page
+    (`LOGOUT_REDIRECT_URL`) with this message, not on Django's "Thanks for spending some
+    quality time" page. The message outlives the session flush that follows this signal: it is
+    kept on the request and written to the message cookie with the response."""
+    if request is not None and user is not None:
+        messages.info(
+            request, "You are signed out. Sign in again to use Sherlock.", fail_silently=True
+        )
 
 
 def audit_group_membership(sender, instance, action, reverse, pk_set, **kwargs):
@@ -239,6 +251,7 @@ def connect():
     user_logged_in.connect(audit_login, dispatch_uid="gov-login")
     user_login_failed.connect(audit_login_failed, dispatch_uid="gov-login-failed")
     user_logged_out.connect(audit_logout, dispatch_uid="gov-logout")
+    user_logged_out.connect(say_signed_out, dispatch_uid="gov-logout-message")
     m2m_changed.connect(
         audit_group_membership, sender=user_model.groups.through, dispatch_uid="gov-groups"
     )

@@ -2,8 +2,16 @@
 forms. Every button calls the same action as the API and the admin, and is shown only when the
 action's `check()` would let this user use it now; the checklist refreshes itself (htmx) while
 the gate runs are evaluating. Objects come from `for_user`: what a user may not see is 404.
+
+Publishing, rolling back, retiring and asking again for publication while a decision is open
+are two steps, plain HTML forms that work without JavaScript: the first shows what the verb
+relies on and costs (`governance.confirmations`), the second runs it. A refused form comes back
+with what was typed and the reason under its field (or under its button when the refusal is
+not about the field), answered 400, 403 or 409 as the API would; a verb that ran redirects to
+the page with a message.
 """
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
@@ -15,13 +23,15 @@ from governance.actions.approve_bypass import ApproveBypass
 from governance.actions.deny_bypass import DenyBypass
 from governance.actions.publish_version import PublishVersion
 from governance.actions.request_bypass import RequestBypass
-from governance.actions.request_publication import RequestPublication
+from governance.actions.request_publication import DECIDED, RequestPublication
 from governance.actions.retire_version import RetireVersion
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.rollback_version import RollBackVersion
-from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
+from governance.choices import BYPASS_ACTIVE, BypassState, Enforcement, RequestState
+from governance.confirmations import clearance_text, publish_plan, request_plan, retire_plan
 from governance.decision import gate_rows, release_of
-from governance.models import Bypass, PublishRequest
+from governance.models import Bypass, PublishingPolicy, PublishRequest
+from sherlock.core.api import DOMAIN_STATUS
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
@@ -33,11 +43,47 @@ VERSION_VERBS = {
     "retire": RetireVersion,
 }
 BYPASS_VERBS = {"approve": ApproveBypass, "deny": DenyBypass, "revoke": RevokeBypass}
+# The text field of each form of the page (asking for publication has none).
+REASON_WIDGETS = {
+    "publish": forms.TextInput(attrs={"placeholder": "note (optional)"}),
+    "rollback": forms.TextInput(attrs={"placeholder": "note (optional)"}),
+    "retire": forms.TextInput(attrs={"placeholder": "why"}),
+    "bypass": forms.Textarea(
+        attrs={
+            "rows": 3,
+            "cols": 80,
+            "placeholder": "Why must this gate be bypassed? (at least 30 characters)",
+        }
+    ),
+}
+
+
+class VerbForm(forms.Form):
+    """One form of the page: it carries the reason (when the verb takes one) back to the page
+    with the refusal under it. It validates nothing: the action is the one judge, so a refusal
+    reads the same here as in the API and the admin."""
+
+    def __init__(self, verb, *args, **kwargs):
+        super().__init__(*args, auto_id=f"id_{verb}_%s", **kwargs)
+        self.verb = verb
+        if verb in REASON_WIDGETS:
+            self.fields["reason"] = forms.CharField(
+                required=False, strip=False, widget=REASON_WIDGETS[verb], label="reason"
+            )
+
+    @property
+    def reason(self):
+        return self.data.get("reason", "") if self.is_bound else ""
+
+    def refuse(self, exc):
+        """Put `exc` under the field it names, else under the form's button."""
+        field = exc.field if exc.field in self.fields else None
+        self.add_error(field, str(exc))
 
 
 def _version(request, pk):
     versions = AgentVersion.objects.for_user(request.user, "view").select_related(
-        "agent", "created_by"
+        "agent__live_version", "created_by"
     )
     return visible_or_404(request, versions, pk=pk)
 
@@ -53,9 +99,19 @@ def _current_request(version):
     )
 
 
-def _may(action):
+def _checked(action):
+    """`action` when its `check()` lets it run now, else None."""
     try:
-        action()
+        action.check()
+    except ActionError:
+        return None
+    return action
+
+
+def _may(check):
+    """`check` (an action's `check`, or a part of it) lets the user act now."""
+    try:
+        check()
     except ActionError:
         return False
     return True
@@ -73,7 +129,68 @@ def _why_not_independent(user, bypass):
     return ""
 
 
-def page_context(request, version):
+def _open(publish_request):
+    """The request is a decision a Publisher or an Admin may still act on (passed, blocked)."""
+    return publish_request is not None and publish_request.state in DECIDED
+
+
+def version_action(user, version, verb, reason="", publish_request=None):
+    """The action of `verb` on `version`, as the page's forms call it. Asking for publication
+    while a decision is open names that decision (`supersede`): the page shows the cost first."""
+    if verb == "request":
+        supersede = publish_request.pk if _open(publish_request) else None
+        return RequestPublication(acting_user=user, agent_version=version, supersede=supersede)
+    return VERSION_VERBS[verb](acting_user=user, agent_version=version, reason=reason)
+
+
+def plan_of(verb, action, publish_request):
+    """The confirmation `verb` needs before it runs, or None (it runs at once). The action is
+    checked here; when it may not run there is nothing to confirm and `execute()` refuses."""
+    if _checked(action) is None:
+        return None
+    if verb in ("publish", "rollback"):
+        return publish_plan(action)
+    if verb == "retire":
+        return retire_plan(action.agent_version)
+    if verb == "request" and _open(publish_request):
+        return request_plan(action, publish_request)
+    return None
+
+
+def waiting_text(version, publish_request, bypasses):
+    """What the open decision waits for, told above the buttons: a passed request waits for a
+    Publisher (unless the policy or the configuration moved since), a blocked one for a bypass."""
+    if not _open(publish_request):
+        return ""
+    in_force = PublishingPolicy.objects.in_force_for(version.agent)
+    if (
+        publish_request.config_hash != version.config_hash
+        or in_force is None
+        or (in_force.pk != publish_request.policy_id)
+    ):
+        return (
+            f"Request #{publish_request.pk} {publish_request.state} under a policy or a "
+            "configuration that changed since; it can no longer be published: ask again."
+        )
+    if publish_request.state == RequestState.PASSED:
+        return f"Request #{publish_request.pk} passed; it waits for a Publisher."
+    approved = [b for b in bypasses if b.state == BypassState.APPROVED]
+    failing = publish_request.decision.get("first_failing_gate") or "unknown"
+    text = f"Request #{publish_request.pk} was blocked at {failing}"
+    enforcement = publish_request.policy.enforcement
+    if enforcement == Enforcement.ADVISORY:
+        return f"{text}; the policy is advisory (report only): it waits for a Publisher."
+    if enforcement == Enforcement.HARD:
+        return f"{text}; the policy is hard: it cannot be bypassed."
+    if approved:
+        return f"{text}; bypass #{approved[-1].pk} is approved: it waits for a Publisher."
+    return f"{text}; publishing it needs an Admin's bypass."
+
+
+def page_context(request, version, *, posted=None, confirm=None, bypass_errors=None, refresh=False):
+    """The page's context. `posted` is a bound `VerbForm` coming back with its refusal,
+    `confirm` the plan of a verb waiting for its second step, `bypass_errors` a refusal of a
+    bypass verb by the bypass's id; `refresh` says the checklist was polled (`publish_page`)."""
     user = request.user
     publish_request = _current_request(version)
     bypasses = (
@@ -81,10 +198,15 @@ def page_context(request, version):
         if publish_request
         else []
     )
-    verbs = {
-        name: _may(verb(acting_user=user, agent_version=version).check)
-        for name, verb in VERSION_VERBS.items()
+    actions = {
+        verb: version_action(user, version, verb, publish_request=publish_request)
+        for verb in VERSION_VERBS
     }
+    verbs = {verb: _may(action.check) for verb, action in actions.items()}
+    # A request that would supersede an open decision is "Request publication again…", which
+    # shows the cost before it runs; never the plain button.
+    verbs["request_again"] = verbs["request"] and _open(publish_request)
+    verbs["request"] = verbs["request"] and not verbs["request_again"]
     verbs["bypass"] = publish_request is not None and _may(
         RequestBypass(
             acting_user=user, publish_request=publish_request, reason=""
@@ -97,50 +219,97 @@ def page_context(request, version):
             if bypass.state in BYPASS_ACTIVE and _may(verb(acting_user=user, bypass=bypass).check)
         ]
         bypass.why_not_approve = _why_not_independent(user, bypass)
+        bypass.error = (bypass_errors or {}).get(bypass.pk, "")
+    page_forms = {verb: VerbForm(verb) for verb in (*VERSION_VERBS, "bypass")}
+    refused_elsewhere = ""
+    if posted is not None:
+        page_forms[posted.verb] = posted
+        shown = verbs[posted.verb] or (posted.verb == "request" and verbs["request_again"])
+        if posted.errors and not shown:
+            # The verb's form is gone (the state moved): its refusal is told where it stood.
+            refused_elsewhere = " ".join(e for errors in posted.errors.values() for e in errors)
     decision = publish_request.decision if publish_request else {}
+    evaluating = publish_request is not None and publish_request.state == RequestState.EVALUATING
     return {
         "version": version,
         "publish_request": publish_request,
         "gates": gate_rows(decision),
         "release": release_of(decision) if decision else None,
         "first_failing": decision.get("first_failing_gate"),
-        "evaluating": publish_request is not None
-        and publish_request.state == RequestState.EVALUATING,
+        "evaluating": evaluating,
+        "refresh_actions": refresh and not evaluating,
+        "waiting": waiting_text(version, publish_request, bypasses),
+        "clearance": {
+            verb: clearance_text(actions[verb]) for verb in ("publish", "rollback") if verbs[verb]
+        },
         "bypasses": bypasses,
         "verbs": verbs,
+        "forms": page_forms,
+        "refused_elsewhere": refused_elsewhere,
+        "confirm": confirm,
     }
+
+
+def _page(request, version, status=200, partial=None, **context):
+    response = render_page(
+        request, "governance/publish.html", page_context(request, version, **context), partial
+    )
+    response.status_code = status
+    return response
 
 
 @login_required
 def publish_page(request, pk):
+    """The page; `?part=gate` (the checklist's own poll while evaluating) only the checklist.
+    The poll that sees the decision made has the whole page loaded once, so the buttons the
+    decision allows appear without a reload."""
     version = _version(request, pk)
-    return render_page(
-        request,
-        "governance/publish.html",
-        page_context(request, version),
-        partial="governance/partials/gate.html",
-    )
+    if request.GET.get("part") == "gate":
+        return _page(request, version, partial="governance/partials/gate.html", refresh=True)
+    return _page(request, version)
 
 
-def _run(request, action, done):
-    try:
-        action.execute()
-    except ActionError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, done)
+def _status(exc):
+    """The status the API answers for `exc` (403 role, 409 state, 400 input)."""
+    return next((s for cls, s in DOMAIN_STATUS.items() if isinstance(exc, cls)), 400)
+
+
+def _refused(request, version, form, exc):
+    form.refuse(exc)
+    return _page(request, version, status=_status(exc), posted=form)
 
 
 @login_required
 @require_POST
 def version_verb(request, pk, verb):
+    """A version verb's form. A verb that needs a confirmation runs only when the posted
+    `confirmed` key is the one of the plan it would follow now; otherwise the page shows that
+    plan (its first step, or again when it changed since it was shown)."""
     version = _version(request, pk)
     if verb not in VERSION_VERBS:
         raise Http404(verb)
-    extra = {} if verb == "request" else {"reason": request.POST.get("reason", "")}
-    action = VERSION_VERBS[verb](acting_user=request.user, agent_version=version, **extra)
-    _run(request, action, f"{version}: {verb} done.")
+    form = VerbForm(verb, request.POST)
+    publish_request = _current_request(version)
+    action = version_action(request.user, version, verb, form.reason, publish_request)
+    plan = plan_of(verb, action, publish_request)
+    if plan is not None and request.POST.get("confirmed") != plan["key"]:
+        plan["changed"] = "confirmed" in request.POST
+        plan["reason"] = form.reason
+        return _page(request, version, posted=form, confirm=plan)
+    try:
+        action.execute()
+    except ActionError as exc:
+        return _refused(request, version, form, exc)
+    messages.success(request, f"{version}: {DONE[verb]}.")
     return redirect("governance:publish", pk=version.pk)
+
+
+DONE = {
+    "request": "publication requested, the gate runs started",
+    "publish": "published",
+    "rollback": "rolled back to",
+    "retire": "retired",
+}
 
 
 @login_required
@@ -150,9 +319,15 @@ def request_bypass(request, pk):
     publish_request = _current_request(version)
     if publish_request is None:
         raise Http404("no publish request")
-    reason = request.POST.get("reason", "")
-    action = RequestBypass(acting_user=request.user, publish_request=publish_request, reason=reason)
-    _run(request, action, "Bypass requested.")
+    form = VerbForm("bypass", request.POST)
+    action = RequestBypass(
+        acting_user=request.user, publish_request=publish_request, reason=form.reason
+    )
+    try:
+        bypass = action.execute()
+    except ActionError as exc:
+        return _refused(request, version, form, exc)
+    messages.success(request, f"Bypass #{bypass.pk} {bypass.state}.")
     return redirect("governance:publish", pk=version.pk)
 
 
@@ -168,5 +343,15 @@ def bypass_verb(request, pk, verb):
     action = BYPASS_VERBS[verb](
         acting_user=request.user, bypass=bypass, reason=request.POST.get("reason", "")
     )
-    _run(request, action, f"Bypass {verb} done.")
+    try:
+        action.execute()
+    except ActionError as exc:
+        version = _version(request, bypass.publish_request.agent_version_id)
+        return _page(
+            request,
+            version,
+            status=_status(exc),
+            bypass_errors={bypass.pk: str(exc)},
+        )
+    messages.success(request, f"Bypass #{bypass.pk}: {verb} done.")
     return redirect("governance:publish", pk=bypass.publish_request.agent_version_id)

@@ -459,6 +459,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 LOGIN_URL = "/admin/login/"
+# Signing out (the site's and the admin's Log out) lands on the sign-in page, with a message
+# (governance.receivers.say_signed_out); signing in again leads back to the run list.
+LOGOUT_REDIRECT_URL = "/admin/login/?next=/"
 
 LOGGING = {
     "version": 1,

@@ -15,6 +15,9 @@ from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
+# A decided request a Publisher (or an Admin's bypass) can still act on.
+DECIDED = (RequestState.PASSED, RequestState.BLOCKED)
+
 
 class RequestPublication(GovernanceAction):
     """Open a publish request for `agent_version` and start the gate runs of the policy in force
@@ -22,20 +25,32 @@ class RequestPublication(GovernanceAction):
     on its latest frozen version, with the policy's repetitions (DESIGN section 10.1).
 
     A draft is requested by a Builder. A retired version may be requested again, by a Builder
-    or a Publisher: rolling back goes through the same gate. Asking again for a version whose
-    earlier request was decided supersedes that request (and voids its bypasses); a request
-    still evaluating is not duplicated. The decision is made when the runs finish
-    (`governance.receivers`).
+    or a Publisher: rolling back goes through the same gate. A request still evaluating is not
+    duplicated. The decision is made when the runs finish (`governance.receivers`).
+
+    Asking again for a version whose earlier request was decided supersedes that request (and
+    voids its bypasses) and pays for new gate runs, on the gate datasets' latest frozen
+    versions, which may not be the ones the earlier decision used. While that decision is
+    still current (passed or blocked, for this configuration, under the policy in force) it
+    is something a Publisher can act on: a passed request waits for a Publisher, a blocked one
+    for an Admin's bypass or a Publisher using it. Throwing it away must be meant, so asking
+    again is refused (`already_decided`) unless the caller names the request it supersedes
+    (`supersede=<its id>`); the publish page asks for that in a confirmation that shows the
+    dataset versions and the estimate of the new runs. Naming another request than the open
+    one is refused too (`supersede_mismatch`): someone asked again meanwhile. A decision that
+    can no longer be used (the policy changed since) is superseded without being named.
     """
 
     noun = "request"
     verb = "create"
 
-    def __init__(self, *, acting_user, agent_version):
+    def __init__(self, *, acting_user, agent_version, supersede=None):
         super().__init__(acting_user=acting_user)
         self.agent_version = agent_version
+        self.supersede = supersede
         self.policy = None
         self.datasets = []
+        self.open_decision = None
 
     def refusal_target(self):
         return self.agent_version
@@ -88,6 +103,37 @@ class RequestPublication(GovernanceAction):
                 "A publish request for this version is already evaluating.",
                 code="already_evaluating",
             )
+        self.check_open_decision()
+
+    def check_open_decision(self):
+        """Refuse to throw away a decision still current unless the caller named it
+        (`supersede`, the request's id), and a named request that is not the open one."""
+        version = self.agent_version
+        found = version.publish_requests.filter(state__in=DECIDED).order_by("-pk").first()
+        self.open_decision = found
+        if self.supersede is not None and (found is None or found.pk != self.supersede):
+            now = f"#{found.pk} is" if found else "none is"
+            raise ActionConflict(
+                f"Publish request #{self.supersede} is not the open decision of this version "
+                f"({now}): someone asked again meanwhile; look before asking again.",
+                code="supersede_mismatch",
+            )
+        current = (
+            found is not None
+            and found.config_hash == version.config_hash
+            and found.policy_id == self.policy.pk
+        )
+        if current and self.supersede is None:
+            if found.state == RequestState.PASSED:
+                what = "passed; it waits for a Publisher"
+            else:
+                failing = (found.decision or {}).get("first_failing_gate") or "unknown"
+                what = f"was blocked at {failing}; a bypass of it is void once it is superseded"
+            raise ActionConflict(
+                f"Publish request #{found.pk} {what}. Asking again supersedes it and pays for "
+                f"new gate runs: name it to confirm (supersede={found.pk}).",
+                code="already_decided",
+            )
 
     def perform(self):
         version, policy = self.agent_version, self.policy
@@ -122,16 +168,13 @@ class RequestPublication(GovernanceAction):
                 "config_hash": version.config_hash,
                 "policy": {"id": policy.pk, "scope": policy.scope_key, "version": policy.version},
                 "runs": [run.pk for run in runs],
+                "supersedes": self.open_decision.pk if self.open_decision else None,
             },
         )
         return request
 
     def _supersede_earlier_requests(self):
-        earlier = list(
-            self.agent_version.publish_requests.filter(
-                state__in=[RequestState.PASSED, RequestState.BLOCKED]
-            )
-        )
+        earlier = list(self.agent_version.publish_requests.filter(state__in=DECIDED))
         for old in earlier:
             # The agent row is locked (lock()), so no verb can move these meanwhile; the
             # compare-and-set still keeps an entry from describing a change that did not happen.

@@ -22,6 +22,19 @@ class ReasonInputSerializer(RefuseUnknownFields, serializers.Serializer):
     )
 
 
+class RequestPublicationInputSerializer(RefuseUnknownFields, serializers.Serializer):
+    supersede = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        help_text="The id of the version's open decision (a passed or blocked publish request "
+        "still current) that asking again throws away; without it such a request is refused "
+        "(409 `already_decided`). A request other than the open one is refused "
+        "(409 `supersede_mismatch`).",
+    )
+
+
 class BypassInputSerializer(RefuseUnknownFields, serializers.Serializer):
     # Not `required`: a missing or thin reason is refused by the action itself, so the refusal
     # is audited like any other (governance.bypass.refused) and answered 400.

@@ -42,6 +42,7 @@ from governance.api.serializers import (
     PolicySerializer,
     PublishRequestSerializer,
     ReasonInputSerializer,
+    RequestPublicationInputSerializer,
     RoleGrantInputSerializer,
     RoleGrantSerializer,
 )
@@ -78,13 +79,23 @@ class VersionVerbViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Request publication: start the gate runs (Builder)",
-        request=None,
+        description="Starts one gate run per gate dataset of the policy in force, on its latest "
+        "frozen version. Asking again while a decision is still current (passed and waiting "
+        "for a Publisher, or blocked) supersedes it and pays for new runs, so it must name "
+        "that request: `supersede`.",
+        request=RequestPublicationInputSerializer,
         responses={201: PublishRequestSerializer, **REFUSED},
     )
     @action(detail=True, methods=["post"], url_path="request-publication")
     def request_publication(self, request, pk=None):
         version = self.get_object()
-        created = RequestPublication(acting_user=request.user, agent_version=version).execute()
+        data = RequestPublicationInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        created = RequestPublication(
+            acting_user=request.user,
+            agent_version=version,
+            supersede=data.validated_data["supersede"],
+        ).execute()
         body = PublishRequestSerializer(publish_requests().get(pk=created.pk)).data
         return Response(body, status=status.HTTP_201_CREATED)
 

@@ -140,6 +140,24 @@ def test_publishing_twice_answers_409(publisher, passed_request, good_version):
     assert (again.status_code, again.json()["code"]) == (409, "already_published")
 
 
+def test_asking_again_while_a_decision_waits_must_name_it(builder, passed_request, good_version):
+    client = api_client(builder)
+    url = f"/api/v1/versions/{good_version.pk}/request-publication/"
+    refused = client.post(url)
+    assert (refused.status_code, refused.json()["code"]) == (409, "already_decided")
+    assert f"supersede={passed_request.pk}" in refused.json()["detail"]
+    wrong = client.post(url, {"supersede": passed_request.pk + 1}, format="json")
+    assert (wrong.status_code, wrong.json()["code"]) == (409, "supersede_mismatch")
+    bad = client.post(url, {"supersede": "three"}, format="json")
+    assert (bad.status_code, bad.json()["field"]) == (400, "supersede")
+    assert good_version.publish_requests.count() == 1
+
+    again = client.post(url, {"supersede": passed_request.pk}, format="json")
+    assert (again.status_code, again.json()["state"]) == (201, "evaluating")
+    passed_request.refresh_from_db()
+    assert passed_request.state == "superseded"
+
+
 def test_a_bypass_without_a_reason_answers_400_and_is_audited(admin_user, blocked_request):
     response = api_client(admin_user).post(f"/api/v1/publish-requests/{blocked_request.pk}/bypass/")
     assert response.status_code == 400

@@ -260,7 +260,9 @@ def test_one_decision_has_one_live_bypass_at_a_time(admin_user, approved_bypass,
 def test_requesting_publication_again_revokes_the_earlier_bypass(
     author, approved_bypass, bad_version
 ):
-    RequestPublication(acting_user=author, agent_version=bad_version).execute()
+    RequestPublication(
+        acting_user=author, agent_version=bad_version, supersede=approved_bypass.publish_request_id
+    ).execute()
     approved_bypass.refresh_from_db()
     assert approved_bypass.state == BypassState.REVOKED
     assert actions_in_order(approved_bypass)[-1] == "governance.bypass.revoke"

@@ -114,8 +114,13 @@ def expire(ctx):
 
 
 def supersede(ctx):
-    RequestPublication(acting_user=ctx("author"), agent_version=ctx("bad_version")).execute()
-    return ctx("approved_bypass")
+    bypass = ctx("approved_bypass")
+    RequestPublication(
+        acting_user=ctx("author"),
+        agent_version=ctx("bad_version"),
+        supersede=bypass.publish_request_id,
+    ).execute()
+    return bypass
 
 
 @pytest.mark.parametrize(

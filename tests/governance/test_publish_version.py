@@ -94,11 +94,56 @@ def test_a_request_still_evaluating_is_not_duplicated(author, good_version, poli
 
 
 def test_requesting_again_supersedes_the_earlier_decision(author, passed_request, good_version):
-    again = RequestPublication(acting_user=author, agent_version=good_version).execute()
+    again = RequestPublication(
+        acting_user=author, agent_version=good_version, supersede=passed_request.pk
+    ).execute()
     passed_request.refresh_from_db()
     assert passed_request.state == RequestState.SUPERSEDED
     assert again.state == RequestState.EVALUATING
     assert entries("governance.request.supersede", target_id=str(passed_request.pk)).exists()
+    created = entries("governance.request.create", target_id=str(again.pk)).get()
+    assert created.after["supersedes"] == passed_request.pk
+
+
+@pytest.mark.parametrize("fixture", ["passed_request", "blocked_request"])
+def test_asking_again_while_a_decision_is_open_must_name_it(request, author, fixture):
+    """A passed request waits for a Publisher, a blocked one for a bypass: asking again
+    throws that away and pays for new gate runs, so it is refused unless the caller names it."""
+    open_request = request.getfixturevalue(fixture)
+    version = open_request.agent_version
+    with pytest.raises(ActionConflict) as refused:
+        RequestPublication(acting_user=author, agent_version=version).execute()
+    assert refused.value.code == "already_decided"
+    assert f"supersede={open_request.pk}" in str(refused.value)
+    open_request.refresh_from_db()
+    assert open_request.state in (RequestState.PASSED, RequestState.BLOCKED)
+    assert version.publish_requests.count() == 1
+    assert entries("governance.request.refused", target_id=str(version.pk)).get().after == {
+        "verb": "create",
+        "code": "already_decided",
+    }
+
+
+def test_naming_another_request_than_the_open_one_is_refused(author, passed_request, good_version):
+    with pytest.raises(ActionConflict) as refused:
+        RequestPublication(
+            acting_user=author, agent_version=good_version, supersede=passed_request.pk + 1
+        ).execute()
+    assert refused.value.code == "supersede_mismatch"
+    passed_request.refresh_from_db()
+    assert passed_request.state == RequestState.PASSED
+
+
+def test_a_decision_under_a_policy_no_longer_in_force_is_superseded_unnamed(
+    author, passed_request, good_version, admin_user
+):
+    ChangePolicy(
+        acting_user=admin_user, policy=passed_request.policy, changes={"repetitions": 2}
+    ).execute()
+    again = RequestPublication(acting_user=author, agent_version=good_version).execute()
+    passed_request.refresh_from_db()
+    assert passed_request.state == RequestState.SUPERSEDED
+    assert again.policy.version == 2
 
 
 # --- the one publish path -----------------------------------------------------------------------

@@ -1,0 +1,179 @@
+"""The publish page in chromium, as a Builder, an Admin and a Publisher use it: asking again
+for a passed version shows what it costs before it runs; a refused bypass reason stays in its
+field with the reason under it; publishing names the bypass it uses and retiring the live
+version warns, both confirmed in a second step that works without JavaScript; the checklist
+polled while the gate runs brings the buttons of the decision without a reload.
+
+Screenshots: `publish-ask-again`, `publish-asked-again`, `publish-bypass-refused`,
+`publish-uses-bypass`, `publish-confirm`, `publish-retire-confirm`, `publish-polled`."""
+
+import pytest
+from django_q.conf import Conf
+
+from agents.choices import VersionState
+from governance.actions.request_bypass import RequestBypass
+from governance.actions.request_publication import RequestPublication
+from governance.choices import BypassState, RequestState
+from governance.models import PublishingPolicy, PublishRequest
+from tests.support import factories
+from tests.support.browser import log_in
+from tests.support.governance import (
+    REASON,
+    TOOLS_CHECK,
+    finish_gate_runs,
+    make_version,
+    tool_case,
+)
+
+pytestmark = [pytest.mark.slow]
+
+CASES = [tool_case("shipping", "How long is shipping?"), tool_case("refund", "Refund?")]
+
+
+@pytest.fixture
+def world(live_db):
+    """A gate dataset and a policy, an agent and its author, and the roles of the page."""
+    dataset = factories.dataset("gate-basics")
+    factories.dataset_version(dataset, cases=CASES, checks=[TOOLS_CHECK])
+    policy = PublishingPolicy.objects.create(name="Default", repetitions=1, min_case_pass_rate=1.0)
+    policy.gate_datasets.add(dataset)
+    return {
+        "dataset": dataset,
+        "agent": factories.agent("support-bot"),
+        "author": factories.user("author", role="Builder"),
+        "publisher": factories.user("publisher", role="Publisher"),
+        "admin": factories.user("admin", role="Admin"),
+    }
+
+
+def requested(version, user):
+    """Publication requested with nobody running the gate runs (the test finishes them)."""
+    Conf.SYNC = False
+    try:
+        return RequestPublication(acting_user=user, agent_version=version).execute()
+    finally:
+        Conf.SYNC = True
+
+
+def decided(world, good=True):
+    version = make_version(world["agent"], world["author"], good=good)
+    return finish_gate_runs(requested(version, world["author"]), passed=good)
+
+
+def open_page(browser, server, username, version, javascript=True):
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, java_script_enabled=javascript
+    )
+    page = context.new_page()
+    log_in(page, server, username, next_url=f"/governance/versions/{version.pk}/")
+    page.wait_for_selector("h2 >> text=Actions")
+    return page
+
+
+def test_asking_again_for_a_passed_version_shows_its_cost_first(server, browser, shot, world):
+    passed = decided(world)
+    version = passed.agent_version
+    newer = factories.dataset_version(world["dataset"], cases=CASES, checks=[TOOLS_CHECK])
+
+    page = open_page(browser, server, "author", version)
+    assert f"Request #{passed.pk} passed; it waits for a Publisher." in page.inner_text("main")
+    assert page.locator("button", has_text="Request publication").inner_text() == (
+        "Request publication again…"
+    )
+    page.click("text=Request publication again…")
+    confirm = page.locator("#confirm")
+    confirm.wait_for()
+    text = confirm.inner_text()
+    assert f"It supersedes publish request #{passed.pk} (passed)" in text
+    row = page.inner_text("#confirm-runs tbody tr")
+    assert str(newer) in row and "newer" in row and "gate-basics v1" in row
+    assert page.inner_text("#confirm-total").startswith("$")
+    shot(page, "publish-ask-again")
+    assert PublishRequest.objects.filter(agent_version=version).count() == 1
+
+    page.click("text=Cancel")
+    page.wait_for_selector("text=Request publication again…")
+    assert PublishRequest.objects.filter(agent_version=version).count() == 1
+
+    page.click("text=Request publication again…")
+    page.click(f"text=Yes, supersede request #{passed.pk} and run the gate again")
+    page.wait_for_selector("text=Evaluating…")
+    shot(page, "publish-asked-again")
+    passed.refresh_from_db()
+    assert passed.state == RequestState.SUPERSEDED
+    again = PublishRequest.objects.get(agent_version=version, state=RequestState.EVALUATING)
+    assert [run.dataset_version_id for run in again.runs.all()] == [newer.pk]
+
+
+def test_a_refused_bypass_reason_stays_in_its_field_with_the_reason_under_it(
+    server, browser, shot, world
+):
+    blocked = decided(world, good=False)
+    page = open_page(browser, server, "admin", blocked.agent_version)
+    page.fill("textarea[name=reason]", "too short")
+    page.click("text=Request bypass")
+    error = page.locator("#bypass-reason-error")
+    error.wait_for()
+    assert error.inner_text() == "A reason of at least 30 characters is required."
+    assert page.input_value("textarea[name=reason]") == "too short"
+    field, below = page.locator("textarea[name=reason]").bounding_box(), error.bounding_box()
+    assert below["y"] >= field["y"] + field["height"]  # under the field, not at the top
+    assert page.locator("main > p.status").count() == 0  # no message at the top of the page
+    shot(page, "publish-bypass-refused")
+    assert not blocked.bypasses.exists()
+
+
+def test_publishing_with_a_bypass_and_retiring_are_confirmed_without_javascript(
+    server, browser, shot, world
+):
+    blocked = decided(world, good=False)
+    bypass = RequestBypass(
+        acting_user=world["admin"], publish_request=blocked, reason=REASON
+    ).execute()
+    version = blocked.agent_version
+
+    page = open_page(browser, server, "publisher", version, javascript=False)
+    relies = page.inner_text("#verb-publish .relies")
+    assert relies == f"Publish — uses bypass #{bypass.pk} approved by admin: {REASON}"
+    shot(page, "publish-uses-bypass")
+    page.fill("#verb-publish input[name=reason]", "incident fix")
+    page.click("text=Publish…")
+    page.locator("#confirm").wait_for()
+    assert f"Bypass #{bypass.pk} is used up" in page.inner_text("#confirm")
+    shot(page, "publish-confirm")
+    version.refresh_from_db()
+    assert version.state == VersionState.DRAFT
+
+    page.click(f"text=Yes, publish {version}")
+    page.wait_for_selector("text=Retire…")
+    version.refresh_from_db()
+    bypass.refresh_from_db()
+    assert version.state == VersionState.PUBLISHED and bypass.state == BypassState.USED
+
+    page.click("text=Retire…")
+    page.locator("#confirm").wait_for()
+    assert "support-bot then has no live version" in page.inner_text("#confirm")
+    shot(page, "publish-retire-confirm")
+    version.refresh_from_db()
+    assert version.state == VersionState.PUBLISHED
+
+    page.click(f"text=Yes, retire {version}")
+    page.wait_for_selector("text=retired.")
+    version.refresh_from_db()
+    assert version.state == VersionState.RETIRED
+    assert version.agent.live_version_id is None
+
+
+def test_the_buttons_of_the_decision_appear_when_the_polled_gate_decides(
+    server, browser, shot, world
+):
+    version = make_version(world["agent"], world["author"])
+    request = requested(version, world["author"])
+    page = open_page(browser, server, "publisher", version)
+    page.wait_for_selector("text=Evaluating…")
+    assert page.locator("text=Publish…").count() == 0
+
+    finish_gate_runs(request)
+    page.wait_for_selector("text=Publish…", timeout=15000)  # no reload: the poll brought it
+    assert f"Publish — gate passed, request #{request.pk}" in page.inner_text("main")
+    shot(page, "publish-polled")
