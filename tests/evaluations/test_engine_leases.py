@@ -6,7 +6,6 @@ A worker that dies renews nothing: its trials are handed back at most one lease 
 and run again once (a real `qcluster` killed with SIGKILL)."""
 
 import asyncio
-import threading
 import time
 from datetime import timedelta
 
@@ -23,7 +22,14 @@ from evaluations.models import CheckResult, JudgeCall, Run, Trial
 from tests.evaluations.test_engine_loop import agent_questions, chat_agent, judged_dataset
 from tests.support import factories, workers
 from tests.support.llm_server import Reply, schema_responder
-from tests.support.workers import agent_calls, kill_cluster, start_cluster, stop_cluster, wait_for
+from tests.support.workers import (
+    Every,
+    agent_calls,
+    kill_cluster,
+    start_cluster,
+    stop_cluster,
+    wait_for,
+)
 
 broker_mode = workers.broker_mode
 
@@ -130,30 +136,6 @@ def test_a_shard_renews_the_trials_it_runs_and_those_claimed_ahead_and_drops_a_l
     assert set(claims.held) == {ours[1].pk}
 
 
-class Reaper:
-    """The reaper on its schedule, much faster: a pass every `every` seconds in a thread of its
-    own until stopped; it keeps each pass's report."""
-
-    def __init__(self, every=0.25):
-        self.every, self.reports, self.done = every, [], threading.Event()
-        self.thread = threading.Thread(target=self._reap, name="reaper")
-
-    def _reap(self):
-        try:
-            while not self.done.wait(self.every):
-                self.reports.append(reap())
-        finally:
-            connection.close()
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.done.set()
-        self.thread.join()
-
-
 def test_a_trial_that_takes_longer_than_its_lease_is_not_handed_back_and_runs_once(
     live_db, judge_settings, llm_server, builder
 ):
@@ -175,14 +157,15 @@ def test_a_trial_that_takes_longer_than_its_lease_is_not_handed_back_and_runs_on
     version = chat_agent(llm_server)
     dataset_version = judged_dataset(2)
     started = timezone.now()
-    with Reaper() as reaper:
+    # The reaper on its schedule, much faster: a pass every 0.25 s in a thread of its own.
+    with Every(0.25, reap, name="reaper", after=lambda: connection.close()) as reaper:
         run = StartRun(  # commits; the shard runs here, on the loop
             acting_user=builder, agent_version=version, dataset_version=dataset_version
         ).execute()
     took = timezone.now() - started
     assert took > timedelta(seconds=6.5)  # longer than the lease, indeed
-    assert reaper.reports  # the reaper looked, all along
-    assert not any(report["handed_back"] for report in reaper.reports), reaper.reports
+    assert reaper.results  # the reaper looked, all along
+    assert not any(report["handed_back"] for report in reaper.results), reaper.results
     run.refresh_from_db()
     assert run.status == "completed" and run.trials_done == 2 and run.trials_error == 0
     trials = list(Trial.objects.filter(run=run))

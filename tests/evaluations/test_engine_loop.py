@@ -21,7 +21,7 @@ from evaluations.models import CheckResult, JudgeCall, Run, Trial
 from tests.support import factories, workers
 from tests.support.judge_fixtures import JUDGE_MODEL
 from tests.support.llm_server import schema_responder
-from tests.support.workers import kill_cluster, start_cluster, stop_cluster, wait_for
+from tests.support.workers import Every, kill_cluster, start_cluster, stop_cluster, wait_for
 
 broker_mode = workers.broker_mode
 
@@ -95,26 +95,11 @@ def test_calls_in_flight_do_not_each_hold_a_database_connection(
     assert JudgeCall.objects.filter(run=run).count() == 48
 
 
-class ThreadSampler:
-    """Samples, in a thread of its own, the judge answers the server is waiting out and the
-    threads alive in this process other than the server's own (one per request in flight)."""
-
-    def __init__(self, server):
-        self.server, self.samples, self.done = server, [], threading.Event()
-        self.thread = threading.Thread(target=self._sample, name="sampler")
-
-    def _sample(self):
-        while not self.done.wait(0.02):
-            ours = [t.name for t in threading.enumerate() if "process_request_thread" not in t.name]
-            self.samples.append((self.server.in_flight, ours))
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.done.set()
-        self.thread.join()
+def threads_in_flight(server):
+    """The judge answers the server is waiting out and the threads alive in this process
+    other than the server's own (one per request in flight)."""
+    ours = [t.name for t in threading.enumerate() if "process_request_thread" not in t.name]
+    return server.in_flight, ours
 
 
 def test_many_trials_judge_calls_overlap_on_the_loop_without_a_thread_each(
@@ -135,14 +120,14 @@ def test_many_trials_judge_calls_overlap_on_the_loop_without_a_thread_each(
     llm_server.responder = answer
     version = chat_agent(llm_server)
     dataset_version = judged_dataset(64)
-    with ThreadSampler(llm_server) as sampler:
+    with Every(0.02, lambda: threads_in_flight(llm_server), name="sampler") as sampler:
         run = StartRun(
             acting_user=builder, agent_version=version, dataset_version=dataset_version
         ).execute()
     run.refresh_from_db()
     assert run.status == "completed" and run.trials_done == 64 and run.trials_error == 0
-    busy = [names for in_flight, names in sampler.samples if in_flight >= 40]
-    assert busy, max(n for n, _ in sampler.samples)  # (a busy machine may start a few late)
+    busy = [names for in_flight, names in sampler.results if in_flight >= 40]
+    assert busy, max(n for n, _ in sampler.results)  # (a busy machine may start a few late)
     # This thread (the loop's), the sampler, the server's, the database threads, the writer,
     # and a few the SDKs keep: not one per judge call (a pool thread each would be 64 more).
     most = max(busy, key=len)

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -127,3 +128,31 @@ def agent_calls(path):
     """The case ids the logged agent was called with, one per call."""
     path = Path(path)
     return path.read_text().split() if path.exists() else []
+
+
+class Every:
+    """`step()` every `seconds` in a thread of its own, from the `with` block's start to its
+    end, keeping what each step returns in `results`; `after()` runs in that thread when it
+    stops (a thread that used the ORM closes its own connection: `lambda: connection.close()`,
+    looked up in that thread, not `connection.close` bound to the caller's)."""
+
+    def __init__(self, seconds, step, *, name, after=None):
+        self.seconds, self.step, self.after = seconds, step, after
+        self.results, self.done = [], threading.Event()
+        self.thread = threading.Thread(target=self._loop, name=name)
+
+    def _loop(self):
+        try:
+            while not self.done.wait(self.seconds):
+                self.results.append(self.step())
+        finally:
+            if self.after is not None:
+                self.after()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
