@@ -20,12 +20,9 @@ aggregates for those rows. The contract itself is `evaluate` of those totals, th
 run page's `run_contract` calls, so the two cannot disagree.
 """
 
-from django.db.models import Count
-
-from evaluations.choices import RUN_TERMINAL, CheckStatus, RunStatus
+from evaluations.choices import RUN_TERMINAL, RunStatus
 from evaluations.contract import GATE_LABELS, applied_thresholds, evaluate
-from evaluations.contract.db import runs_totals
-from evaluations.figures import stored_checks
+from evaluations.contract.db import runs_totals, unscored_blocking
 
 
 def run_verdict(run, contract, unscored=0):
@@ -54,32 +51,6 @@ def run_verdict(run, contract, unscored=0):
     return {"passed": not reasons, "reasons": reasons, "short": short, "first_gate": first}
 
 
-def unscored_totals(runs):
-    """``{run pk: blocking check results skipped or in error}`` of ``runs``: from their stored
-    figures, and in one grouped query for the runs without."""
-    totals, live = {}, []
-    for run in runs:
-        rows = stored_checks(run)
-        if rows is None:
-            live.append(run.pk)
-        else:
-            totals[run.pk] = sum(n for row in rows for n in row["unscored_blocking"].values())
-    if live:
-        from evaluations.models import CheckResult
-
-        totals.update(
-            CheckResult.objects.filter(
-                trial__run_id__in=live,
-                blocking=True,
-                status__in=[CheckStatus.SKIPPED, CheckStatus.ERROR],
-            )
-            .values_list("trial__run_id")
-            .annotate(n=Count("pk"))
-            .order_by()
-        )
-    return totals
-
-
 def list_verdicts(runs):
     """``{run pk: run_verdict}`` of the finished runs among ``runs`` (an unfinished run has no
     verdict yet: numbers from it are not evidence, DESIGN section 10). Reads
@@ -90,7 +61,7 @@ def list_verdicts(runs):
         return {}
     applied = applied_thresholds(run.agent_version.agent for run in finished)
     totals = runs_totals(finished)
-    unscored = unscored_totals(finished)
+    unscored = unscored_blocking(finished)
     return {
         run.pk: run_verdict(
             run,

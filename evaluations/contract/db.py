@@ -412,27 +412,17 @@ def _checks_scored_gate(runs: list) -> dict[str, Any]:
     the check results and one for the trials, whatever the run size."""
     from evaluations.choices import TrialStatus
     from evaluations.figures import stored_checks, stored_trials_error
-    from evaluations.models import CheckResult, Trial
+    from evaluations.models import Trial
 
     run_ids = [run.pk for run in runs]
-    unscored, failed_trials, live = {}, {}, []
+    unscored = unscored_blocking(runs)
+    failed_trials, live = {}, []
     for run in runs:
-        stored = stored_checks(run)
-        if stored is None:
+        if stored_checks(run) is None:
             live.append(run.pk)
-            continue
-        unscored[run.pk] = sum(n for row in stored for n in row["unscored_blocking"].values())
-        failed_trials[run.pk] = stored_trials_error(run)
+        else:
+            failed_trials[run.pk] = stored_trials_error(run)
     if live:
-        unscored.update(
-            CheckResult.objects.filter(
-                trial__run_id__in=live,
-                blocking=True,
-                status__in=[CheckStatus.ERROR, CheckStatus.SKIPPED],
-            )
-            .values_list("trial__run_id")
-            .annotate(n=Count("pk"))
-        )
         failed_trials.update(
             Trial.objects.filter(run_id__in=live, status=TrialStatus.ERROR)
             .values_list("run_id")
@@ -495,3 +485,32 @@ def _case_pass_rate_gate(runs: list, minimum: float) -> dict[str, Any]:
         "value": {"runs": [{"run": pk, "rate": rate} for pk, rate in rates]},
         "threshold": {"min": minimum},
     }
+
+
+def unscored_blocking(runs) -> dict[int, int]:
+    """``{run pk: its blocking check results skipped or in error}`` (DESIGN section 10.5): from
+    the runs' stored figures, and in one grouped query for the runs without (finished before
+    figures were stored, or not finished). The checks-scored gate and the runs list's verdicts
+    both count them so."""
+    from evaluations.figures import stored_checks
+    from evaluations.models import CheckResult
+
+    totals, live = {}, []
+    for run in runs:
+        rows = stored_checks(run)
+        if rows is None:
+            live.append(run.pk)
+        else:
+            totals[run.pk] = sum(n for row in rows for n in row["unscored_blocking"].values())
+    if live:
+        totals.update(
+            CheckResult.objects.filter(
+                trial__run_id__in=live,
+                blocking=True,
+                status__in=[CheckStatus.ERROR, CheckStatus.SKIPPED],
+            )
+            .values_list("trial__run_id")
+            .annotate(n=Count("pk"))
+            .order_by()
+        )
+    return totals
