@@ -6,6 +6,9 @@ of them compute the case results and the summary (`compute_case_results`, also u
 `ImportTrials` for runs it imports) and send `run_finished` on commit.
 """
 
+from itertools import groupby
+from operator import itemgetter
+
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
@@ -56,7 +59,7 @@ def compute_case_results(run):
     are merged by case id, the case results are inserted `CHUNK` cases at a time, and the
     figures are tallied as the rows go by (`figures.Tally`).
     """
-    n = passed = flaky = trials_error = trials_cancelled = 0
+    run_id, n, passed, flaky, trials_error, trials_cancelled = run.pk, 0, 0, 0, 0, 0
     chunk = []
     with transaction.atomic():
         CaseResult.objects.filter(run=run).delete()
@@ -82,7 +85,7 @@ def compute_case_results(run):
             flaky += case_flaky
             chunk.append(
                 {
-                    "run_id": run.pk,
+                    "run_id": run_id,
                     "case_id": case_id,
                     "passed": case_passed,
                     "flaky": case_flaky,
@@ -169,12 +172,9 @@ def _case_checks(rows, checks):
     """A case's per-check summary (`scoring.check_summary`) from its `check_groups` rows
     (ordered by check), in the dataset's order (position, label). A check is blocking as it
     was in the case's first repetition."""
-    by_check = {}
-    for row in rows:
-        by_check.setdefault(row[1], []).append(row)
-    summary = {}
-    for pk in sorted(by_check, key=lambda pk: (checks[pk].position, checks[pk].label)):
-        group = by_check[pk]
+    summaries = []
+    for pk, group in groupby(rows, itemgetter(1)):
+        group = list(group)
         if len(group) == 1:  # one status in every repetition: most checks of most cases
             _, _, blocking, status, _, results, scores, score_sum, _, _ = group[0]
             statuses, score_sum = {status: results}, score_sum or 0.0
@@ -188,5 +188,12 @@ def _case_checks(rows, checks):
                     first = row
             blocking = first[2]
             statuses = {s: counts[s] for s in figures.STATUSES if s in counts}
-        summary[checks[pk].label] = scoring.check_summary(statuses, score_sum, scores, blocking)
-    return summary
+        check = checks[pk]
+        summaries.append(
+            (
+                (check.position, check.label),
+                scoring.check_summary(statuses, score_sum, scores, blocking),
+            )
+        )
+    summaries.sort(key=itemgetter(0))
+    return {label: summary for (_, label), summary in summaries}
