@@ -61,7 +61,9 @@ def compute_case_results(run):
     """
     run_id, n, passed, flaky, trials_error, trials_cancelled = run.pk, 0, 0, 0, 0, 0
     chunk = []
-    with transaction.atomic():
+    # One transaction, that of the caller if any (finishing's): the chunks go in together,
+    # and PostgreSQL's server-side cursors live within it.
+    with transaction.atomic(savepoint=False):
         CaseResult.objects.filter(run=run).delete()
         checks = _Checks(Check.objects.filter(dataset_version_id=run.dataset_version_id))
         tally = figures.Tally()
