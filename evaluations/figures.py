@@ -37,31 +37,18 @@ UNSCORED = (str(CheckStatus.SKIPPED), str(CheckStatus.ERROR))
 RAN = frozenset(str(status) for status in GRADER_RAN)
 
 
-# The fields of a `check_groups` row, in order.
-GROUP_FIELDS = (
-    "case_id",
-    "check_config_id",
-    "blocking",
-    "status",
-    "first_repetition",
-    "results",
-    "scores",
-    "score_sum",
-    "units",
-    "reason",
-)
 # Rows fetched at a time from the database (a server-side cursor on PostgreSQL).
 CHUNK = 2000
 
 
 def check_groups(run):
-    """The run's check results, one row per (case, check, blocking, status), in that order
-    (by case first): tuples of `GROUP_FIELDS`, ``scores`` and ``score_sum`` being the results
-    with a score and their sum, ``units`` the sum of the scores in millionths (as
-    `quality_totals` counts the quality grader's) and ``reason`` the largest reason of an
-    unscored status.
-    One query, a handful of aggregates per row: 400,000 results of a run of 100,000 trials
-    come back as about 40,000 rows, streamed `CHUNK` at a time, never all held at once."""
+    """The run's check results, one row per (case, check, blocking, status), in that order:
+    tuples (case_id, check_config_id, blocking, status, first_repetition, results, scores,
+    score_sum, units, reason), ``scores`` and ``score_sum`` being the results with a score and
+    their sum, ``units`` the sum of the scores in millionths (as `quality_totals` counts the
+    quality grader's) and ``reason`` the largest reason of an unscored status. One query, a
+    handful of aggregates per row: 400,000 results of a run of 100,000 trials come back as
+    about 40,000 rows, streamed `CHUNK` at a time, never all held at once."""
     from evaluations.models import CheckResult
 
     return (

@@ -201,13 +201,12 @@ def _case_checks(rows, checks):
             statuses, score_sum = {status: results}, score_sum or 0.0
         else:
             counts, score_sum, scores, first = {}, 0.0, 0, None
-            for row in group:
-                counts[row[3]] = counts.get(row[3], 0) + row[5]
-                score_sum += row[7] or 0.0
-                scores += row[6]
-                if first is None or row[4] < first[4]:
-                    first = row
-            blocking = first[2]
+            for _, _, row_blocking, status, repetition, results, n, row_sum, _, _ in group:
+                counts[status] = counts.get(status, 0) + results
+                score_sum += row_sum or 0.0
+                scores += n
+                if first is None or repetition < first:
+                    first, blocking = repetition, row_blocking
             statuses = {s: counts[s] for s in figures.STATUSES if s in counts}
         check = checks[pk]
         summaries.append(
