@@ -2,6 +2,8 @@
 the same numbers as the rules computed row by row, in a number of queries that does not grow
 with the trials."""
 
+import gc
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -114,6 +116,8 @@ def test_stored_figures_read_as_the_live_aggregates():
     compute_case_results(run)
     run.refresh_from_db()
     assert run.figures["version"] == 1
+    units = {c["label"]: c["units"] for c in run.figures["checks"]}
+    assert units["Quality"] > 0 and units["Tools"] == units["Tone"] == 0  # the grader's only
     live = Run.objects.get(pk=run.pk)
     live.figures = {}
 
@@ -162,6 +166,25 @@ def test_case_results_go_in_a_chunk_at_a_time_while_the_rows_stream(monkeypatch)
     live = Run.objects.get(pk=run.pk)
     live.figures = {}
     assert unscored_checks(run) == unscored_checks(live)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_cycle_collector_pauses_while_finishing_and_comes_back_as_it_was(monkeypatch, enabled):
+    run = staged_run(2)
+    during, insert_all = [], completion.insert_all
+
+    def spying_insert_all(model, rows):
+        during.append(gc.isenabled())
+        insert_all(model, rows)
+
+    monkeypatch.setattr(completion, "insert_all", spying_insert_all)
+    (gc.enable if enabled else gc.disable)()
+    try:
+        compute_case_results(run)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+    assert during == [False]
 
 
 def test_a_result_of_a_check_from_another_version_is_counted():
