@@ -15,12 +15,13 @@ The rows are a fixture, not the engine's output: they are written straight into 
 COPY (`sherlock.core.bulk.insert_all`); the engine's execution is what `bench/run_throughput.py`
 measures. Some trials are in error, some outcomes failed or unavailable, some checks failed in
 some repetitions (flaky cases), one check is informative, one is the quality grader, every
-trial has an agent cost line and two judge cost lines. Uses its own database
-(`sherlock_bench_100k`, created and dropped here) on the local PostgreSQL. Timings are the
+trial has an agent cost line and two judge cost lines. Uses its own database (`--database`,
+`sherlock_bench_100k` by default, created and dropped here) on the local PostgreSQL. Timings are the
 median of `--repeat` runs. The last line is machine-readable:
 ``finish_s=S run_page_ms=M grid_ms=M compare_ms=M queries_constant=1``.
 
     .venv/bin/python bench/contract_100k.py [--cases 10000] [--reps 10] [--repeat 3]
+        [--database sherlock_bench_100k]
 """
 
 import argparse
@@ -48,8 +49,8 @@ CHECKS = [
 ]
 
 
-def setup_django():
-    os.environ["DATABASE_URL"] = f"{PG}/{DATABASE}"
+def setup_django(database=DATABASE):
+    os.environ["DATABASE_URL"] = f"{PG}/{database}"
     os.environ.pop("REDIS_URL", None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sherlock.settings")
     import django
@@ -319,10 +320,13 @@ def main():
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument(
+        "--database", default=DATABASE, help="the PostgreSQL database to create (and drop)"
+    )
     args = parser.parse_args()
-    recreate_database(DATABASE)
+    recreate_database(args.database)
     try:
-        setup_django()
+        setup_django(args.database)
         from django.contrib.auth import get_user_model
         from django.test import Client
 
@@ -347,7 +351,7 @@ def main():
             from django.db import connections
 
             connections.close_all()
-            drop_database(DATABASE)
+            drop_database(args.database)
 
     small, big = (results[n * args.reps] for n in sizes)
     print(

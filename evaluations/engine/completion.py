@@ -6,6 +6,11 @@ of them compute the case results and the summary (`compute_case_results`, also u
 `ImportTrials` for runs it imports) and send `run_finished` on commit.
 """
 
+import gc
+from contextlib import contextmanager
+from itertools import groupby
+from operator import itemgetter
+
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
@@ -51,94 +56,164 @@ def compute_case_results(run):
     repetition was cancelled has no result), unless a check result was written for them.
     A constant number of queries whatever the number of trials: the check results are
     aggregated in the database per case and check (`figures.check_groups`), the repetitions
-    per case, and Python sees one row per case and check, never one per result.
+    per case, and Python sees one row per case and check, never one per result. And a
+    constant memory whatever the number of cases: both aggregates stream ordered by case and
+    are merged by case id, the case results are inserted `CHUNK` cases at a time, and the
+    figures are tallied as the rows go by (`figures.Tally`).
     """
-    groups = figures.check_groups(run)
-    checks = Check.objects.in_bulk({row["check_config_id"] for row in groups})
-    # Each check's label and place in the dataset's order, looked up once per case.
-    order = {pk: (check.position, check.label) for pk, check in checks.items()}
-    per_case = {}
-    for row in groups:
-        per_case.setdefault(row["case_id"], []).append(row)
-    case_results, trials_error, trials_cancelled = [], 0, 0
-    for row in _repetitions(run):
-        trials_error += row["errors"]
-        trials_cancelled += row["cancelled"]
-        if not row["repetitions"]:
-            continue
-        passed, flaky = scoring.case_verdict(row["repetitions"], row["repetitions_passed"])
-        case_results.append(
-            {
-                "run_id": run.pk,
-                "case_id": row["case_id"],
-                "passed": passed,
-                "flaky": flaky,
-                "repetitions": row["repetitions"],
-                "repetitions_passed": row["repetitions_passed"],
-                "checks": _case_checks(per_case.get(row["case_id"], []), order),
-            }
-        )
-    CaseResult.objects.filter(run=run).delete()
-    insert_all(CaseResult, case_results)
-    run.figures = figures.build(run, groups, checks, trials_error)
-    Run.objects.filter(pk=run.pk).update(figures=run.figures)
-    n = len(case_results)
-    passed = sum(c["passed"] for c in case_results)
+    run_id, n, passed, flaky, trials_error, trials_cancelled = run.pk, 0, 0, 0, 0, 0
+    chunk = []
+    # One transaction, that of the caller if any (finishing's): the chunks go in together,
+    # and PostgreSQL's server-side cursors live within it.
+    with transaction.atomic(savepoint=False), _without_cycle_collection():
+        CaseResult.objects.filter(run=run).delete()
+        checks = _Checks(Check.objects.filter(dataset_version_id=run.dataset_version_id))
+        tally = figures.Tally()
+        cases = _groups_by_case(figures.check_groups(run), tally)
+        pending = next(cases, None)
+        for case_id, repetitions, failed, errors, cancelled in _repetitions(run):
+            trials_error += errors
+            trials_cancelled += cancelled
+            # Both in case order: the groups of a case without repetitions are only tallied.
+            while pending is not None and pending[0] < case_id:
+                pending = next(cases, None)
+            rows = ()
+            if pending is not None and pending[0] == case_id:
+                rows, pending = pending[1], next(cases, None)
+            if not repetitions:
+                continue
+            repetitions_passed = repetitions - failed
+            case_passed, case_flaky = scoring.case_verdict(repetitions, repetitions_passed)
+            n += 1
+            passed += case_passed
+            flaky += case_flaky
+            chunk.append(
+                {
+                    "run_id": run_id,
+                    "case_id": case_id,
+                    "passed": case_passed,
+                    "flaky": case_flaky,
+                    "repetitions": repetitions,
+                    "repetitions_passed": repetitions_passed,
+                    "checks": _case_checks(rows, checks),
+                }
+            )
+            if len(chunk) == CHUNK:
+                insert_all(CaseResult, chunk)
+                chunk = []
+        insert_all(CaseResult, chunk)
+        for _ in cases:  # tally what is left
+            pass
+        run.figures = figures.build(run, tally, checks, trials_error)
+        Run.objects.filter(pk=run.pk).update(figures=run.figures)
     return {
         "cases": n,
         "passed": passed,
         "failed": n - passed,
-        "flaky": sum(c["flaky"] for c in case_results),
+        "flaky": flaky,
         "case_pass_rate": round(passed / n, 6) if n else None,
         "trials_error": trials_error,
         "trials_cancelled": trials_cancelled,
     }
 
 
+# Case results inserted at a time (one COPY each on PostgreSQL).
+CHUNK = 2000
+
+
+@contextmanager
+def _without_cycle_collection():
+    """Python's cyclic garbage collector paused meanwhile (if it ran): finishing makes
+    hundreds of thousands of short-lived dicts and tuples, none in a cycle, and the ones a
+    chunk keeps alive for a while set off full collections of the worker's whole heap, about
+    0.1 s of a 1 s finish of 100,000 trials (`bench/contract_100k.py`). Reference counting
+    still frees everything; what cycles other threads make meanwhile wait for the next
+    collection."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Checks(dict):
+    """Check id -> Check: those of the run's dataset version, read at once, and any other a
+    check result names, read when first met."""
+
+    def __init__(self, checks):
+        super().__init__((check.pk, check) for check in checks)
+
+    def __missing__(self, pk):
+        check = self[pk] = Check.objects.get(pk=pk)
+        return check
+
+
+def _groups_by_case(groups, tally):
+    """(case id, its rows) per case of the `check_groups` rows (ordered by case), each row
+    added to ``tally`` on the way."""
+    case_id, rows = None, []
+    for row in groups:
+        tally.add(row)
+        if row[0] != case_id:
+            if rows:
+                yield case_id, rows
+            case_id, rows = row[0], []
+        rows.append(row)
+    if rows:
+        yield case_id, rows
+
+
 def _repetitions(run):
-    """Per case of the run: its repetitions (trials not cancelled, or with a check result),
-    those that passed (no blocking check failed: `scoring.repetition_passed`), and its trials
-    in error and cancelled. One query; the failed repetitions come from the partial index of
-    blocking failures."""
+    """Per case of the run, in case order: (case id, its repetitions (trials not cancelled,
+    or with a check result), those that failed (a blocking check failed:
+    `scoring.repetition_passed`), its trials in error, its trials cancelled). One query,
+    streamed; the failed repetitions come from the partial index of blocking failures."""
     failing = CheckResult.objects.filter(
         trial__run=run, blocking=True, status=CheckStatus.FAILED
     ).values("trial_id")
     has_results = Exists(CheckResult.objects.filter(trial=OuterRef("pk")))
     counted = ~Q(status=TrialStatus.CANCELLED) | has_results
-    rows = (
+    return (
         Trial.objects.filter(run=run)
-        .values("case_id")
+        .values_list("case_id")
         .annotate(
             repetitions=Count("pk", filter=counted),
             failed=Count("pk", filter=Q(pk__in=failing)),
             errors=Count("pk", filter=Q(status=TrialStatus.ERROR)),
             cancelled=Count("pk", filter=Q(status=TrialStatus.CANCELLED)),
         )
-        .order_by()
+        .order_by("case_id")
+        .iterator(chunk_size=figures.CHUNK)
     )
-    for row in rows:
-        row["repetitions_passed"] = row["repetitions"] - row["failed"]
-        yield row
 
 
-def _case_checks(rows, order):
-    """A case's per-check summary (`scoring.check_summary`) from its `check_groups` rows, in
-    the dataset's order (``order``: check id -> (position, label)). A check is blocking as it
+def _case_checks(rows, checks):
+    """A case's per-check summary (`scoring.check_summary`) from its `check_groups` rows
+    (ordered by check), in the dataset's order (position, label). A check is blocking as it
     was in the case's first repetition."""
-    by_check = {}
-    for row in rows:
-        by_check.setdefault(row["check_config_id"], []).append(row)
-    summary = {}
-    for pk in sorted(by_check, key=order.__getitem__):
-        counts, score_sum, scores, first = {}, 0.0, 0, None
-        for row in by_check[pk]:
-            counts[row["status"]] = counts.get(row["status"], 0) + row["results"]
-            score_sum += row["score_sum"] or 0.0
-            scores += row["scores"]
-            if first is None or row["first_repetition"] < first["first_repetition"]:
-                first = row
-        statuses = {status: counts[status] for status in figures.STATUSES if status in counts}
-        summary[order[pk][1]] = scoring.check_summary(
-            statuses, score_sum, scores, first["blocking"]
+    summaries = []
+    for pk, group in groupby(rows, itemgetter(1)):
+        group = list(group)
+        if len(group) == 1:  # one status in every repetition: most checks of most cases
+            _, _, blocking, status, _, results, scores, score_sum, _, _ = group[0]
+            statuses, score_sum = {status: results}, score_sum or 0.0
+        else:
+            counts, score_sum, scores, first = {}, 0.0, 0, None
+            for _, _, row_blocking, status, repetition, results, n, row_sum, _, _ in group:
+                counts[status] = counts.get(status, 0) + results
+                score_sum += row_sum or 0.0
+                scores += n
+                if first is None or repetition < first:
+                    first, blocking = repetition, row_blocking
+            statuses = {s: counts[s] for s in figures.STATUSES if s in counts}
+        check = checks[pk]
+        summaries.append(
+            (
+                (check.position, check.label),
+                scoring.check_summary(statuses, score_sum, scores, blocking),
+            )
         )
-    return summary
+    summaries.sort(key=itemgetter(0))
+    return {label: summary for (_, label), summary in summaries}

@@ -2,16 +2,18 @@
 the same numbers as the rules computed row by row, in a number of queries that does not grow
 with the trials."""
 
+import gc
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from evaluations import scoring
+from evaluations import figures, scoring
 from evaluations.calibration import informative_checks
 from evaluations.choices import CheckStatus, RunStatus, TrialStatus
 from evaluations.contract.db import run_totals
-from evaluations.engine import compute_case_results, maybe_finish_run
-from evaluations.models import CaseResult, CheckResult, Run
+from evaluations.engine import completion, compute_case_results, maybe_finish_run
+from evaluations.models import CaseResult, Check, CheckResult, Run
 from evaluations.views import unscored_checks
 from evaluations.views_trends import check_stats
 from tests.support import factories
@@ -85,11 +87,7 @@ def row_by_row(run):
     }
 
 
-def test_case_results_are_those_of_the_scoring_rules():
-    run = staged_run(6)
-    expected = row_by_row(run)
-    summary = compute_case_results(run)
-
+def assert_as_the_rules(run, expected):
     stored = {r.case.key: r for r in CaseResult.objects.filter(run=run).select_related("case")}
     assert set(stored) == set(expected)
     for key, want in expected.items():
@@ -100,6 +98,14 @@ def test_case_results_are_those_of_the_scoring_rules():
             want.repetitions_passed,
         ), key
         assert got.checks == want.checks, key
+
+
+def test_case_results_are_those_of_the_scoring_rules():
+    run = staged_run(6)
+    expected = row_by_row(run)
+    summary = compute_case_results(run)
+
+    assert_as_the_rules(run, expected)
     assert summary["cases"] == 6 and summary["trials_cancelled"] == 2
     assert summary["passed"] == sum(want.passed for want in expected.values())
     assert summary["flaky"] == sum(want.flaky for want in expected.values()) > 0
@@ -110,6 +116,8 @@ def test_stored_figures_read_as_the_live_aggregates():
     compute_case_results(run)
     run.refresh_from_db()
     assert run.figures["version"] == 1
+    units = {c["label"]: c["units"] for c in run.figures["checks"]}
+    assert units["Quality"] > 0 and units["Tools"] == units["Tone"] == 0  # the grader's only
     live = Run.objects.get(pk=run.pk)
     live.figures = {}
 
@@ -123,6 +131,83 @@ def test_stored_figures_read_as_the_live_aggregates():
         mean = stats.pop("mean")
         assert stored[label].pop("mean") == pytest_approx(mean), label
         assert stored[label] == stats, label
+
+
+def test_case_results_go_in_a_chunk_at_a_time_while_the_rows_stream(monkeypatch):
+    """The finishing worker's memory does not grow with the cases: the check groups and the
+    repetitions stream in case order, and each chunk of case results is written before the
+    groups of the later cases are read."""
+    run = staged_run(7)
+    CheckResult.objects.filter(trial__run=run, trial__case__key="c3").delete()  # no groups
+    expected = row_by_row(run)
+    assert expected["c3"].checks == {} and expected["c3"].repetitions == 3
+    monkeypatch.setattr(completion, "CHUNK", 2)
+    monkeypatch.setattr(figures, "CHUNK", 3)
+    tallied, inserted = [], []
+    add, insert_all = figures.Tally.add, completion.insert_all
+
+    def counting_add(tally, row):
+        tallied.append(row)
+        add(tally, row)
+
+    def spying_insert_all(model, rows):
+        inserted.append((len(rows), len(tallied)))
+        insert_all(model, rows)
+
+    monkeypatch.setattr(figures.Tally, "add", counting_add)
+    monkeypatch.setattr(completion, "insert_all", spying_insert_all)
+    summary = compute_case_results(run)
+
+    assert [n for n, _ in inserted] == [2, 2, 2, 1]
+    seen = [n for _, n in inserted]
+    assert seen == sorted(seen) and seen[0] < seen[-1] == len(tallied)
+    assert_as_the_rules(run, expected)
+    assert summary["cases"] == 7
+    live = Run.objects.get(pk=run.pk)
+    live.figures = {}
+    assert unscored_checks(run) == unscored_checks(live)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_cycle_collector_pauses_while_finishing_and_comes_back_as_it_was(monkeypatch, enabled):
+    run = staged_run(2)
+    during, insert_all = [], completion.insert_all
+
+    def spying_insert_all(model, rows):
+        during.append(gc.isenabled())
+        insert_all(model, rows)
+
+    monkeypatch.setattr(completion, "insert_all", spying_insert_all)
+    (gc.enable if enabled else gc.disable)()
+    try:
+        compute_case_results(run)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+    assert during == [False]
+
+
+def test_a_result_of_a_check_from_another_version_is_counted():
+    """Check results name the run's dataset version's checks; one that names another check
+    (read when met) still counts, as it always did."""
+    run = staged_run(2)
+    other = factories.dataset_version(
+        checks=[{"label": "Extra", "kind": "tools_used", "params": {}, "threshold": 1.0}]
+    )
+    extra = Check.objects.get(dataset_version=other)
+    CheckResult.objects.create(
+        trial=run.trials.get(case__key="c1", repetition=1),
+        check_config=extra,
+        status=CheckStatus.PASSED,
+        score=1.0,
+    )
+    expected = row_by_row(run)
+    compute_case_results(run)
+
+    assert_as_the_rules(run, expected)
+    assert "Extra" in CaseResult.objects.get(run=run, case__key="c1").checks
+    run.refresh_from_db()
+    assert "Extra" in [c["label"] for c in run.figures["checks"]]
 
 
 def pytest_approx(value):
