@@ -69,6 +69,8 @@ BYPASS_TRANSITIONS = {
     BypassState.APPROVED: {BypassState.USED, BypassState.EXPIRED, BypassState.REVOKED},
 }
 BYPASS_ACTIVE = {BypassState.REQUESTED, BypassState.APPROVED}
+# A decided request a Publisher (or an Admin's bypass) can still act on, until superseded.
+REQUEST_DECIDED = (RequestState.PASSED, RequestState.BLOCKED)
 
 
 class WebhookEvent(models.TextChoices):

@@ -23,15 +23,21 @@ from governance.actions.approve_bypass import ApproveBypass
 from governance.actions.deny_bypass import DenyBypass
 from governance.actions.publish_version import PublishVersion
 from governance.actions.request_bypass import RequestBypass
-from governance.actions.request_publication import DECIDED, RequestPublication
+from governance.actions.request_publication import RequestPublication
 from governance.actions.retire_version import RetireVersion
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.rollback_version import RollBackVersion
-from governance.choices import BYPASS_ACTIVE, BypassState, Enforcement, RequestState
+from governance.choices import (
+    BYPASS_ACTIVE,
+    REQUEST_DECIDED,
+    BypassState,
+    Enforcement,
+    RequestState,
+)
 from governance.confirmations import clearance_text, publish_plan, request_plan, retire_plan
 from governance.decision import gate_rows, release_of
 from governance.models import Bypass, PublishingPolicy, PublishRequest
-from sherlock.core.api import DOMAIN_STATUS
+from sherlock.core.api import domain_status
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
@@ -131,7 +137,7 @@ def _why_not_independent(user, bypass):
 
 def _open(publish_request):
     """The request is a decision a Publisher or an Admin may still act on (passed, blocked)."""
-    return publish_request is not None and publish_request.state in DECIDED
+    return publish_request is not None and publish_request.state in REQUEST_DECIDED
 
 
 def version_action(user, version, verb, reason="", publish_request=None):
@@ -162,11 +168,8 @@ def waiting_text(version, publish_request, bypasses):
     Publisher (unless the policy or the configuration moved since), a blocked one for a bypass."""
     if not _open(publish_request):
         return ""
-    in_force = PublishingPolicy.objects.in_force_for(version.agent)
-    if (
-        publish_request.config_hash != version.config_hash
-        or in_force is None
-        or (in_force.pk != publish_request.policy_id)
+    if not publish_request.speaks_for(
+        version, PublishingPolicy.objects.in_force_for(version.agent)
     ):
         return (
             f"Request #{publish_request.pk} {publish_request.state} under a policy or a "
@@ -269,14 +272,9 @@ def publish_page(request, pk):
     return _page(request, version)
 
 
-def _status(exc):
-    """The status the API answers for `exc` (403 role, 409 state, 400 input)."""
-    return next((s for cls, s in DOMAIN_STATUS.items() if isinstance(exc, cls)), 400)
-
-
 def _refused(request, version, form, exc):
     form.refuse(exc)
-    return _page(request, version, status=_status(exc), posted=form)
+    return _page(request, version, status=domain_status(exc), posted=form)
 
 
 @login_required
@@ -350,7 +348,7 @@ def bypass_verb(request, pk, verb):
         return _page(
             request,
             version,
-            status=_status(exc),
+            status=domain_status(exc),
             bypass_errors={bypass.pk: str(exc)},
         )
     messages.success(request, f"Bypass #{bypass.pk}: {verb} done.")

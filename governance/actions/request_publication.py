@@ -9,14 +9,11 @@ from evaluations.choices import RunPurpose
 from governance.actions._bypass_state import move_bypass
 from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
-from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
+from governance.choices import BYPASS_ACTIVE, REQUEST_DECIDED, BypassState, RequestState
 from governance.models import Bypass, PublishingPolicy, PublishRequest
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
-
-# A decided request a Publisher (or an Admin's bypass) can still act on.
-DECIDED = (RequestState.PASSED, RequestState.BLOCKED)
 
 
 class RequestPublication(GovernanceAction):
@@ -109,7 +106,7 @@ class RequestPublication(GovernanceAction):
         """Refuse to throw away a decision still current unless the caller named it
         (`supersede`, the request's id), and a named request that is not the open one."""
         version = self.agent_version
-        found = version.publish_requests.filter(state__in=DECIDED).order_by("-pk").first()
+        found = version.publish_requests.filter(state__in=REQUEST_DECIDED).order_by("-pk").first()
         self.open_decision = found
         if self.supersede is not None and (found is None or found.pk != self.supersede):
             now = f"#{found.pk} is" if found else "none is"
@@ -118,11 +115,7 @@ class RequestPublication(GovernanceAction):
                 f"({now}): someone asked again meanwhile; look before asking again.",
                 code="supersede_mismatch",
             )
-        current = (
-            found is not None
-            and found.config_hash == version.config_hash
-            and found.policy_id == self.policy.pk
-        )
+        current = found is not None and found.speaks_for(version, self.policy)
         if current and self.supersede is None:
             if found.state == RequestState.PASSED:
                 what = "passed; it waits for a Publisher"
@@ -174,7 +167,7 @@ class RequestPublication(GovernanceAction):
         return request
 
     def _supersede_earlier_requests(self):
-        earlier = list(self.agent_version.publish_requests.filter(state__in=DECIDED))
+        earlier = list(self.agent_version.publish_requests.filter(state__in=REQUEST_DECIDED))
         for old in earlier:
             # The agent row is locked (lock()), so no verb can move these meanwhile; the
             # compare-and-set still keeps an entry from describing a change that did not happen.

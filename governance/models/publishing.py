@@ -55,6 +55,16 @@ class PublishRequest(models.Model):
     def __str__(self):
         return f"Publish {self.agent_version} ({self.state})"
 
+    def speaks_for(self, version, policy):
+        """This request was made for `version` as it is configured now, under `policy` (the
+        one in force; None when none is): its decision can still be acted on. Asking again
+        (`RequestPublication`), the publish page and `manage.py gate` read staleness so."""
+        return (
+            self.config_hash == version.config_hash
+            and policy is not None
+            and self.policy_id == policy.pk
+        )
+
 
 class Bypass(models.Model):
     """An Admin's audited override of one blocked decision: bound to that decision snapshot and

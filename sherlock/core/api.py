@@ -425,13 +425,18 @@ def as_api_exception(exc):
 DOMAIN_STATUS = {ActionDenied: 403, ActionConflict: 409, ActionInvalid: 400}
 
 
+def domain_status(exc):
+    """The HTTP status of a refusal (an `ActionError`): 403 role, 409 state, 400 input; the
+    API answers it so, and pages that show a refusal answer the same."""
+    return next((s for cls, s in DOMAIN_STATUS.items() if isinstance(exc, cls)), 400)
+
+
 def exception_handler(exc, context):
     """Every error the API answers, in `ErrorSerializer`'s shape (see its docstring)."""
     if isinstance(exc, InvalidFields):
         return Response(error_body([(e.field, str(e), e.code) for e in exc.errors]), status=400)
     if isinstance(exc, ActionError):
-        code = next((s for cls, s in DOMAIN_STATUS.items() if isinstance(exc, cls)), 400)
-        return Response(error_body([(exc.field, str(exc), exc.code)]), status=code)
+        return Response(error_body([(exc.field, str(exc), exc.code)]), status=domain_status(exc))
     exc = as_api_exception(exc)
     response = drf_exception_handler(exc, context)  # status, headers (WWW-Authenticate, ...)
     if response is None:

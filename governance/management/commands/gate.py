@@ -10,7 +10,7 @@ from agents.models import Agent
 from evaluations.choices import RUN_TERMINAL
 from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.request_publication import RequestPublication
-from governance.choices import Enforcement, RequestState
+from governance.choices import REQUEST_DECIDED, Enforcement, RequestState
 from governance.decision import PASS, gate_rows, release_of
 from governance.models import PublishingPolicy, PublishRequest
 from sherlock.core.commands import ERROR, VerdictCommand
@@ -72,13 +72,12 @@ class Command(VerdictCommand):
             .first()
         )
         in_force = PublishingPolicy.objects.in_force_for(agent)
-        fresh = (
-            request is not None
-            and request.config_hash == version.config_hash
-            and (
-                request.state not in (RequestState.PASSED, RequestState.BLOCKED)
-                or (in_force is not None and request.policy_id == in_force.pk)
-            )
+        # A request still evaluating is fresh for its configuration; a decision also needs the
+        # policy it was made under to be the one in force.
+        fresh = request is not None and (
+            request.speaks_for(version, in_force)
+            if request.state in REQUEST_DECIDED
+            else request.config_hash == version.config_hash
         )
         if fresh:
             return request
