@@ -21,8 +21,9 @@ class PolicyQuerySet(models.QuerySet):
         return self.filter(scope_key=scope_key).order_by("-version").first()
 
     def in_force_for(self, agent):
-        """The policy that governs `agent`: its own newest version, else the global one."""
-        return self.current(f"agent:{agent.pk}") or self.current("global")
+        """The policy that governs `agent`: its own newest version, else the global one (one
+        query: `in_force_for_agents` of it)."""
+        return self.in_force_for_agents([agent])[agent.pk]
 
     def in_force_for_agents(self, agents):
         """`in_force_for` of each of `agents` in one query, whatever their number:
