@@ -128,7 +128,7 @@ def test_429_waits_for_retry_after_then_succeeds(ask, judge, llm_server):
     answer = ask(judge, RELEVANCE, VARIABLES)
 
     waited = time.monotonic() - started
-    assert 0.95 <= waited < 2.0  # Retry-After 1 s, not the 50 ms backoff cap
+    assert waited >= 0.95  # Retry-After 1 s, not the 50 ms backoff cap
     assert answer.ok and answer.data == GOOD
     limited, good = calls_in_order()
     assert (limited.attempt, limited.status) == (1, JudgeCall.Status.ERROR)
@@ -161,7 +161,7 @@ def test_a_retry_after_over_the_limit_is_not_waited_for(ask, llm_server):
 
     answer = ask(fast_judge(llm_server, max_retry_after=5), RELEVANCE, VARIABLES)
 
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 600  # the 600 s were not waited out (a slow machine passes)
     assert not answer.ok and answer.error_code == "rate_limited"
     assert "over the 5 s limit" in answer.error
     assert len(llm_server.requests) == 1
@@ -208,13 +208,13 @@ def test_a_client_error_is_not_retried(ask, llm_server):
 
 @pytest.mark.django_db
 def test_a_hang_past_the_timeout_is_an_error_not_a_score(ask, llm_server):
-    llm_server.script([hang(10)])
+    llm_server.script([hang(30)])
     judge = JudgeClient(base_url=llm_server.url, model=JUDGE_MODEL, timeout=1, max_retries=0)
     started = time.monotonic()
 
     answer = ask(judge, RELEVANCE, VARIABLES)
 
-    assert 0.95 <= time.monotonic() - started < 2
+    assert 0.95 <= time.monotonic() - started < 30  # its own timeout, not the hang's end
     assert not answer.ok and answer.data is None
     assert answer.error_code == "timeout"
     assert answer.error == "no answer within 1 s"

@@ -191,13 +191,15 @@ def test_500_is_an_internal_server_error(sdk, llm_server):
 
 
 def test_a_hang_outlasts_the_client_timeout(sdk, llm_server):
-    llm_server.script([hang(10), "after the hang"])
+    llm_server.script([hang(30), "after the hang"])
     started = time.monotonic()
 
     with pytest.raises(openai.APITimeoutError):
         ask(sdk, timeout=0.5)
 
-    assert 0.4 < time.monotonic() - started < 2
+    # The client gave up on its own timeout, not when the 30 s hang ended (a lower bound and the
+    # hang's length: neither fails on a slow machine).
+    assert 0.4 < time.monotonic() - started < 30
     # The server keeps serving other requests while the hung one waits.
     assert ask(sdk).choices[0].message.content == "after the hang"
 
@@ -285,10 +287,10 @@ def test_latency_delays_each_answer_without_blocking_the_others(sdk, llm_server)
         thread.start()
     for thread in threads:
         thread.join()
-    elapsed = time.monotonic() - started
 
     assert len(results) == 8
-    assert 0.3 <= elapsed < 0.9  # eight answers of 0.3 s each, served side by side
+    assert time.monotonic() - started >= 0.3  # each answer waited out its latency
+    assert llm_server.peak_in_flight > 1  # and they waited side by side, not one after another
 
 
 def test_reset_forgets_script_requests_and_latency(sdk, llm_server):

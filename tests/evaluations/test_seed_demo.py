@@ -7,10 +7,11 @@ claimed; the stable one passes. Idempotent, and fast enough to run on every star
 
 import io
 import json
-import time
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent, AgentVersion, Tool
 from evaluations.contract.db import decide, policy_thresholds, run_contract
@@ -44,9 +45,11 @@ def ledger(settings, tmp_path):
 
 @pytest.fixture
 def seeded(ledger):
-    started = time.monotonic()
-    call_command("seed_demo", stdout=io.StringIO())
-    return time.monotonic() - started
+    """The number of queries `seed_demo` made (its speed is structure: bulk writes, no query
+    per trial; a wall clock would fail on a slow machine)."""
+    with CaptureQueriesContext(connection) as queries:
+        call_command("seed_demo", stdout=io.StringIO())
+    return len(queries)
 
 
 def refund_runs():
@@ -63,7 +66,9 @@ def policy():
 
 
 def test_seed_demo_is_fast(seeded):
-    assert seeded < 15
+    # 1,743 queries on 2026-12-02 for its runs' hundreds of trials: a query per trial or per
+    # result would be thousands more.
+    assert seeded < 2500
 
 
 def test_running_it_twice_creates_no_duplicates(seeded, ledger):
