@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from sherlock.core.states import StateMachine
+
 
 class VersionState(models.TextChoices):
     DRAFT = "draft", "draft"
@@ -15,6 +17,8 @@ VERSION_TRANSITIONS = {
     VersionState.PUBLISHED: {VersionState.RETIRED},
     VersionState.RETIRED: {VersionState.PUBLISHED},
 }
+# The one writer of `AgentVersion.state` after creation: publishing, retiring, rolling back.
+VERSION_STATES = StateMachine("AgentVersion", "state", VERSION_TRANSITIONS)
 
 
 class Adapter(models.TextChoices):

@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from sherlock.core.states import StateMachine
+
 
 class RunStatus(models.TextChoices):
     QUEUED = "queued", "queued"
@@ -12,10 +14,19 @@ class RunStatus(models.TextChoices):
 
 
 RUN_TERMINAL = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED}
+# queued -> completed: a run finished before any shard started it (every trial ended some
+# other way, e.g. given up by the reaper); finishing a cancelled run leaves it cancelled.
 RUN_TRANSITIONS = {
-    RunStatus.QUEUED: {RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED},
+    RunStatus.QUEUED: {
+        RunStatus.RUNNING,
+        RunStatus.COMPLETED,
+        RunStatus.CANCELLED,
+        RunStatus.FAILED,
+    },
     RunStatus.RUNNING: {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED},
 }
+# The one writer of `Run.status` after creation: a shard starting it, finishing, cancelling.
+RUN_STATES = StateMachine("Run", "status", RUN_TRANSITIONS)
 
 
 class RunPurpose(models.TextChoices):

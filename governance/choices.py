@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from sherlock.core.states import StateMachine
+
 
 class Role(models.TextChoices):
     EDITOR = "Editor", "Editor"
@@ -26,8 +28,8 @@ class RequestState(models.TextChoices):
     SUPERSEDED = "superseded", "superseded"
 
 
-# Enforced by `governance.actions._request_state.move_request`, the only writer of a request's
-# state after creation.
+# Enforced by `REQUEST_STATES` (through `governance.actions._request_state.move_request`), the
+# only writer of a request's state after creation.
 REQUEST_TRANSITIONS = {
     RequestState.EVALUATING: {
         RequestState.PASSED,
@@ -56,9 +58,10 @@ class BypassState(models.TextChoices):
     REVOKED = "revoked", "revoked"
 
 
-# Enforced by `governance.actions._bypass_state.move_bypass`, the only writer of a bypass's
-# state after creation (a bypass is created `requested`): the Admin's verbs, the self-approval
-# when no second Admin is needed, and the system's own moves (expire, use, revoke on supersede).
+# Enforced by `BYPASS_STATES` (through `governance.actions._bypass_state.move_bypass`), the only
+# writer of a bypass's state after creation (a bypass is created `requested`): the Admin's verbs,
+# the self-approval when no second Admin is needed, and the system's own moves (expire, use,
+# revoke on supersede).
 BYPASS_TRANSITIONS = {
     BypassState.REQUESTED: {
         BypassState.APPROVED,
@@ -69,6 +72,8 @@ BYPASS_TRANSITIONS = {
     BypassState.APPROVED: {BypassState.USED, BypassState.EXPIRED, BypassState.REVOKED},
 }
 BYPASS_ACTIVE = {BypassState.REQUESTED, BypassState.APPROVED}
+REQUEST_STATES = StateMachine("PublishRequest", "state", REQUEST_TRANSITIONS)
+BYPASS_STATES = StateMachine("Bypass", "state", BYPASS_TRANSITIONS)
 # A decided request a Publisher (or an Admin's bypass) can still act on, until superseded.
 REQUEST_DECIDED = (RequestState.PASSED, RequestState.BLOCKED)
 

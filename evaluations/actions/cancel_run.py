@@ -3,7 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
-from evaluations.choices import RUN_TRANSITIONS, RunStatus, TrialStatus
+from evaluations.choices import RUN_STATES, RunStatus, TrialStatus
 from evaluations.models import Run, Trial
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
@@ -30,19 +30,18 @@ class CancelRun(Action):
         agent = self.run.agent_version.agent
         if not user_can(self.acting_user, "build", agent):
             raise ActionDenied("You may not cancel runs of this agent (Builder role needed).")
-        if RunStatus.CANCELLED not in RUN_TRANSITIONS.get(self.run.status, ()):
+        if not RUN_STATES.may_move(self.run.status, RunStatus.CANCELLED):
             raise ActionConflict(f"The run is already {self.run.status}.")
 
     def perform(self):
         from evaluations.engine import maybe_finish_run
 
-        run = self.run
-        cancellable = [
-            s for s, targets in RUN_TRANSITIONS.items() if RunStatus.CANCELLED in targets
-        ]
-        before = Run.objects.select_for_update().values_list("status", flat=True).get(pk=run.pk)
-        if not Run.objects.filter(pk=run.pk, status__in=cancellable).update(
-            status=RunStatus.CANCELLED
+        # From the status as it is now, locked (a shard may have started the run since it was
+        # read).
+        run = Run.objects.select_for_update().get(pk=self.run.pk)
+        before = run.status
+        if not RUN_STATES.may_move(before, RunStatus.CANCELLED) or not RUN_STATES.move(
+            run, RunStatus.CANCELLED
         ):
             raise ActionConflict(f"The run is already {before}.")
         now = timezone.now()
@@ -50,7 +49,7 @@ class CancelRun(Action):
             status=TrialStatus.CANCELLED, finished_at=now
         )
         running = Trial.objects.filter(run=run, status=TrialStatus.RUNNING).count()
-        run.status = RunStatus.CANCELLED
+        run.status = self.run.status = RunStatus.CANCELLED
         audit(
             "evaluations.run.cancel",
             actor=self.acting_user,

@@ -16,7 +16,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from evaluations import figures, scoring
-from evaluations.choices import TRIAL_FINISHED, CheckStatus, RunStatus, TrialStatus
+from evaluations.choices import RUN_STATES, TRIAL_FINISHED, CheckStatus, RunStatus, TrialStatus
 from evaluations.models import CaseResult, Check, CheckResult, Run, Trial
 from evaluations.signals import run_finished
 from sherlock.core.bulk import insert_all
@@ -38,10 +38,14 @@ def maybe_finish_run(run_id):
             return False
         run = Run.objects.select_for_update().get(pk=run_id)
         summary = compute_case_results(run)
-        status = RunStatus.CANCELLED if run.status == RunStatus.CANCELLED else RunStatus.COMPLETED
-        Run.objects.filter(pk=run_id).update(
-            status=status, summary=summary, finished_at=timezone.now()
-        )
+        finished = {"summary": summary, "finished_at": timezone.now()}
+        if RUN_STATES.may_move(run.status, RunStatus.COMPLETED):
+            status = RunStatus.COMPLETED
+            # The row is locked: it cannot have moved since it was read.
+            RUN_STATES.move(run, status, **finished)
+        else:
+            status = run.status  # a cancelled run stays cancelled; only its figures are written
+            Run.objects.filter(pk=run_id).update(**finished)
         transaction.on_commit(
             lambda: run_finished.send(sender=Run, run_id=run_id, status=str(status))
         )

@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from agents.adapters import AgentCallError, prepare
 from evaluations import costs
-from evaluations.choices import RUN_TERMINAL, RunStatus, TrialStatus
+from evaluations.choices import RUN_STATES, RUN_TERMINAL, RunStatus, TrialStatus
 from evaluations.engine import database
 from evaluations.engine.completion import maybe_finish_run
 from evaluations.engine.judging import engine_judge
@@ -115,9 +115,8 @@ def run_shard(run_id, trial_ids):
         return 0
     shard = Shard.load(run)
     if run.status == RunStatus.QUEUED:
-        Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
-            status=RunStatus.RUNNING, started_at=timezone.now()
-        )
+        # Whichever shard comes first starts the run; the others find it moved.
+        RUN_STATES.move(run, RunStatus.RUNNING, started_at=timezone.now())
     work = Work(run, trials)
     concurrency = settings.SHERLOCK_RUN_CONCURRENCY
     if connection.in_atomic_block:

@@ -1,5 +1,5 @@
 """Moving a bypass from one state to the next: the one write of `Bypass.state` after creation
-(a bypass is created `requested`), guarded by `BYPASS_TRANSITIONS` and made by compare-and-set
+(a bypass is created `requested`), guarded by `BYPASS_STATES` and made by compare-and-set
 (`sherlock.core.states`).
 
 Every verb that changes a bypass calls it: the Admin's approve, deny and revoke
@@ -8,15 +8,14 @@ Every verb that changes a bypass calls it: the Admin's approve, deny and revoke
 its revocation when publication is requested again (`request_publication`).
 """
 
-from governance.choices import BYPASS_TRANSITIONS
-from sherlock.core import states
+from governance.choices import BYPASS_STATES
 
 
 def may_move(from_state, to_state):
-    """Whether `BYPASS_TRANSITIONS` lets a bypass in `from_state` become `to_state`."""
-    return states.may_move(BYPASS_TRANSITIONS, from_state, to_state)
+    """Whether `BYPASS_STATES` lets a bypass in `from_state` become `to_state`."""
+    return BYPASS_STATES.may_move(from_state, to_state)
 
 
 def move_bypass(bypass, to_state, **fields):
-    """`sherlock.core.states.move_state` along `BYPASS_TRANSITIONS`."""
-    return states.move_state(bypass, to_state, BYPASS_TRANSITIONS, **fields)
+    """`BYPASS_STATES.move`: True when this call moved the bypass."""
+    return BYPASS_STATES.move(bypass, to_state, **fields)

@@ -1,11 +1,9 @@
 """Moving a publish request from one state to the next: the one write of `PublishRequest.state`
-after creation, guarded by `REQUEST_TRANSITIONS` and made by compare-and-set
-(`sherlock.core.states`)."""
+after creation, guarded by `REQUEST_STATES` and made by compare-and-set (`sherlock.core.states`)."""
 
-from governance.choices import REQUEST_TRANSITIONS
-from sherlock.core.states import move_state
+from governance.choices import REQUEST_STATES
 
 
 def move_request(publish_request, to_state, **fields):
-    """`sherlock.core.states.move_state` along `REQUEST_TRANSITIONS`."""
-    return move_state(publish_request, to_state, REQUEST_TRANSITIONS, **fields)
+    """`REQUEST_STATES.move`: True when this call moved the request."""
+    return REQUEST_STATES.move(publish_request, to_state, **fields)

@@ -2,7 +2,7 @@
 
 from django.utils import timezone
 
-from agents.choices import VersionState
+from agents.choices import VERSION_STATES, VersionState
 from agents.models import Agent, AgentVersion
 from governance.actions._bypass_state import move_bypass
 from governance.actions._request_state import move_request
@@ -165,9 +165,8 @@ class PublishVersion(GovernanceAction):
         for old in AgentVersion.objects.filter(agent=agent, state=VersionState.PUBLISHED).exclude(
             pk=version.pk
         ):
-            AgentVersion.objects.filter(pk=old.pk, state=VersionState.PUBLISHED).update(
-                state=VersionState.RETIRED
-            )
+            if not VERSION_STATES.move(old, VersionState.RETIRED):
+                continue  # retired meanwhile by someone else, who wrote its entry
             audit(
                 "governance.version.retire",
                 actor=user,
@@ -176,12 +175,8 @@ class PublishVersion(GovernanceAction):
                 after={"state": VersionState.RETIRED, "live": False},
                 reason=f"replaced by v{version.number}",
             )
-        if (
-            AgentVersion.objects.filter(pk=version.pk, state=self.from_state).update(
-                state=VersionState.PUBLISHED
-            )
-            != 1
-        ):
+        # From the state `check()` saw (draft, or retired for a rollback), if still so.
+        if not VERSION_STATES.move(version, VersionState.PUBLISHED):
             raise ActionConflict("The version changed state meanwhile.", code="conflict")
         Agent.objects.filter(pk=agent.pk).update(live_version=version)
         if self.bypass is not None:

@@ -1,6 +1,6 @@
 """RetireVersion: take the live version out of service without a replacement."""
 
-from agents.choices import VersionState
+from agents.choices import VERSION_STATES, VersionState
 from agents.models import Agent, AgentVersion
 from governance.actions.base import GovernanceAction
 from sherlock.core.audit import audit
@@ -41,12 +41,7 @@ class RetireVersion(GovernanceAction):
 
     def perform(self):
         version = self.agent_version
-        if (
-            AgentVersion.objects.filter(pk=version.pk, state=VersionState.PUBLISHED).update(
-                state=VersionState.RETIRED
-            )
-            != 1
-        ):
+        if not VERSION_STATES.move(version, VersionState.RETIRED):
             raise ActionConflict("The version changed state meanwhile.", code="conflict")
         was_live = self.agent.live_version_id == version.pk
         if was_live:
