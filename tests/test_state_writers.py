@@ -47,9 +47,7 @@ def chain_root(node):
     while True:
         if isinstance(node, ast.Call):
             node = node.func
-        elif isinstance(node, ast.Attribute):
-            node = node.value
-        elif isinstance(node, ast.Subscript):
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
         elif isinstance(node, ast.Name):
             return node.id

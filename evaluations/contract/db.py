@@ -68,7 +68,7 @@ from evaluations.contract.decision import (
 from evaluations.contract.inputs import POLICY_FIELDS, Thresholds, parse_thresholds
 from evaluations.contract.totals import COUNT_FIELDS, VariantTotals, combine
 
-MONEY = DecimalField(max_digits=20, decimal_places=8)
+MONEY: DecimalField = DecimalField(max_digits=20, decimal_places=8)
 ZERO = Value(Decimal(0), output_field=MONEY)
 # Quality scores are carried in millionths: summed exactly in SQL (integers), written the same
 # way by the export.
@@ -134,16 +134,16 @@ def trial_totals_of(runs) -> dict[int, VariantTotals]:
     unpriced = CostEntry.objects.filter(
         trial__run_id__in=ids, kind=CostKind.SCORING, usd__isnull=True
     ).values("trial_id")
-    rows = {
-        row.pop("run_id"): row
+    rows: dict[int, dict[str, Any]] = {
+        row["run_id"]: {name: value for name, value in row.items() if name != "run_id"}
         for row in Trial.objects.filter(run_id__in=ids)
         .values("run_id")
         .annotate(**_trial_aggregates(unpriced))
         .order_by()
     }
     covered = ~Q(trial_id__in=unpriced)
-    judge = {
-        row["trial__run_id"]: row
+    judge: dict[int, dict[str, Any]] = {
+        row["trial__run_id"]: dict(row)
         for row in CostEntry.objects.filter(trial__run_id__in=ids, kind=CostKind.SCORING)
         .values("trial__run_id")
         .annotate(
@@ -219,8 +219,9 @@ def runs_totals(runs) -> dict[int, VariantTotals]:
     from evaluations.figures import stored_totals
 
     runs = list(runs)
-    totals = {run.pk: stored_totals(run) for run in runs}
-    live = [run for run in runs if totals[run.pk] is None]
+    stored = {run.pk: stored_totals(run) for run in runs}
+    totals = {pk: value for pk, value in stored.items() if value is not None}
+    live = [run for run in runs if stored[run.pk] is None]
     if live:
         totals.update(trial_totals_of(live))
         quality = quality_totals_of(live)
@@ -335,6 +336,8 @@ def _gate_snapshot(result: ContractResult, name: str, limits: Thresholds) -> dic
     t = result.totals
     gate = next((g for g in result.gates if g.name == name), None)
     snapshot = {"name": name, "label": GATE_LABELS[name]}
+    value: dict[str, Any]
+    threshold: dict[str, Any]
     if name == "coverage":
         value = {
             "completions_without_outcome": t.completions_without_outcome,
@@ -354,7 +357,7 @@ def _gate_snapshot(result: ContractResult, name: str, limits: Thresholds) -> dic
         value = {"count": t.effects_unknown, "intentionally_denied": t.effects_denied}
         threshold = {"max": limits.max_unknown_effects}
     elif name == "floors":
-        parts = dict(gate.parts)
+        parts = dict(gate.parts) if gate is not None else {}
         value = {
             "useful_progress": {
                 **_ratio(result.useful_progress),
@@ -394,6 +397,7 @@ def _gate_snapshot(result: ContractResult, name: str, limits: Thresholds) -> dic
                 "value": value,
                 "threshold": threshold,
             }
+    assert gate is not None  # every gate but an unset quality floor is evaluated
     return {
         **snapshot,
         "status": gate.status,

@@ -190,7 +190,8 @@ def _usd(value: Decimal) -> str:
     """A money limit to the cent, or to its last significant digit below one: a policy's
     limit comes from a four-decimal column ($0.6000 -> $0.60, $0.0525 -> $0.0525)."""
     value = value.normalize()
-    return f"${value.quantize(CENT) if value.as_tuple().exponent > -2 else value}"
+    exponent = value.as_tuple().exponent  # an int for a finite limit ('n', 'N', 'F' are not)
+    return f"${value.quantize(CENT) if isinstance(exponent, int) and exponent > -2 else value}"
 
 
 def _float(value: Decimal | None) -> float | None:
@@ -301,7 +302,7 @@ def _floor(label: str, ratio: Ratio, minimum: Decimal | None) -> tuple[str, str]
     if not ratio.den:
         # DESIGN 6: a floor with an empty denominator does not apply and is shown as "n/a".
         return NOT_APPLICABLE, f"{label} n/a (nothing to count)"
-    ok = ratio.value >= Fraction(minimum)
+    ok = Fraction(ratio.num, ratio.den) >= Fraction(minimum)
     shown = round_half_up(ratio.num, ratio.den, THOUSANDTH)
     return (PASS if ok else FAIL), f"{label} {ratio} = {shown} {'>=' if ok else '<'} {minimum}"
 

@@ -131,12 +131,14 @@ def add_trial(totals: VariantTotals, trial: TrialRecord) -> None:
 
     if trial.grader_ran:
         totals.graded += 1
+        assert trial.quality_score is not None  # a grader that ran gave a score
         totals.quality_sum += trial.quality_score
 
     for name, count in trial_counts(trial).items():
         setattr(totals, name, getattr(totals, name) + count)
 
     if trial.billing_coverage == BillingCoverage.BILLED:
+        assert trial.cost_usd is not None  # billed without an amount is read as missing
         totals.billed_runs += 1
         totals.billed_usd += trial.cost_usd
     elif trial.billing_coverage == BillingCoverage.ESTIMATED:

@@ -483,6 +483,7 @@ class JudgeClient:
                 cache_key=question.cache_key,
             )
             return failed, None
+        assert raw is not None  # an answer that parsed had a text
         answer = JudgeAnswer(
             ok=True,
             data=data,

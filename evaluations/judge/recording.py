@@ -170,7 +170,8 @@ def _new_call(values: dict) -> JudgeCall:
     fields, names = _call_fields
     if not names.issuperset(values):
         raise TypeError(f"JudgeCall has no field {sorted(set(values) - names)}")
-    return JudgeCall(*[values[name] if name in values else default() for name, default in fields])
+    row = [values[name] if name in values else default() for name, default in fields]
+    return JudgeCall(*row)  # type: ignore[misc]  # positional, as from_db builds rows
 
 
 class MemoryRecorder:

@@ -213,7 +213,7 @@ def prepare(
     source = rubric.schema
     bounds = tuple(sorted((limits or {}).items()))
     keywords = frozenset(keywords)
-    spans = tuple(sorted((name, tuple(span)) for name, span in (ranges or {}).items()))
+    spans = tuple(sorted((name, (span[0], span[1])) for name, span in (ranges or {}).items()))
     key = (id(source), rubric.id, bounds, keywords, spans)
     prepared = _prepared.get(key)
     if prepared is not None and prepared.source is source:

@@ -29,8 +29,8 @@ class Action(ABC):
     verb = ""
     # Input bounds (sherlock.core.limits), checked first by execute(), before check() reads
     # anything: attribute name -> at most that many characters (text) or bytes (JSON).
-    text_limits = {}
-    document_limits = {}
+    text_limits: dict[str, int] = {}
+    document_limits: dict[str, int] = {}
 
     def __init__(self, *, acting_user):
         self.acting_user = acting_user

@@ -65,7 +65,7 @@ def tls_context():
     return httpx2.create_ssl_context()
 
 
-_clients = weakref.WeakKeyDictionary()  # loop -> {key: _Spread}
+_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # loop -> {key: _Spread}
 _clients_lock = threading.Lock()
 
 

@@ -325,7 +325,7 @@ _SAME_TYPE = {
     serializers.JSONField: object,
 }
 # serializer class -> its fields as `get_fields` first built them (the copies' originals).
-_BUILT_FIELDS = {}
+_BUILT_FIELDS: dict[type, dict] = {}
 
 
 # --- filtering --------------------------------------------------------------------------------
