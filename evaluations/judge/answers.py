@@ -212,9 +212,6 @@ def read_answer(payload: dict, prepared: PreparedRubric):
         return None, raw, f"the answer is not JSON ({exc})", MALFORMED
     if not isinstance(data, dict):
         return None, raw, "the answer is not a JSON object", MALFORMED
-    quick_check = prepared.quick_check
-    if quick_check is not None and quick_check(data):
-        return data, raw, None, None
     error = best_match(prepared.validator.iter_errors(data))
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "the top level"

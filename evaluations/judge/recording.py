@@ -127,51 +127,29 @@ def new_call(
     or of one cache hit, filed under the question's cache key and the bound context."""
     from evaluations.models import JudgeCall
 
-    return _new_call(
-        {
-            "model": question.model,
-            "rubric_id": question.rubric_id,
-            "rubric_version": question.rubric_version,
-            "prompt_hash": (
-                question.prompt_hash
-                if request is question.request
-                else sha256(canonical_json(request["messages"]))
-            ),
-            "cache_key": question.cache_key,
-            "cached": cached,
-            "attempt": attempt,
-            "status": (JudgeCall.Status.ERROR if error else JudgeCall.Status.OK).value,
-            "error": error or "",
-            "request": stored_request(request, question.prepared),
-            "response": response,
-            "raw_answer": raw or "",
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "latency_ms": round(latency_ms, 3),
-            "run_id": context.run_id,
-            "trial_id": context.trial_id,
-        }
+    return JudgeCall(
+        model=question.model,
+        rubric_id=question.rubric_id,
+        rubric_version=question.rubric_version,
+        prompt_hash=(
+            question.prompt_hash
+            if request is question.request
+            else sha256(canonical_json(request["messages"]))
+        ),
+        cache_key=question.cache_key,
+        cached=cached,
+        attempt=attempt,
+        status=(JudgeCall.Status.ERROR if error else JudgeCall.Status.OK).value,
+        error=error or "",
+        request=stored_request(request, question.prepared),
+        response=response,
+        raw_answer=raw or "",
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        latency_ms=round(latency_ms, 3),
+        run_id=context.run_id,
+        trial_id=context.trial_id,
     )
-
-
-_call_fields: tuple | None = None
-
-
-def _new_call(values: dict) -> JudgeCall:
-    """`JudgeCall(**values)` through Django's positional constructor (the one `from_db` uses),
-    which costs a third of the keyword one: once per judge call. Fields not given get their
-    defaults, as with keywords; an unknown name is a bug and raises."""
-    global _call_fields
-    from evaluations.models import JudgeCall
-
-    if _call_fields is None:
-        fields = [(f.attname, f.get_default) for f in JudgeCall._meta.concrete_fields]
-        _call_fields = (fields, frozenset(name for name, _ in fields))
-    fields, names = _call_fields
-    if not names.issuperset(values):
-        raise TypeError(f"JudgeCall has no field {sorted(set(values) - names)}")
-    row = [values[name] if name in values else default() for name, default in fields]
-    return JudgeCall(*row)  # type: ignore[misc]  # positional, as from_db builds rows
 
 
 class MemoryRecorder:
