@@ -222,6 +222,9 @@ class RefuseUnknownFields:
 # info, then one field class and its arguments per name: a third of a detail's serializer time);
 # here they are built once per class, and each instance gets copies, as DRF gives each instance
 # copies of the declared fields.
+# Measured with and without in one run (`bench/api_lean.py`, 2026-12-02, 5,000 entries, the
+# loaded 2-core machine): CPU per request of the audit list 3.96 ms against 5.50 ms on DRF's own
+# `to_representation` (28 % less), the audit detail 2.67 against 3.37 ms.
 # (A comment, not a docstring: drf-spectacular would take a docstring as the description of
 # every serializer that mixes this in.)
 class LeanRepresentation:
