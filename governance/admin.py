@@ -521,6 +521,12 @@ class SherlockUserAdmin(UserAdmin):
                 "title": f"Roles of {target}",
                 "target": target,
                 "roles": describe_roles(target),
+                "grants": sorted(
+                    RoleGrant.objects.filter(user=target).select_related(
+                        "agent", "dataset", "granted_by"
+                    ),
+                    key=lambda g: (g.scope != "global", g.scope, str(g.obj or ""), g.role),
+                ),
                 "form": form,
                 "opts": User._meta,
             },

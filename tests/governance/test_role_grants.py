@@ -255,3 +255,21 @@ def test_the_role_grants_list_in_the_admin_is_read_only(client, admin_user, some
 def test_only_a_global_admin_reads_the_role_grants_in_the_admin(client, persona):
     client.force_login(persona("Admin", "here"))
     assert client.get("/admin/governance/rolegrant/").status_code == 403
+
+
+def test_the_demo_personas_are_grants_and_seeding_twice_changes_nothing(db):
+    from governance.management.commands.seed_demo import Command
+
+    for _ in range(2):
+        users = Command().seed_users()
+    grants = sorted(RoleGrant.objects.values_list("user__username", "role", "scope"))
+    assert grants == [
+        ("admin", "Admin", "global"),
+        ("builder", "Builder", "global"),
+        ("editor", "Editor", "global"),
+        ("publisher", "Publisher", "global"),
+    ]
+    assert users["publisher"].has_perm("agents.publish_agent")
+    by_admin = RoleGrant.objects.exclude(user=users["admin"]).values_list("granted_by", flat=True)
+    assert set(by_admin) == {users["admin"].pk}
+    assert AuditEntry.objects.filter(action="governance.role.grant").count() == 3
