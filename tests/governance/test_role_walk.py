@@ -108,6 +108,8 @@ def edits(user, world, tmp_path):
     check.refresh_from_db()
     assert check.threshold == 0.25
     import_by_command(user, world, tmp_path, "while-granted")
+    assert world["dataset"].cases.filter(key="while-granted").exists()
+    assert AuditEntry.objects.filter(action="evaluations.case.import", actor=user).exists()
 
 
 def cannot_edit(user, world, tmp_path):
@@ -118,8 +120,9 @@ def cannot_edit(user, world, tmp_path):
     assert saved.status_code == 403 or saved["Location"] == "/admin/"
     check.refresh_from_db()
     assert check.threshold == 0.25
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError, match="Editor role needed"):
         import_by_command(user, world, tmp_path, "after-revoke")
+    assert not world["dataset"].cases.filter(key="after-revoke").exists()
     assert AuditEntry.objects.filter(action="evaluations.check.refused", actor=user).count() == 2
 
 
