@@ -64,10 +64,11 @@ from governance.models import (
     Bypass,
     PublishingPolicy,
     PublishRequest,
+    RoleGrant,
     WebhookDelivery,
     WebhookEndpoint,
 )
-from governance.roles import OBJECT_PERMS, holds_admin_rights, is_global_admin, scoped_roles
+from governance.roles import holds_admin_rights, is_global_admin, role_grants
 from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin, run_verb, verb_action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionError
@@ -520,6 +521,12 @@ class SherlockUserAdmin(UserAdmin):
                 "title": f"Roles of {target}",
                 "target": target,
                 "roles": describe_roles(target),
+                "grants": sorted(
+                    RoleGrant.objects.filter(user=target).select_related(
+                        "agent", "dataset", "granted_by"
+                    ),
+                    key=lambda g: (g.scope != "global", g.scope, str(g.obj or ""), g.role),
+                ),
                 "form": form,
                 "opts": User._meta,
             },
@@ -527,24 +534,33 @@ class SherlockUserAdmin(UserAdmin):
 
 
 def describe_roles(user):
-    """ "Publisher (global), Builder (agent support-bot)" for the user page."""
-    parts = [f"{name} (global)" for name in user.groups.values_list("name", flat=True)]
-    from guardian.shortcuts import get_objects_for_user
-
-    for model in (Agent, Dataset):
-        model_name = model._meta.model_name
-        codenames = {
-            f"{model._meta.app_label}.{p}"
-            for perms in OBJECT_PERMS.values()
-            for p in perms.get(model_name, [])
-        }
-        objects = get_objects_for_user(
-            user, codenames, klass=model, any_perm=True, accept_global_perms=False, use_groups=False
-        )
-        for obj in objects:
-            for role in sorted(scoped_roles(user, obj)):
-                parts.append(f"{role} ({model_name} {obj})")
+    """ "Publisher (global), Builder (agent support-bot)" for the user page: the user's grants
+    (`RoleGrant`), never roles inferred from the permissions they hold."""
+    parts = []
+    for grant in role_grants(user):
+        where = grant["scope"]
+        if where != "global":
+            where = f"{where} {grant[where]}"
+        parts.append(f"{grant['role']} ({where})")
     return ", ".join(parts)
+
+
+@admin.register(RoleGrant)
+class RoleGrantAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Every role grant, for global Admins to read: who holds what where, granted by whom, when
+    and why. Grants change on a user's Roles page (`GrantRole`, `RevokeRole`), never here, so
+    no Admin can edit a grant's date or author (the second-Admin rule reads the audit log)."""
+
+    list_display = ["user", "role", "scope", "agent", "dataset", "granted_by", "granted_at"]
+    list_filter = ["role", "scope"]
+    search_fields = ["user__username", "agent__slug", "dataset__slug"]
+    list_select_related = ["user", "agent", "dataset", "granted_by"]
+
+    def has_module_permission(self, request):
+        return is_global_admin(request.user)
+
+    def has_view_permission(self, request, obj=None):
+        return is_global_admin(request.user)
 
 
 @admin.register(Group)

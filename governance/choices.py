@@ -96,3 +96,11 @@ class APIKeyState(models.TextChoices):
     ACTIVE = "active"
     EXPIRED = "expired"
     REVOKED = "revoked"
+
+
+class RoleScope(models.TextChoices):
+    """Where a role grant holds: everywhere (the role's group), or on one agent or dataset."""
+
+    GLOBAL = "global", "global"
+    AGENT = "agent", "agent"
+    DATASET = "dataset", "dataset"

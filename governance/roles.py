@@ -1,8 +1,11 @@
 """The four roles of DESIGN section 2 as Django groups, and the model permissions each holds.
 
-A role granted globally is membership of the group. A role granted for one agent or dataset is
-the same verbs as guardian object permissions on that object (`grant_role` in governance
-actions); `OBJECT_PERMS` lists which verbs a scoped grant carries.
+A role is granted as a record (`governance.models.RoleGrant`: user, role, scope, who, when,
+why), and the rights are derived from the records (`materialize`): a role granted globally is
+membership of the group, a role granted for one agent or dataset is its verbs as guardian object
+permissions on that object; `OBJECT_PERMS` lists which verbs a scoped grant carries. Who holds
+which role is read from the records (`role_grants`, `scoped_roles`), never inferred from the
+permissions, whose sets overlap (an Admin of a dataset holds exactly an Editor's verbs).
 """
 
 import contextlib
@@ -120,15 +123,65 @@ def scoped_perms(role, obj):
 
 
 def scoped_roles(user, obj):
-    """The roles `user` holds on `obj` through object permissions (all of a role's verbs), as
-    plain strings."""
-    from guardian.shortcuts import get_user_perms
+    """The roles granted to `user` on `obj` (`RoleGrant` records, never inferred from the
+    permissions held), as plain strings."""
+    from governance.models import RoleGrant
 
-    held = set(get_user_perms(user, obj))
+    return set(RoleGrant.objects.on(obj).filter(user=user).values_list("role", flat=True))
+
+
+def global_roles(user):
+    """The roles granted to `user` globally, as plain strings."""
+    from governance.models import RoleGrant
+
+    return set(RoleGrant.objects.on(None).filter(user=user).values_list("role", flat=True))
+
+
+def materialize(user, obj=None):
+    """Make `user`'s rights on one scope exactly what their grants there give, and return the
+    (added, removed) group names (global) or guardian codenames (`obj`).
+
+    Globally that is membership of the groups of the roles granted globally; on an agent or a
+    dataset it is the union of the `OBJECT_PERMS` verbs of the roles granted there, among the
+    verbs roles carry on that kind of object (a permission no role carries is not ours to
+    touch). Run inside `role_action()` by the role actions, after they wrote the grant, so a
+    revocation keeps what the other grants still give and nothing more (issue 22 point 2).
+    """
+    from django.contrib.auth.models import Group
+    from guardian.shortcuts import assign_perm, get_user_perms, remove_perm
+
+    if obj is None:
+        wanted = global_roles(user)
+        held = set(user.groups.filter(name__in=Role.values).values_list("name", flat=True))
+        added, removed = sorted(wanted - held), sorted(held - wanted)
+        if added:
+            user.groups.add(*Group.objects.filter(name__in=added))
+        if removed:
+            user.groups.remove(*Group.objects.filter(name__in=removed))
+        return added, removed
+    kind = obj._meta.model_name
+    managed = {p for perms in OBJECT_PERMS.values() for p in perms.get(kind, [])}
+    wanted = set()
+    for role in scoped_roles(user, obj):
+        wanted |= set(scoped_perms(role, obj))
+    held = set(get_user_perms(user, obj)) & managed
+    added, removed = sorted(wanted - held), sorted(held - wanted)
+    for codename in added:
+        assign_perm(codename, user, obj)
+    for codename in removed:
+        remove_perm(codename, user, obj)
+    return added, removed
+
+
+def describe_grant(grant):
+    """One `RoleGrant` as the API lists it: `{"user", "role", "scope", "agent", "dataset"}`,
+    the user by username and the object by slug."""
     return {
-        role.value
-        for role in Role
-        if (perms := scoped_perms(role, obj)) is not None and set(perms) <= held
+        "user": grant.user.username,
+        "role": grant.role,
+        "scope": grant.scope,
+        "agent": grant.agent.slug if grant.agent_id else None,
+        "dataset": grant.dataset.slug if grant.dataset_id else None,
     }
 
 
@@ -151,57 +204,21 @@ def in_role_action():
 
 
 def role_grants(user=None):
-    """Every role held, as `{"user", "role", "scope", "agent", "dataset"}` dicts (scope
-    `global`, `agent` or `dataset`, with the object's slug), optionally of one user: global
-    memberships of the role groups, then object grants (a role counts on an object when all of
-    its `OBJECT_PERMS` verbs are held there, as `scoped_roles` reads them). Four queries
-    however many grants there are."""
-    from django.contrib.auth import get_user_model
-    from guardian.models import UserObjectPermission
+    """Every role granted, optionally of one user, as `describe_grant` dicts ordered by user,
+    scope (global, agent, dataset), object and role: the `RoleGrant` records, never a role
+    inferred from overlapping permissions. One query however many grants there are."""
+    from django.db.models import Case, IntegerField, Value, When
 
-    from agents.models import Agent
-    from evaluations.models import Dataset
+    from governance.models import RoleGrant
 
-    memberships = (
-        get_user_model()
-        .groups.through.objects.filter(group__name__in=Role.values)
-        .select_related("user", "group")
-    )
-    object_perms = UserObjectPermission.objects.filter(
-        content_type__app_label__in=["agents", "evaluations"],
-        content_type__model__in=["agent", "dataset"],
-    ).select_related("user", "permission", "content_type")
+    grants = RoleGrant.objects.select_related("user", "agent", "dataset")
     if user is not None:
-        memberships = memberships.filter(user=user)
-        object_perms = object_perms.filter(user=user)
-
-    grants = [
-        {"user": m.user.username, "role": m.group.name, "scope": "global"} for m in memberships
-    ]
-    held = {}  # (username, model name, object pk) -> codenames held there
-    for perm in object_perms:
-        key = (perm.user.username, perm.content_type.model, str(perm.object_pk))
-        held.setdefault(key, set()).add(perm.permission.codename)
-    slugs = {}
-    for model in (Agent, Dataset):
-        name = model._meta.model_name
-        pks = {pk for (_, kind, pk) in held if kind == name}
-        slugs[name] = {
-            str(pk): slug for pk, slug in model.objects.filter(pk__in=pks).values_list("pk", "slug")
-        }
-    for (username, kind, pk), codenames in held.items():
-        slug = slugs[kind].get(pk)
-        if slug is None:  # the object is gone; guardian leaves its rows behind
-            continue
-        for role in Role:
-            perms = OBJECT_PERMS[role].get(kind)
-            if perms and set(perms) <= codenames:
-                grants.append({"user": username, "role": role.value, "scope": kind, kind: slug})
-    for grant in grants:
-        grant.setdefault("agent", None)
-        grant.setdefault("dataset", None)
-    order = {"global": 0, "agent": 1, "dataset": 2}
-    return sorted(
-        grants,
-        key=lambda g: (g["user"], order[g["scope"]], g["agent"] or g["dataset"] or "", g["role"]),
+        grants = grants.filter(user=user)
+    order = Case(
+        When(scope="global", then=Value(0)),
+        When(scope="agent", then=Value(1)),
+        default=Value(2),
+        output_field=IntegerField(),
     )
+    grants = grants.order_by("user__username", order, "agent__slug", "dataset__slug", "role")
+    return [describe_grant(grant) for grant in grants]

@@ -1,8 +1,10 @@
 """The shared shape of the two verbs that change a user's roles."""
 
+from django.contrib.auth import get_user_model
+
 from governance.actions.base import GovernanceAction
 from governance.choices import Role
-from governance.roles import is_global_admin
+from governance.roles import is_global_admin, scoped_perms
 from sherlock.core.errors import ActionDenied, ActionInvalid
 
 
@@ -14,7 +16,8 @@ def describe_scope(obj):
 
 class RoleVerb(GovernanceAction):
     """Grant or revoke `role` for `user`, globally (`obj` None) or for one agent or dataset.
-    Only a global Admin changes roles; a refusal is recorded against the user."""
+    Only a global Admin changes roles; a refusal is recorded against the user. A role with no
+    meaning on that kind of object (an Editor of an agent) is refused either way."""
 
     noun = "role"
 
@@ -28,6 +31,13 @@ class RoleVerb(GovernanceAction):
     def refusal_target(self):
         return self.user
 
+    def lock(self):
+        # Grants and revocations of one user are serialised on the user's row: each re-derives
+        # the user's rights on the scope from the grants it reads, so two at once must not both
+        # read the grants as they were before the other.
+        if self.user is not None and self.user.pk is not None:
+            get_user_model().objects.select_for_update().filter(pk=self.user.pk).first()
+
     def check_role(self):
         if not is_global_admin(self.acting_user):
             raise ActionDenied(f"Only an Admin may {self.verb} roles.")
@@ -36,8 +46,19 @@ class RoleVerb(GovernanceAction):
         self.check_role()
         if self.role not in Role.values:
             raise ActionInvalid(f"{self.role!r} is not a role", field="role")
+        if self.obj is not None and scoped_perms(self.role, self.obj) is None:
+            raise ActionInvalid(
+                f"A {self.role} cannot be granted for a {self.obj._meta.verbose_name}.",
+                field="role",
+            )
         self.check_held()
 
+    def held(self):
+        """The user's grant of the role on the scope, or None."""
+        from governance.models import RoleGrant
+
+        return RoleGrant.objects.on(self.obj).filter(user=self.user, role=self.role).first()
+
     def check_held(self):
-        """Refuse when the user's current roles leave nothing to do (held already, not held)."""
+        """Refuse when the user's grants leave nothing to do (held already, not held)."""
         raise NotImplementedError

@@ -1,17 +1,18 @@
 """GrantRole: an Admin gives a user a role, globally or for one agent or dataset."""
 
-from django.contrib.auth.models import Group
-from guardian.shortcuts import assign_perm
-
 from governance.actions._role_verb import RoleVerb, describe_scope
-from governance.roles import role_action, scoped_perms, scoped_roles
+from governance.choices import RoleScope
+from governance.models import RoleGrant
+from governance.roles import materialize, role_action, scoped_perms
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionConflict, ActionInvalid
+from sherlock.core.errors import ActionConflict
 
 
 class GrantRole(RoleVerb):
-    """Grant `role` to `user`: globally (membership of the role's group) or for one agent or
-    dataset (the role's verbs as guardian object permissions, `governance.roles.OBJECT_PERMS`).
+    """Grant `role` to `user`: globally or for one agent or dataset. The grant is recorded
+    (`RoleGrant`: who, when, why) and the user's rights on that scope are derived from their
+    grants (`governance.roles.materialize`: membership of the role's group, or the role's verbs
+    as guardian object permissions, `OBJECT_PERMS`). Returns the grant.
 
     This and `RevokeRole` are the only ways rights change in Sherlock: the admin's user and
     group screens show memberships read-only and guardian's permission screens are not mounted,
@@ -22,29 +23,26 @@ class GrantRole(RoleVerb):
     verb = "grant"
 
     def check_held(self):
-        if self.obj is None:
-            if self.user.groups.filter(name=self.role).exists():
-                raise ActionConflict(f"{self.user} is already a {self.role}.", code="already_held")
-            return
-        if scoped_perms(self.role, self.obj) is None:
-            raise ActionInvalid(
-                f"A {self.role} cannot be granted for a {self.obj._meta.verbose_name}.",
-                field="role",
-            )
-        if self.role in scoped_roles(self.user, self.obj):
+        if self.held() is not None:
+            where = f" of {self.obj}" if self.obj is not None else ""
             raise ActionConflict(
-                f"{self.user} is already a {self.role} of {self.obj}.", code="already_held"
+                f"{self.user} is already a {self.role}{where}.", code="already_held"
             )
 
     def perform(self):
+        kind = self.obj._meta.model_name if self.obj is not None else RoleScope.GLOBAL
+        grant = RoleGrant.objects.create(
+            user=self.user,
+            role=self.role,
+            scope=kind,
+            agent=self.obj if kind == RoleScope.AGENT else None,
+            dataset=self.obj if kind == RoleScope.DATASET else None,
+            granted_by=self.acting_user,
+            reason=self.reason,
+        )
         with role_action():
-            if self.obj is None:
-                self.user.groups.add(Group.objects.get(name=self.role))
-                perms = []
-            else:
-                perms = scoped_perms(self.role, self.obj)
-                for codename in perms:
-                    assign_perm(codename, self.user, self.obj)
+            materialize(self.user, self.obj)
+        perms = scoped_perms(self.role, self.obj) if self.obj is not None else []
         audit(
             "governance.role.grant",
             actor=self.acting_user,
@@ -52,4 +50,4 @@ class GrantRole(RoleVerb):
             after={"role": self.role, "scope": describe_scope(self.obj), "perms": perms},
             reason=self.reason,
         )
-        return self.user
+        return grant

@@ -1,48 +1,36 @@
 """RevokeRole: an Admin takes a role back, globally or for one agent or dataset."""
 
-from django.contrib.auth.models import Group
-from guardian.shortcuts import remove_perm
-
 from governance.actions._role_verb import RoleVerb, describe_scope
-from governance.roles import role_action, scoped_perms, scoped_roles
+from governance.roles import materialize, role_action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict
 
 
 class RevokeRole(RoleVerb):
-    """Revoke `role` from `user`, globally or for one object. For an object grant only the
-    verbs no other role the user still holds on that object needs are removed (a Publisher and
-    an Admin of the same agent share `view_agent`)."""
+    """Revoke the user's grant of `role`, globally or for one object: the `RoleGrant` is deleted
+    (its history is the audit log) and the user's rights on that scope are derived again from the
+    grants that remain, so exactly what this grant gave and no other grant gives is removed (a
+    Publisher and a Builder of the same agent share `view_agent`). A role not granted there is
+    409 `not_held`, whatever permissions the user happens to hold. Returns the deleted grant."""
 
     verb = "revoke"
 
     def check_held(self):
-        if self.obj is None:
-            if not self.user.groups.filter(name=self.role).exists():
-                raise ActionConflict(f"{self.user} is not a {self.role}.", code="not_held")
-        elif self.role not in scoped_roles(self.user, self.obj):
-            raise ActionConflict(
-                f"{self.user} is not a {self.role} of {self.obj}.", code="not_held"
-            )
+        self.grant = self.held()
+        if self.grant is None:
+            where = f" of {self.obj}" if self.obj is not None else ""
+            raise ActionConflict(f"{self.user} is not a {self.role}{where}.", code="not_held")
 
     def perform(self):
+        self.grant.delete()
         with role_action():
-            if self.obj is None:
-                self.user.groups.remove(Group.objects.get(name=self.role))
-                removed = []
-            else:
-                keep = set()
-                for other in scoped_roles(self.user, self.obj) - {self.role}:
-                    keep |= set(scoped_perms(other, self.obj))
-                removed = [p for p in scoped_perms(self.role, self.obj) if p not in keep]
-                for codename in removed:
-                    remove_perm(codename, self.user, self.obj)
+            _, removed = materialize(self.user, self.obj)
         audit(
             "governance.role.revoke",
             actor=self.acting_user,
             target=self.user,
             before={"role": self.role, "scope": describe_scope(self.obj)},
-            after={"perms_removed": removed},
+            after={"perms_removed": removed if self.obj is not None else []},
             reason=self.reason,
         )
-        return self.user
+        return self.grant

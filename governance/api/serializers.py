@@ -233,7 +233,9 @@ class PolicyChangeSerializer(PolicyRulesSerializer):
 
 
 class RoleGrantSerializer(serializers.Serializer):
-    """One role held by one user: globally, or on one agent or dataset."""
+    """One role granted to one user, globally or on one agent or dataset: a grant record
+    (`RoleGrant`), never a role inferred from the permissions held. Who granted it, when and
+    why are on the admin's Role grants page and in the audit log."""
 
     user = serializers.CharField(help_text="Username.")
     role = serializers.ChoiceField(choices=Role.choices)

@@ -47,8 +47,15 @@ from governance.api.serializers import (
     RoleGrantSerializer,
 )
 from governance.choices import BypassState, RequestState
-from governance.models import APIKey, AuditEntry, Bypass, PublishingPolicy, PublishRequest
-from governance.roles import is_global_admin, role_grants
+from governance.models import (
+    APIKey,
+    AuditEntry,
+    Bypass,
+    PublishingPolicy,
+    PublishRequest,
+    RoleGrant,
+)
+from governance.roles import describe_grant, is_global_admin, role_grants
 from sherlock.core.api import refusals
 
 REFUSED = refusals(400, 403, 404, 409, s400="Invalid input (e.g. a thin reason).")
@@ -421,24 +428,14 @@ ROLE_REFUSED = refusals(
 )
 
 
-def describe_grant(user, role, obj):
-    kind = obj._meta.model_name if obj is not None else "global"
-    return {
-        "user": user.username,
-        "role": role,
-        "scope": kind,
-        "agent": obj.slug if kind == "agent" else None,
-        "dataset": obj.slug if kind == "dataset" else None,
-    }
-
-
 class RoleGrantViewSet(viewsets.GenericViewSet):
-    """Roles held, globally (membership of the role's group) or on one agent or dataset
-    (guardian object permissions); granted and revoked by `GrantRole` and `RevokeRole`, the
-    same actions as the admin's Roles page, global Admins only, audited."""
+    """Role grants (`RoleGrant` records), global or on one agent or dataset; granted and
+    revoked by `GrantRole` and `RevokeRole`, the same actions as the admin's Roles page, global
+    Admins only, audited. A revocation answers the grant it removed; revoking a role not
+    granted there is 409 `not_held`."""
 
     serializer_class = RoleGrantSerializer
-    queryset = PublishingPolicy.objects.none()  # not a model: the grants are computed
+    queryset = RoleGrant.objects.none()  # listed through governance.roles.role_grants
 
     def get_permissions(self):
         if self.action == "list":
@@ -467,15 +464,14 @@ class RoleGrantViewSet(viewsets.GenericViewSet):
         data = RoleGrantInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        obj = values.get("agent") or values.get("dataset")
-        verb_class(
+        grant = verb_class(
             acting_user=request.user,
             user=values["user"],
             role=values["role"],
-            obj=obj,
+            obj=values.get("agent") or values.get("dataset"),
             reason=values["reason"],
         ).execute()
-        return RoleGrantSerializer(describe_grant(values["user"], values["role"], obj)).data
+        return RoleGrantSerializer(describe_grant(grant)).data
 
     @extend_schema(
         summary="Grant a role, globally or for one agent or dataset (Admin)",
@@ -487,6 +483,8 @@ class RoleGrantViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Revoke a role, globally or for one agent or dataset (Admin)",
+        description="Deletes the grant and answers it as it was; the user keeps only what their "
+        "other grants give. 409 `not_held` when the role is not granted there.",
         request=RoleGrantInputSerializer,
         responses={200: RoleGrantSerializer, **ROLE_REFUSED},
     )

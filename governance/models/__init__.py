@@ -4,6 +4,7 @@ from governance.models.api_keys import APIKey
 from governance.models.audit import AuditEntry, verify_chain
 from governance.models.policies import PublishingPolicy
 from governance.models.publishing import Bypass, PublishRequest
+from governance.models.roles import RoleGrant
 from governance.models.webhooks import WebhookDelivery, WebhookEndpoint
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "Bypass",
     "PublishRequest",
     "PublishingPolicy",
+    "RoleGrant",
     "WebhookDelivery",
     "WebhookEndpoint",
     "verify_chain",

@@ -21,6 +21,10 @@ def user(username, role=None, **extra):
     model = get_user_model()
     obj = model.objects.create_user(username=username, password=PASSWORD, is_staff=True, **extra)
     if role:
+        # What GrantRole leaves, without its audit entry: the grant and the group membership.
+        from governance.models import RoleGrant
+
+        RoleGrant.objects.create(user=obj, role=role, scope="global", reason="test persona")
         obj.groups.add(Group.objects.get(name=role))
     return model.objects.get(pk=obj.pk)
 

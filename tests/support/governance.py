@@ -110,8 +110,13 @@ def used_client(user):
 
 
 def grant_on(user, role, obj):
-    """Give `user` the verbs of `role` on `obj` only (what GrantRole does, without its audit)."""
-    for codename in OBJECT_PERMS[role][obj._meta.model_name]:
+    """Give `user` the verbs of `role` on `obj` only (what GrantRole does, without its audit):
+    the grant, and its verbs as guardian object permissions."""
+    from governance.models import RoleGrant
+
+    kind = obj._meta.model_name
+    RoleGrant.objects.create(user=user, role=role, scope=kind, **{kind: obj}, reason="test")
+    for codename in OBJECT_PERMS[role][kind]:
         assign_perm(codename, user, obj)
     return type(user).objects.get(pk=user.pk)  # a fresh permission cache
 
@@ -151,6 +156,9 @@ def persona_id(value):
 def join_role(user, role):
     from django.contrib.auth.models import Group
 
+    from governance.models import RoleGrant
+
+    RoleGrant.objects.create(user=user, role=role, scope="global", reason="test")
     user.groups.add(Group.objects.get(name=role))
     return type(user).objects.get(pk=user.pk)
 

@@ -24,7 +24,6 @@ be up yet).
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -43,10 +42,14 @@ from evaluations.choices import RunPurpose, RunStatus
 from evaluations.models import Dataset, Run
 from governance.actions.create_policy import CreatePolicy
 from governance.actions.decide_publish_request import DecidePublishRequest
+from governance.actions.grant_role import GrantRole
 from governance.actions.publish_version import PublishVersion
 from governance.actions.request_publication import RequestPublication
-from governance.choices import RequestState, Role
-from governance.models import PublishingPolicy, PublishRequest
+from governance.choices import RequestState, Role, RoleScope
+from governance.models import PublishingPolicy, PublishRequest, RoleGrant
+from governance.roles import global_roles, materialize
+
+SEED_REASON = "A persona of the demo (manage.py seed_demo)."
 
 DEMO_USERS = [
     ("editor", Role.EDITOR),
@@ -244,16 +247,29 @@ class Command(BaseCommand):
     def seed_users(self):
         user_model = get_user_model()
         users = {}
-        for username, role in DEMO_USERS:
+        for username, _role in DEMO_USERS:
             user, _ = user_model.objects.get_or_create(
                 username=username, defaults={"email": f"{username}@example.com"}
             )
             user.is_staff = True
             user.set_password(PASSWORD.format(username))
             user.save()
-            user.groups.add(Group.objects.get(name=role.value))
-            users[username] = user_model.objects.get(pk=user.pk)  # fresh permission cache
-        return users
+            users[username] = user
+        admin = users["admin"]
+        if Role.ADMIN not in global_roles(admin):
+            # The first Admin has no Admin to grant it (like `createsuperuser`): the seed records
+            # the grant and derives its membership itself, which the catch-all receiver audits
+            # (`auth.membership.add`). Every other persona is granted by that Admin.
+            RoleGrant.objects.create(
+                user=admin, role=Role.ADMIN, scope=RoleScope.GLOBAL, reason=SEED_REASON
+            )
+            materialize(admin)
+        for username, role in DEMO_USERS:
+            if role.value not in global_roles(users[username]):
+                GrantRole(
+                    acting_user=admin, user=users[username], role=role.value, reason=SEED_REASON
+                ).execute()
+        return {name: user_model.objects.get(pk=user.pk) for name, user in users.items()}
 
     def seed_agent(self, builder):
         for name, effectful, high_impact, kind, fields in SUPPORT_TOOLS:
