@@ -11,6 +11,9 @@ class CreateAgent(Action):
     """Register an agent (global Builder or Admin: a role scoped to one agent cannot create
     others). The creator becomes its owner; its versions are added with `CreateDraftVersion`."""
 
+    noun = "agent"
+    verb = "create"
+
     text_limits = {"slug": SLUG_MAX, "name": NAME_MAX, "description": DESCRIPTION_MAX}
 
     def __init__(self, *, acting_user, slug, name, description=""):

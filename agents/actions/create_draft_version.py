@@ -18,6 +18,8 @@ from sherlock.core.permissions import user_can
 class CreateDraftVersion(Action):
     """Create the next-numbered draft of `agent` with a validated adapter config."""
 
+    verb = "create"
+
     noun = "version"  # refusals: agents.version.refused, as its entry is agents.version.create
     text_limits = {"notes": NOTE_MAX}
     document_limits = {"config": CONFIG_MAX_BYTES}

@@ -31,6 +31,7 @@ class UpdateDraftVersion(Action):
     unfrozen draft."""
 
     noun = "version"
+    verb = "update"
 
     def __init__(
         self,

@@ -22,6 +22,9 @@ class CancelRun(Action):
     commit.
     """
 
+    noun = "run"
+    verb = "cancel"
+
     def __init__(self, *, acting_user, run):
         super().__init__(acting_user=acting_user)
         self.run = run

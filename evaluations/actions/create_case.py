@@ -9,6 +9,9 @@ from sherlock.core.errors import raise_invalid
 class CreateCase(CaseVerb):
     """Add a case (new, or an existing key not yet in this version) to a draft version."""
 
+    noun = "case"
+    verb = "create"
+
     def __init__(self, *, acting_user, dataset_version, key, **content):
         super().__init__(acting_user=acting_user)
         self.dataset_version = dataset_version

@@ -8,6 +8,9 @@ from sherlock.core.audit import audit
 class CreateCheck(CheckVerb):
     """Add a check to a draft dataset version."""
 
+    noun = "check"
+    verb = "create"
+
     def __init__(self, *, acting_user, dataset_version, **fields):
         super().__init__(acting_user=acting_user)
         self.dataset_version = dataset_version

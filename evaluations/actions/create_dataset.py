@@ -44,6 +44,9 @@ class CreateDataset(Action):
     Creating needs the global `evaluations.add_dataset` permission (the Editor and Admin
     roles): an Editor of one dataset edits that dataset, and does not found new ones."""
 
+    noun = "dataset"
+    verb = "create"
+
     def __init__(self, *, acting_user, slug, name, description=""):
         super().__init__(acting_user=acting_user)
         self.fields = {"slug": slug, "name": name, "description": description or ""}

@@ -17,6 +17,7 @@ class CreateDraftDatasetVersion(Action):
     (content and overrides) and checks, so an Editor changes only what differs."""
 
     noun = "dataset_version"
+    verb = "create"
     text_limits = {"note": NOTE_MAX}
 
     def __init__(self, *, acting_user, dataset, note=""):

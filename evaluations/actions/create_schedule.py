@@ -17,6 +17,9 @@ class CreateSchedule(Action):
     of the agent may; the `RunSchedule`, its django-q2 `Schedule` and the audit entry are written
     in one transaction."""
 
+    noun = "schedule"
+    verb = "create"
+
     def __init__(self, *, acting_user, **fields):
         super().__init__(acting_user=acting_user)
         self.schedule = RunSchedule(created_by=acting_user, **fields)

@@ -7,6 +7,9 @@ from sherlock.core.audit import audit
 class DeleteCheck(CheckVerb):
     """Remove a check from a draft dataset version."""
 
+    noun = "check"
+    verb = "delete"
+
     def __init__(self, *, acting_user, check):
         super().__init__(acting_user=acting_user)
         self.check_obj = check

@@ -7,6 +7,9 @@ from sherlock.core.audit import audit
 
 
 class DeleteSchedule(Action):
+    noun = "schedule"
+    verb = "delete"
+
     def __init__(self, *, acting_user, schedule):
         super().__init__(acting_user=acting_user)
         self.schedule = schedule

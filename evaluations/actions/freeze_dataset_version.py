@@ -14,6 +14,9 @@ class FreezeDatasetVersion(Action):
     """Freeze a draft dataset version (Editor). Its cases, checks and overrides can no longer
     change; the next draft starts as a copy of it (`CreateDraftDatasetVersion`)."""
 
+    noun = "dataset_version"
+    verb = "freeze"
+
     text_limits = {"note": NOTE_MAX}
 
     def __init__(self, *, acting_user, dataset_version, note=""):

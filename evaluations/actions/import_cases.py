@@ -75,6 +75,7 @@ class ImportCases(Action):
     returns the errors in the result instead."""
 
     noun = "case"
+    verb = "import"
 
     def __init__(
         self,

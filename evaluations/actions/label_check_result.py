@@ -18,6 +18,9 @@ class LabelCheckResult(Action):
     be labelled (skipped and error are refused on `check_result`). The label stores the check's
     calibration key, so it counts only while the check judges the same way."""
 
+    noun = "check_result"
+    verb = "label"
+
     text_limits = {"note": NOTE_MAX}
 
     def __init__(self, *, acting_user, check_result, passed=None, score=None, note=""):

@@ -9,6 +9,8 @@ class PauseSchedule(Action):
     """A paused schedule keeps its django-q2 row with `repeats=0`, which django-q2 never fires;
     resuming sets the next run from now."""
 
+    noun = "schedule"
+
     @property
     def verb(self):  # the refusal's verb, as the entry's code says pause or resume
         return "resume" if self.active else "pause"

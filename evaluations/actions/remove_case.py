@@ -7,6 +7,9 @@ from sherlock.core.audit import audit
 class RemoveCase(CaseVerb):
     """Remove a case from a draft version (earlier frozen versions keep it)."""
 
+    noun = "case"
+    verb = "remove"
+
     def __init__(self, *, acting_user, case_version):
         super().__init__(acting_user=acting_user)
         self.case_version = case_version

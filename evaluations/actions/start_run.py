@@ -25,6 +25,9 @@ class StartRun(Action):
     request, whose own action checked the requester).
     """
 
+    noun = "run"
+    verb = "start"
+
     def __init__(
         self,
         *,

@@ -119,6 +119,9 @@ class SummarizeRun(Action):
     """Who may start the agent's runs (a Builder of it) or edit the dataset (an Editor) may ask
     for a summary: it spends judge calls."""
 
+    noun = "run"
+    verb = "summarize"
+
     def __init__(self, *, acting_user, run):
         super().__init__(acting_user=acting_user)
         self.run = run

@@ -8,6 +8,9 @@ from sherlock.core.audit import audit
 class UpdateCase(CaseVerb):
     """Change a case's content in a draft version (only the fields given)."""
 
+    noun = "case"
+    verb = "update"
+
     def __init__(self, *, acting_user, case_version, **changes):
         super().__init__(acting_user=acting_user)
         self.case_version = case_version

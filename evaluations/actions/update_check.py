@@ -14,6 +14,9 @@ from sherlock.core.audit import audit
 class UpdateCheck(CheckVerb):
     """Change a check of a draft dataset version (only the fields given)."""
 
+    noun = "check"
+    verb = "update"
+
     def __init__(self, *, acting_user, check, **changes):
         super().__init__(acting_user=acting_user)
         self.check_obj = check

@@ -24,6 +24,9 @@ class UpdateSchedule(Action):
     """Who may create it may change it (checked on the schedule's agent and dataset, which do
     not change: a schedule of another pair is a new schedule)."""
 
+    noun = "schedule"
+    verb = "update"
+
     def __init__(self, *, acting_user, schedule, **changes):
         super().__init__(acting_user=acting_user)
         self.schedule = schedule

@@ -25,6 +25,9 @@ class DecidePublishRequest(Action):
     still going, is left alone and None is returned.
     """
 
+    noun = "publish_request"
+    verb = "decide"
+
     def __init__(self, *, publish_request_id, acting_user=None):
         super().__init__(acting_user=acting_user)
         self.publish_request_id = publish_request_id

@@ -20,6 +20,9 @@ class ExpireBypass(Action):
     call expired it.
     """
 
+    noun = "bypass"
+    verb = "expire"
+
     def __init__(self, *, bypass, acting_user=None):
         super().__init__(acting_user=acting_user)
         self.bypass = bypass

@@ -23,8 +23,9 @@ from sherlock.core.limits import check_document, check_text
 
 
 class Action(ABC):
-    # The refusal code's noun and verb; when empty they come from the module's name,
-    # `<app>/actions/<verb>_<noun>.py` (`create_case` -> verb "create", noun "case").
+    # The audit code's noun and verb (`<app>.<noun>.<verb>`, and `<app>.<noun>.refused` with the
+    # verb for a refusal), declared by every action: the log's vocabulary must not change when
+    # a module is renamed (tests/test_audit_codes.py lists every code once).
     noun = ""
     verb = ""
     # Input bounds (sherlock.core.limits), checked first by execute(), before check() reads
@@ -76,10 +77,11 @@ class Action(ABC):
         """Make the change; runs inside execute()'s transaction, after check()."""
 
     def refusal_names(self):
-        """(app, noun, verb) of this action's refusal code."""
-        module = type(self).__module__.split(".")
-        verb, _, noun = module[-1].partition("_")
-        return module[0], self.noun or noun, self.verb or verb
+        """(app, noun, verb) of this action's refusal code: the app its package is in, and the
+        noun and verb it declares."""
+        if not (self.noun and self.verb):
+            raise TypeError(f"{type(self).__name__} declares no audit noun and verb")
+        return type(self).__module__.split(".")[0], self.noun, self.verb
 
     def refusal_target(self):
         """The object a refusal is recorded against: the first model instance the action was
