@@ -28,9 +28,8 @@ from evaluations.cases_io import (
     FORMAT_LABELS,
     MEDIA_TYPES,
     READ_FORMATS,
-    UnknownFormat,
-    decode,
     export_cases,
+    read_upload,
 )
 from evaluations.dataset_diff import diff_versions
 from evaluations.models import Dataset
@@ -57,9 +56,10 @@ class ImportForm(forms.Form):
         data = super().clean()
         upload = data.get("file")
         if upload is not None:
+            # The reader every import path shares: over the limit, refused by its size unread.
             try:
-                data["source"] = decode(upload.read())
-            except UnknownFormat as exc:
+                data["source"] = read_upload(upload, upload.size)
+            except ActionError as exc:
                 self.add_error("file", str(exc))
                 return data
             data["filename"] = upload.name
@@ -168,15 +168,22 @@ class DatasetCasesIOMixin:
                         filename=data["filename"],
                         dry_run=True,
                     ).execute()
+                except CasesInvalid as exc:  # the file cannot be read at all: the line says where
+                    form.add_error(None, str(exc))
+                    context["errors"] = exc.errors
                 except ActionError as exc:
                     form.add_error("format" if exc.field == "format" else None, str(exc))
                 else:
                     context["preview"] = preview
                     context["changed"] = sorted(preview.changed.items())
                     if not preview.errors:
+                        # The session holds text: the preview has just decoded it without error.
+                        source = data["source"]
                         request.session[SESSION_KEY] = {
                             "dataset": dataset.pk,
-                            "text": data["source"],
+                            "text": source.decode("utf-8-sig")
+                            if isinstance(source, bytes)
+                            else source,
                             "format": preview.format,
                             "filename": data["filename"],
                         }
