@@ -56,7 +56,7 @@ class UploadField(serializers.FileField):
 
 
 class UploadSerializer(serializers.Serializer):
-    file = UploadField(help_text="the cases file (docs/cases.md); at most the body limit")
+    file = UploadField(help_text="the cases file (docs/cases.md), at most the body limit in bytes")
     format = serializers.ChoiceField(
         choices=READ_FORMATS, required=False, help_text="default: detected from name and content"
     )
