@@ -162,6 +162,7 @@ def _finite(text):
 # The C scanner with the hooks: duplicate members, NaN/Infinity and 1e400 refused as it reads.
 _DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite)
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]')
+_SPACE = re.compile(r"[ \t\r\n]*")
 
 
 def _place(text, start=0):
@@ -264,9 +265,9 @@ def loads(text):
     in one object, nesting deeper than JSON_MAX_DEPTH (the parser's RecursionError included),
     NaN, Infinity or a number out of range, and a NUL character in a string or member name
     (PostgreSQL stores none)."""
-    start = len(text) - len(text.lstrip(" \t\r\n"))
+    start = _SPACE.match(text).end()
     value, end = _decoded(text, start)
-    if text[end:].strip(" \t\r\n"):
+    if _SPACE.match(text, end).end() != len(text):  # (no copy of a long rest of the text)
         raise JSONRefused(f"not JSON (extra data after the value, column {end + 1})", end)
     return _checked(value, text, start)
 
@@ -307,7 +308,7 @@ def parse_json_lines(text, errors):
 def _array_items(text, errors):
     """(item number, object) of a JSON array document, item by item (so a bad item is named,
     with its line, and the others are still read)."""
-    space = re.compile(r"[ \t\r\n]*")
+    space = _SPACE
     at = space.match(text, text.index("[") + 1).end()
     line, counted = 1, 0
     items = []
