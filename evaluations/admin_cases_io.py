@@ -5,7 +5,8 @@
   detected, see the preview (added, changed with the fields, unchanged, every error with its
   line), then confirm. Nothing is written before the confirmation; the preview and the import
   are the same `ImportCases` (the dry run, then the real one on the same text, kept in the
-  session in between, so a large file is not sent twice);
+  session in between, so a large file is not sent twice; the file is bounded by the import's
+  size limit before it is read, `cases_io.read_upload`, and Django compresses session data);
 - the compare page (`<id>/compare/?a=N&b=M`): `diff_versions` of two versions;
 - "Export cases" admin actions on dataset versions (JSONL or CSV download).
 
