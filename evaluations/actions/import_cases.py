@@ -28,12 +28,13 @@ from django.db import transaction
 
 from evaluations.actions._case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
-from evaluations.cases_io import FileInvalid, RowError, UnknownFormat, read_cases
+from evaluations.cases_io import FileInvalid, RowError, UnknownFormat, read_cases, too_many
 from evaluations.cases_io.sherlock_jsonl import rows_from_objects
 from evaluations.models import Case, CaseVersion, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.limits import IMPORT_MAX_CASES
 from sherlock.core.permissions import user_can
 
 BATCH = 500
@@ -120,6 +121,9 @@ class ImportCases(Action):
             errors = []
             if not isinstance(self.cases, list):
                 raise ActionInvalid("cases: must be a JSON list of case objects", field="cases")
+            if len(self.cases) > IMPORT_MAX_CASES:
+                too_long = too_many(IMPORT_MAX_CASES + 1, "item", IMPORT_MAX_CASES)
+                raise CasesInvalid(too_long.errors)
             items = []
             for n, obj in enumerate(self.cases, start=1):
                 if isinstance(obj, dict):

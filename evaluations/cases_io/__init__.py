@@ -15,8 +15,9 @@ file through this module and nothing else (docs/cases.md, "Limits"): `read_uploa
 file over the size limit before reading it, `decode` names the line of a byte that is not UTF-8
 and of a NUL character, `loads` is the one JSON parser (duplicate members, nesting deeper than
 `JSON_MAX_DEPTH`, NaN and NUL escapes refused, each with its place, and never a RecursionError),
-and `csv_records` reads cells up to the file limit so that the case's own field limit names the
-cell instead of the csv module's 131,072 characters.
+`IMPORT_MAX_CASES` bounds the records a reader reads, and `csv_records` reads cells up to the
+file limit, so that the case's own field limit names a long cell instead of the csv module's
+131,072 characters.
 
 Formats without a key of their own (OpenAI evals, promptfoo, a Langfuse item without `id`) get
 a key derived from the case's input, `derived_key`, so importing the same file twice upserts
@@ -36,7 +37,7 @@ from django.conf import settings
 
 from evaluations.actions._case_fields import CASE_FIELDS
 from sherlock.core.errors import ActionInvalid
-from sherlock.core.limits import JSON_MAX_DEPTH, excerpt
+from sherlock.core.limits import IMPORT_MAX_CASES, JSON_MAX_DEPTH, excerpt
 
 
 @dataclass
@@ -113,6 +114,12 @@ def read_upload(handle, size=None):
     if len(data) > limit:
         raise too_large()
     return data
+
+
+def too_many(number, where="line", limit=None):
+    """FileInvalid at the record past IMPORT_MAX_CASES (or `limit`): the reading stops there."""
+    message = f"more than {limit or IMPORT_MAX_CASES} cases in one file: split it"
+    return FileInvalid([RowError(number, "", message, where)])
 
 
 def derived_key(prefix, value):
@@ -291,9 +298,13 @@ def lines(text):
 def parse_json_lines(text, errors):
     """(line number, object) for every non-blank line of JSON Lines text; a line that is not
     a JSON object, or that `loads` refuses, becomes a RowError naming the line (and field)."""
+    read = 0
     for number, line in lines(text):
         if not line.strip():
             continue
+        read += 1
+        if read > IMPORT_MAX_CASES:
+            raise too_many(number)
         try:
             obj = loads(line)
         except JSONRefused as exc:
@@ -317,6 +328,8 @@ def _array_items(text, errors):
     n = 0
     while True:
         n += 1
+        if n > IMPORT_MAX_CASES:
+            raise too_many(n, "item")
         line += text.count("\n", counted, at)
         counted = at
         try:
@@ -358,6 +371,8 @@ def json_items(text, errors):
 
 
 def _numbered(items, errors):
+    if len(items) > IMPORT_MAX_CASES:
+        raise too_many(IMPORT_MAX_CASES + 1, "item")
     out = []
     for n, obj in enumerate(items, start=1):
         if isinstance(obj, dict):
@@ -394,6 +409,8 @@ def csv_records(text, errors):
         except csv.Error as exc:
             errors.append(RowError(number, "", f"not CSV ({exc})", "row"))
             return
+        if number > IMPORT_MAX_CASES + 1:  # the header is row 1
+            raise too_many(number, "row")
         yield number, values
 
 

@@ -208,6 +208,33 @@ def test_the_admin_refuses_an_upload_over_the_limit_and_keeps_nothing_in_the_ses
     assert nothing_written(dataset)
 
 
+@pytest.mark.parametrize(
+    "name, rows, place",
+    [
+        ("cases.jsonl", lambda n: "".join(f'{{"key": "c{i}"}}\n' for i in range(n)), "line 6"),
+        ("cases.csv", lambda n: "key\n" + "".join(f"c{i}\n" for i in range(n)), "row 7"),
+        (
+            "items.json",
+            lambda n: json.dumps([{"id": f"c{i}", "input": "x"} for i in range(n)]),
+            "item 6",
+        ),
+    ],
+)
+def test_the_command_refuses_more_cases_than_the_documented_limit(
+    editor, dataset, tmp_path, monkeypatch, name, rows, place
+):
+    monkeypatch.setattr("evaluations.cases_io.IMPORT_MAX_CASES", 5)
+    path = tmp_path / name
+    path.write_text(rows(6))
+
+    status, _, err = command(path)
+
+    assert status == 1 and f"{place}: more than 5 cases in one file" in err
+    assert nothing_written(dataset)
+    path.write_text(rows(5))
+    assert command(path)[0] == 0
+
+
 def test_a_cell_of_a_megabyte_names_the_case_field_limit_and_its_row(editor, dataset):
     content = b"key,input\nok,x\nbig," + b"x" * 1_000_000 + b"\n"
 
@@ -443,3 +470,14 @@ def test_the_schema_documents_the_import_upload_as_binary():
     body = schema["paths"]["/api/v1/datasets/{slug}/draft/import/"]["post"]["requestBody"]
     ref = body["content"]["multipart/form-data"]["schema"]["$ref"].rsplit("/", 1)[-1]
     assert schema["components"]["schemas"][ref]["properties"]["file"]["format"] == "binary"
+
+
+def test_the_api_refuses_a_json_list_of_more_cases_than_the_limit(editor, dataset, monkeypatch):
+    monkeypatch.setattr("evaluations.actions.import_cases.IMPORT_MAX_CASES", 5)
+    body = [{"key": f"c{i}"} for i in range(6)]
+
+    answer = factories.api(editor).post(URL, body, format="json")
+
+    assert answer.status_code == 400
+    assert "item 6: more than 5 cases in one file" in answer.json()["detail"]
+    assert nothing_written(dataset)
