@@ -38,6 +38,7 @@ from sherlock.core.errors import ActionError
 from sherlock.core.hidden import audit_hidden
 
 SESSION_KEY = "evaluations_cases_import"
+UNREADABLE = "The file cannot be read: fix it where the table above says, then preview again."
 
 
 class ImportForm(forms.Form):
@@ -170,7 +171,7 @@ class DatasetCasesIOMixin:
                         dry_run=True,
                     ).execute()
                 except CasesInvalid as exc:  # the file cannot be read at all: the line says where
-                    form.add_error(None, str(exc))
+                    form.add_error(None, UNREADABLE)
                     context["errors"] = exc.errors
                 except ActionError as exc:
                     form.add_error("format" if exc.field == "format" else None, str(exc))
