@@ -363,11 +363,24 @@ def json_items(text, errors):
         return "item", _array_items(text, errors)
     try:
         doc = loads(text)  # JSON Lines of two or more lines fail fast, at line 2
-    except JSONRefused:
+    except JSONRefused as exc:
         doc = None
+        if _one_document(text):  # `{"data": [...]}` over several lines: its error, not each line's
+            line = text.count("\n", 0, exc.offset or 0) + 1
+            field = exc.field.removeprefix("data.").split(".")[0]
+            errors.append(RowError(line, field, exc.message))
+            return "line", []
     if isinstance(doc, dict) and isinstance(doc.get("data"), list):
         return "item", _numbered(doc["data"], errors)
     return "line", list(parse_json_lines(text, errors))
+
+
+def _one_document(text):
+    """Whether JSON text that `loads` refused is one document over several lines rather than
+    JSON Lines: its first line opens a value and stops there (`{`, `{"data": [`), as a
+    pretty-printed document's does and a line of JSON Lines' never does."""
+    first = next((line for _, line in lines(text) if line.strip()), "").strip()
+    return first != text.strip() and first.endswith(("{", "[", ",", ":"))
 
 
 def _numbered(items, errors):

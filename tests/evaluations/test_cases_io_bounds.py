@@ -288,6 +288,21 @@ def test_a_member_given_twice_inside_a_langfuse_array_names_its_line(editor, dat
     assert nothing_written(dataset)
 
 
+def test_a_member_given_twice_in_a_pretty_printed_langfuse_answer_names_line_and_field(
+    editor, dataset, tmp_path
+):
+    path = tmp_path / "items.json"
+    path.write_text(
+        '{"data": [\n  {"id": "a", "input": "x"},\n  {"id": "b", "input": {"q": 1,\n  "q": 2}}\n]}'
+    )
+
+    status, _, err = command(path)
+
+    assert status == 1
+    assert "line 4: duplicate member 'q'" in err and err.count("line ") == 1
+    assert nothing_written(dataset)
+
+
 @pytest.mark.parametrize(
     "content",
     [b"key,input,input\nok,a,b\n", b"question,question,__expected\na,b,c\n"],
