@@ -68,10 +68,10 @@ class CaseObjectSerializer(serializers.Serializer):
     key = serializers.SlugField()
     input = serializers.JSONField(required=False)
     expected = serializers.JSONField(required=False)
-    contexts = serializers.ListField(required=False)
+    contexts = serializers.ListField(child=serializers.CharField(), required=False)
     expected_tools = serializers.ListField(required=False)
     outcome_check = serializers.JSONField(required=False)
-    tags = serializers.ListField(required=False)
+    tags = serializers.ListField(child=serializers.CharField(), required=False)
     overrides = serializers.JSONField(required=False)
 
 
