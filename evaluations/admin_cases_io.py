@@ -5,7 +5,8 @@
   detected, see the preview (added, changed with the fields, unchanged, every error with its
   line), then confirm. Nothing is written before the confirmation; the preview and the import
   are the same `ImportCases` (the dry run, then the real one on the same text, kept in the
-  session in between, so a large file is not sent twice);
+  session in between, so a large file is not sent twice; the file is bounded by the import's
+  size limit before it is read, `cases_io.read_upload`, and Django compresses session data);
 - the compare page (`<id>/compare/?a=N&b=M`): `diff_versions` of two versions;
 - "Export cases" admin actions on dataset versions (JSONL or CSV download).
 
@@ -28,9 +29,8 @@ from evaluations.cases_io import (
     FORMAT_LABELS,
     MEDIA_TYPES,
     READ_FORMATS,
-    UnknownFormat,
-    decode,
     export_cases,
+    read_upload,
 )
 from evaluations.dataset_diff import diff_versions
 from evaluations.models import Dataset
@@ -38,6 +38,7 @@ from sherlock.core.errors import ActionError
 from sherlock.core.hidden import audit_hidden
 
 SESSION_KEY = "evaluations_cases_import"
+UNREADABLE = "The file cannot be read: fix it where the table above says, then preview again."
 
 
 class ImportForm(forms.Form):
@@ -57,9 +58,10 @@ class ImportForm(forms.Form):
         data = super().clean()
         upload = data.get("file")
         if upload is not None:
+            # The reader every import path shares: over the limit, refused by its size unread.
             try:
-                data["source"] = decode(upload.read())
-            except UnknownFormat as exc:
+                data["source"] = read_upload(upload, upload.size)
+            except ActionError as exc:
                 self.add_error("file", str(exc))
                 return data
             data["filename"] = upload.name
@@ -168,15 +170,22 @@ class DatasetCasesIOMixin:
                         filename=data["filename"],
                         dry_run=True,
                     ).execute()
+                except CasesInvalid as exc:  # the file cannot be read at all: the line says where
+                    form.add_error(None, UNREADABLE)
+                    context["errors"] = exc.errors
                 except ActionError as exc:
                     form.add_error("format" if exc.field == "format" else None, str(exc))
                 else:
                     context["preview"] = preview
                     context["changed"] = sorted(preview.changed.items())
                     if not preview.errors:
+                        # The session holds text: the preview has just decoded it without error.
+                        source = data["source"]
                         request.session[SESSION_KEY] = {
                             "dataset": dataset.pk,
-                            "text": data["source"],
+                            "text": source.decode("utf-8-sig")
+                            if isinstance(source, bytes)
+                            else source,
                             "format": preview.format,
                             "filename": data["filename"],
                         }

@@ -104,6 +104,17 @@ def content_errors(fields, checks):
             errors.append(exc)
             continue
         good[name] = value
+    # The element types of docs/checks.md's case format (docs/cases.md): a tag or a reference
+    # context is text, and so is the reference answer; `[1, {"a": 2}]` would be saved as
+    # tags and break every page and check that reads them as text.
+    for name in ("tags", "contexts"):
+        for i, item in enumerate(good.get(name) or []):
+            if not isinstance(item, str):
+                refuse(f"{name}[{i}]: must be a string (got {_json_type(item)})", f"{name}[{i}]")
+    expected = good.get("expected") or {}
+    if "output" in expected and not isinstance(expected["output"], str):
+        got = _json_type(expected["output"])
+        refuse(f"expected.output: must be a string (got {got})", "expected.output")
     # A tool is a plain name ("kb.search") or a call ({"name", "arguments"}), read as
     # tools_used reads it (agents.transcripts.read_expected_calls).
     for i, tool in enumerate(good.get("expected_tools") or []):
@@ -123,6 +134,17 @@ def content_errors(fields, checks):
     for label, override in (good.get("overrides") or {}).items():
         errors += _override_errors(f"overrides.{label}", label, override, by_label)
     return errors
+
+
+def _json_type(value):
+    """The JSON name of a value's type, for an error message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "a value")
 
 
 def _override_errors(where, label, override, by_label):

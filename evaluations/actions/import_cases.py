@@ -13,25 +13,40 @@ row refuses the whole file with every error, each naming its line (or CSV row) a
 `content_errors`, and the reader's own, `Row.faulty`). It writes with a constant number of
 statements per batch of rows (`bulk_create`, `bulk_update`: 10,000 cases in a few seconds on
 SQLite, `bench/import_cases.py`) and one audit entry, `evaluations.case.import`, with the
-counts and keys. A dry run answers the same preview (added, changed with the fields that change,
-unchanged, errors) and writes nothing.
+counts and a bounded sample of the keys (`audit_keys`: an entry listing 100,000 keys would be
+megabytes, in the audit log for ever and on every page of it). A file without a case (empty,
+or a header only) is refused before anything is written: no draft is started, no entry
+written. A file that cannot be read at all (`cases_io.FileInvalid`: not UTF-8, a NUL) is
+refused with its line, in a dry run too. A dry run answers the same preview (added, changed
+with the fields that change, unchanged, errors) and writes nothing.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from evaluations.actions._case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
-from evaluations.cases_io import RowError, UnknownFormat, read_cases
+from evaluations.cases_io import FileInvalid, RowError, UnknownFormat, read_cases, too_many
 from evaluations.cases_io.sherlock_jsonl import rows_from_objects
 from evaluations.models import Case, CaseVersion, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.limits import IMPORT_MAX_CASES
 from sherlock.core.permissions import user_can
 
 BATCH = 500
+AUDIT_KEYS_SAMPLE = 20  # keys of each kind an import's audit entry lists
+
+
+def audit_keys(keys):
+    """What an import's audit entry keeps of a list of keys: the first AUDIT_KEYS_SAMPLE in
+    sorted order and the SHA-256 (hex) of all of them sorted, one per line in UTF-8, so the
+    entry stays small and still pins exactly which keys there were (docs/cases.md, "Audit")."""
+    ordered = sorted(keys)
+    return ordered[:AUDIT_KEYS_SAMPLE], hashlib.sha256("\n".join(ordered).encode()).hexdigest()
 
 
 class CasesInvalid(ActionInvalid):
@@ -107,6 +122,9 @@ class ImportCases(Action):
             errors = []
             if not isinstance(self.cases, list):
                 raise ActionInvalid("cases: must be a JSON list of case objects", field="cases")
+            if len(self.cases) > IMPORT_MAX_CASES:
+                too_long = too_many(IMPORT_MAX_CASES + 1, "item", IMPORT_MAX_CASES)
+                raise CasesInvalid(too_long.errors)
             items = []
             for n, obj in enumerate(self.cases, start=1):
                 if isinstance(obj, dict):
@@ -118,6 +136,8 @@ class ImportCases(Action):
             return read_cases(self.text, self.fmt, self.filename)
         except UnknownFormat as exc:
             raise ActionInvalid(str(exc), field="format") from None
+        except FileInvalid as exc:
+            raise CasesInvalid(exc.errors) from None
 
     def execute_in_transaction(self):
         with transaction.atomic():
@@ -129,6 +149,12 @@ class ImportCases(Action):
 
     def perform(self):
         fmt, rows, errors = self.read()
+        if not rows and not errors:
+            raise ActionInvalid(
+                "file: no cases in it (an empty file, or a header only); nothing imported",
+                code="empty",
+                field="file",
+            )
         # Lock the dataset, then its draft: a concurrent import, draft start or freeze waits,
         # and this import reads the committed draft, never one frozen meanwhile.
         Dataset.objects.select_for_update().filter(pk=self.dataset.pk).first()
@@ -188,6 +214,12 @@ class ImportCases(Action):
             current = {cv.case.key: cv for cv in draft.case_versions.select_related("case")}
         result.version = draft
         self.write(draft, valid, result, current)
+        kinds = {
+            "added": result.added,
+            "changed": list(result.changed),
+            "unchanged": result.unchanged,
+        }
+        sampled = {kind: audit_keys(keys) for kind, keys in kinds.items()}
         audit(
             "evaluations.case.import",
             actor=self.acting_user,
@@ -195,11 +227,8 @@ class ImportCases(Action):
             after={
                 "format": fmt,
                 **{k: v for k, v in result.counts().items() if k != "errors"},
-                "keys": {
-                    "added": result.added,
-                    "changed": sorted(result.changed),
-                    "unchanged": result.unchanged,
-                },
+                "keys": {kind: sample for kind, (sample, _) in sampled.items()},
+                "keys_sha256": {kind: digest for kind, (_, digest) in sampled.items()},
                 "started_draft": result.started_draft,
             },
         )

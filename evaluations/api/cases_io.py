@@ -15,7 +15,12 @@ from collections.abc import Mapping
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
@@ -27,6 +32,7 @@ from evaluations.cases_io import (
     READ_FORMATS,
     WRITE_FORMATS,
     export_cases,
+    read_upload,
     version_to_export,
 )
 from evaluations.dataset_diff import diff_versions
@@ -43,8 +49,14 @@ from sherlock.core.hidden import note_hidden
 from sherlock.core.limits import excerpt
 
 
+@extend_schema_field(OpenApiTypes.BINARY)
+class UploadField(serializers.FileField):
+    """The uploaded file: binary in the OpenAPI schema (a FileField alone is documented as the
+    `format: uri` of its download link, which is what it answers, not what it takes)."""
+
+
 class UploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="the cases file (docs/cases.md)")
+    file = UploadField(help_text="the cases file (docs/cases.md), at most the body limit in bytes")
     format = serializers.ChoiceField(
         choices=READ_FORMATS, required=False, help_text="default: detected from name and content"
     )
@@ -56,10 +68,10 @@ class CaseObjectSerializer(serializers.Serializer):
     key = serializers.SlugField()
     input = serializers.JSONField(required=False)
     expected = serializers.JSONField(required=False)
-    contexts = serializers.ListField(required=False)
+    contexts = serializers.ListField(child=serializers.CharField(), required=False)
     expected_tools = serializers.ListField(required=False)
     outcome_check = serializers.JSONField(required=False)
-    tags = serializers.ListField(required=False)
+    tags = serializers.ListField(child=serializers.CharField(), required=False)
     overrides = serializers.JSONField(required=False)
 
 
@@ -205,7 +217,7 @@ class CasesImportView(APIView):
         elif "file" in request.FILES:
             upload = request.FILES["file"]
             source = {
-                "text": upload.read(),
+                "text": read_upload(upload, upload.size),
                 "filename": upload.name,
                 "fmt": data.get("format") or None,
             }

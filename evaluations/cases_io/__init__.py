@@ -10,6 +10,15 @@ once. The content is validated afterwards by `ImportCases`, with the same `key_e
 `content_errors` as every admin and API edit. Writers exist for Sherlock's own JSONL and CSV:
 `write_cases` is what `export_cases`, the export API and the admin action call.
 
+Every import path (`manage.py import_cases`, the API's upload, the admin's import page) reads a
+file through this module and nothing else (docs/cases.md, "Limits"): `read_upload` refuses a
+file over the size limit before reading it, `decode` names the line of a byte that is not UTF-8
+and of a NUL character, `loads` is the one JSON parser (duplicate members, nesting deeper than
+`JSON_MAX_DEPTH`, NaN and NUL escapes refused, each with its place, and never a RecursionError),
+`IMPORT_MAX_CASES` bounds the records a reader reads, and `csv_records` reads cells up to the
+file limit, so that the case's own field limit names a long cell instead of the csv module's
+131,072 characters.
+
 Formats without a key of their own (OpenAI evals, promptfoo, a Langfuse item without `id`) get
 a key derived from the case's input, `derived_key`, so importing the same file twice upserts
 instead of duplicating.
@@ -19,10 +28,16 @@ import csv
 import hashlib
 import io
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+from django.conf import settings
+
 from evaluations.actions._case_fields import CASE_FIELDS
+from sherlock.core.errors import ActionInvalid
+from sherlock.core.limits import IMPORT_MAX_CASES, JSON_MAX_DEPTH, excerpt
 
 
 @dataclass
@@ -65,6 +80,48 @@ class UnknownFormat(ValueError):
     """The format was neither named nor recognisable from the file name and content."""
 
 
+class FileInvalid(ValueError):
+    """The file cannot be read at all (not UTF-8, a NUL character): `errors` names the line."""
+
+    def __init__(self, errors):
+        self.errors = errors
+        super().__init__(str(errors[0]))
+
+
+def max_bytes():
+    """The size limit of an imported file, in bytes: the API's body limit
+    (`SHERLOCK_API_MAX_BODY_BYTES`), for the command and the admin page too."""
+    return settings.SHERLOCK_API_MAX_BODY_BYTES
+
+
+def too_large(size=None):
+    got = f" (got {size})" if size is not None else ""
+    return ActionInvalid(
+        f"file: at most {max_bytes()} bytes{got} (SHERLOCK_API_MAX_BODY_BYTES)",
+        code="too_large",
+        field="file",
+    )
+
+
+def read_upload(handle, size=None):
+    """The bytes of an uploaded or opened file, refused (ActionInvalid `too_large`) when it is
+    over `max_bytes()`: by its `size` (an upload's, a file's `fstat`) before anything is read,
+    and in any case after reading at most one byte more than the limit."""
+    limit = max_bytes()
+    if size is not None and size > limit:
+        raise too_large(size)
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise too_large()
+    return data
+
+
+def too_many(number, where="line", limit=None):
+    """FileInvalid at the record past IMPORT_MAX_CASES (or `limit`): the reading stops there."""
+    message = f"more than {limit or IMPORT_MAX_CASES} cases in one file: split it"
+    return FileInvalid([RowError(number, "", message, where)])
+
+
 def derived_key(prefix, value):
     """A stable key for a case whose format has none: the prefix and the first 12 hex digits
     of the SHA-256 of its input as canonical JSON (sorted keys, no spaces)."""
@@ -72,16 +129,186 @@ def derived_key(prefix, value):
     return f"{prefix}-{hashlib.sha256(canonical.encode()).hexdigest()[:12]}"
 
 
+# --- JSON, read one way everywhere ----------------------------------------------------------
+
+
+class JSONRefused(ValueError):
+    """JSON text that an import does not take: `offset` is where in the text (None: unknown),
+    `field` the members down to the place (`metadata.tags`, "" for the top)."""
+
+    def __init__(self, message, offset=None, field=""):
+        self.message, self.offset, self.field = message, offset, field
+        super().__init__(message)
+
+
+class _Duplicate(Exception):  # not a ValueError: the parser must not turn it into its own
+    def __init__(self, name):
+        self.name = name
+
+
+def _pairs(pairs):
+    obj = {}
+    for name, value in pairs:
+        if name in obj:
+            raise _Duplicate(name)
+        obj[name] = value
+    return obj
+
+
+def _constant(name):
+    raise JSONRefused(f"{name} is not JSON")
+
+
+def _finite(text):
+    number = float(text)
+    if not math.isfinite(number):
+        raise JSONRefused(f"number out of range: {excerpt(text)}")
+    return number
+
+
+# The C scanner with the hooks: duplicate members, NaN/Infinity and 1e400 refused as it reads.
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite)
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]')
+_SPACE = re.compile(r"[ \t\r\n]*")
+
+
+def _place(text, start=0):
+    """(offset, field, message) of the first place in JSON `text` (from `start`) that nests
+    deeper than JSON_MAX_DEPTH or repeats a member, or None. A flat scan of the tokens (strings
+    whole, so brackets inside them do not count): no recursion, and only run once the parser
+    has refused (or the value is too deep), so it costs nothing on a good file."""
+    stack = []  # one [is_object, names seen, the current member] per open array or object
+    last = None
+    for match in _TOKEN.finditer(text, start):
+        token = match.group()
+        if token in ("[", "{"):
+            stack.append([token == "{", set(), None])
+            if len(stack) > JSON_MAX_DEPTH:
+                return match.start(), _path(stack), f"nested deeper than {JSON_MAX_DEPTH} levels"
+        elif token in ("]", "}"):
+            if stack:
+                stack.pop()
+            if not stack:
+                return None  # the value ends here
+        elif token == ":":
+            if stack and stack[-1][0]:
+                if last in stack[-1][1]:
+                    stack[-1][2] = last
+                    return match.start(), _path(stack), f"duplicate member {excerpt(last)}"
+                stack[-1][1].add(last)
+                stack[-1][2] = last
+        else:
+            try:
+                last = json.loads(token)
+            except ValueError:
+                last = token[1:-1]
+    return None
+
+
+def _path(stack, limit=3):
+    names = [str(frame[2]) for frame in stack if frame[0] and frame[2] is not None]
+    return ".".join(names[:limit]) + (".…" if len(names) > limit else "")
+
+
+def _check_value(value):
+    """(depth exceeded, path of a NUL) of a parsed value, in one walk without recursion."""
+    stack = [(value, 1, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return False, path
+            continue
+        if isinstance(node, dict):
+            if depth > JSON_MAX_DEPTH:
+                return True, path
+            for name, child in node.items():
+                child_path = f"{path}.{name}" if path else str(name)
+                if "\x00" in name:
+                    return False, child_path
+                stack.append((child, depth + 1, child_path))
+        elif isinstance(node, list):
+            if depth > JSON_MAX_DEPTH:
+                return True, path
+            stack.extend((child, depth + 1, f"{path}[{i}]") for i, child in enumerate(node))
+    return False, None
+
+
+def _refusal(text, start, default):
+    found = _place(text, start)
+    if found is None:
+        return JSONRefused(default, start, "")
+    offset, path, message = found
+    return JSONRefused(message + (f" (in {path})" if path else ""), offset, path)
+
+
+def _decoded(text, start=0):
+    """(value, end) of the JSON value at `start` in `text`; JSONRefused says why not."""
+    try:
+        return _DECODER.raw_decode(text, start)
+    except JSONRefused as exc:
+        raise JSONRefused(exc.message, start) from None
+    except json.JSONDecodeError as exc:
+        raise JSONRefused(f"not JSON ({exc.msg}, column {exc.colno})", exc.pos) from None
+    except RecursionError:
+        raise _refusal(text, start, f"nested deeper than {JSON_MAX_DEPTH} levels") from None
+    except _Duplicate as exc:
+        raise _refusal(text, start, f"duplicate member {excerpt(exc.name)}") from None
+
+
+def _checked(value, text, start):
+    too_deep, path = _check_value(value)
+    if too_deep:
+        raise _refusal(text, start, f"nested deeper than {JSON_MAX_DEPTH} levels")
+    if path is not None:
+        where = f" (in {path})" if path else ""
+        raise JSONRefused(f"NUL (\\u0000) is not allowed{where}", start, path.split("[")[0])
+    return value
+
+
+def loads(text):
+    """The value of the JSON text `text`, as every import reads JSON: JSONRefused (with the
+    offset and field of the place when known) for text that is not JSON, a member given twice
+    in one object, nesting deeper than JSON_MAX_DEPTH (the parser's RecursionError included),
+    NaN, Infinity or a number out of range, and a NUL character in a string or member name
+    (PostgreSQL stores none)."""
+    start = _SPACE.match(text).end()
+    value, end = _decoded(text, start)
+    if _SPACE.match(text, end).end() != len(text):  # (no copy of a long rest of the text)
+        raise JSONRefused(f"not JSON (extra data after the value, column {end + 1})", end)
+    return _checked(value, text, start)
+
+
+def _line_errors(exc, number, where="line"):
+    return RowError(number, exc.field.split(".")[0], exc.message, where)
+
+
+def lines(text):
+    """(line number, line) of `text`, cut at "\\n" only (a JSON string may hold U+2028, which
+    `str.splitlines` would cut at), lazily: a file is never copied into a list of lines."""
+    start, number = 0, 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else end
+        number += 1
+        yield number, text[start:end].removesuffix("\r")
+        start = end + 1
+
+
 def parse_json_lines(text, errors):
     """(line number, object) for every non-blank line of JSON Lines text; a line that is not
-    a JSON object becomes a RowError."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    a JSON object, or that `loads` refuses, becomes a RowError naming the line (and field)."""
+    read = 0
+    for number, line in lines(text):
         if not line.strip():
             continue
+        read += 1
+        if read > IMPORT_MAX_CASES:
+            raise too_many(number)
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append(RowError(number, "", f"not JSON ({exc.msg}, column {exc.colno})"))
+            obj = loads(line)
+        except JSONRefused as exc:
+            errors.append(_line_errors(exc, number))
             continue
         if not isinstance(obj, dict):
             errors.append(RowError(number, "", "must be a JSON object"))
@@ -89,27 +316,76 @@ def parse_json_lines(text, errors):
         yield number, obj
 
 
+def _array_items(text, errors):
+    """(item number, object) of a JSON array document, item by item (so a bad item is named,
+    with its line, and the others are still read)."""
+    space = _SPACE
+    at = space.match(text, text.index("[") + 1).end()
+    line, counted = 1, 0
+    items = []
+    if text.startswith("]", at):
+        return items
+    n = 0
+    while True:
+        n += 1
+        if n > IMPORT_MAX_CASES:
+            raise too_many(n, "item")
+        line += text.count("\n", counted, at)
+        counted = at
+        try:
+            value, end = _decoded(text, at)
+            _checked(value, text, at)
+        except JSONRefused as exc:
+            place = line + text.count("\n", at, exc.offset) if exc.offset else line
+            field = exc.field.split(".")[0]
+            errors.append(RowError(place, field, f"{exc.message} (item {n})"))
+            return items  # where the next item starts is not known
+        if isinstance(value, dict):
+            items.append((n, value))
+        else:
+            errors.append(RowError(n, "", "must be a JSON object", "item"))
+        at = space.match(text, end).end()
+        if text.startswith(",", at):
+            at = space.match(text, at + 1).end()
+            continue
+        if text.startswith("]", at) and not text[at + 1 :].strip(" \t\r\n"):
+            return items
+        line += text.count("\n", counted, at)
+        errors.append(RowError(line, "", "not JSON (a `,` or the closing `]` is missing)"))
+        return items
+
+
 def json_items(text, errors):
     """The objects of a JSON document or of JSON Lines, each with its place: a JSON array (or
     `{"data": [...]}`, the shape of Langfuse's API answers) numbers its items ("item N"), JSON
     Lines its lines. Returns (where, [(n, obj)])."""
     if text.lstrip().startswith("["):
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            errors.append(RowError(exc.lineno, "", f"not JSON ({exc.msg}, column {exc.colno})"))
-            return "line", []
-        return "item", _numbered(doc, errors)
+        return "item", _array_items(text, errors)
     try:
-        doc = json.loads(text)  # JSON Lines of two or more lines fail fast, at line 2
-    except json.JSONDecodeError:
+        doc = loads(text)  # JSON Lines of two or more lines fail fast, at line 2
+    except JSONRefused as exc:
         doc = None
+        if _one_document(text):  # `{"data": [...]}` over several lines: its error, not each line's
+            line = text.count("\n", 0, exc.offset or 0) + 1
+            field = exc.field.removeprefix("data.").split(".")[0]
+            errors.append(RowError(line, field, exc.message))
+            return "line", []
     if isinstance(doc, dict) and isinstance(doc.get("data"), list):
         return "item", _numbered(doc["data"], errors)
     return "line", list(parse_json_lines(text, errors))
 
 
+def _one_document(text):
+    """Whether JSON text that `loads` refused is one document over several lines rather than
+    JSON Lines: its first line opens a value and stops there (`{`, `{"data": [`), as a
+    pretty-printed document's does and a line of JSON Lines' never does."""
+    first = next((line for _, line in lines(text) if line.strip()), "").strip()
+    return first != text.strip() and first.endswith(("{", "[", ",", ":"))
+
+
 def _numbered(items, errors):
+    if len(items) > IMPORT_MAX_CASES:
+        raise too_many(IMPORT_MAX_CASES + 1, "item")
     out = []
     for n, obj in enumerate(items, start=1):
         if isinstance(obj, dict):
@@ -122,8 +398,13 @@ def _numbered(items, errors):
 def csv_records(text, errors):
     """(row number, cells) of CSV text, the header being row 1; the delimiter is sniffed from
     the header among comma, semicolon and tab (spreadsheets in some locales write `;`). A
-    record the csv module cannot read (a NUL byte, a cell over its size limit) ends the
-    reading with a RowError naming its row."""
+    record the csv module cannot read ends the reading with a RowError naming its row.
+
+    The csv module's own cell limit (131,072 characters by default, a process-wide setting) is
+    raised to the file limit, so that a long cell reaches the case's field limit
+    (CASE_FIELD_MAX_BYTES, 256 KiB), which names the row and the field."""
+    if csv.field_size_limit() < max_bytes():
+        csv.field_size_limit(max_bytes())
     first = text.split("\n", 1)[0]
     try:
         dialect = csv.Sniffer().sniff(first, delimiters=",;\t")
@@ -141,7 +422,19 @@ def csv_records(text, errors):
         except csv.Error as exc:
             errors.append(RowError(number, "", f"not CSV ({exc})", "row"))
             return
+        if number > IMPORT_MAX_CASES + 1:  # the header is row 1
+            raise too_many(number, "row")
         yield number, values
+
+
+def header_errors(header):
+    """RowErrors of a CSV header's columns given twice (the last would silently win)."""
+    seen, errors = set(), []
+    for name in header:
+        if name in seen:
+            errors.append(RowError(1, name, f"column {excerpt(name)} is given twice", "row"))
+        seen.add(name)
+    return errors
 
 
 def _readers():
@@ -168,13 +461,24 @@ FORMAT_LABELS = {
 
 
 def decode(data):
-    """Text from an uploaded file's bytes: UTF-8, with or without the BOM spreadsheets write."""
+    """Text from an uploaded file's bytes: UTF-8, with or without the BOM spreadsheets write.
+    FileInvalid names the line of a byte that is not UTF-8, and of a NUL character (PostgreSQL
+    stores none in text or jsonb, so it is refused here for every format)."""
     if isinstance(data, str):
-        return data.removeprefix("\ufeff")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UnknownFormat(f"the file is not UTF-8 text (byte {exc.start})") from None
+        text = data.removeprefix("\ufeff")
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            byte = data[exc.start : exc.start + 1].hex()
+            message = f"not UTF-8 (byte 0x{byte} at offset {exc.start})"
+            raise FileInvalid([RowError(line, "", message)]) from None
+    nul = text.find("\x00")
+    if nul != -1:
+        line = text.count("\n", 0, nul) + 1
+        raise FileInvalid([RowError(line, "", "a NUL character (not allowed in a case)")])
+    return text
 
 
 def detect_format(text, filename=None):
@@ -201,6 +505,8 @@ def detect_format(text, filename=None):
     where, items = json_items(text, errors)
     if where == "item":
         return "langfuse"
+    if not items and errors:
+        raise FileInvalid(errors)  # every line refused (too deep, a duplicate...): say where
     if not items:
         raise UnknownFormat("no JSON object found; name the format")
     first = items[0][1]
@@ -224,7 +530,12 @@ def _is_message(value):
 
 def read_cases(data, fmt=None, filename=None):
     """(format, rows, errors) of a file's bytes or text; `fmt` None detects it. UnknownFormat
-    when the format is not one of READ_FORMATS or cannot be detected."""
+    when the format is not one of READ_FORMATS or cannot be detected, FileInvalid when the file
+    cannot be read (`decode`), ActionInvalid `too_large` over the size limit (callers reading a
+    file use `read_upload`, which refuses it before reading)."""
+    size = len(data) if isinstance(data, bytes) else len(data.encode())
+    if size > max_bytes():
+        raise too_large(size)
     text = decode(data)
     if fmt is None:
         fmt = detect_format(text, filename)

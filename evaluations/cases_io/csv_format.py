@@ -17,13 +17,19 @@
 An empty cell is the field's empty value. The writer uses the plain forms when they read back
 to the same value (no context with a line break, no tag with a comma, tools with no arguments)
 and JSON otherwise, so a file it writes imports as the same cases.
+
+Cells a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage
+return) are written with a single quote ahead, as OWASP advises against CSV injection, and so
+is a cell that already starts with quotes and then one of those characters (`'=1` is written
+`''=1`); the reader drops one such quote, so the round trip is exact (docs/cases.md).
 """
 
 import csv
 import io
 import json
+import re
 
-from evaluations.cases_io import Row, RowError, csv_records
+from evaluations.cases_io import JSONRefused, Row, RowError, csv_records, header_errors, loads
 
 COLUMNS = (
     "key",
@@ -39,6 +45,22 @@ COLUMNS = (
 )
 
 
+# A cell a spreadsheet would run, after any quotes a writer put ahead of it.
+FORMULA = re.compile(r"'*[=+\-@\t\r]")
+
+
+def neutralise(cell):
+    """The cell as the writer writes it: one more `'` ahead of a cell a spreadsheet would run
+    (OWASP's advice), or ahead of one that starts with quotes and then such a character."""
+    return f"'{cell}" if FORMULA.match(cell) else cell
+
+
+def restore(cell):
+    """The cell as written before `neutralise`: a `'` dropped ahead of quotes and a formula
+    character (`'=1` reads `=1`, `''=1` reads `'=1`); any other cell as it is."""
+    return cell[1:] if cell.startswith("'") and FORMULA.match(cell, 1) else cell
+
+
 def header_of(text):
     for _, record in csv_records(text, []):
         return [name.strip() for name in record]
@@ -51,17 +73,20 @@ class CellError(ValueError):
 
 def _json(cell, kind, name):
     try:
-        value = json.loads(cell)
-    except json.JSONDecodeError as exc:
-        raise CellError(f"{name}: not JSON ({exc.msg}, column {exc.colno})") from None
+        value = loads(cell)
+    except JSONRefused as exc:
+        raise CellError(f"{name}: {exc.message}") from None
     if kind is not None and not isinstance(value, kind):
         raise CellError(f"{name}: must be a JSON {kind.__name__}")
     return value
 
 
 def _list(cell, name, separator):
-    """A JSON list when the cell starts with `[`, else the cell cut at `separator`."""
-    if cell.lstrip().startswith("["):
+    """A JSON list when the cell starts with `[`, else the cell cut at `separator`. A list of
+    names (tags, tools) that starts with `{` is JSON too, refused as not a list: a tool named
+    `{"name": "kb.search"}` is a mistake, never meant."""
+    start = ("[",) if separator == "\n" else ("[", "{")
+    if cell.lstrip().startswith(start):
         return _json(cell, list, name)
     if separator == "\n":
         return [line.removesuffix("\r") for line in cell.split("\n") if line.strip()]
@@ -69,7 +94,7 @@ def _list(cell, name, separator):
 
 
 def _tools(cell):
-    if cell.lstrip().startswith("["):
+    if cell.lstrip().startswith(("[", "{")):
         return _json(cell, list, "expected_tools")
     return [{"name": name} for name in _list(cell, "expected_tools", ",")]
 
@@ -126,11 +151,13 @@ def read(text, errors):
         return []
     header = [name.strip() for name in header]
     unknown = [name for name in header if name not in COLUMNS]
+    twice = header_errors(header)
     if unknown:
         errors.append(RowError(1, unknown[0], f"unknown column {unknown[0]!r}", "row"))
     if "key" not in header:
         errors.append(RowError(1, "key", "a key column is needed", "row"))
-    if unknown or "key" not in header:
+    errors += twice
+    if unknown or twice or "key" not in header:
         return []
     rows = []
     for n, values in records:
@@ -139,7 +166,7 @@ def read(text, errors):
         if len(values) != len(header):
             errors.append(RowError(n, "", f"{len(values)} cells for {len(header)} columns", "row"))
             continue
-        record = dict(zip(header, values, strict=True))
+        record = dict(zip(header, map(restore, values), strict=True))
         fields, problems = cell_fields(record)
         errors += [RowError(n, str(exc).split(":", 1)[0], str(exc), "row") for exc in problems]
         rows.append(Row(n, record["key"].strip(), fields, "row", faulty=bool(problems)))
@@ -156,7 +183,7 @@ def _plain_list(values, separator):
         ):
             return None
     elif any(separator in v or v != v.strip() or not v for v in values) or (
-        values[0].startswith("[")
+        values[0].startswith(("[", "{"))
     ):
         return None
     return separator.join(values) if separator == "\n" else ", ".join(values)
@@ -198,5 +225,5 @@ def write(cases):
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
     writer.writeheader()
     for case in cases:
-        writer.writerow(to_record(case))
+        writer.writerow({name: neutralise(cell) for name, cell in to_record(case).items()})
     return buffer.getvalue()

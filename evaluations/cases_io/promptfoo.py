@@ -18,7 +18,7 @@ Other promptfoo columns (`__description`, `__prefix`, `__suffix`, `__threshold`,
 
 import re
 
-from evaluations.cases_io import Row, RowError, csv_records, derived_key
+from evaluations.cases_io import Row, RowError, csv_records, derived_key, header_errors
 
 EXPECTED = re.compile(r"__expected\d*$")
 # An assertion type ahead of the colon (promptfoo's assertion names, optionally `not-`):
@@ -40,6 +40,10 @@ def read(text, errors):
         errors.append(RowError(1, "", "the file is empty (a header row is needed)", "row"))
         return []
     header = [name.strip() for name in header]
+    twice = header_errors(header)
+    if twice:
+        errors += twice
+        return []
     variables = [name for name in header if not name.startswith("__")]
     if not variables:
         errors.append(RowError(1, "", "no vars column (every column starts with __)", "row"))

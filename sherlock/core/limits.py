@@ -30,6 +30,11 @@ PARAMS_MAX_BYTES = 64 * 1024  # a check's params, a case's overrides
 CASE_FIELD_MAX_BYTES = 256 * 1024  # one field of a case (input, expected, contexts, ...)
 JSON_MAX_DEPTH = 32  # arrays and objects inside each other, anywhere in a request
 
+# An imported file of cases (its size is the API's body limit, SHERLOCK_API_MAX_BODY_BYTES):
+# at most this many cases, so that 10 MB of one-key rows cannot hold 700,000 of them in memory
+# at once (an import validates every row before it writes any); five times bench/import_cases.
+IMPORT_MAX_CASES = 50_000
+
 # How much of a caller's input an error message may quote.
 EXCERPT_MAX = 60
 

@@ -6,15 +6,20 @@ frozen version when there is none). The format is detected from the file's name 
 unless named (docs/cases.md). Prints the counts (added, changed, unchanged); `--dry-run`
 prints what would change and writes nothing.
 
-Exit status: 0 done; 1 the file has bad rows (each printed with its line or row and field;
-nothing written); 2 a usage error (unknown dataset or user, unreadable file, unknown format,
-a user who may not edit the dataset).
+The file is read as the API reads an upload (`cases_io.read_upload`): a file over the size
+limit (`SHERLOCK_API_MAX_BODY_BYTES`) is refused by its size before it is read.
+
+Exit status: 0 done; 1 the file has bad rows or cannot be read as text (each error printed
+with its line or row and field; nothing written); 2 a usage error (unknown dataset or user,
+unreadable, too large or empty file, unknown format, a user who may not edit the dataset).
 """
+
+import os
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluations.cases_io import READ_FORMATS
+from evaluations.cases_io import READ_FORMATS, read_upload
 
 FILE_ERRORS = 1
 USAGE_ERROR = 2
@@ -47,9 +52,11 @@ class Command(BaseCommand):
             raise CommandError(f"no user {user!r}", returncode=USAGE_ERROR)
         try:
             with open(file, "rb") as handle:
-                data = handle.read()
+                data = read_upload(handle, os.fstat(handle.fileno()).st_size)
         except OSError as exc:
             raise CommandError(f"cannot read {file}: {exc}", returncode=USAGE_ERROR) from None
+        except ActionError as exc:
+            raise CommandError(f"{file}: {exc}", returncode=USAGE_ERROR) from None
         try:
             result = ImportCases(
                 acting_user=acting_user,
