@@ -1,6 +1,6 @@
 """Admin for governance. Every change goes through a governance action: the publishing verbs
 are admin actions on versions, requests and bypasses (and "Start a run…" on a version, through
-`evaluations.admin_start_run`); policies are created and changed (a new
+`evaluations.admin.start_run`); policies are created and changed (a new
 version each time) by the policy actions; webhook endpoints by the webhook actions (their
 delivery log is read-only); roles are granted and revoked on a user's "Roles"
 page; API keys are issued (the key shown once, in a message) and revoked by the API key
@@ -36,7 +36,7 @@ from rest_framework_api_key.models import APIKey as LibraryAPIKey
 
 from agents.admin import AgentVersionAdmin as BaseAgentVersionAdmin
 from agents.models import Agent, AgentVersion
-from evaluations.admin_start_run import StartRunPermission, start_run_action
+from evaluations.admin.start_run import StartRunPermission, start_run_action
 from evaluations.models import Dataset
 from governance.actions._policy import POLICY_FIELDS
 from governance.actions.approve_bypass import ApproveBypass
@@ -134,7 +134,7 @@ class AgentVersionAdmin(StartRunPermission, VerbPermissions, BaseAgentVersionAdm
     @admin.action(description="Start a run…", permissions=["start_run"])
     def start_run(self, request, queryset):
         """Choose a dataset version and the repetitions, see the estimate, start
-        (evaluations.admin_start_run)."""
+        (evaluations.admin.start_run)."""
         return start_run_action(
             self, request, queryset, selected="agent_version", description="Start a run"
         )

@@ -161,7 +161,7 @@ def test_a_refusal_the_form_also_finds_is_shown_once(logged_in, editor, draft, m
     """The form checks the case before saving; when the action still refuses (the draft changed
     meanwhile), the page is shown again, the form checks again and finds the same error: it is
     shown once, not twice."""
-    from evaluations import admin_forms
+    from evaluations.admin import forms as admin_forms
 
     real, calls = admin_forms.content_errors, []
 

@@ -6,7 +6,7 @@ from html import unescape
 
 import pytest
 
-from evaluations.admin_forms import kind_choices
+from evaluations.admin.forms import kind_choices
 from evaluations.checks import GROUP_TITLES, REGISTRY, describe_params
 from evaluations.models import Check, Dataset
 from governance.models import AuditEntry

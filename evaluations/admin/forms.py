@@ -5,7 +5,7 @@ Plain text where the data is text (a string input, the expected output), one ite
 lists of strings (contexts, tags), JSON only where the data is JSON (expected tools, table,
 chart, trajectory, outcome check, overrides, a structured input), each with its format in the
 help text and a link to the section of docs/checks.md that defines it (the admin serves the docs
-as pages, `evaluations.admin_docs`). The forms do not write: `action_fields()` gives the action
+as pages, `evaluations.admin.docs`). The forms do not write: `action_fields()` gives the action
 its keywords, and a refusal of the action comes back through `add_refusal`, on the field it
 names.
 """
@@ -21,7 +21,7 @@ from django.utils.safestring import mark_safe
 
 from evaluations.actions._case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions._check_fields import CHECK_FIELDS
-from evaluations.admin_docs import doc_link
+from evaluations.admin.docs import doc_link
 from evaluations.checks import REGISTRY, describe_params, kinds_by_group
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
 from sherlock.core.errors import InvalidFields

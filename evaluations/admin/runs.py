@@ -1,0 +1,265 @@
+"""Admin for runs and what they recorded: trials, check results, case results, judge calls and
+probes, the cost ledger, model prices and human labels. Records of what happened are read-only
+here; a run's page lists its case results, a trial's page its check results."""
+
+from django.contrib import admin, messages
+from django.db.models import Q
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
+
+from evaluations.actions.cancel_run import CancelRun
+from evaluations.choices import TrialStatus
+from evaluations.costs import describe_estimate, describe_spend, format_usd
+from evaluations.judge.probe import judge_status
+from evaluations.models import (
+    CaseResult,
+    CheckResult,
+    CostEntry,
+    HumanLabel,
+    JudgeCall,
+    JudgeProbe,
+    ModelPrice,
+    Run,
+    Trial,
+)
+from sherlock.core.admin import (
+    AuditedEdits,
+    AuditsHiddenObjects,
+    ReadOnlyMixin,
+    verb_action,
+)
+
+# What a run's __str__ reads: select it with the run, or every row costs queries.
+RUN_RELATED = ["run__agent_version__agent", "run__dataset_version__dataset"]
+
+
+class CaseResultInline(ReadOnlyMixin, admin.TabularInline):
+    model = CaseResult
+    fields = ["case", "passed", "flaky", "repetitions_passed", "repetitions", "checks"]
+    readonly_fields = fields
+    extra = 0
+
+
+@admin.register(Run)
+class RunAdmin(AuditsHiddenObjects, ReadOnlyMixin, admin.ModelAdmin):
+    list_display = [
+        "id",
+        "agent_version",
+        "dataset_version",
+        "status",
+        "purpose",
+        "progress",
+        "trials_error",
+        "spend",
+        "created_at",
+    ]
+    list_filter = ["status", "purpose"]
+    list_select_related = ["agent_version__agent", "dataset_version__dataset"]
+    inlines = [CaseResultInline]
+    fields = [
+        "agent_version",
+        "dataset_version",
+        "repetitions",
+        "purpose",
+        "status",
+        "progress",
+        "trials_error",
+        "spend",
+        "estimate_view",
+        "judge_status_view",
+        "summary",
+        "requested_by",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ]
+    readonly_fields = ["progress", "spend", "estimate_view", "judge_status_view"]
+    actions = ["cancel_runs"]
+
+    def get_queryset(self, request):
+        return Run.objects.for_user(request.user).select_related(
+            "agent_version__agent", "dataset_version__dataset"
+        )
+
+    @admin.display(description="progress")
+    def progress(self, obj):
+        return f"{obj.trials_done}/{obj.trials_total}"
+
+    @admin.display(description="spend so far")
+    def spend(self, obj):
+        """Agent and judge; calls without a price are counted, never shown as $0."""
+        return describe_spend(obj)
+
+    @admin.display(description="estimate before start")
+    def estimate_view(self, obj):
+        return describe_estimate(obj.estimate)
+
+    @admin.display(description="judge now")
+    def judge_status_view(self, obj):
+        """The judge's status today (the newest check_judge probe), as new runs' estimates
+        will carry it; this run's own, from its start, is in its estimate."""
+        return judge_status()["summary"]
+
+    cancel_runs = verb_action(
+        CancelRun, "cancelled", description="Cancel selected runs", subject="run"
+    )
+
+
+class CheckResultInline(ReadOnlyMixin, admin.TabularInline):
+    model = CheckResult
+    fields = ["check_config", "score", "status", "blocking", "threshold", "reason", "evidence"]
+    readonly_fields = fields
+    extra = 0
+
+
+@admin.register(Trial)
+class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["id", "run", "case", "repetition", "status", "latency_ms", "cost"]
+    list_filter = ["status"]
+    list_select_related = RUN_RELATED + ["case__dataset"]
+    search_fields = ["case__key"]
+    readonly_fields = ["transcript_warnings"]
+    inlines = [CheckResultInline]
+
+    @admin.display(description="agent cost", ordering="cost_usd")
+    def cost(self, obj):
+        if obj.status in (TrialStatus.PENDING, TrialStatus.RUNNING, TrialStatus.CANCELLED):
+            return "-"
+        return format_usd(obj.cost_usd, 0 if obj.cost_usd is not None else 1)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(run__in=Run.objects.for_user(request.user))
+
+    def get_fields(self, request, obj=None):
+        fields = [f for f in super().get_fields(request, obj) if f != "transcript_warnings"]
+        at = fields.index("transcript") if "transcript" in fields else len(fields)
+        return [*fields[:at], "transcript_warnings", *fields[at:]]
+
+    @admin.display(description="Warnings")
+    def transcript_warnings(self, obj):
+        """What the adapter warned about (`openai_chat`: a cut-off answer, a server that cannot
+        pass tools), shown above the transcript so nobody trusts it without reading them."""
+        warnings = (obj.transcript or {}).get("warnings") if obj else None
+        if not isinstance(warnings, list) or not warnings:
+            return "none"
+        return format_html_join(mark_safe("<br>"), "⚠ {}", ((str(w),) for w in warnings))
+
+
+@admin.register(CheckResult)
+class CheckResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["trial", "check_config", "score", "status", "blocking"]
+    list_filter = ["status", "blocking"]
+    list_select_related = ["trial__case", "check_config"]  # their __str__ reads no more
+
+    def get_queryset(self, request):
+        runs = Run.objects.for_user(request.user)
+        return super().get_queryset(request).filter(trial__run__in=runs)
+
+
+@admin.register(CaseResult)
+class CaseResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["run", "case", "passed", "flaky", "repetitions_passed", "repetitions"]
+    list_filter = ["passed", "flaky"]
+    list_select_related = RUN_RELATED + ["case__dataset"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(run__in=Run.objects.for_user(request.user))
+
+
+def _ledger_queryset(request, queryset):
+    """Judge calls and cost entries of the runs the user may see; those tied to no run
+    (previews, summaries) only for global readers."""
+    runs = Run.objects.for_user(request.user)
+    scope = Q(run__in=runs)
+    if request.user.has_perm(f"evaluations.view_{queryset.model._meta.model_name}"):
+        scope |= Q(run__isnull=True)
+    return queryset.filter(scope)
+
+
+@admin.register(JudgeCall)
+class JudgeCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["id", "model", "rubric_id", "status", "cached", "prompt_tokens", "cost"]
+    list_filter = ["status", "cached", "model"]
+
+    @admin.display(description="usd", ordering="usd")
+    def cost(self, obj):
+        if obj.cached:
+            return "cached (no cost)"
+        return format_usd(obj.usd, 1 if obj.price_missing else 0)
+
+    def get_queryset(self, request):
+        return _ledger_queryset(request, super().get_queryset(request))
+
+
+@admin.register(JudgeProbe)
+class JudgeProbeAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """The judge's status page: every `check_judge` probe, newest first; the newest one of the
+    configured server and model is the status runs are estimated with (`judge_status`)."""
+
+    list_display = ["created_at", "model", "base_url", "ok", "failed", "priced"]
+    list_filter = ["ok", "model"]
+    fields = ["created_at", "model", "base_url", "ok", "priced", "report"]
+    readonly_fields = fields
+
+    @admin.display(description="failed families")
+    def failed(self, obj):
+        return ", ".join(obj.failed_families) or "-"
+
+    @admin.display(description="per family")
+    def report(self, obj):
+        lines = []
+        for name, family in sorted(obj.families.items()):
+            line = (
+                f"{name}: {'ok' if family.get('ok') else family.get('error_code')}, "
+                f"{family.get('latency_ms', 0):.0f} ms, {family.get('prompt_tokens', 0)} in / "
+                f"{family.get('completion_tokens', 0)} out, cap {family.get('max_tokens', 0)}"
+            )
+            if family.get("error"):
+                line += f"; {family['error']}"
+            if family.get("advice"):
+                line += f" -> {family['advice']}"
+            lines.append(line)
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
+
+    def changelist_view(self, request, extra_context=None):
+        # The one status line, as runs' estimates carry it, above the probes: a warning unless
+        # the newest probe of the configured judge answered in every family.
+        status = judge_status()
+        level = messages.INFO if status.get("ok") else messages.WARNING
+        self.message_user(request, f"Judge status: {status['summary']}", level)
+        return super().changelist_view(request, extra_context)
+
+
+@admin.register(CostEntry)
+class CostEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["day", "kind", "agent", "model", "cost"]
+    list_filter = ["kind", "day"]
+    list_select_related = ["agent"]
+
+    @admin.display(description="usd", ordering="usd")
+    def cost(self, obj):
+        return format_usd(obj.usd, 0 if obj.usd is not None else 1)
+
+    def get_queryset(self, request):
+        return _ledger_queryset(request, super().get_queryset(request))
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(AuditedEdits, admin.ModelAdmin):
+    """Prices decide the budget gate (cost per verified outcome): each add, change and delete
+    is audited with before and after (`evaluations.modelprice.*`)."""
+
+    list_display = ["model", "usd_per_million_input", "usd_per_million_output", "updated_at"]
+
+
+@admin.register(HumanLabel)
+class HumanLabelAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Read-only: labels are given through `LabelCheckResult` (the API), which records the
+    labelling Editor; a form here could put a label in someone else's name."""
+
+    list_display = ["check_result", "labeled_by", "passed", "score", "created_at"]
+    list_select_related = ["check_result__check_config", "check_result__trial__case", "labeled_by"]
+
+    def get_queryset(self, request):
+        runs = Run.objects.for_user(request.user)
+        return super().get_queryset(request).filter(check_result__trial__run__in=runs)
