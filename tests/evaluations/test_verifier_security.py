@@ -221,16 +221,31 @@ def test_a_listed_variable_is_sent_to_a_host_listed_by_name(settings, recorder, 
 
 
 def test_a_secret_never_goes_to_a_host_only_the_wildcard_allows(settings, recorder, crm_token):
-    settings.SHERLOCK_VERIFIER_HOSTS = ["*"]
+    # `localhost` is named by no entry: `*` lets it through because its address is listed
+    # (loopback needs that), but only a host named by an entry gets a secret.
+    settings.SHERLOCK_VERIFIER_HOSTS = ["*", "127.0.0.1"]
     settings.SHERLOCK_VERIFIER_ENV = ["CRM_TOKEN"]
+    by_name = {"url": f"http://localhost:{recorder.server_address[1]}/"}
 
     with pytest.raises(InvalidVerifier) as refused:
-        validate_verifier_spec(http(recorder, **SEND_TOKEN))
-    state, evidence = run_verifier(http(recorder, **SEND_TOKEN), {})
+        validate_verifier_spec({**http(recorder, **SEND_TOKEN), **by_name})
+    state, evidence = run_verifier({**http(recorder, **SEND_TOKEN), **by_name}, {})
 
     assert refused.value.field == "url"
     assert (state, recorder.seen) == ("unavailable", [])
-    assert run_verifier(http(recorder), {})[0] == "verified"  # no secret: `*` is enough
+    assert run_verifier({**http(recorder), **by_name}, {})[0] == "verified"  # no secret
+
+
+def test_the_wildcard_never_admits_a_loopback_address(settings, recorder):
+    settings.SHERLOCK_VERIFIER_HOSTS = ["*"]
+
+    with pytest.raises(InvalidVerifier, match="loopback") as refused:
+        validate_verifier_spec(http(recorder))
+    state, evidence = run_verifier(http(recorder), {})
+
+    assert refused.value.field == "url"
+    assert state == "unavailable" and "loopback" in evidence["reason"]
+    assert recorder.seen == []
 
 
 def test_a_host_not_listed_is_never_called(editor, draft, settings, recorder):
