@@ -17,9 +17,11 @@ environment and network position. So:
   subdomains (`.example.com`), an IP address (`10.0.0.5`, `[::1]`), a network (`10.0.0.0/8`)
   or `*` (any host whose addresses are all public). A host named by an entry, or an IP inside a
   listed address or network, is *explicitly* allowed, whatever it resolves to; a host allowed
-  only by `*` is resolved (`socket.getaddrinfo`) and refused when any of its addresses is
-  loopback, link-local (the cloud metadata address 169.254.169.254), private, shared,
-  reserved, multicast or unspecified and not inside a listed network.
+  only by `*` is refused when it is a local name (`localhost`, one label, `.local`,
+  `.internal` as in metadata.google.internal), and is resolved (`socket.getaddrinfo`) and
+  refused when any of its addresses is loopback, link-local (the cloud metadata address
+  169.254.169.254), private, shared, reserved, multicast or unspecified and not inside a listed
+  network.
 - **Secrets go to named hosts only.** A config that sends an environment value (a header, an
   API key) needs its destination explicitly allowed: `*` never lets a secret leave for a host
   nobody named.
@@ -117,6 +119,16 @@ def _kind(address):
     return None if address.is_global else "non-public"
 
 
+# Names that only mean something inside a network: `localhost` (RFC 6761), mDNS's `.local`,
+# the private-use `.internal` (metadata.google.internal), `.home.arpa`, and any name of one
+# label (`redis`, `db`: the resolver's search domains complete it to an internal host).
+LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".home.arpa", ".lan")
+
+
+def _local_name(host):
+    return host == "localhost" or "." not in host or host.endswith(LOCAL_SUFFIXES)
+
+
 def _resolve(host):
     try:
         answers = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
@@ -163,6 +175,8 @@ def check_destination(url, setting, *, sends_secrets=False, strict=False):
             f"environment values are only sent to hosts {setting} names; {shown} is only "
             "allowed by '*'"
         )
+    if literal is None and _local_name(host):
+        raise EgressRefused(f"host {shown} is a local name: refused unless {setting} names it")
     addresses = {literal} if literal is not None else _resolve(host)
     if addresses is None:
         if strict:

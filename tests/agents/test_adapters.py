@@ -87,7 +87,7 @@ def call(request):
         (
             "openai_chat",
             {
-                "base_url": "http://llm/v1",
+                "base_url": "https://llm.example.com/v1",
                 "model": "m",
                 "tools": {"kb.search": {"callable": "tests.nowhere.tool"}},
             },
