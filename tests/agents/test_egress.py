@@ -319,3 +319,22 @@ def test_listing_sherlocks_own_secret_stops_start_up(env):
 
     assert result.returncode != 0
     assert "is Sherlock's own secret" in result.stderr
+
+
+def test_the_admin_shows_the_refusal_on_the_config_field_and_audits_it(client, builder, agent):
+    client.force_login(builder)
+
+    page = client.post(
+        "/admin/agents/agentversion/add/",
+        {
+            "agent": agent.pk,
+            "adapter": "http",
+            "config": '{"url": "http://169.254.169.254/latest/meta-data/"}',
+            "notes": "",
+        },
+    )
+
+    assert page.status_code == 200 and "link-local address" in page.content.decode()
+    assert not AgentVersion.objects.exists()
+    refusal = AuditEntry.objects.get(action="agents.version.refused")
+    assert refusal.actor_id == builder.pk and refusal.after["code"] == "egress_refused"
