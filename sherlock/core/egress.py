@@ -186,9 +186,10 @@ def check_destination(url, setting, *, sends_secrets=False, strict=False):
         kind = _kind(address)
         if kind and not any(address in network for network in networks):
             where = "is" if literal is not None else f"resolves to {address},"
+            article = "an" if kind[0] in "aeiou" else "a"
             raise EgressRefused(
-                f"host {shown} {where} a {kind} address: refused unless {setting} lists it "
-                "(the host, the address or its network)"
+                f"host {shown} {where} {article} {kind} address: refused unless {setting} "
+                "lists it (the host, the address or its network)"
             )
     return host
 
