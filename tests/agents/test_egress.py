@@ -231,7 +231,11 @@ def test_a_stored_version_naming_sherlocks_secrets_sends_nothing_when_run(
 
     trial = Trial.objects.get(run=run)
     assert trial.status == "error"
-    assert "SHERLOCK_AUDIT_KEY is Sherlock's own secret" in trial.error
+    # The first header refused names its variable (PostgreSQL's JSONB orders the keys its way).
+    assert any(
+        f"{name} is Sherlock's own secret" in trial.error
+        for name in ("SHERLOCK_AUDIT_KEY", "DATABASE_URL")
+    )
     assert listener.requests == []
 
 
