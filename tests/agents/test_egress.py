@@ -9,11 +9,13 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from agents.adapters import validate_config
+from agents.adapters import AgentCallError, call_agent, validate_config
 from agents.models import AgentVersion
 from evaluations.models import Trial
 from governance.models import AuditEntry
@@ -278,6 +280,43 @@ def test_a_listed_variable_to_a_listed_host_is_sent(
 
     assert Trial.objects.get(run=run).status != "error"
     assert [r["headers"]["authorization"] for r in listener.requests] == ["bot-token"]
+
+
+class Redirector(BaseHTTPRequestHandler):
+    """An allowed endpoint that sends every request on to `self.server.target`."""
+
+    def do_POST(self):  # noqa: N802 -- the http.server API
+        self.send_response(307)
+        self.send_header("Location", self.server.target)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_openai_chat_does_not_follow_a_redirect_off_the_allowed_host(
+    builder, agent, listener, settings, secrets_in_environment
+):
+    settings.SHERLOCK_AGENT_ENV = ["SUPPORT_BOT_TOKEN"]
+    redirector = ThreadingHTTPServer(("127.0.0.1", 0), Redirector)
+    redirector.target = f"{listener.url}/v1/chat/completions"
+    threading.Thread(target=redirector.serve_forever, daemon=True).start()
+    try:
+        config = {
+            "base_url": f"http://127.0.0.1:{redirector.server_address[1]}/v1",
+            "model": "m",
+            "api_key": {"env": "SUPPORT_BOT_TOKEN"},
+            "max_retries": 0,
+        }
+        assert create(builder, "openai_chat", config).status_code == 201
+
+        with pytest.raises(AgentCallError, match="307"):
+            call_agent(AgentVersion.objects.get(), {"id": "c1", "input": "hi"})
+    finally:
+        redirector.shutdown()
+        redirector.server_close()
+    assert listener.requests == []
 
 
 # --- the operator's lists ----------------------------------------------------------------------

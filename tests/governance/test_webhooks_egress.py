@@ -3,6 +3,8 @@ address, private addresses, local names and credentials in the URL are refused o
 error on `url`, audited) unless SHERLOCK_WEBHOOK_HOSTS lists them, and checked again before
 every attempt, so an endpoint saved under laxer rules gets nothing."""
 
+import socket
+
 import pytest
 from django.urls import reverse
 
@@ -100,4 +102,27 @@ def test_an_endpoint_no_longer_allowed_gets_nothing_and_is_not_retried(
     delivery = WebhookDelivery.objects.get()
     assert not delivery.delivered and delivery.status_code is None
     assert delivery.error.startswith("refused: host 127.0.0.1 is a loopback address")
+    assert not retries().exists()
+
+
+def test_a_name_that_resolves_to_a_private_address_at_delivery_gets_nothing(
+    admin_user, default_hosts, monkeypatch, django_capture_on_commit_callbacks
+):
+    CreateWebhook(
+        acting_user=admin_user, url="https://hooks.example.org/h", events=EVENTS
+    ).execute()  # it resolves nowhere on save: let through, judged when it is sent
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda host, *args, **kwargs: [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.5", 0))
+        ],
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        webhooks.notify(WebhookEvent.RUN_FINISHED, {"run": 1})
+
+    delivery = WebhookDelivery.objects.get()
+    assert not delivery.delivered
+    assert "resolves to 10.0.0.5, a private address" in delivery.error
     assert not retries().exists()
