@@ -8,13 +8,17 @@ be invisible and a global role would reach every object. `sherlock.core.admin.Sc
 answers both questions through `sherlock.core.permissions` (global OR object grant) instead.
 """
 
+from django import forms
 from django.contrib import admin
 
 from agents.actions.create_agent import CreateAgent
 from agents.actions.create_draft_version import CreateDraftVersion
 from agents.actions.update_draft_version import UpdateDraftVersion
+from agents.adapters import validate_config
 from agents.models import Agent, AgentVersion, Tool
 from sherlock.core.admin import AuditedEdits, ReadOnlyInline, ScopedAdminMixin
+from sherlock.core.egress import EgressRefused
+from sherlock.core.errors import ActionRefused
 
 
 class VersionInline(ReadOnlyInline):
@@ -56,6 +60,35 @@ class AgentAdmin(ScopedAdminMixin, AuditedEdits, admin.ModelAdmin):
         obj.pk, obj.owner_id, obj.created_at = agent.pk, agent.owner_id, agent.created_at
 
 
+class AgentVersionForm(forms.ModelForm):
+    """The model's validation shows a bad config on its field; a config an operator's rule
+    refuses (a secret or a host: `sherlock.core.egress`) is also audited, as the version
+    actions audit it through the API (`agents.version.refused`): trying is evidence."""
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk and not {"adapter", "config"} & set(self.changed_data):
+            return cleaned
+        adapter = cleaned.get("adapter", self.instance.adapter)
+        config = cleaned.get("config", self.instance.config)
+        try:
+            validate_config(adapter, config)
+        except EgressRefused as exc:
+            if self.instance.pk:
+                action = UpdateDraftVersion(acting_user=self.user, version=self.instance)
+            else:
+                action = CreateDraftVersion(
+                    acting_user=self.user,
+                    agent=cleaned.get("agent"),
+                    adapter=adapter,
+                    config=config,
+                )
+            action.audit_refusal(ActionRefused(str(exc), field="config"))
+        except ValueError:
+            pass  # the model's clean() puts it on the field
+        return cleaned
+
+
 @admin.register(AgentVersion)
 class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
     """Versions are scoped by their agent: seeing one needs `view` on the agent, changing a
@@ -70,6 +103,12 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
     readonly_fields = ["number", "state", "config_hash", "created_by", "created_at"]
     raw_id_fields = ["agent"]
     filter_horizontal = ["tools", "denied_tools"]
+    form = AgentVersionForm
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form
 
     def governed(self, obj):
         return obj.agent

@@ -31,6 +31,7 @@ import re
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -69,6 +70,10 @@ def setup_django(db_path):
     os.environ.pop("REDIS_URL", None)
     # The adapter's tool executor is `bench.real_judge.kb_search`: allow it next to the demo's.
     os.environ["SHERLOCK_AGENT_CALLABLES"] = "agents.demo.,bench.real_judge.kb_search"
+    # The agent under test is the judge's own server (llama.cpp on this machine, usually): the
+    # operator allows its host, as SHERLOCK_AGENT_HOSTS' default admits public addresses only.
+    judge_host = urllib.parse.urlsplit(os.environ.get("SHERLOCK_JUDGE_BASE_URL", "")).hostname
+    os.environ.setdefault("SHERLOCK_AGENT_HOSTS", ",".join(["*", *filter(None, [judge_host])]))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sherlock.settings")
     import django
     from django.core.management import call_command

@@ -288,6 +288,8 @@ def main():
         "SHERLOCK_JUDGE_BASE_URL": server.url,
         "SHERLOCK_JUDGE_MODEL": "bench-judge",
         "SHERLOCK_JUDGE_TIMEOUT": "30",
+        # The agent under test is the loopback server: the operator allows it by address.
+        "SHERLOCK_AGENT_HOSTS": "127.0.0.1",
         "LOG_LEVEL": "WARNING",
     }
     if use_redis:

@@ -71,7 +71,7 @@ from governance.models import (
 from governance.roles import holds_admin_rights, is_global_admin, role_grants
 from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin, run_verb, verb_action
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionError
+from sherlock.core.errors import ActionError, ActionRefused
 
 
 class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
@@ -179,9 +179,12 @@ class ActionForm(forms.ModelForm):
         cleaned = super().clean()
         if self.errors:
             return cleaned
+        action = self.make_action(self.user)
         try:
-            self.make_action(self.user).check()
+            action.check()
         except ActionError as exc:
+            if isinstance(exc, ActionRefused):  # audited as `execute()` would: it is evidence
+                action.audit_refusal(exc)
             field = getattr(exc, "field", None)
             self.add_error(field if field in self.fields else None, str(exc))
         return cleaned

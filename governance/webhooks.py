@@ -11,6 +11,9 @@ HMAC-SHA256 under the endpoint's secret, sent with the headers `X-Sherlock-Event
 `X-Sherlock-Delivery` (the same id on every retry: a receiver de-duplicates on it) and
 `X-Sherlock-Signature: sha256=<hex>` (docs/governance.md "Webhooks" shows how to check it).
 The secret never leaves the database: the task reads it from the endpoint when it sends.
+Before each attempt the URL is checked again against SHERLOCK_WEBHOOK_HOSTS
+(`sherlock.core.egress`, on its addresses as they resolve then); a refused attempt is logged as
+a failed delivery with the reason and not retried.
 
 Retries never wait inside a worker: an attempt that fails with a retryable answer, with attempts
 left, creates a django-q2 `Schedule` of type ONCE for the next attempt at now + backoff, in the
@@ -33,6 +36,7 @@ from django.utils import timezone
 
 from governance.choices import WebhookEvent
 from governance.models import WebhookDelivery, WebhookEndpoint
+from sherlock.core.egress import EgressRefused, check_destination
 
 RESPONSE_CLIP = 2000
 SIGNATURE_HEADER = "X-Sherlock-Signature"
@@ -99,14 +103,21 @@ def _post(endpoint, event, delivery_id, body):
         SIGNATURE_HEADER: sign(endpoint.secret, data),
     }
     timeout = settings.SHERLOCK_WEBHOOK_TIMEOUT
+    refused = False
     try:
+        # Today's host rules, on the name as it resolves now (it was checked on save, but
+        # settings change and DNS answers too): a refusal is a failed delivery, never retried.
+        check_destination(endpoint.url, "SHERLOCK_WEBHOOK_HOSTS", strict=True)
         with httpx2.Client(timeout=timeout, follow_redirects=False) as client:
             response = client.post(endpoint.url, content=data, headers=headers)
         status, text = response.status_code, response.text[:RESPONSE_CLIP]
+    except EgressRefused as exc:
+        error, refused = f"refused: {exc} (SHERLOCK_WEBHOOK_HOSTS)"[:RESPONSE_CLIP], True
     except httpx2.HTTPError as exc:
         error = f"{type(exc).__name__}: {exc}"[:RESPONSE_CLIP]
     delivered = status is not None and 200 <= status < 300
-    retry = not delivered and (status is None or status >= 500 or status in RETRIED_CLIENT_ERRORS)
+    retry = not delivered and not refused
+    retry = retry and (status is None or status >= 500 or status in RETRIED_CLIENT_ERRORS)
     logged = {
         "status_code": status,
         "response_body": text,

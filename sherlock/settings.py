@@ -17,6 +17,8 @@ from urllib.parse import urlparse
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from sherlock.core import egress
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -282,18 +284,15 @@ SHERLOCK_WEBHOOK_MAX_ATTEMPTS = env_int("SHERLOCK_WEBHOOK_MAX_ATTEMPTS", 5, mini
 SHERLOCK_WEBHOOK_BACKOFF_MS = env_int("SHERLOCK_WEBHOOK_BACKOFF_MS", 2000, minimum=0)
 SHERLOCK_WEBHOOK_MAX_BACKOFF_MS = env_int("SHERLOCK_WEBHOOK_MAX_BACKOFF_MS", 30000, minimum=0)
 
-# Outcome and effect verifiers (agents.verifiers) are written by Editors and Builders but run
-# with Sherlock's privileges, so what they may reach is listed here, by the operator; the lists
-# are empty (or the demo's two verifiers) by default. Environment variables a verifier must
-# never send: Sherlock's own secrets (the verifier databases' URL holds their passwords).
-_SHERLOCK_SECRETS = {
-    "SECRET_KEY",
-    "DATABASE_URL",
-    "REDIS_URL",
-    "OPENAI_API_KEY",
-    "SHERLOCK_VERIFIER_DATABASES",
-    "SHERLOCK_AUDIT_KEY",
-}
+# What user-written configs may send where (sherlock.core.egress, docs/adapters.md "Secrets and
+# destinations"): agent versions (Builders), verifiers (Editors, Builders) and webhook endpoints
+# (Admins) are written by users but run with the workers' environment and network position, so
+# the environment variables they may name and the hosts they may reach are listed here, by the
+# operator. Variables: empty lists by default, and Sherlock's own secrets (SECRET_KEY,
+# DATABASE_URL, REDIS_URL, OPENAI_API_KEY, any SHERLOCK_*) are refused even when listed. Hosts:
+# `*` admits public addresses only; loopback, link-local (the metadata address), private and
+# reserved addresses need the host, address or network listed, and environment values go only
+# to hosts listed explicitly, never through `*`.
 
 
 def _verifier_databases(name):
@@ -318,19 +317,17 @@ def _verifier_databases(name):
     return aliases
 
 
-def _verifier_env(name):
-    """Names of environment variables an HTTP verifier may send as headers (`headers_env`)."""
+def _env_names(name):
+    """Names of environment variables a config may send (`{"env": ...}`, `headers_env`)."""
     names = env_list(name)
     for variable in names:
-        if not (variable.isascii() and variable.isidentifier()):
-            raise ImproperlyConfigured(f"{name}: {variable!r} is not a variable name")
-        if variable in _SHERLOCK_SECRETS:
-            raise ImproperlyConfigured(f"{name}: {variable} is Sherlock's own secret")
+        if error := egress.variable_name_error(variable):
+            raise ImproperlyConfigured(f"{name}: {error}")
     return names
 
 
-def _verifier_callables(name, default):
-    """Dotted paths a python verifier may name: `pkg.mod.fn` exactly, or `pkg.mod.` for all."""
+def _callables(name, default):
+    """Dotted paths a config may name: `pkg.mod.fn` exactly, or `pkg.mod.` for all."""
     paths = env_list(name, default)
     for path in paths:
         if not all(part.isascii() and part.isidentifier() for part in path.rstrip(".").split(".")):
@@ -338,32 +335,35 @@ def _verifier_callables(name, default):
     return paths
 
 
-def _verifier_hosts(name):
-    """Hosts HTTP verifiers may call: `crm.internal`, `.example.com` (and its subdomains), an
-    IP, `[::1]`, or `*` for any host (secret headers still go only to hosts named here)."""
-    hosts = env_list(name)
+def _hosts(name, default=()):
+    """Host rules: `crm.internal`, `.example.com` (and its subdomains), an IP (`10.0.0.5`,
+    `[::1]`), a network (`10.0.0.0/8`), or `*` for any host whose addresses are public."""
+    hosts = env_list(name, default)
     for host in hosts:
-        bare = host.removeprefix(".")
-        bracketed = host.startswith("[") and host.endswith("]")
-        if not (
-            host == "*"
-            or bracketed
-            or (bare and all(c.isascii() and (c.isalnum() or c in "-.") for c in bare))
-        ):
-            raise ImproperlyConfigured(f"{name}: {host!r} is not a host name (no scheme or port)")
+        if error := egress.host_entry_error(host):
+            raise ImproperlyConfigured(f"{name}: {error}")
     return [host.lower() for host in hosts]
 
 
 SHERLOCK_VERIFIER_DATABASES = _verifier_databases("SHERLOCK_VERIFIER_DATABASES")
-SHERLOCK_VERIFIER_ENV = _verifier_env("SHERLOCK_VERIFIER_ENV")
-SHERLOCK_VERIFIER_CALLABLES = _verifier_callables(
+SHERLOCK_VERIFIER_ENV = _env_names("SHERLOCK_VERIFIER_ENV")
+SHERLOCK_VERIFIER_CALLABLES = _callables(
     "SHERLOCK_VERIFIER_CALLABLES",
     ["agents.demo.outcome_in_ledger", "agents.demo.effect_in_ledger"],
 )
-SHERLOCK_VERIFIER_HOSTS = _verifier_hosts("SHERLOCK_VERIFIER_HOSTS")
+SHERLOCK_VERIFIER_HOSTS = _hosts("SHERLOCK_VERIFIER_HOSTS")
 # Python callables an agent version may name (the `python` adapter, `openai_chat` tool
-# executors): Builders write those configs, and the code runs in the workers.
-SHERLOCK_AGENT_CALLABLES = _verifier_callables("SHERLOCK_AGENT_CALLABLES", ["agents.demo."])
+# executors): Builders write those configs, and the code runs in the workers. The default is
+# the demo's two agents by name, not `agents.demo.` (which would admit its ledger writer).
+SHERLOCK_AGENT_CALLABLES = _callables(
+    "SHERLOCK_AGENT_CALLABLES", ["agents.demo.support_bot", "agents.demo.refund_agent"]
+)
+# Environment variables an `http` or `openai_chat` agent may send (headers, `api_key`), and the
+# hosts agents and their HTTP tool executors may call.
+SHERLOCK_AGENT_ENV = _env_names("SHERLOCK_AGENT_ENV")
+SHERLOCK_AGENT_HOSTS = _hosts("SHERLOCK_AGENT_HOSTS", ["*"])
+# The hosts webhook endpoints may point at (governance.webhooks).
+SHERLOCK_WEBHOOK_HOSTS = _hosts("SHERLOCK_WEBHOOK_HOSTS", ["*"])
 # The demo agents' destination system (agents.demo): the file their tools write and the demo's
 # two ledger verifiers read.
 SHERLOCK_DEMO_LEDGER = Path(

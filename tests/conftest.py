@@ -7,7 +7,7 @@ from django.contrib.auth.hashers import make_password
 from django.db import connection
 
 from tests.support import factories
-from tests.support.workers import TEST_AGENT_CALLABLES
+from tests.support.workers import TEST_AGENT_CALLABLES, TEST_HOSTS
 
 pytest_plugins = ["tests.support.judge_fixtures"]
 
@@ -26,6 +26,10 @@ def _fast_hasher(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # The agents under test live in tests/ (tests.support.workers passes the same to real workers).
     settings.SHERLOCK_AGENT_CALLABLES = TEST_AGENT_CALLABLES.split(",")
+    # The agents and webhook receivers under test listen on loopback: the tests' operator
+    # allows that address by name, as a deployment would list its own (the default refuses it).
+    settings.SHERLOCK_AGENT_HOSTS = TEST_HOSTS.split(",")
+    settings.SHERLOCK_WEBHOOK_HOSTS = TEST_HOSTS.split(",")
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ from agents.adapters import validate_config
 from agents.models import Agent, AgentVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.egress import EgressRefused
+from sherlock.core.errors import ActionDenied, ActionInvalid, ActionRefused
 from sherlock.core.limits import CONFIG_MAX_BYTES, NOTE_MAX
 from sherlock.core.permissions import user_can
 
@@ -38,6 +39,8 @@ class CreateDraftVersion(Action):
             raise ActionDenied("You may not create versions of this agent (Builder role needed).")
         try:
             validate_config(self.adapter, self.config)
+        except EgressRefused as exc:  # audited: naming a secret or a host is evidence
+            raise ActionRefused(str(exc), field="config") from None
         except ValueError as exc:
             raise ActionInvalid(str(exc), field="config") from None
 

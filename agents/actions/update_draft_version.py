@@ -18,7 +18,8 @@ from agents.adapters import validate_config
 from agents.models import AgentVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.egress import EgressRefused
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, ActionRefused
 from sherlock.core.limits import CONFIG_MAX_BYTES, NOTE_MAX, check_document, check_text
 from sherlock.core.permissions import user_can
 
@@ -102,6 +103,8 @@ class UpdateDraftVersion(Action):
             adapter = self.changes.get("adapter", self.version.adapter)
             try:
                 validate_config(adapter, self.changes.get("config", self.version.config))
+            except EgressRefused as exc:  # audited: naming a secret or a host is evidence
+                raise ActionRefused(str(exc), field="config") from None
             except ValueError as exc:
                 raise ActionInvalid(str(exc), field="config") from None
 

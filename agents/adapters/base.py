@@ -7,7 +7,6 @@ hold no per-call state. The engine awaits `acall` instead, on its event loop.
 """
 
 import json
-import os
 import re
 import time
 
@@ -15,6 +14,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from sherlock.core.aio import in_thread
+from sherlock.core.egress import EgressRefused, check_destination, check_variable, read_variable
 
 
 class AgentCallError(Exception):
@@ -110,9 +110,44 @@ def validate_headers(headers, where):
             )
 
 
+# --- what may leave: one rule (sherlock.core.egress) ------------------------------------------
+
+AGENT_ENV = "SHERLOCK_AGENT_ENV"
+AGENT_HOSTS = "SHERLOCK_AGENT_HOSTS"
+
+
+def secrets_of(headers, where):
+    """`{field: variable}` of the environment values `headers` send."""
+    return {
+        f"{where}.{name}": value["env"]
+        for name, value in (headers or {}).items()
+        if not isinstance(value, str)
+    }
+
+
+def check_egress(url_field, url, secrets, *, strict=False):
+    """Refuse (EgressRefused naming the field) a variable SHERLOCK_AGENT_ENV does not allow
+    among `secrets` (`{field: variable}`), or a `url` SHERLOCK_AGENT_HOSTS does not allow (for
+    a request carrying secrets: that does not name). `strict` at run time: a host must
+    resolve. Called on save (`validate`) and when a version is prepared for a run."""
+    for field, variable in secrets.items():
+        try:
+            check_variable(variable, AGENT_ENV)
+        except EgressRefused as exc:
+            raise EgressRefused(f"{field}: {exc}") from None
+    try:
+        check_destination(url, AGENT_HOSTS, sends_secrets=bool(secrets), strict=strict)
+    except EgressRefused as exc:
+        raise EgressRefused(f"{url_field}: {exc}") from None
+
+
 def resolve_secret(spec, where):
-    """The value of a `{"env", "prefix"}` secret, read now; AgentCallError when it is unset."""
-    value = os.environ.get(spec["env"])
+    """The value of a `{"env", "prefix"}` secret, read now: AgentCallError when the variable is
+    unset or no longer allowed (SHERLOCK_AGENT_ENV changed since the version was saved)."""
+    try:
+        value = read_variable(spec["env"], AGENT_ENV)
+    except EgressRefused as exc:
+        raise AgentCallError(f"{where}: {exc}") from None
     if value is None:
         raise AgentCallError(f"{where}: environment variable {spec['env']} is not set")
     return spec.get("prefix", "") + value

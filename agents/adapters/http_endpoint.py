@@ -5,7 +5,9 @@ Config `{"url": "https://...", "timeout": 30, "headers": {...}}`. The request bo
 reference contexts (those are the answer key). The answer must be a JSON object in the
 transcript format (docs/checks.md); a JSON string is taken as the output. Header values that are
 credentials are named by environment variable (`{"env": "SUPPORT_BOT_TOKEN", "prefix": "Bearer
-"}`) and read at call time, so a version's config never holds a secret.
+"}`) and read at call time, so a version's config never holds a secret; the variable must be
+one SHERLOCK_AGENT_ENV lists and the URL's host one SHERLOCK_AGENT_HOSTS allows (names, for a
+secret), on save and again when a run prepares the version (sherlock.core.egress).
 """
 
 import contextlib
@@ -20,7 +22,9 @@ from agents.adapters.base import (
     HEADERS,
     AgentCallError,
     PreparedAgent,
+    check_egress,
     resolve_headers,
+    secrets_of,
     validate_headers,
 )
 from sherlock.core.aio import loop_client, tls_context
@@ -40,8 +44,15 @@ SCHEMA = {
 DEFAULT_TIMEOUT = 30.0
 
 
-def validate(config):
+def validate(config, *, strict=False):
+    """The rules a schema cannot say; `strict` when the version is prepared for a run."""
     validate_headers(config.get("headers"), "config.headers")
+    check_egress(
+        "config.url",
+        config["url"],
+        secrets_of(config.get("headers"), "config.headers"),
+        strict=strict,
+    )
 
 
 _clients = {}
@@ -105,6 +116,7 @@ def _answer(response, what):
 class HttpAgent(PreparedAgent):
     def __init__(self, version):
         config = version.config
+        validate(config, strict=True)  # today's rules: settings change, rows are written around
         self.url = config["url"]
         self.timeout = float(config.get("timeout", DEFAULT_TIMEOUT))
         self.headers = config.get("headers") or {}

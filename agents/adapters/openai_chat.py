@@ -23,7 +23,7 @@ servers: docs/judges.md.
 Config (docs/adapters.md):
 
     {"base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini",
-     "api_key": {"env": "OPENAI_API_KEY"}, "system_prompt": "...", "temperature": 0,
+     "api_key": {"env": "SUPPORT_OPENAI_KEY"}, "system_prompt": "...", "temperature": 0,
      "max_tokens": 1024, "tool_choice": "auto", "max_turns": 8, "timeout": 60, "max_retries": 2,
      "tools": {"kb.search": {"callable": "pkg.tools.search"},
                "orders.lookup": {"url": "https://tools.internal/orders", "headers": {...}}}}
@@ -44,8 +44,10 @@ from agents.adapters.base import (
     AgentCallError,
     PreparedAgent,
     case_text,
+    check_egress,
     resolve_headers,
     resolve_secret,
+    secrets_of,
     validate_headers,
 )
 from agents.adapters.http_endpoint import DEFAULT_TIMEOUT, post_json
@@ -106,17 +108,30 @@ SCHEMA = {
 }
 
 DEFAULT_MAX_TURNS = 8
+# The SDK follows redirects by default; the endpoint's host is the one SHERLOCK_AGENT_HOSTS
+# allowed, not the host a redirect names (a 3xx is an agent error, its status in the reason).
+NO_REDIRECTS = {"follow_redirects": False}
 REFUSAL = (
     "Refused: the tool policy of this agent version denies {name!r}. The call was not "
     "executed; continue without it."
 )
 
 
-def validate(config):
+def validate(config, *, strict=False):
+    """The rules a schema cannot say: the endpoint, its key and every HTTP tool executor go
+    through SHERLOCK_AGENT_ENV and SHERLOCK_AGENT_HOSTS (`check_egress`); `strict` when the
+    version is prepared for a run. Tool callables are imported by the caller (`prepare` keeps
+    them)."""
+    api_key = config.get("api_key")
+    secrets = {"config.api_key": api_key["env"]} if api_key else {}
+    check_egress("config.base_url", config["base_url"], secrets, strict=strict)
     for name, executor in (config.get("tools") or {}).items():
         where = f"config.tools.{name}"
         validate_headers(executor.get("headers"), f"{where}.headers")
-        if "callable" in executor:
+        if "url" in executor:
+            secrets = secrets_of(executor.get("headers"), f"{where}.headers")
+            check_egress(f"{where}.url", executor["url"], secrets, strict=strict)
+        elif not strict:
             try:
                 import_allowed(executor["callable"], "SHERLOCK_AGENT_CALLABLES")
             except ValueError as exc:
@@ -157,7 +172,7 @@ def llama_template_caps(client, base_url):
         root = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
         caps = {}
         try:
-            raw = client.get(f"{root}/props", cast_to=httpx2.Response)
+            raw = client.get(f"{root}/props", cast_to=httpx2.Response, options=NO_REDIRECTS)
             caps = json.loads(raw.content).get("chat_template_caps") or {}
         except (openai.APIError, ValueError, AttributeError):
             pass  # not llama.cpp after all, or an older one: nothing it can tell us
@@ -177,6 +192,7 @@ class OpenAIChatAgent(PreparedAgent):
 
     def __init__(self, version):
         config = version.config
+        validate(config, strict=True)  # today's rules: settings change, rows are written around
         self.config = config
         self.model = config["model"]
         self.max_turns = int(config.get("max_turns", DEFAULT_MAX_TURNS))
@@ -415,13 +431,17 @@ class OpenAIChatAgent(PreparedAgent):
         makes thousands). The judge client does the same (evaluations/judge/sdk.py).
         """
         with self._failures(body):
-            raw = client.post("/chat/completions", body=body, cast_to=httpx2.Response)
+            raw = client.post(
+                "/chat/completions", body=body, cast_to=httpx2.Response, options=NO_REDIRECTS
+            )
         return self._response(raw)
 
     async def _acomplete(self, client, body):
         """`_complete` through the loop's AsyncOpenAI client."""
         with self._failures(body):
-            raw = await client.post("/chat/completions", body=body, cast_to=httpx2.Response)
+            raw = await client.post(
+                "/chat/completions", body=body, cast_to=httpx2.Response, options=NO_REDIRECTS
+            )
         return self._response(raw)
 
     @contextlib.contextmanager

@@ -15,7 +15,6 @@ JSON: evidence shows what was compared, it does not copy the destination into Sh
 from __future__ import annotations
 
 import json
-import os
 import queue
 import threading
 import time
@@ -41,6 +40,7 @@ from agents.verifiers.spec import (
     timeout_of,
     validate_verifier_spec,
 )
+from sherlock.core.egress import read_variable
 
 MAX_HTTP_BODY = 1_000_000
 MAX_OBSERVED_CHARS = 200
@@ -142,10 +142,10 @@ _http = urllib.request.build_opener(_NoRedirects)
 def _run_http(spec, context, timeout):
     url = render(spec.get("url"), context, quote=True)
     headers_env = spec.get("headers_env") or {}
-    check_url(url, sends_secrets=bool(headers_env))
+    check_url(url, sends_secrets=bool(headers_env), strict=True)
     headers = {"Accept": "application/json"}
     for header, variable in headers_env.items():
-        value = os.environ.get(variable)
+        value = read_variable(variable, "SHERLOCK_VERIFIER_ENV")  # validated just before
         if value is None:
             raise VerifierUnavailable(f"environment variable {variable} (header {header}) is unset")
         headers[header] = value

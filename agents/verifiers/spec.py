@@ -5,10 +5,12 @@ run with Sherlock's own privileges, so what they may reach is the operator's to 
 configuration): ``SHERLOCK_VERIFIER_CALLABLES`` (python), ``SHERLOCK_VERIFIER_DATABASES`` (sql;
 never ``default``, Sherlock's own database, which holds API tokens and password hashes),
 ``SHERLOCK_VERIFIER_HOSTS`` (http) and ``SHERLOCK_VERIFIER_ENV`` (the variables ``headers_env``
-may send, and only to hosts listed by name). ``validate_verifier_spec`` checks a spec against
-them; ``Tool.clean`` and the case actions call it on save (a 400 naming the field) and
-``runners.run_verifier`` calls it again before every run, since settings change and rows can be
-written by other means. A refused spec gives no verdict, with the reason.
+may send, and only to hosts listed by name), by the rules every user-written config follows
+(``sherlock.core.egress``: never Sherlock's own secrets, no private address through ``*``).
+``validate_verifier_spec`` checks a spec against them; ``Tool.clean`` and the case actions call
+it on save (a 400 naming the field) and ``runners.run_verifier`` calls it again before every
+run, since settings change and rows can be written by other means. A refused spec gives no
+verdict, with the reason.
 
 A verifier is a JSON object with a ``kind``:
 
@@ -43,15 +45,14 @@ rows (docs/contract.md, "Effect verifiers").
 from __future__ import annotations
 
 import re
-import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.http.request import validate_host
 from django.utils.module_loading import import_string
 
+from sherlock.core.egress import EgressRefused, check_destination, check_variable
 from sherlock.core.imports import is_allowed
 
 VERIFIER_KINDS = ("python", "http", "sql")
@@ -154,40 +155,28 @@ def _validate_http(spec: Mapping) -> None:
     if not isinstance(headers, Mapping):
         raise InvalidVerifier("headers_env", "must be an object {header: VARIABLE_NAME}")
     for header, variable in headers.items():
-        if not isinstance(variable, str) or variable not in settings.SHERLOCK_VERIFIER_ENV:
-            raise InvalidVerifier(
-                f"headers_env.{header}",
-                f"{variable!r} is not allowed (SHERLOCK_VERIFIER_ENV lists the variables a "
-                "verifier may send)",
-            )
+        try:
+            check_variable(variable, "SHERLOCK_VERIFIER_ENV")
+        except EgressRefused as exc:
+            raise InvalidVerifier(f"headers_env.{header}", str(exc)) from None
     check_url(spec.get("url"), sends_secrets=bool(headers))
     if spec.get("predicate") is None:
         raise InvalidVerifier("predicate", "an HTTP verifier needs a predicate {path, op, value}")
 
 
-def check_url(url: Any, sends_secrets: bool) -> None:
-    """An http(s) URL whose host is in SHERLOCK_VERIFIER_HOSTS (``*`` allows any host). A
-    verifier that sends environment values as headers needs its host listed by name or domain:
-    ``*`` never lets a secret leave for a host nobody named. Run on the template on save and on
-    the rendered URL at run time (a template value could otherwise pick the host)."""
+def check_url(url: Any, sends_secrets: bool, *, strict: bool = False) -> None:
+    """An http(s) URL that SHERLOCK_VERIFIER_HOSTS allows, by the rule every user-written
+    destination follows (``sherlock.core.egress.check_destination``): ``*`` allows any host
+    whose addresses are public, loopback, link-local and private addresses need listing, and a
+    verifier that sends environment values as headers needs its host listed by name (``*``
+    never lets a secret leave for a host nobody named). Run on the template on save and on the
+    rendered URL at run time, ``strict`` (a template value could otherwise pick the host)."""
     try:
-        split = urllib.parse.urlsplit(url) if isinstance(url, str) else None
-    except ValueError:  # "http://[::1" and the like
-        split = None
-    if split is None or split.scheme not in ("http", "https") or not split.hostname:
-        raise InvalidVerifier("url", "must be an http(s) URL")
-    host = f"[{split.hostname}]" if ":" in split.hostname else split.hostname
-    patterns = settings.SHERLOCK_VERIFIER_HOSTS
-    if not validate_host(host, patterns):
-        raise InvalidVerifier(
-            "url", f"host {host} is not allowed (SHERLOCK_VERIFIER_HOSTS lists the ones that are)"
+        check_destination(
+            url, "SHERLOCK_VERIFIER_HOSTS", sends_secrets=sends_secrets, strict=strict
         )
-    if sends_secrets and not validate_host(host, [p for p in patterns if p != "*"]):
-        raise InvalidVerifier(
-            "url",
-            f"headers_env values are only sent to hosts SHERLOCK_VERIFIER_HOSTS names; {host} "
-            "is only allowed by '*'",
-        )
+    except EgressRefused as exc:
+        raise InvalidVerifier("url", str(exc)) from None
 
 
 _READ_ONLY_START = re.compile(r"^\s*(select|with)\b", re.IGNORECASE)

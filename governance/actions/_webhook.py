@@ -1,12 +1,19 @@
 """What the three webhook verbs share: the Admin-only check, validation and the audit snapshot
-(which never holds the secret: it says only whether the secret changed)."""
+(which never holds the secret: it says only whether the secret changed).
+
+A URL is checked against the operator's SHERLOCK_WEBHOOK_HOSTS by the rule every user-written
+destination follows (`sherlock.core.egress`): no credentials in it, and no loopback,
+link-local (the metadata address), private or reserved address unless the operator lists it.
+A refusal is an error on `url`, audited (`governance.webhook.refused`) like every refusal of a
+governance verb."""
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
 from governance.choices import WebhookEvent
 from governance.roles import is_global_admin
-from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.egress import EgressRefused, check_destination
+from sherlock.core.errors import ActionDenied, ActionInvalid, ActionRefused
 
 _URL = URLValidator(schemes=["http", "https"])
 
@@ -24,6 +31,10 @@ def clean_url(url):
         raise ActionInvalid("Enter an http or https URL.", field="url") from None
     if len(url) > 500:
         raise ActionInvalid("The URL is longer than 500 characters.", field="url")
+    try:  # the operator's host rules (sherlock.core.egress); delivery checks them again
+        check_destination(url, "SHERLOCK_WEBHOOK_HOSTS")
+    except EgressRefused as exc:
+        raise ActionRefused(f"The URL is refused: {exc}.", field="url") from None
     return url
 
 

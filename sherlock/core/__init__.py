@@ -1,10 +1,13 @@
 """Sherlock's shared kernel: the framework code every app builds on, importing no app.
 
 - `actions`: the action template (`check()` / `execute()`), STYLE.md items 2-3;
-- `errors`: the domain errors actions raise (`ActionDenied`, `ActionConflict`, `ActionInvalid`);
+- `errors`: the domain errors actions raise (`ActionDenied`, `ActionConflict`, `ActionInvalid`,
+  `ActionRefused`);
 - `permissions`: global-or-object permission checks and scoped querysets;
 - `audit` and `middleware`: the audit writer and the request context it reads;
 - `imports`: the allowlisted import of operator-named callables;
+- `egress`: the one rule for the environment variables and destinations user-written configs
+  name (agents, verifiers, webhooks): operator-listed, never Sherlock's own secrets;
 - `states`: compare-and-set moves along declared state transitions;
 - `api`: the API's exception handler;
 - `admin`: admin mixins shared by the apps;

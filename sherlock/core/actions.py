@@ -6,8 +6,10 @@ it to show or hide a button) by raising `ActionDenied` or `ActionConflict`; `exe
 the same transaction. Admin actions, API views, htmx views, commands and tasks all call actions.
 
 A refusal of the user's rights (`ActionDenied`, answered 403) is evidence in its own right ("a
-Publisher tried to create a draft"), so `execute()` records it as `<app>.<noun>.refused` with
-the verb, the error code and the message, after the action's transaction has rolled back (a
+Publisher tried to create a draft"), and so is input an operator's rule refuses
+(`ActionRefused`: a config naming a secret or a host not allowed, `sherlock.core.egress`), so
+`execute()` records either as `<app>.<noun>.refused` with the verb, the error code and the
+message, after the action's transaction has rolled back (a
 caller that wraps `execute()` in a transaction of its own must write it again after its own
 rollback: `audit_refusal`). Governance actions record every refusal, state and input included
 (`governance.actions.base`).
@@ -18,7 +20,7 @@ from abc import ABC, abstractmethod
 from django.db import models, transaction
 
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionDenied
+from sherlock.core.errors import ActionDenied, ActionRefused
 from sherlock.core.limits import check_document, check_text
 
 
@@ -59,7 +61,7 @@ class Action(ABC):
     def execute(self):
         try:
             return self.execute_in_transaction()
-        except ActionDenied as exc:
+        except (ActionDenied, ActionRefused) as exc:
             self.audit_refusal(exc)
             raise
 

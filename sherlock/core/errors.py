@@ -32,6 +32,14 @@ class ActionInvalid(ActionError):
     code = "invalid"
 
 
+class ActionRefused(ActionInvalid):
+    """The input names what an operator's rule refuses (an environment variable or a host:
+    `sherlock.core.egress`): 400 on its field like any invalid input, and audited like a
+    denial (`sherlock.core.actions`), since trying to send a secret somewhere is evidence."""
+
+    code = "egress_refused"
+
+
 class InvalidFields(ActionInvalid):
     """Several fields are wrong at once (400): `errors` lists every one, an `ActionInvalid`
     naming its field each, in the order found. Its message is theirs joined with "; ", its code

@@ -87,7 +87,7 @@ def call(request):
         (
             "openai_chat",
             {
-                "base_url": "http://llm/v1",
+                "base_url": "https://llm.example.com/v1",
                 "model": "m",
                 "tools": {"kb.search": {"callable": "tests.nowhere.tool"}},
             },
@@ -123,7 +123,8 @@ def test_python_adapter_turns_the_agents_exception_into_an_agent_error(call, db)
 # --- http -------------------------------------------------------------------------------------
 
 
-def test_http_adapter_posts_the_case_and_reads_the_transcript_back(call, db, monkeypatch):
+def test_http_adapter_posts_the_case_and_reads_the_transcript_back(call, db, monkeypatch, settings):
+    settings.SHERLOCK_AGENT_ENV = ["SUPPORT_BOT_TOKEN"]
     monkeypatch.setenv("SUPPORT_BOT_TOKEN", "s3cret")
     answer = {"output": "Refunded.", "tool_calls": [{"name": "refunds.create"}], "cost_usd": 0.01}
     with LoopbackAgent(lambda request: (200, answer)) as service:
@@ -147,7 +148,8 @@ def test_http_adapter_posts_the_case_and_reads_the_transcript_back(call, db, mon
     assert "s3cret" not in json.dumps(AgentVersion.objects.get(pk=agent.pk).config)
 
 
-def test_http_adapter_needs_the_secret_in_the_environment_at_call_time(db, monkeypatch):
+def test_http_adapter_needs_the_secret_in_the_environment_at_call_time(db, monkeypatch, settings):
+    settings.SHERLOCK_AGENT_ENV = ["SUPPORT_BOT_TOKEN"]
     monkeypatch.delenv("SUPPORT_BOT_TOKEN", raising=False)
     with LoopbackAgent() as service:
         agent = version(
@@ -224,7 +226,10 @@ def chat_config(llm_server, **extra):
     }
 
 
-def test_openai_chat_runs_the_tool_loop_and_records_each_call(call, llm_server, tools, monkeypatch):
+def test_openai_chat_runs_the_tool_loop_and_records_each_call(
+    call, llm_server, tools, monkeypatch, settings
+):
+    settings.SHERLOCK_AGENT_ENV = ["AGENT_API_KEY"]
     monkeypatch.setenv("AGENT_API_KEY", "sk-agent")
     llm_server.script(
         [

@@ -220,17 +220,30 @@ def test_a_listed_variable_is_sent_to_a_host_listed_by_name(settings, recorder, 
     assert recorder.seen == [("/", "Bearer crm-secret")]
 
 
-def test_a_secret_never_goes_to_a_host_only_the_wildcard_allows(settings, recorder, crm_token):
+def test_a_secret_never_goes_to_a_host_only_the_wildcard_allows(settings, crm_token):
     settings.SHERLOCK_VERIFIER_HOSTS = ["*"]
     settings.SHERLOCK_VERIFIER_ENV = ["CRM_TOKEN"]
+    spec = {"kind": "http", "url": "https://crm.example.com/", "predicate": {"op": "exists"}}
 
     with pytest.raises(InvalidVerifier) as refused:
-        validate_verifier_spec(http(recorder, **SEND_TOKEN))
-    state, evidence = run_verifier(http(recorder, **SEND_TOKEN), {})
+        validate_verifier_spec({**spec, **SEND_TOKEN})
+    state, evidence = run_verifier({**spec, **SEND_TOKEN}, {})
+
+    assert refused.value.field == "url" and "only allowed by '*'" in str(refused.value)
+    assert state == "unavailable" and "only allowed by '*'" in evidence["reason"]
+    validate_verifier_spec(spec)  # no secret: `*` is enough
+
+
+def test_the_wildcard_never_admits_a_loopback_address(settings, recorder):
+    settings.SHERLOCK_VERIFIER_HOSTS = ["*"]
+
+    with pytest.raises(InvalidVerifier, match="loopback") as refused:
+        validate_verifier_spec(http(recorder))
+    state, evidence = run_verifier(http(recorder), {})
 
     assert refused.value.field == "url"
-    assert (state, recorder.seen) == ("unavailable", [])
-    assert run_verifier(http(recorder), {})[0] == "verified"  # no secret: `*` is enough
+    assert state == "unavailable" and "loopback" in evidence["reason"]
+    assert recorder.seen == []
 
 
 def test_a_host_not_listed_is_never_called(editor, draft, settings, recorder):

@@ -15,6 +15,8 @@ from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_AGENT_CALLABLES = "agents.demo.,tests."
+# The loopback servers the tests' agents and webhook receivers listen on (conftest does the same).
+TEST_HOSTS = "*,127.0.0.1"
 
 
 def test_database_url():
@@ -51,6 +53,8 @@ def start_cluster(log_path, **env):
     environment.pop("SHERLOCK_Q_SYNC", None)
     # The agents under test live in tests/: let the workers import them (as conftest does).
     environment.setdefault("SHERLOCK_AGENT_CALLABLES", TEST_AGENT_CALLABLES)
+    environment.setdefault("SHERLOCK_AGENT_HOSTS", TEST_HOSTS)
+    environment.setdefault("SHERLOCK_WEBHOOK_HOSTS", TEST_HOSTS)
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "manage.py"), "qcluster"],

@@ -1,0 +1,200 @@
+"""What may leave Sherlock: the one rule for environment variables and destinations that
+user-written configs name (issue 22, point 1; docs/adapters.md "Secrets and destinations").
+
+Builders write agent configs (adapters' headers, API keys, tool executors' URLs), Editors and
+Builders write verifiers, Admins write webhook endpoints; all of them run with the workers'
+environment and network position. So:
+
+- **Variables.** A config may name an environment variable only if the operator listed it, in
+  the setting for that purpose (`SHERLOCK_AGENT_ENV` for agent adapters,
+  `SHERLOCK_VERIFIER_ENV` for verifiers; both empty by default), and never one of Sherlock's
+  own secrets (`is_sherlock_secret`: `SECRET_KEY`, `DATABASE_URL`, `REDIS_URL`,
+  `OPENAI_API_KEY` (the judge's key), `PGPASSWORD`, any `SHERLOCK_*` or `DJANGO_*`), even when
+  listed: the settings refuse such a list at start-up, and `check_variable` again on every use.
+- **Destinations.** A URL is http(s), carries no credentials (`user:pass@`), and its host is
+  allowed by the setting for that purpose (`SHERLOCK_AGENT_HOSTS`, `SHERLOCK_WEBHOOK_HOSTS`,
+  `SHERLOCK_VERIFIER_HOSTS`). An entry is a host name (`api.openai.com`), a domain with its
+  subdomains (`.example.com`), an IP address (`10.0.0.5`, `[::1]`), a network (`10.0.0.0/8`)
+  or `*` (any host whose addresses are all public). A host named by an entry, or an IP inside a
+  listed address or network, is *explicitly* allowed, whatever it resolves to; a host allowed
+  only by `*` is refused when it is a local name (`localhost`, one label, `.local`,
+  `.internal` as in metadata.google.internal), and is resolved (`socket.getaddrinfo`) and
+  refused when any of its addresses is loopback, link-local (the cloud metadata address
+  169.254.169.254), private, shared, reserved, multicast or unspecified and not inside a listed
+  network.
+- **Secrets go to named hosts only.** A config that sends an environment value (a header, an
+  API key) needs its destination explicitly allowed: `*` never lets a secret leave for a host
+  nobody named.
+
+`check_destination` runs when a config is saved (a name that does not resolve there is let
+through: the web server may not see the workers' DNS) and again when it runs, `strict`, where a
+name that does not resolve is refused. What it cannot see: a name whose DNS answer changes
+between the check and the connection (rebinding); an operator who lists a name vouches for it.
+"""
+
+import ipaddress
+import os
+import socket
+import urllib.parse
+
+from django.conf import settings
+
+# Sherlock's own secrets, by name; `is_sherlock_secret` adds every SHERLOCK_* and DJANGO_*.
+SECRET_VARIABLES = frozenset(
+    {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY", "PGPASSWORD", "PGPASSFILE"}
+)
+SECRET_PREFIXES = ("SHERLOCK_", "DJANGO_")
+
+
+class EgressRefused(ValueError):
+    """A variable or a destination the operator's rules refuse; the message says which rule."""
+
+
+def is_sherlock_secret(name):
+    return name in SECRET_VARIABLES or name.startswith(SECRET_PREFIXES)
+
+
+def variable_name_error(name):
+    """Why `name` cannot be listed in an `*_ENV` setting, or None (the settings' check)."""
+    if not (isinstance(name, str) and name.isascii() and name.isidentifier()):
+        return f"{name!r} is not a variable name"
+    if is_sherlock_secret(name):
+        return f"{name} is Sherlock's own secret"
+    return None
+
+
+def check_variable(name, setting):
+    """Refuse (EgressRefused) an environment variable `settings.<setting>` does not list, and
+    Sherlock's own secrets even when it does."""
+    if isinstance(name, str) and is_sherlock_secret(name):
+        raise EgressRefused(f"{name} is Sherlock's own secret and is never sent")
+    if not isinstance(name, str) or name not in getattr(settings, setting):
+        raise EgressRefused(
+            f"{name!r} is not allowed ({setting} lists the environment variables that are)"
+        )
+
+
+def read_variable(name, setting):
+    """The variable's value now (None when unset), after `check_variable`."""
+    check_variable(name, setting)
+    return os.environ.get(name)
+
+
+# --- hosts ------------------------------------------------------------------------------------
+
+
+def host_entry_error(entry):
+    """Why `entry` is not a host rule, or None (the settings' check)."""
+    if entry == "*" or _network(entry) is not None:
+        return None
+    bare = entry.removeprefix(".")
+    if bare and all(c.isascii() and (c.isalnum() or c in "-.") for c in bare):
+        return None
+    return f"{entry!r} is not a host name, an IP address or a network (no scheme or port)"
+
+
+def _network(entry):
+    text = entry[1:-1] if entry.startswith("[") and entry.endswith("]") else entry
+    try:
+        return ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return None
+
+
+def _address(text):
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if address.version == 6 and address.ipv4_mapped:
+        return address.ipv4_mapped
+    return address
+
+
+def _kind(address):
+    """What makes `address` not public, or None when it is."""
+    for kind in ("loopback", "link_local", "multicast", "unspecified", "reserved", "private"):
+        if getattr(address, f"is_{kind}"):
+            return kind.replace("_", "-")
+    return None if address.is_global else "non-public"
+
+
+# Names that only mean something inside a network: `localhost` (RFC 6761), mDNS's `.local`,
+# the private-use `.internal` (metadata.google.internal), `.home.arpa`, and any name of one
+# label (`redis`, `db`: the resolver's search domains complete it to an internal host).
+LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".home.arpa", ".lan")
+
+
+def _local_name(host):
+    return host == "localhost" or "." not in host or host.endswith(LOCAL_SUFFIXES)
+
+
+def _resolve(host):
+    try:
+        answers = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return None
+    return {_address(answer[4][0].split("%")[0]) for answer in answers} - {None}
+
+
+def check_destination(url, setting, *, sends_secrets=False, strict=False):
+    """Refuse (EgressRefused) a URL the rules of `settings.<setting>` do not allow (module
+    docstring); return its host. `sends_secrets`: the request carries environment values.
+    `strict` (at run time): a host that does not resolve is refused too."""
+    try:
+        split = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+        hostname = split.hostname if split else None
+        credentials = split is not None and (split.username or split.password) is not None
+        split and split.port  # noqa: B018 -- raises ValueError on a port out of range
+    except ValueError:
+        split = hostname = None
+    if split is None or split.scheme not in ("http", "https") or not hostname:
+        raise EgressRefused("must be an http(s) URL")
+    if credentials:
+        raise EgressRefused(
+            "credentials in a URL (user:password@) are refused: name them by environment "
+            "variable in a header"
+        )
+    host = hostname.rstrip(".").lower()
+    shown = f"[{host}]" if ":" in host else host
+    entries = [entry.lower() for entry in getattr(settings, setting)]
+    networks = [network for entry in entries if (network := _network(entry)) is not None]
+    literal = _address(host)
+    if literal is not None:
+        explicit = any(literal in network for network in networks)
+    else:
+        explicit = any(
+            _matches(host, entry) for entry in entries if entry != "*" and _network(entry) is None
+        )
+    if explicit:
+        return host
+    if "*" not in entries:
+        raise EgressRefused(f"host {shown} is not allowed ({setting} lists the hosts that are)")
+    if sends_secrets:
+        raise EgressRefused(
+            f"environment values are only sent to hosts {setting} names; {shown} is only "
+            "allowed by '*'"
+        )
+    if literal is None and _local_name(host):
+        raise EgressRefused(f"host {shown} is a local name: refused unless {setting} names it")
+    addresses = {literal} if literal is not None else _resolve(host)
+    if addresses is None:
+        if strict:
+            raise EgressRefused(f"host {shown} does not resolve")
+        return host
+    for address in sorted(addresses, key=str):
+        kind = _kind(address)
+        if kind and not any(address in network for network in networks):
+            where = "is" if literal is not None else f"resolves to {address},"
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise EgressRefused(
+                f"host {shown} {where} {article} {kind} address: refused unless {setting} "
+                "lists it (the host, the address or its network)"
+            )
+    return host
+
+
+def _matches(host, entry):
+    if entry.startswith("."):
+        return host == entry[1:] or host.endswith(entry)
+    return host == entry
