@@ -152,6 +152,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "sherlock.core.middleware.RequestContextMiddleware",
+    "sherlock.core.middleware.RefuseNulMiddleware",
 ]
 
 ROOT_URLCONF = "sherlock.urls"
