@@ -35,6 +35,8 @@ from evaluations.contract.db import run_contract
 from evaluations.models import Run
 from evaluations.views_trends import check_stats
 from sherlock.core.htmx import render_page
+from sherlock.core.inputs import parse_id
+from sherlock.core.limits import excerpt
 
 # How many case keys each change list shows (the count is always the full one).
 SHOWN_CASES = 200
@@ -55,9 +57,10 @@ def _visible(user):
 
 
 def _run_id(raw, name):
-    if not raw.isdigit() or int(raw) < 1:
-        return None, f"'{name}' must be a run id, not {raw!r}"
-    return int(raw), None
+    run_id = parse_id(raw)
+    if run_id is None:
+        return None, f"'{name}' must be a run id, not {excerpt(raw)}"
+    return run_id, None
 
 
 def live_baseline(user, candidate):
@@ -128,7 +131,10 @@ def _picker(request, error=None):
     a = request.GET.get("a", "") or (str(runs[1].pk) if len(runs) > 1 else "")
     b = request.GET.get("b", "") or (str(runs[0].pk) if runs else "")
     context = {"picker": True, "runs": runs, "error": error, "a": a, "b": b}
-    return render_page(request, "evaluations/compare.html", context)
+    response = render_page(request, "evaluations/compare.html", context)
+    if error and request.GET.get("a", "") != "live":
+        response.status_code = 400  # an id that is not one; "no live run" is no bad input
+    return response
 
 
 @login_required

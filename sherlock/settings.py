@@ -448,6 +448,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "sherlock.core.api.document_errors",
+        "sherlock.core.api.document_integer_range",
     ],
 }
 

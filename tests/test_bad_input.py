@@ -6,10 +6,13 @@ PostgreSQL, or on both (the tests run on both)."""
 
 import pytest
 
+from evaluations.models import Run
 from governance.models import AuditEntry
 from tests.support.api_errors import assert_error_shape
 from tests.support.api_world import seed_every_kind
 from tests.support.governance import api_client
+
+BEYOND = (2**63, -(2**63) - 1)  # the first integers no database column holds
 
 
 @pytest.fixture
@@ -92,3 +95,38 @@ def test_an_escaped_percent_is_not_a_nul(world, admin_page, admin_user):
     assert admin_page.get("/governance/audit/?actor=%2500").status_code == 200
     client = api_client(admin_user)
     assert client.get("/api/v1/role-grants/?user=%2500").status_code == 200
+
+
+# --- integers beyond 64 bits ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("who", ["admin_user", "outsider"])
+def test_a_run_filter_beyond_64_bits_answers_400_naming_it(world, request, who):
+    client = api_client(request.getfixturevalue(who))
+    for value in BEYOND:
+        body = assert_error_shape(client.get(f"/api/v1/trials/?run={value}"), 400)
+        assert body["field"] == "run", body
+    assert assert_error_shape(client.get("/api/v1/trials/?run=1.5"), 400)["field"] == "run"
+    largest = client.get(f"/api/v1/trials/?run={2**63 - 1}")
+    assert largest.status_code == 200 and largest.json()["results"] == []
+
+
+def test_an_id_beyond_64_bits_in_a_path_is_not_found(world, admin_user):
+    client = api_client(admin_user)
+    for value in BEYOND:
+        assert_error_shape(client.get(f"/api/v1/runs/{value}/"), 404)
+        assert_error_shape(client.post(f"/api/v1/runs/{value}/cancel/", {}, format="json"), 404)
+
+
+def test_the_compare_page_refuses_ids_beyond_64_bits_or_not_ascii_with_400(
+    world, admin_page, admin_user
+):
+    run = Run.objects.first()
+    for value in (*BEYOND, "\u00b2", "0"):
+        response = admin_page.get("/runs/compare/", {"a": value, "b": run.pk})
+        assert response.status_code == 400, value
+        assert "&#x27;a&#x27; must be a run id" in response.content.decode()
+        response = admin_page.get("/runs/compare/", {"a": run.pk, "b": value})
+        assert response.status_code == 400, value
+    api = api_client(admin_user)
+    assert_error_shape(api.get(f"/api/v1/runs/compare/?a={2**63}&b={run.pk}"), 400)
