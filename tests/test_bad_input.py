@@ -130,3 +130,28 @@ def test_the_compare_page_refuses_ids_beyond_64_bits_or_not_ascii_with_400(
         assert response.status_code == 400, value
     api = api_client(admin_user)
     assert_error_shape(api.get(f"/api/v1/runs/compare/?a={2**63}&b={run.pk}"), 400)
+
+
+# --- dates ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["since", "until"])
+@pytest.mark.parametrize("value", ["2026-13-45", "2026-02-30", "yesterday"])
+def test_a_date_that_is_not_one_answers_the_audit_page_at_400_saying_so(
+    world, admin_page, admin_user, name, value
+):
+    response = admin_page.get("/governance/audit/", {name: value})
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert 'id="filter-error"' in body and f"{name}: &#x27;{value}&#x27; is not a date" in body
+    assert "No entries match." in body
+    exports = AuditEntry.objects.filter(action="governance.audit.export").count()
+    assert admin_page.get("/governance/audit/export.csv", {name: value}).status_code == 400
+    assert AuditEntry.objects.filter(action="governance.audit.export").count() == exports
+    api = assert_error_shape(api_client(admin_user).get("/api/v1/audit/", {name: value}), 400)
+    assert api["field"] == name
+
+
+def test_a_real_date_still_filters_the_audit_page(world, admin_page):
+    response = admin_page.get("/governance/audit/", {"since": "2000-01-01", "until": "2999-12-31"})
+    assert response.status_code == 200 and 'id="filter-error"' not in response.content.decode()
