@@ -155,6 +155,9 @@ MIDDLEWARE = [
     "sherlock.core.middleware.RefuseNulMiddleware",
 ]
 
+# Django's database sessions; a cookie holding a NUL is no session (sherlock.core.sessions).
+SESSION_ENGINE = "sherlock.core.sessions"
+
 ROOT_URLCONF = "sherlock.urls"
 WSGI_APPLICATION = "sherlock.wsgi.application"
 ASGI_APPLICATION = "sherlock.asgi.application"

@@ -91,6 +91,18 @@ def test_a_nul_in_a_form_body_answers_the_sites_400_page_and_verifies_nothing(wo
     assert AuditEntry.objects.count() == before
 
 
+def test_a_session_cookie_with_a_nul_is_no_session(world):
+    from django.test import Client
+    from rest_framework.test import APIClient
+
+    page = Client(HTTP_COOKIE="sessionid=abcdefgh\x00ijkl")
+    assert page.get("/runs/").status_code == 302  # signed out: to the sign-in page
+    assert (
+        APIClient(HTTP_COOKIE="sessionid=abcdefgh\x00ijkl").get("/api/v1/agents/").status_code
+        == 401
+    )
+
+
 def test_an_escaped_percent_is_not_a_nul(world, admin_page, admin_user):
     assert admin_page.get("/governance/audit/?actor=%2500").status_code == 200
     client = api_client(admin_user)
