@@ -140,6 +140,7 @@ def test_the_compare_page_refuses_ids_beyond_64_bits_or_not_ascii_with_400(
         assert "&#x27;a&#x27; must be a run id" in response.content.decode()
         response = admin_page.get("/runs/compare/", {"a": run.pk, "b": value})
         assert response.status_code == 400, value
+        assert admin_page.get("/runs/compare/", {"a": "live", "b": value}).status_code == 400
     api = api_client(admin_user)
     assert_error_shape(api.get(f"/api/v1/runs/compare/?a={2**63}&b={run.pk}"), 400)
 
