@@ -58,6 +58,7 @@ def test_a_nul_in_a_query_parameter_answers_400_naming_it(world, admin_user):
     raw = client.get("/api/v1/audit/", QUERY_STRING="actor=a\x00b")  # unescaped, too
     assert assert_error_shape(raw, 400)["field"] == "actor"
     assert "field" not in assert_error_shape(client.get("/api/v1/agents/?a%00=1"), 400)
+    assert assert_error_shape(client.get("/api/v1/agents/?path=%00"), 400)["field"] == "path"
 
 
 def test_a_nul_in_a_json_body_field_answers_400_and_creates_nothing(world, admin_user):

@@ -29,11 +29,12 @@ def has_nul_in_url_text(text):
 
 
 def nul_in_request(request):
-    """Where a NUL is in `request`: "path", the name of the first query parameter that holds
-    one ("query" when it is in a name), "body" (a form body), else None. A multipart body is
-    not read here: uploads are parsed, and refused, by their own readers."""
+    """Where a NUL is in `request`, as (place, field): ("path", None), ("query", the first query
+    parameter holding one, or None when it is in a name), ("body", None) for a form body; else
+    None. A multipart body is not read here: uploads are parsed, and refused, by their own
+    readers."""
     if "\x00" in request.path:
-        return "path"
+        return "path", None
     query = request.META.get("QUERY_STRING", "")
     if has_nul_in_url_text(query):
         named = (
@@ -41,14 +42,14 @@ def nul_in_request(request):
             for name, values in request.GET.lists()
             if "\x00" not in name and any("\x00" in value for value in values)
         )
-        return next(named, "query")
+        return "query", next(named, None)
     if request.content_type == FORM_MEDIA_TYPE and request.method not in ("GET", "HEAD"):
         try:
             body = request.body  # kept by Django: the view reads it again
         except RequestDataTooBig:
             return None  # refused (400) where the view reads it, as without this check
         if has_nul_in_url_text(body):
-            return "body"
+            return "body", None
     return None
 
 

@@ -63,13 +63,14 @@ class RefuseNulMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        where = nul_in_request(request)
-        if where is None:
+        found = nul_in_request(request)
+        if found is None:
             return self.get_response(request)
         if request.path.startswith("/api/"):
             body = {"detail": NUL_REFUSED, "code": "nul_character"}
-            if where not in ("path", "query", "body"):
-                body["field"] = where[:100]
+            _, field = found
+            if field:
+                body["field"] = field[:100]
                 body["detail"] = f"{body['field']}: {NUL_REFUSED}"
             return JsonResponse(body, status=400)
         return render(request, "400.html", {"exception": NUL_REFUSED}, status=400)
