@@ -12,7 +12,8 @@ score and pass rate with their deltas (`evaluations.views_trends.check_stats`).
 `a` is the baseline, `b` the candidate. `a=live` stands for the latest completed run of the
 agent's live version on `b`'s dataset: the run page and the publish page link to it ("compare
 with the live version's latest run on this dataset") without a query of their own, and the page
-redirects to the two run ids. Without both ids the page offers two run pickers. Runs come from
+redirects to the two run ids. Without both ids the page offers two run pickers; with an id that
+is not one (not digits, beyond a 64-bit integer) it offers them at 400, saying so. Runs come from
 `Run.objects.for_user`: one the user may not see is a 404, like one that does not exist. A
 constant number of queries, however many cases the runs have.
 """
@@ -35,6 +36,8 @@ from evaluations.contract.db import run_contract
 from evaluations.models import Run
 from evaluations.views_trends import check_stats
 from sherlock.core.htmx import render_page
+from sherlock.core.inputs import parse_id
+from sherlock.core.limits import excerpt
 
 # How many case keys each change list shows (the count is always the full one).
 SHOWN_CASES = 200
@@ -55,9 +58,10 @@ def _visible(user):
 
 
 def _run_id(raw, name):
-    if not raw.isdigit() or int(raw) < 1:
-        return None, f"'{name}' must be a run id, not {raw!r}"
-    return int(raw), None
+    run_id = parse_id(raw)
+    if run_id is None:
+        return None, f"'{name}' must be a run id, not {excerpt(raw)}"
+    return run_id, None
 
 
 def live_baseline(user, candidate):
@@ -122,13 +126,15 @@ def contract_rows(result_a, result_b):
     return measures, gates
 
 
-def _picker(request, error=None):
+def _picker(request, error=None, status=200):
     runs = list(_visible(request.user).order_by("-created_at", "-pk")[:100])
     # Preselected: the ids asked for, else the newest run as B and the one before it as A.
     a = request.GET.get("a", "") or (str(runs[1].pk) if len(runs) > 1 else "")
     b = request.GET.get("b", "") or (str(runs[0].pk) if runs else "")
     context = {"picker": True, "runs": runs, "error": error, "a": a, "b": b}
-    return render_page(request, "evaluations/compare.html", context)
+    response = render_page(request, "evaluations/compare.html", context)
+    response.status_code = status  # 400 for an id that is not one
+    return response
 
 
 @login_required
@@ -138,7 +144,7 @@ def compare(request):
         return _picker(request)
     b_id, error = _run_id(raw_b, "b")
     if error:
-        return _picker(request, error)
+        return _picker(request, error, status=400)
     visible = _visible(request.user)
     if raw_a == "live":
         candidate = get_object_or_404(visible, pk=b_id)
@@ -152,7 +158,7 @@ def compare(request):
         return redirect(f"{reverse('evaluations:compare')}?a={baseline.pk}&b={candidate.pk}")
     a_id, error = _run_id(raw_a, "a")
     if error:
-        return _picker(request, error)
+        return _picker(request, error, status=400)
     runs = {run.pk: run for run in visible.filter(pk__in=[a_id, b_id])}
     if a_id not in runs or b_id not in runs:
         raise Http404("no such run, or one you may not see")

@@ -6,7 +6,9 @@ field, as `export_audit`) through `governance.audit_export.write_entries`; an ex
 audited, as in the admin.
 
 Only holders of `governance.view_auditentry` (the Admin role) see it; anyone else gets 404, as
-for any object a user may not see. A page of entries is one count and one select.
+for any object a user may not see. A page of entries is one count and one select. A date filter
+that is not a date (`2026-13-45`, `yesterday`) answers the page at 400 with the reason on the
+field and no entries, as the API's `?since=` does, for the page and its export alike.
 """
 
 import io
@@ -25,6 +27,7 @@ from governance.audit_export import FORMATS, write_entries
 from governance.models import AuditEntry, verify_chain
 from sherlock.core.audit import audit
 from sherlock.core.htmx import render_page
+from sherlock.core.limits import excerpt
 
 PAGE_SIZE = 50
 FILTERS = ("actor", "action", "target", "since", "until", "request_id")
@@ -36,16 +39,30 @@ def _require_admin(request):
         raise Http404
 
 
-def _day_bound(text, end):
-    day = parse_date(text or "")
-    if day is None:
+class BadFilter(ValueError):
+    """A filter the page cannot apply: `field` names it, the message says why."""
+
+    def __init__(self, field, message):
+        super().__init__(message)
+        self.field = field
+
+
+def _day_bound(params, name, end):
+    text = params.get(name, "").strip()
+    if not text:
         return None
+    try:
+        day = parse_date(text)
+    except ValueError:  # the right shape, not a day of the calendar: 2026-13-45
+        day = None
+    if day is None:
+        raise BadFilter(name, f"{name}: {excerpt(text)} is not a date (YYYY-MM-DD).")
     return timezone.make_aware(datetime.combine(day, time.max if end else time.min))
 
 
 def filtered_entries(params):
     """The entries matching the page's filters (a query dict); unknown or empty filters are
-    ignored, a date that does not parse is ignored too (the form shows what was applied)."""
+    ignored; a date that is not one raises `BadFilter`."""
     entries = AuditEntry.objects.all()
     if actor := params.get("actor", "").strip():
         entries = entries.filter(actor_repr__icontains=actor)
@@ -59,9 +76,9 @@ def filtered_entries(params):
             entries = entries.filter(
                 Q(target_type__icontains=target) | Q(target_repr__icontains=target)
             )
-    if since := _day_bound(params.get("since"), end=False):
+    if since := _day_bound(params, "since", end=False):
         entries = entries.filter(at__gte=since)
-    if until := _day_bound(params.get("until"), end=True):
+    if until := _day_bound(params, "until", end=True):
         entries = entries.filter(at__lte=until)
     if request_id := params.get("request_id", "").strip():
         entries = entries.filter(request_id=request_id)
@@ -93,7 +110,10 @@ def _shown(value):
 
 
 def _render(request, verification=None):
-    entries = filtered_entries(request.GET)
+    try:
+        entries, error = filtered_entries(request.GET), None
+    except BadFilter as exc:
+        entries, error = AuditEntry.objects.none(), exc
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [
         {
@@ -104,7 +124,7 @@ def _render(request, verification=None):
     ]
     query = request.GET.copy()
     query.pop("page", None)
-    return render_page(
+    response = render_page(
         request,
         "governance/audit.html",
         {
@@ -114,8 +134,12 @@ def _render(request, verification=None):
             "query": query.urlencode(),
             "formats": sorted(FORMATS),
             "verification": verification,
+            "error": error,
         },
     )
+    if error is not None:
+        response.status_code = 400
+    return response
 
 
 @login_required
@@ -145,8 +169,12 @@ def audit_export(request, fmt):
     _require_admin(request)
     if fmt not in FORMATS:
         raise Http404
+    try:
+        entries = filtered_entries(request.GET)
+    except BadFilter:
+        return _render(request)  # the page, at 400, saying which filter
     out = io.StringIO()
-    count = write_entries(filtered_entries(request.GET).order_by("sequence"), fmt, out)
+    count = write_entries(entries.order_by("sequence"), fmt, out)
     audit(
         "governance.audit.export",
         actor=request.user,

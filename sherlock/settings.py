@@ -154,7 +154,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "sherlock.core.middleware.RequestContextMiddleware",
+    "sherlock.core.middleware.RefuseNulMiddleware",
 ]
+
+# Django's database sessions; a cookie holding a NUL is no session (sherlock.core.sessions).
+SESSION_ENGINE = "sherlock.core.sessions"
 
 ROOT_URLCONF = "sherlock.urls"
 WSGI_APPLICATION = "sherlock.wsgi.application"
@@ -447,6 +451,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "sherlock.core.api.document_errors",
+        "sherlock.core.api.document_integer_range",
     ],
 }
 

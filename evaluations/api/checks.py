@@ -8,7 +8,6 @@ Every write goes through an action (permission, validation, audit); every list s
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -30,7 +29,8 @@ from evaluations.choices import CheckMode
 from evaluations.models import CaseVersion, Check, CheckResult, Dataset, DatasetVersion
 from evaluations.scoring import check_status
 from sherlock.core.api import RefuseUnknownFields
-from sherlock.core.errors import ActionInvalid
+from sherlock.core.audit import audit
+from sherlock.core.errors import ActionDenied, ActionInvalid
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField, visible_or_404
 from sherlock.core.limits import (
     CASE_FIELD_MAX_BYTES,
@@ -367,7 +367,16 @@ class CheckPreviewView(APIView):
     )
     def post(self, request):
         if not may_preview(request.user):
-            raise PermissionDenied("You may not preview checks (no dataset role).")
+            # No action runs a preview, so the view records its refusal as an action's would
+            # be (`<app>.<noun>.refused`): every refusal is audited (issue 22).
+            denied = ActionDenied("You may not preview checks (no dataset role).")
+            audit(
+                "evaluations.check.refused",
+                actor=request.user,
+                after={"verb": "preview", "code": denied.code},
+                reason=str(denied),
+            )
+            raise denied
         body = PreviewInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data

@@ -29,6 +29,7 @@ from evaluations.contract import applied_thresholds, format_cells, render_table
 from evaluations.contract.db import run_contract
 from evaluations.models import CaseResult, Check, Run
 from sherlock.core.errors import ActionInvalid
+from sherlock.core.inputs import parse_id
 from sherlock.core.limits import excerpt
 
 
@@ -95,11 +96,12 @@ def _run_id(request, name):
     raw = request.query_params.get(name)
     if raw in (None, ""):
         raise ActionInvalid(f"query parameter '{name}' is required (a run id)", field=name)
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+    run_id = parse_id(raw)
+    if run_id is None:
         raise ActionInvalid(
             f"query parameter '{name}' must be a run id, not {excerpt(raw)}", field=name
         )
-    return int(raw)
+    return run_id
 
 
 def comparability_differences(a: Run, b: Run) -> list[str]:

@@ -18,7 +18,7 @@ from rest_framework.pagination import CursorPagination
 from evaluations.choices import TrialStatus
 from evaluations.contract.totals import COUNT_FIELDS
 from evaluations.models import CheckResult, Trial
-from sherlock.core.api import LeanRepresentation
+from sherlock.core.api import IdFilter, LeanRepresentation
 
 # What the list shows; the detail adds the JSON documents, which are the heavy part of a row.
 LIST_FIELDS = [
@@ -102,8 +102,8 @@ class TrialDetailSerializer(TrialSerializer):
 
 
 class TrialFilter(django_filters.FilterSet):
-    # Plain numbers, not model choices: a choice filter would look the run up first.
-    run = django_filters.NumberFilter(field_name="run_id", help_text="The run's id.")
+    # A plain id, not a model choice: a choice filter would look the run up first.
+    run = IdFilter(field_name="run_id", help_text="The run's id.")
     status = django_filters.ChoiceFilter(choices=TrialStatus.choices)
     case = django_filters.CharFilter(field_name="case__key", help_text="The case's key.")
 

@@ -8,7 +8,9 @@ one shape (`ErrorSerializer`), documented on every operation of the OpenAPI sche
   the JSON nesting (`limits.JSON_MAX_DEPTH`, 400) before anything is parsed or written;
 - `RefuseUnknownFields` makes an input serializer refuse a field it does not know (a typo
   would otherwise be silently ignored);
-- `not_found` and `server_error` answer unrouted `/api/` paths in the shape too.
+- `not_found` and `server_error` answer unrouted `/api/` paths in the shape too;
+- `IdFilter` bounds an id filter to what a database can be asked (400 beyond a 64-bit signed
+  integer), and `document_integer_range` says so of every integer parameter in the schema.
 """
 
 import copy
@@ -19,6 +21,8 @@ from collections.abc import Mapping
 from functools import cached_property
 from operator import attrgetter
 
+import django_filters
+from django import forms
 from django.conf import settings
 from django.core.exceptions import (
     FieldDoesNotExist,
@@ -31,7 +35,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from django.views import defaults
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema_field
 from rest_framework import exceptions, parsers, serializers, status
 from rest_framework.fields import SkipField
 from rest_framework.relations import PKOnlyObject, RelatedField
@@ -46,6 +50,7 @@ from sherlock.core.errors import (
     ActionInvalid,
     InvalidFields,
 )
+from sherlock.core.inputs import INT64_MAX, INT64_MIN
 from sherlock.core.limits import JSON_MAX_DEPTH, excerpt, has_nul, json_depth
 
 logger = logging.getLogger("sherlock.api")
@@ -356,6 +361,24 @@ class ListFilterBackend(DjangoFilterBackend):
         return super().filter_queryset(request, queryset, view)
 
 
+INT64 = {"type": "integer", "format": "int64", "minimum": INT64_MIN, "maximum": INT64_MAX}
+
+
+@extend_schema_field(INT64)
+class IdFilter(django_filters.NumberFilter):
+    """A filter on an id or an integer column (`?run=12`): a whole number a database can be
+    asked about, else 400 naming the parameter. django-filter's `NumberFilter` takes any
+    decimal and Django bounds the lookups of integer columns, not of foreign keys: `run_id=2**63`
+    is an `OverflowError` on SQLite (issue 22)."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("min_value", INT64_MIN)
+        kwargs.setdefault("max_value", INT64_MAX)
+        super().__init__(*args, **kwargs)
+
+
 # --- the exception handler ------------------------------------------------------------------
 
 
@@ -472,6 +495,24 @@ def server_error(request):
 
 
 # --- the schema -----------------------------------------------------------------------------
+
+
+def document_integer_range(result, generator, request, public):
+    """drf-spectacular postprocessing hook: an integer path or query parameter without bounds
+    of its own is a 64-bit signed integer (`INT64`), the range of the database's columns; a
+    value beyond it answers 400 (a filter, `IdFilter`) or 404 (an id in the path), so a client
+    and a fuzzer know where the boundary lies."""
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if method not in ("get", "post", "put", "patch", "delete"):
+                continue
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if parameter.get("in") in ("path", "query") and schema.get("type") == "integer":
+                    for key, value in INT64.items():
+                        schema.setdefault(key, value)
+    return result
+
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
 

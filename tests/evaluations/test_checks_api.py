@@ -289,10 +289,19 @@ def test_params_that_are_not_an_object_answer_400(editor, draft, params):
     assert not Check.objects.exists()
 
 
-def test_an_outsider_cannot_spend_judge_money_on_previews(outsider):
-    response = api(outsider).post(
-        "/api/v1/checks/preview/",
-        {"kind": "output_type", "params": {"type": "json"}, "transcript": {"output": "{}"}},
-        format="json",
-    )
+PREVIEW = {"kind": "output_type", "params": {"type": "json"}, "transcript": {"output": "{}"}}
+
+
+def test_an_outsider_cannot_spend_judge_money_on_previews_and_the_refusal_is_audited(outsider):
+    response = api(outsider).post("/api/v1/checks/preview/", PREVIEW, format="json")
     assert response.status_code == 403
+    assert response.json()["code"] == "permission_denied"
+    refusal = AuditEntry.objects.get(action="evaluations.check.refused")
+    assert refusal.actor_id == outsider.pk and refusal.request_id
+    assert refusal.after == {"verb": "preview", "code": "permission_denied"}
+    assert refusal.reason == "You may not preview checks (no dataset role)."
+
+
+def test_an_editors_preview_writes_no_refusal(editor):
+    assert api(editor).post("/api/v1/checks/preview/", PREVIEW, format="json").status_code == 200
+    assert not AuditEntry.objects.filter(action="evaluations.check.refused").exists()

@@ -96,9 +96,10 @@ def test_the_date_range_filter(admin_client, entries):
         e.sequence for e in entries
     }
     assert _sequences(admin_client.get(URL, {"until": yesterday})) == []
-    assert _sequences(admin_client.get(URL, {"since": "not a date", "action": "agents."})) == [
-        entries[1].sequence
-    ]
+    # A date that is not one is refused, as the API's ?since= is (issue 22), not ignored.
+    refused = admin_client.get(URL, {"since": "not a date", "action": "agents."})
+    assert refused.status_code == 400 and _sequences(refused) == []
+    assert "since: &#x27;not a date&#x27; is not a date" in refused.content.decode()
 
 
 def test_before_and_after_are_shown_as_the_changed_keys(admin_client, entries):

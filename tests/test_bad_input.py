@@ -1,0 +1,171 @@
+"""No input reaches a 500 (issue 22): a NUL character anywhere in a request (path, query string,
+form or JSON body) is refused with 400, in the API's error shape under /api/ and as the site's
+400 page elsewhere; an integer beyond a 64-bit signed one is 400 (a filter) or 404 (an id); a
+date that is not one is 400 on the audit page as in the API. Each was a 500 on SQLite, on
+PostgreSQL, or on both (the tests run on both)."""
+
+import pytest
+
+from evaluations.models import Run
+from governance.models import AuditEntry
+from tests.support.api_errors import assert_error_shape
+from tests.support.api_world import seed_every_kind
+from tests.support.governance import api_client
+
+BEYOND = (2**63, -(2**63) - 1)  # the first integers no database column holds
+
+
+@pytest.fixture
+def world(admin_user, builder):
+    return seed_every_kind(admin_user, builder)
+
+
+@pytest.fixture
+def admin_page(client, admin_user):
+    client.force_login(admin_user)
+    return client
+
+
+def assert_bad_request_page(response):
+    assert response.status_code == 400, response.content[:300]
+    body = response.content.decode()
+    assert "Bad request" in body and '<nav aria-label="main">' in body
+    assert "NUL" in body
+    return body
+
+
+# --- NUL ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("who", ["admin_user", "outsider"])
+def test_a_nul_in_an_api_path_answers_400_in_the_shape_for_any_signed_in_key(world, request, who):
+    client = api_client(request.getfixturevalue(who))
+    for method, url in (
+        ("get", "/api/v1/api-keys/a%00b/"),
+        ("post", "/api/v1/api-keys/a%00b/revoke/"),
+        ("post", "/api/v1/api-keys/a%00b/"),
+        ("get", "/api/v1/agents/%00/"),
+    ):
+        body = assert_error_shape(getattr(client, method)(url, {}, format="json"), 400)
+        assert body["code"] == "nul_character", (url, body)
+
+
+def test_a_nul_in_a_query_parameter_answers_400_naming_it(world, admin_user):
+    client = api_client(admin_user)
+    body = assert_error_shape(client.get("/api/v1/role-grants/?user=a%00b"), 400)
+    assert (body["code"], body["field"]) == ("nul_character", "user")
+    assert body["detail"].startswith("user: ")
+    raw = client.get("/api/v1/audit/", QUERY_STRING="actor=a\x00b")  # unescaped, too
+    assert assert_error_shape(raw, 400)["field"] == "actor"
+    assert "field" not in assert_error_shape(client.get("/api/v1/agents/?a%00=1"), 400)
+    assert assert_error_shape(client.get("/api/v1/agents/?path=%00"), 400)["field"] == "path"
+
+
+def test_a_nul_in_a_json_body_field_answers_400_and_creates_nothing(world, admin_user):
+    from agents.models import Agent
+
+    client = api_client(admin_user)
+    before = Agent.objects.count()
+    for body in ({"slug": "nul-bot", "name": "a\x00b"}, {"slug": "nul-bot", "a\x00": "b"}):
+        answer = assert_error_shape(client.post("/api/v1/agents/", body, format="json"), 400)
+        assert answer["code"] == "parse_error" and "NUL" in answer["detail"]
+    assert Agent.objects.count() == before
+
+
+def test_a_nul_in_a_pages_query_answers_the_sites_400_page(world, admin_page):
+    for url in (
+        "/governance/audit/?actor=a%00b",
+        "/governance/audit/?target=a%00b",
+        "/trends/?agent=a%00b&dataset=gate-basics",
+        "/trends/?agent=support-bot&dataset=%00",
+        "/runs/?agent=%00",
+    ):
+        assert_bad_request_page(admin_page.get(url))
+
+
+def test_a_nul_in_a_form_body_answers_the_sites_400_page_and_verifies_nothing(world, admin_page):
+    before = AuditEntry.objects.count()
+    response = admin_page.post(
+        "/governance/audit/verify/", "note=a%00b", content_type="application/x-www-form-urlencoded"
+    )
+    assert_bad_request_page(response)
+    assert AuditEntry.objects.count() == before
+
+
+def test_a_session_cookie_with_a_nul_is_no_session(world):
+    from django.test import Client
+    from rest_framework.test import APIClient
+
+    page = Client(HTTP_COOKIE="sessionid=abcdefgh\x00ijkl")
+    assert page.get("/runs/").status_code == 302  # signed out: to the sign-in page
+    assert (
+        APIClient(HTTP_COOKIE="sessionid=abcdefgh\x00ijkl").get("/api/v1/agents/").status_code
+        == 401
+    )
+
+
+def test_an_escaped_percent_is_not_a_nul(world, admin_page, admin_user):
+    assert admin_page.get("/governance/audit/?actor=%2500").status_code == 200
+    client = api_client(admin_user)
+    assert client.get("/api/v1/role-grants/?user=%2500").status_code == 200
+
+
+# --- integers beyond 64 bits ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("who", ["admin_user", "outsider"])
+def test_a_run_filter_beyond_64_bits_answers_400_naming_it(world, request, who):
+    client = api_client(request.getfixturevalue(who))
+    for value in BEYOND:
+        body = assert_error_shape(client.get(f"/api/v1/trials/?run={value}"), 400)
+        assert body["field"] == "run", body
+    assert assert_error_shape(client.get("/api/v1/trials/?run=1.5"), 400)["field"] == "run"
+    largest = client.get(f"/api/v1/trials/?run={2**63 - 1}")
+    assert largest.status_code == 200 and largest.json()["results"] == []
+
+
+def test_an_id_beyond_64_bits_in_a_path_is_not_found(world, admin_user):
+    client = api_client(admin_user)
+    for value in BEYOND:
+        assert_error_shape(client.get(f"/api/v1/runs/{value}/"), 404)
+        assert_error_shape(client.post(f"/api/v1/runs/{value}/cancel/", {}, format="json"), 404)
+
+
+def test_the_compare_page_refuses_ids_beyond_64_bits_or_not_ascii_with_400(
+    world, admin_page, admin_user
+):
+    run = Run.objects.first()
+    for value in (*BEYOND, "\u00b2", "0"):
+        response = admin_page.get("/runs/compare/", {"a": value, "b": run.pk})
+        assert response.status_code == 400, value
+        assert "&#x27;a&#x27; must be a run id" in response.content.decode()
+        response = admin_page.get("/runs/compare/", {"a": run.pk, "b": value})
+        assert response.status_code == 400, value
+        assert admin_page.get("/runs/compare/", {"a": "live", "b": value}).status_code == 400
+    api = api_client(admin_user)
+    assert_error_shape(api.get(f"/api/v1/runs/compare/?a={2**63}&b={run.pk}"), 400)
+
+
+# --- dates ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["since", "until"])
+@pytest.mark.parametrize("value", ["2026-13-45", "2026-02-30", "yesterday"])
+def test_a_date_that_is_not_one_answers_the_audit_page_at_400_saying_so(
+    world, admin_page, admin_user, name, value
+):
+    response = admin_page.get("/governance/audit/", {name: value})
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert 'id="filter-error"' in body and f"{name}: &#x27;{value}&#x27; is not a date" in body
+    assert "No entries match." in body
+    exports = AuditEntry.objects.filter(action="governance.audit.export").count()
+    assert admin_page.get("/governance/audit/export.csv", {name: value}).status_code == 400
+    assert AuditEntry.objects.filter(action="governance.audit.export").count() == exports
+    api = assert_error_shape(api_client(admin_user).get("/api/v1/audit/", {name: value}), 400)
+    assert api["field"] == name
+
+
+def test_a_real_date_still_filters_the_audit_page(world, admin_page):
+    response = admin_page.get("/governance/audit/", {"since": "2000-01-01", "until": "2999-12-31"})
+    assert response.status_code == 200 and 'id="filter-error"' not in response.content.decode()
