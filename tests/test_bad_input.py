@@ -169,3 +169,32 @@ def test_a_date_that_is_not_one_answers_the_audit_page_at_400_saying_so(
 def test_a_real_date_still_filters_the_audit_page(world, admin_page):
     response = admin_page.get("/governance/audit/", {"since": "2000-01-01", "until": "2999-12-31"})
     assert response.status_code == 200 and 'id="filter-error"' not in response.content.decode()
+
+
+def test_an_admin_list_filtered_on_a_foreign_key_past_int64_is_400_not_500(client, db):
+    # Django bounds integer columns in lookups, not foreign keys: on SQLite the query itself
+    # raised OverflowError (a 500); PostgreSQL can be asked, and finds nothing.
+    from django.db import connection
+
+    from tests.support import factories
+
+    client.force_login(factories.user("root", is_superuser=True))
+    response = client.get(f"/admin/evaluations/trial/?run={2**63}")
+    if connection.vendor == "sqlite":
+        assert response.status_code == 400
+        assert "out of range" in response.content.decode()
+    else:
+        assert response.status_code == 200
+
+
+def test_a_json_body_naming_a_member_twice_is_refused_with_its_name(client, db):
+    from tests.support import factories
+
+    client.force_login(factories.user("root", is_superuser=True))
+    response = client.post(
+        "/api/v1/agents/",
+        data='{"slug": "a", "slug": "b", "name": "x"}',
+        content_type="application/json",
+    )
+    assert response.status_code == 400
+    assert "duplicate member 'slug'" in response.json()["detail"]

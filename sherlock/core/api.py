@@ -142,7 +142,16 @@ def refuse_large_body(parser_context):
 def loads_bounded(raw, *, strict=True):
     """`raw` (bytes or text) parsed as JSON, refused as `TooDeep` when it nests deeper than
     `JSON_MAX_DEPTH` (the C parser's RecursionError included) or `ParseError` when it is not
-    JSON. NaN and Infinity are refused when `strict`, as DRF's own parser does."""
+    JSON. NaN and Infinity are refused when `strict`, as DRF's own parser does; an object that
+    names a member twice is refused (last-wins would keep a value the sender may not see)."""
+
+    def members(pairs):
+        names = set()
+        for name, _ in pairs:
+            if name in names:
+                raise ValueError(f"duplicate member {excerpt(name)}")
+            names.add(name)
+        return dict(pairs)
 
     def constant(name):
         raise ValueError(f"{name} is not valid JSON")
@@ -154,6 +163,7 @@ def loads_bounded(raw, *, strict=True):
         return number
 
     hooks = {"parse_constant": constant, "parse_float": finite} if strict else {}
+    hooks["object_pairs_hook"] = members
     try:
         text = raw.decode() if isinstance(raw, bytes) else raw
         value = json.loads(text, **hooks)

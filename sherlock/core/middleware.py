@@ -49,6 +49,7 @@ class RequestContextMiddleware:
 
 
 NUL_REFUSED = "NUL (\\x00, %00) characters are not accepted in addresses, queries or forms."
+INT_REFUSED = "A number in the request is out of range (at most 9223372036854775807)."
 
 
 class RefuseNulMiddleware:
@@ -57,7 +58,8 @@ class RefuseNulMiddleware:
     string (raw or `%00`) or a form body answers 400 before any view reads it, in the API's
     error shape under /api/ (naming the query parameter) and as the site's 400 page elsewhere.
     PostgreSQL stores no NUL in text, so without this every view that filters on what it was
-    given would answer a 500 there (`sherlock.core.inputs`)."""
+    given would answer a 500 there (`sherlock.core.inputs`). An id beyond SQLite's integers
+    that reached the database anyway is refused the same way (`process_exception`)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -66,11 +68,24 @@ class RefuseNulMiddleware:
         found = nul_in_request(request)
         if found is None:
             return self.get_response(request)
+        return self.refuse(request, found, NUL_REFUSED, "nul_character")
+
+    def process_exception(self, request, exception):
+        """An integer a query named that SQLite cannot be asked about (`2**63` for a foreign key
+        in an admin list's filter: Django bounds integer columns, not foreign keys) is the
+        caller's error, 400, not a 500. Any other OverflowError is a bug and is left to raise."""
+        if isinstance(exception, OverflowError) and "SQLite INTEGER" in str(exception):
+            return self.refuse(request, (None, None), INT_REFUSED, "out_of_range")
+        return None
+
+    def refuse(self, request, found, message, code):
+        """400 in the API's error shape under /api/ (naming the field, if known), else the
+        site's 400 page."""
         if request.path.startswith("/api/"):
-            body = {"detail": NUL_REFUSED, "code": "nul_character"}
+            body = {"detail": message, "code": code}
             _, field = found
             if field:
                 body["field"] = field[:100]
-                body["detail"] = f"{body['field']}: {NUL_REFUSED}"
+                body["detail"] = f"{body['field']}: {message}"
             return JsonResponse(body, status=400)
-        return render(request, "400.html", {"exception": NUL_REFUSED}, status=400)
+        return render(request, "400.html", {"exception": message}, status=400)
