@@ -37,6 +37,7 @@ from evaluations.contract import (
     GATE_ORDER,
     NOT_APPLICABLE,
     PASS,
+    POLICY_FIELDS,
     AppliedThresholds,
     ContractResult,
     Thresholds,
@@ -59,16 +60,10 @@ __all__ = [
 
 
 def policy_values(policy: PublishingPolicy) -> dict[str, Any]:
-    """The contract limits of `policy` as its columns hold them (recorded in the snapshot)."""
-    return {
-        "max_false_successes": policy.max_false_successes,
-        "max_unknown_effects": policy.max_unknown_effects,
-        "min_useful_progress": policy.min_useful_progress,
-        "min_tool_effect_integrity": policy.min_tool_effect_integrity,
-        "max_cost_per_verified_outcome_usd": policy.max_cost_per_verified_outcome_usd,
-        "min_quality": policy.min_quality,
-        "coverage_required": policy.coverage_required,
-    }
+    """The contract limits of `policy` as its columns hold them (recorded in the snapshot): the
+    columns named by the contract's own list, `POLICY_FIELDS`, which the policy verbs edit too
+    (`governance.actions._policy`)."""
+    return {name: getattr(policy, name) for name in POLICY_FIELDS}
 
 
 def policy_thresholds(policy: PublishingPolicy) -> Thresholds:
