@@ -20,8 +20,8 @@ would do; the action still decides, on fresh rows, when it runs.
 """
 
 from evaluations.costs import estimate_cost, estimate_start, format_usd
-from governance.actions.publish_version import ADVISORY, BYPASS, PASSED
 from governance.choices import BYPASS_ACTIVE
+from governance.next_step import ADVISORY, BYPASSED, PASSED
 
 
 def clearance_text(action):
@@ -29,7 +29,7 @@ def clearance_text(action):
     request, bypass = action.request, action.bypass
     if action.route == PASSED:
         return f"gate passed, request #{request.pk}"
-    if action.route == BYPASS:
+    if action.route == BYPASSED:
         approver = bypass.approved_by or bypass.requested_by
         return f"uses bypass #{bypass.pk} approved by {approver or '?'}: {bypass.reason}"
     if action.route == ADVISORY:
@@ -47,7 +47,7 @@ def publish_plan(action):
     agent = version.agent
     live = agent.live_version
     lines = [f"It {clearance_text(action).rstrip('.')}."]
-    if action.route == BYPASS:
+    if action.route == BYPASSED:
         lines.append(f"Bypass #{action.bypass.pk} is used up: it cannot serve again.")
     if live is None:
         lines.append(f"{agent.slug} has no live version now; {version} becomes live.")

@@ -27,16 +27,11 @@ from governance.actions.request_publication import RequestPublication
 from governance.actions.retire_version import RetireVersion
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.rollback_version import RollBackVersion
-from governance.choices import (
-    BYPASS_ACTIVE,
-    REQUEST_DECIDED,
-    BypassState,
-    Enforcement,
-    RequestState,
-)
+from governance.choices import BYPASS_ACTIVE, REQUEST_DECIDED, BypassState, RequestState
 from governance.confirmations import clearance_text, publish_plan, request_plan, retire_plan
 from governance.decision import gate_rows, release_of
 from governance.models import Bypass, PublishingPolicy, PublishRequest
+from governance.next_step import next_step, what_it_waits_for
 from sherlock.core.api import domain_status
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
@@ -96,12 +91,9 @@ def _version(request, pk):
 
 def _current_request(version):
     return (
-        PublishRequest.objects.filter(agent_version=version)
-        .exclude(state=RequestState.SUPERSEDED)
-        .select_related("policy", "requested_by", "published_by")
+        PublishRequest.objects.select_related("policy", "requested_by", "published_by")
         .prefetch_related("runs__dataset_version__dataset")
-        .order_by("-pk")
-        .first()
+        .current_for(version)
     )
 
 
@@ -163,31 +155,14 @@ def plan_of(verb, action, publish_request):
     return None
 
 
-def waiting_text(version, publish_request, bypasses):
-    """What the open decision waits for, told above the buttons: a passed request waits for a
-    Publisher (unless the policy or the configuration moved since), a blocked one for a bypass."""
+def waiting_text(version, publish_request):
+    """What the open decision waits for, told above the buttons (`governance.next_step`): a
+    passed request waits for a Publisher (unless the policy or the configuration moved since),
+    a blocked one for a bypass."""
     if not _open(publish_request):
         return ""
-    if not publish_request.speaks_for(
-        version, PublishingPolicy.objects.in_force_for(version.agent)
-    ):
-        return (
-            f"Request #{publish_request.pk} {publish_request.state} under a policy or a "
-            "configuration that changed since; it can no longer be published: ask again."
-        )
-    if publish_request.state == RequestState.PASSED:
-        return f"Request #{publish_request.pk} passed; it waits for a Publisher."
-    approved = [b for b in bypasses if b.state == BypassState.APPROVED]
-    failing = publish_request.decision.get("first_failing_gate") or "unknown"
-    text = f"Request #{publish_request.pk} was blocked at {failing}"
-    enforcement = publish_request.policy.enforcement
-    if enforcement == Enforcement.ADVISORY:
-        return f"{text}; the policy is advisory (report only): it waits for a Publisher."
-    if enforcement == Enforcement.HARD:
-        return f"{text}; the policy is hard: it cannot be bypassed."
-    if approved:
-        return f"{text}; bypass #{approved[-1].pk} is approved: it waits for a Publisher."
-    return f"{text}; publishing it needs an Admin's bypass."
+    in_force = PublishingPolicy.objects.in_force_for(version.agent)
+    return what_it_waits_for(next_step(version, publish_request, in_force))
 
 
 def page_context(request, version, *, posted=None, confirm=None, bypass_errors=None, refresh=False):
@@ -241,7 +216,7 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
         "first_failing": decision.get("first_failing_gate"),
         "evaluating": evaluating,
         "refresh_actions": refresh and not evaluating,
-        "waiting": waiting_text(version, publish_request, bypasses),
+        "waiting": waiting_text(version, publish_request),
         "clearance": {
             verb: clearance_text(actions[verb]) for verb in ("publish", "rollback") if verbs[verb]
         },

@@ -25,19 +25,24 @@ all, is a stall, and its windows are added to the active windows with no evidenc
 ``stale_collector_windows`` are in neither count and are reported apart. A trial's
 ``cost.usd`` is its whole cost, agent and judge; only ``billed`` cost is covered cost.
 
-The release decision is a list of gates in a fixed order (seed 003): coverage, false success,
-unknown effects, floors (useful progress and tool-effect integrity), budget, then quality (only
-when the policy sets a quality floor). The decision names the first failing gate and still
+The contract's gates come in a fixed order (seed 003): coverage, false success, unknown
+effects, floors (useful progress and tool-effect integrity), budget, then quality (only when
+the thresholds set a quality floor). The result names the first failing gate and still
 evaluates and reports every later one, so a reviewer sees all that is wrong at once.
+
+The contract knows thresholds, never a publishing policy: the release decision, which turns a
+policy into ``Thresholds`` once, applies them to a version's gate runs, adds the policy's other
+gates and stores the snapshot, is governance's (``governance.decision``).
 
 The computation is split in two so that the platform can feed it from the database:
 
 1. ``accumulate(trials)`` reads trial records (the import/export format of DESIGN section 6)
    into one ``VariantTotals`` per variant: plain counts and exact sums, nothing derived. The
    per-trial judgements (is this wait owned? is this cost billed?) happen here, once.
-2. ``evaluate(totals, thresholds)`` turns one ``VariantTotals`` into the five measures, the
-   gates and the decision. It never looks at a trial, so the same totals computed with database
-   aggregates (``Count``/``Sum`` with filters over ``Trial``) give the same result.
+2. ``evaluate(totals, thresholds)`` turns one ``VariantTotals`` into the five measures and the
+   gates under ``Thresholds`` read once by ``parse_thresholds``. It never looks at a trial, so
+   the same totals computed with database aggregates (``Count``/``Sum`` with filters over
+   ``Trial``) give the same result.
 
 ``compute_contract(trials, thresholds)`` chains the two; ``render_table`` prints the table of
 DESIGN section 6; ``ContractResult.as_dict`` is the JSON shape of ``manage.py contract --json``.
@@ -46,11 +51,14 @@ Import everything from ``evaluations.contract``; the modules follow the data, on
 - ``inputs``: thresholds (``parse_thresholds``), trial records (``read_trial``) and trial
   files (``load_document``), checked on the way in;
 - ``totals``: ``accumulate``/``add_trial`` -> ``VariantTotals``;
-- ``decision``: ``evaluate`` -> ``ContractResult`` (measures, gates, decision);
+- ``measures``: ``evaluate`` -> ``ContractResult`` (measures, gates, verdict);
 - ``table``: ``format_cells``/``render_table``, the table of DESIGN section 6;
+- ``db``: the same from stored runs (``run_contract``, ``runs_contract``, ``runs_totals``;
+  imported from ``evaluations.contract.db``, as it reads the database);
 - ``applied``: the thresholds a run's contract is shown under outside the gate
-  (``applied_thresholds``/``thresholds_for``: the publishing policy governance's provider
-  names, else ``DEFAULT_THRESHOLDS``, and ``AppliedThresholds.source`` says which).
+  (``applied_thresholds``/``thresholds_for``: those of the publishing policy in force, through
+  the one hook governance fills, else ``DEFAULT_THRESHOLDS``, and ``AppliedThresholds.source``
+  says which).
 
 Thresholds (``parse_thresholds``) come in one of two shapes, never mixed:
 
@@ -94,7 +102,21 @@ from evaluations.contract.applied import (
     thresholds_for,
     thresholds_provider,
 )
-from evaluations.contract.decision import (
+from evaluations.contract.inputs import (
+    DEFAULT_THRESHOLDS,
+    POLICY_FIELDS,
+    ContractInputError,
+    Thresholds,
+    ThresholdsError,
+    TrialDocument,
+    TrialRecord,
+    TrialRecordError,
+    load_document,
+    parse_thresholds,
+    read_trial,
+    wait_is_owned,
+)
+from evaluations.contract.measures import (
     CENT,
     FAIL,
     GATE_LABELS,
@@ -109,20 +131,6 @@ from evaluations.contract.decision import (
     evaluate,
     round_half_up,
     wilson_interval,
-)
-from evaluations.contract.inputs import (
-    DEFAULT_THRESHOLDS,
-    POLICY_FIELDS,
-    ContractInputError,
-    Thresholds,
-    ThresholdsError,
-    TrialDocument,
-    TrialRecord,
-    TrialRecordError,
-    load_document,
-    parse_thresholds,
-    read_trial,
-    wait_is_owned,
 )
 from evaluations.contract.table import TABLE_COLUMNS, format_cells, render_table
 from evaluations.contract.totals import (

@@ -18,6 +18,11 @@ and a test swaps the provider with ``register_thresholds_provider`` (it returns 
 one, to restore). Without a provider (governance not installed) every agent gets seed 003's
 defaults, said as such.
 
+This hook is the one place evaluations learns of a policy, and it learns only its plain
+``Thresholds`` with a name to show: governance turns a ``PublishingPolicy`` into thresholds
+(``governance.decision.policy_thresholds``), the same function its release decision applies,
+so the pages and the gate cannot read a policy two ways.
+
 A provider takes a list of agents and returns, in a constant number of queries (governance's
 takes one), ``{agent pk: AppliedThresholds}`` for the agents a policy governs; an agent it
 leaves out has no policy, and gets ``DEFAULT_APPLIED``.

@@ -26,11 +26,10 @@ per-trial judgements as ``add_trial`` does for a trial file, on plain columns:
   (``trials_with_judge_cost``, ``trial_cost`` judging one trial as this aggregate does, and
   ``unattributed_judge_spend``).
 
-``run_contract(run, thresholds)`` evaluates those totals. ``decide(runs, policy)`` is the
-release decision of a publish request, as a JSON-ready snapshot: every gate in seed 003's order
-with its numbers, threshold and status (``pass``/``fail``/``n/a``), then the policy's
-``min_case_pass_rate``; the first failing gate and the ``release`` verdict. It fails closed:
-no runs, a run that did not complete or a case pass rate that is missing all fail.
+``run_contract(run, thresholds)`` evaluates those totals; ``runs_contract(runs, thresholds)``
+the totals of several runs together (a publish request's gate runs); ``unscored_blocking`` and
+``trials_in_error`` count, per run, what could not be scored. This is all the release decision
+reads of a run (``governance.decision``): the contract knows thresholds, never a policy.
 """
 
 from __future__ import annotations
@@ -55,17 +54,9 @@ from evaluations.choices import (
     BillingCoverage,
     CheckStatus,
     OutcomeVerdict,
-    RunStatus,
 )
-from evaluations.contract.decision import (
-    FAIL,
-    GATE_LABELS,
-    NOT_APPLICABLE,
-    PASS,
-    ContractResult,
-    evaluate,
-)
-from evaluations.contract.inputs import POLICY_FIELDS, Thresholds, parse_thresholds
+from evaluations.contract.inputs import Thresholds, parse_thresholds
+from evaluations.contract.measures import ContractResult, evaluate
 from evaluations.contract.totals import COUNT_FIELDS, VariantTotals, combine
 
 MONEY: DecimalField = DecimalField(max_digits=20, decimal_places=8)
@@ -239,256 +230,43 @@ def run_variant(run) -> str:
 
 
 def run_contract(run, thresholds: Thresholds | Mapping[str, Any] | None) -> ContractResult:
-    """The five measures, gates and decision of one run (``thresholds`` as accepted by
-    ``parse_thresholds``: a policy's ``POLICY_FIELDS``, a trial file's object, or None)."""
-    return evaluate(run_totals(run), thresholds)
+    """The five measures and gates of one run (``thresholds`` as accepted by
+    ``parse_thresholds``: a ``Thresholds``, a trial file's object, plain limits by
+    ``POLICY_FIELDS``, or None for seed 003's defaults), read once."""
+    return evaluate(run_totals(run), parse_thresholds(thresholds))
 
 
-def policy_thresholds(policy) -> dict[str, Any]:
-    """The contract thresholds of a ``PublishingPolicy`` (its ``POLICY_FIELDS``)."""
-    return {name: getattr(policy, name) for name in POLICY_FIELDS}
-
-
-# --- The release decision ---------------------------------------------------------------------
-
-
-def decide(runs: Iterable, policy) -> dict[str, Any]:
-    """The release decision of ``runs`` (one agent version's gate runs) under ``policy``.
-
-    Returns a JSON-ready snapshot: ``policy``, ``runs``, ``measures`` (the contract over all the
-    runs' trials, as ``ContractResult.as_dict``), ``gates`` (a list in the fixed order:
-    coverage, false_success, unknown_effects, floors, budget, quality, then checks_scored and
-    case_pass_rate; each
-    ``{name, label, status, detail, value, threshold}``), ``first_failing_gate`` and
-    ``release`` (``pass`` or ``fail``). Every gate is evaluated even after one fails (seed 003).
-    Reads ``run.dataset_version.dataset`` (select it with the runs) and three queries per run.
-    """
+def runs_contract(runs: Iterable, thresholds: Thresholds) -> ContractResult:
+    """The five measures and gates of several runs' trials counted together (the gate runs of
+    one agent version on several datasets), under plain ``thresholds``: their stored figures
+    (``runs_totals``, a constant number of queries) summed by ``combine``. The variant is the
+    runs' agent version, or "no single version" when they are of more than one (or none)."""
     runs = list(runs)
-    limits = parse_thresholds(policy_thresholds(policy))
     versions = {run.agent_version_id for run in runs}
     variant = str(runs[0].agent_version) if len(versions) == 1 else "no single version"
-    result = evaluate(combine(variant, (run_totals(run) for run in runs)), limits)
-
-    incomplete = [run.pk for run in runs if run.status != RunStatus.COMPLETED]
-    gates = [_gate_snapshot(result, name, limits) for name in _CONTRACT_GATES]
-    coverage = gates[0]
-    problems = []
-    if not runs:
-        problems.append("no gate run")
-    if incomplete:
-        problems.append(f"run(s) {', '.join(f'#{pk}' for pk in incomplete)} did not complete")
-    if len(versions) > 1:
-        problems.append("the runs are of more than one agent version")
-    if problems:
-        # Fail closed (DESIGN section 10): numbers from unfinished runs are not evidence.
-        coverage["status"] = FAIL
-        coverage["detail"] = "; ".join([*problems, coverage["detail"]])
-    coverage["value"]["incomplete_runs"] = incomplete
-    gates.append(_checks_scored_gate(runs))
-    gates.append(_case_pass_rate_gate(runs, policy.min_case_pass_rate))
-
-    first = next((gate["name"] for gate in gates if gate["status"] == FAIL), None)
-    return {
-        "policy": {
-            "id": policy.pk,
-            "name": policy.name,
-            "scope": policy.scope_key,
-            "version": policy.version,
-            "enforcement": policy.enforcement,
-            "thresholds": {k: _json(v) for k, v in policy_thresholds(policy).items()},
-            "min_case_pass_rate": policy.min_case_pass_rate,
-        },
-        "runs": [
-            {
-                "id": run.pk,
-                "dataset": run.dataset_version.dataset.slug,
-                "dataset_version": run.dataset_version.number,
-                "status": run.status,
-                "repetitions": run.repetitions,
-                "summary": run.summary or {},
-            }
-            for run in runs
-        ],
-        "measures": result.as_dict(),
-        "gates": gates,
-        "first_failing_gate": first,
-        "release": FAIL if first else PASS,
-    }
+    return evaluate(combine(variant, runs_totals(runs).values()), thresholds)
 
 
-_CONTRACT_GATES = ("coverage", "false_success", "unknown_effects", "floors", "budget", "quality")
-
-
-def _json(value: Any) -> Any:
-    return str(value) if isinstance(value, Decimal) else value
-
-
-def _ratio(ratio) -> dict[str, Any]:
-    return {
-        "num": ratio.num,
-        "den": ratio.den,
-        "wilson95": list(ratio.wilson95) if ratio.wilson95 else None,
-    }
-
-
-def _gate_snapshot(result: ContractResult, name: str, limits: Thresholds) -> dict[str, Any]:
-    """One contract gate with the numbers it read and the threshold it applied."""
-    t = result.totals
-    gate = next((g for g in result.gates if g.name == name), None)
-    snapshot = {"name": name, "label": GATE_LABELS[name]}
-    value: dict[str, Any]
-    threshold: dict[str, Any]
-    if name == "coverage":
-        value = {
-            "completions_without_outcome": t.completions_without_outcome,
-            "effects_without_state": t.effects_without_state,
-            "estimated_cost_trials": t.estimated_runs,
-            "missing_cost_trials": t.missing_cost_runs,
-            "unpriced_judge_calls": t.unpriced_judge_calls,
-        }
-        threshold = {"required": limits.coverage_required}
-    elif name == "false_success":
-        value = {
-            **_ratio(result.false_success),
-            "unverified_completions": result.unverified_completions,
-        }
-        threshold = {"max": limits.max_false_successes}
-    elif name == "unknown_effects":
-        value = {"count": t.effects_unknown, "intentionally_denied": t.effects_denied}
-        threshold = {"max": limits.max_unknown_effects}
-    elif name == "floors":
-        parts = dict(gate.parts) if gate is not None else {}
-        value = {
-            "useful_progress": {
-                **_ratio(result.useful_progress),
-                "status": parts["useful_progress"],
-                "excluded_wait_windows": result.excluded_wait_windows,
-                "stalled_wait_windows": result.stalled_wait_windows,
-                "stale_collector_windows": result.stale_collector_windows,
-            },
-            "tool_effect_integrity": {
-                **_ratio(result.tool_effect_integrity),
-                "status": parts["tool_effect_integrity"],
-                "intentionally_denied": result.intentionally_denied,
-            },
-        }
-        threshold = {
-            "min_useful_progress": _json(limits.min_useful_progress),
-            "min_tool_effect_integrity": _json(limits.min_tool_effect_integrity),
-        }
-    elif name == "budget":
-        value = {
-            "cost_per_verified_outcome_usd": _json(result.cost_per_verified_outcome_usd),
-            "verified_outcomes": result.verified_outcomes,
-            "covered_usd": _json(result.billed_usd),
-            "cost_per_run_usd": _json(result.cost_per_run_usd),
-            "estimated_usd": _json(result.estimated_usd),
-        }
-        threshold = {"max": _json(limits.max_cost_per_verified_outcome_usd)}
-    else:  # quality
-        value = {"mean": _json(result.quality_mean), "graded": result.graded}
-        threshold = {"min": _json(limits.min_quality)}
-        if gate is None:
-            gate_status, detail = NOT_APPLICABLE, "no quality floor set (quality is optimised)"
-            return {
-                **snapshot,
-                "status": gate_status,
-                "detail": detail,
-                "value": value,
-                "threshold": threshold,
-            }
-    assert gate is not None  # every gate but an unset quality floor is evaluated
-    return {
-        **snapshot,
-        "status": gate.status,
-        "detail": gate.detail,
-        "value": value,
-        "threshold": threshold,
-    }
-
-
-def _checks_scored_gate(runs: list) -> dict[str, Any]:
-    """Fail closed on what could not be scored (DESIGN section 10.5). A case's pass does not
-    count skipped or errored checks against it (section 5), so a run whose judge was down, or
-    whose agent crashed on every trial, can show a perfect case pass rate; the release must not
-    rest on that. A check disabled for a case by an override is not blocking there, and does not
-    count. From the runs' stored figures (`evaluations.figures`); for runs without, one query for
-    the check results and one for the trials, whatever the run size."""
+def trials_in_error(runs) -> dict[int, int]:
+    """``{run pk: its trials in error}`` (DESIGN section 10.5): from the runs' stored figures,
+    and in one grouped query for the runs without; a run with none may be left out."""
     from evaluations.choices import TrialStatus
     from evaluations.figures import stored_checks, stored_trials_error
     from evaluations.models import Trial
 
-    run_ids = [run.pk for run in runs]
-    unscored = unscored_blocking(runs)
-    failed_trials, live = {}, []
+    failed, live = {}, []
     for run in runs:
         if stored_checks(run) is None:
             live.append(run.pk)
         else:
-            failed_trials[run.pk] = stored_trials_error(run)
+            failed[run.pk] = stored_trials_error(run)
     if live:
-        failed_trials.update(
+        failed.update(
             Trial.objects.filter(run_id__in=live, status=TrialStatus.ERROR)
             .values_list("run_id")
             .annotate(n=Count("pk"))
         )
-    per_run = [
-        {
-            "run": pk,
-            "unscored_blocking": unscored.get(pk, 0),
-            "trials_error": failed_trials.get(pk, 0),
-        }
-        for pk in run_ids
-    ]
-    bad = [r for r in per_run if r["unscored_blocking"] or r["trials_error"]]
-    if not runs:
-        status, detail = FAIL, "no gate run"
-    elif bad:
-        status = FAIL
-        detail = "; ".join(
-            f"run #{r['run']}: {r['unscored_blocking']} blocking check result(s) not scored, "
-            f"{r['trials_error']} trial(s) in error"
-            for r in bad
-        )
-    else:
-        status, detail = PASS, "every blocking check was scored in every trial"
-    return {
-        "name": "checks_scored",
-        "label": "blocking checks scored",
-        "status": status,
-        "detail": detail,
-        "value": {"runs": per_run},
-        "threshold": {"max_unscored_blocking": 0, "max_trials_error": 0},
-    }
-
-
-def _case_pass_rate_gate(runs: list, minimum: float) -> dict[str, Any]:
-    """The policy's ``min_case_pass_rate``: every gate run must reach it; a run without a rate
-    (not completed, or no cases) fails closed."""
-    rates = [(run.pk, (run.summary or {}).get("case_pass_rate")) for run in runs]
-    missing = [pk for pk, rate in rates if rate is None]
-    low = [(pk, rate) for pk, rate in rates if rate is not None and rate < minimum]
-    if not runs or missing:
-        status = FAIL
-        detail = (
-            "no gate run"
-            if not runs
-            else (f"no case pass rate for run(s) {', '.join(f'#{pk}' for pk in missing)}")
-        )
-    elif low:
-        status = FAIL
-        detail = "; ".join(f"run #{pk}: {rate:.3f} < {minimum}" for pk, rate in low)
-    else:
-        status = PASS
-        detail = "; ".join(f"run #{pk}: {rate:.3f} >= {minimum}" for pk, rate in rates)
-    return {
-        "name": "case_pass_rate",
-        "label": "case pass rate",
-        "status": status,
-        "detail": detail,
-        "value": {"runs": [{"run": pk, "rate": rate} for pk, rate in rates]},
-        "threshold": {"min": minimum},
-    }
+    return failed
 
 
 def unscored_blocking(runs) -> dict[int, int]:

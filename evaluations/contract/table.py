@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal
 
-from evaluations.contract.decision import FAIL, GATE_LABELS, PASS, ContractResult, Ratio
+from evaluations.contract.measures import FAIL, GATE_LABELS, PASS, ContractResult, Ratio
 
 TABLE_COLUMNS = (
     "variant",

@@ -8,17 +8,14 @@ from governance.actions._bypass_state import move_bypass
 from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.actions.expire_bypass import ExpireBypass
-from governance.bypass_rules import void_reason
-from governance.choices import BypassState, Enforcement, RequestState, WebhookEvent
-from governance.decision import PASS, release_of
+from governance.choices import BypassState, RequestState, WebhookEvent
+from governance.decision import release_of
 from governance.models import PublishingPolicy, PublishRequest
+from governance.next_step import NO_DECISION, next_step
 from governance.webhooks import notify
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
-
-# How a version cleared the gate; recorded in the audit entry.
-PASSED, ADVISORY, BYPASS = "passed", "advisory", "bypass"
 
 
 class PublishVersion(GovernanceAction):
@@ -29,13 +26,17 @@ class PublishVersion(GovernanceAction):
     everything on fresh rows: the Publisher's right on this agent, separation of duties (the
     version's creator may not publish it when the policy says so), and the decision of the
     version's current publish request, which must be for this exact configuration and made
-    under the policy still in force. Then the gate:
+    under the policy still in force. Then the gate, as `governance.next_step.next_step`
+    answers it (the one place these rules are written):
 
     - decision passed: publish;
     - blocked under an `advisory` policy: publish (report only), and say so in the audit;
     - blocked under a `soft` policy: only with an approved bypass bound to this decision and
       config hash, not expired; it is used up here (single use);
     - blocked under a `hard` policy: nobody may publish.
+
+    "Why was my publish refused?" is answered by this module, `governance.next_step` and
+    `governance.decision` (the snapshot the refusal quotes), over the contract's measures.
 
     `RollBackVersion` is the same path for a retired version.
     """
@@ -56,13 +57,7 @@ class PublishVersion(GovernanceAction):
         return self.agent_version
 
     def current_request(self):
-        return (
-            PublishRequest.objects.filter(agent_version=self.agent_version)
-            .exclude(state=RequestState.SUPERSEDED)
-            .select_related("policy")
-            .order_by("-pk")
-            .first()
-        )
+        return PublishRequest.objects.select_related("policy").current_for(self.agent_version)
 
     def prepare(self):
         # Touching a bypass expires it if its time is up; committed even if we are refused.
@@ -86,39 +81,18 @@ class PublishVersion(GovernanceAction):
             )
         self.check_state(version)
         request = self.current_request()
-        if request is None:
-            raise ActionConflict(
-                "This version has no publish request; request publication first.",
-                code="no_request",
-            )
-        if request.state == RequestState.EVALUATING:
-            raise ActionConflict(
-                "The gate runs of this version are still evaluating.", code="evaluating"
-            )
-        if request.state not in (RequestState.PASSED, RequestState.BLOCKED):
-            raise ActionConflict(
-                f"The publish request is {request.state}; request publication again.",
-                code="request_closed",
-            )
-        if request.config_hash != version.config_hash:
-            raise ActionConflict(
-                "The version's configuration changed since its decision.", code="stale_decision"
-            )
-        in_force = PublishingPolicy.objects.in_force_for(agent)
-        if in_force is None or in_force.pk != request.policy_id:
-            raise ActionConflict(
-                f"The publishing policy changed since this decision (now {in_force}); "
-                "request publication again.",
-                code="stale_decision",
-            )
-        policy = request.policy
-        if policy.creator_may_not_publish and version.created_by_id == user.pk:
+        step = next_step(version, request, PublishingPolicy.objects.in_force_for(agent))
+        if step.code in NO_DECISION:
+            raise ActionConflict(step.why, code=step.code)
+        if request.policy.creator_may_not_publish and version.created_by_id == user.pk:
             raise ActionDenied(
                 "Separation of duties: the creator of a version may not publish it.",
                 code="separation_of_duties",
             )
+        if not step.may_publish:
+            raise ActionConflict(step.why, code=step.code)
         self.request = request
-        self.route, self.bypass = self.clearance(request, policy, version)
+        self.route, self.bypass = step.route, step.bypass
 
     def check_state(self, version):
         if version.state == VersionState.PUBLISHED:
@@ -127,31 +101,6 @@ class PublishVersion(GovernanceAction):
             raise ActionConflict(
                 "This version is retired; roll back to publish it again.", code="retired"
             )
-
-    def clearance(self, request, policy, version):
-        """How the decision lets this version through, or ActionConflict."""
-        if release_of(request.decision) == PASS:
-            return PASSED, None
-        failing = request.decision.get("first_failing_gate") or "unknown"
-        if policy.enforcement == Enforcement.ADVISORY:
-            return ADVISORY, None
-        if policy.enforcement == Enforcement.HARD:
-            raise ActionConflict(
-                f"The gate blocked this version ({failing}) and the policy is hard: "
-                "no bypass is possible.",
-                code="blocked",
-            )
-        bypass = request.bypasses.filter(state=BypassState.APPROVED).order_by("-pk").first()
-        if bypass is None:
-            raise ActionConflict(
-                f"The gate blocked this version ({failing}); publishing it needs an approved "
-                "bypass.",
-                code="blocked",
-            )
-        problem = void_reason(bypass, request, version)
-        if problem:
-            raise ActionConflict(problem, code="bypass_void")
-        return BYPASS, bypass
 
     def perform(self):
         now = timezone.now()

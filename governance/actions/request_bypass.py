@@ -8,8 +8,9 @@ from agents.models import Agent
 from governance.actions._bypass_state import move_bypass
 from governance.actions.base import GovernanceAction, substantive_reason
 from governance.actions.expire_bypass import ExpireBypass
-from governance.choices import BYPASS_ACTIVE, BypassState, Enforcement, RequestState
-from governance.models import Bypass, PublishRequest
+from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
+from governance.models import Bypass, PublishingPolicy, PublishRequest
+from governance.next_step import NOTHING, PUBLISH, blocked_allows
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
@@ -23,7 +24,9 @@ class RequestBypass(GovernanceAction):
     the policy's `bypass_expiry_hours`, and is used once, by the publish action. When the policy
     requires a second Admin it waits in `requested` for a different Admin's approval; otherwise
     the request is its own approval (both steps are audited). A `hard` policy cannot be bypassed;
-    an `advisory` one needs no bypass. Every refusal is audited (`governance.bypass.refused`).
+    an `advisory` one needs no bypass (`governance.next_step.blocked_allows`); a decision that no
+    longer speaks for the version (`PublishRequest.stale_reason`) cannot be bypassed either.
+    Every refusal is audited (`governance.bypass.refused`).
     """
 
     noun = "bypass"
@@ -69,20 +72,19 @@ class RequestBypass(GovernanceAction):
                 f"Only a blocked decision can be bypassed; this request is {request.state}.",
                 code="not_blocked",
             )
-        policy = request.policy
-        if policy.enforcement == Enforcement.HARD:
+        allowed = blocked_allows(request.policy)
+        if allowed == NOTHING:
             raise ActionConflict(
                 "The policy is hard: its gate cannot be bypassed.", code="hard_policy"
             )
-        if policy.enforcement == Enforcement.ADVISORY:
+        if allowed == PUBLISH:
             raise ActionConflict(
                 "The policy is advisory: a blocked decision does not block publishing.",
                 code="advisory_policy",
             )
-        if request.config_hash != version.config_hash:
-            raise ActionConflict(
-                "The version's configuration changed since its decision.", code="stale_decision"
-            )
+        stale = request.stale_reason(version, PublishingPolicy.objects.in_force_for(version.agent))
+        if stale:
+            raise ActionConflict(stale, code="stale_decision")
         if request.bypasses.filter(state__in=BYPASS_ACTIVE).exists():
             raise ActionConflict(
                 "A bypass of this decision is already requested or approved.",

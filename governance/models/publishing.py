@@ -11,6 +11,25 @@ from governance.choices import BypassState, RequestState
 class PublishRequestQuerySet(AgentScopedQuerySet):
     scope_path = "agent_version__agent"
 
+    def current_for(self, version):
+        """The current publish request of `version`, or None: its newest request that was not
+        superseded. The one answer to "which request speaks for this version now" for the
+        publish action, the publish page, `manage.py gate` and `seed_demo`; chain it after
+        `select_related`/`prefetch_related` as each needs.
+
+        Superseded requests are out: asking again replaced them, and their bypasses are void. A
+        rejected request stays current: a rejection is the latest word on the version and the
+        answer a person looks for ("why can't I publish?"); skipping it would bring back an
+        older request (on a rolled-back version, the one that once published it) and show a
+        decision nobody acts on. So the page shows it, publishing refuses it (`request_closed`:
+        ask again) and `manage.py gate` asks again (with `--user`) instead of reading it."""
+        return (
+            self.filter(agent_version=version)
+            .exclude(state=RequestState.SUPERSEDED)
+            .order_by("-pk")
+            .first()
+        )
+
 
 class BypassQuerySet(AgentScopedQuerySet):
     scope_path = "publish_request__agent_version__agent"
@@ -55,15 +74,25 @@ class PublishRequest(models.Model):
     def __str__(self):
         return f"Publish {self.agent_version} ({self.state})"
 
-    def speaks_for(self, version, policy):
-        """This request was made for `version` as it is configured now, under `policy` (the
-        one in force; None when none is): its decision can still be acted on. Asking again
-        (`RequestPublication`), the publish page and `manage.py gate` read staleness so."""
-        return (
-            self.config_hash == version.config_hash
-            and policy is not None
-            and self.policy_id == policy.pk
-        )
+    def stale_reason(self, version, in_force):
+        """Why this request's decision no longer speaks for `version`, or "": the version's
+        configuration moved since (its config hash), or the policy in force (`in_force`, None
+        when none is) is not the one the request was made under. The one staleness rule:
+        publishing, bypassing, asking again (`RequestPublication`), the publish page and
+        `manage.py gate` all read it."""
+        if self.config_hash != version.config_hash:
+            return "The version's configuration changed since its decision."
+        if in_force is None or self.policy_id != in_force.pk:
+            return (
+                f"The publishing policy changed since this decision (now {in_force}); "
+                "request publication again."
+            )
+        return ""
+
+    def speaks_for(self, version, in_force):
+        """This request was made for `version` as it is configured now, under `in_force` (the
+        policy in force; None when none is): its decision can still be acted on."""
+        return not self.stale_reason(version, in_force)
 
 
 class Bypass(models.Model):

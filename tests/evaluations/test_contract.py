@@ -145,7 +145,7 @@ def test_evaluate_gives_the_same_result_from_totals_built_by_database_aggregates
     document = load_document(FIXTURE.read_text())
     from_records = compute_contract(document.trials, document.thresholds)[0]
 
-    assert evaluate(totals, POLICY).as_dict() == from_records.as_dict()
+    assert evaluate(totals, parse_thresholds(POLICY)).as_dict() == from_records.as_dict()
 
 
 # --- Useful progress ---------------------------------------------------------------------------

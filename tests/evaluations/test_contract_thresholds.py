@@ -178,7 +178,8 @@ def test_the_run_page_passes_a_run_the_global_policy_passes_though_the_defaults_
 
 def test_the_run_page_reads_the_verdict_the_publish_gate_reaches(cheap, dear, agent):
     """The page's contract and the gate's decision (`decide`) agree under the policy."""
-    from evaluations.contract.db import decide, run_contract
+    from evaluations.contract.db import run_contract
+    from governance.decision import decide
 
     tight = policy("Tight", agent, Decimal("0.05"))
     for run in (cheap, dear):

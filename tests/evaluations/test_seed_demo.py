@@ -14,8 +14,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent, AgentVersion, Tool
-from evaluations.contract.db import decide, policy_thresholds, run_contract
+from evaluations.contract.db import run_contract
 from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion, Run, Trial
+from governance.decision import decide, policy_thresholds
 from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
 
 pytestmark = pytest.mark.django_db

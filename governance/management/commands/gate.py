@@ -10,9 +10,10 @@ from agents.models import Agent
 from evaluations.choices import RUN_TERMINAL
 from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.request_publication import RequestPublication
-from governance.choices import REQUEST_DECIDED, Enforcement, RequestState
+from governance.choices import REQUEST_DECIDED, RequestState
 from governance.decision import PASS, gate_rows, release_of
 from governance.models import PublishingPolicy, PublishRequest
+from governance.next_step import PUBLISH, blocked_allows
 from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
 
@@ -58,31 +59,34 @@ class Command(VerdictCommand):
         release = release_of(request.decision)
         if release == PASS:
             return
-        if request.policy.enforcement == Enforcement.ADVISORY:
+        if blocked_allows(request.policy) == PUBLISH:
             self.stdout.write("advisory policy: the gate failed, but it only reports.")
             return
         raise SystemExit(1)
 
     def current_request(self, agent, version, username):
-        request = (
-            PublishRequest.objects.filter(agent_version=version)
-            .exclude(state__in=[RequestState.SUPERSEDED, RequestState.REJECTED])
-            .select_related("policy")
-            .order_by("-pk")
-            .first()
-        )
+        request = PublishRequest.objects.select_related("policy").current_for(version)
         in_force = PublishingPolicy.objects.in_force_for(agent)
-        # A request still evaluating is fresh for its configuration; a decision also needs the
-        # policy it was made under to be the one in force.
-        fresh = request is not None and (
-            request.speaks_for(version, in_force)
-            if request.state in REQUEST_DECIDED
-            else request.config_hash == version.config_hash
+        # A decision needs the policy it was made under to be the one in force; a request
+        # still evaluating (or one published since) is judged by its configuration only, under
+        # its own policy. A rejected request is current but closed: it is asked again.
+        fresh = (
+            request is not None
+            and request.state != RequestState.REJECTED
+            and request.speaks_for(
+                version, in_force if request.state in REQUEST_DECIDED else request.policy
+            )
         )
         if fresh:
             return request
         if not username:
-            why = "no publish request" if request is None else "a stale decision"
+            why = (
+                "no publish request"
+                if request is None
+                else "a rejected publish request"
+                if request.state == RequestState.REJECTED
+                else "a stale decision"
+            )
             raise CommandError(
                 f"{version} has {why}; pass --user USERNAME to request publication",
                 returncode=ERROR,

@@ -218,12 +218,7 @@ class Command(BaseCommand):
         """`version`'s publish request under the policy in force, made by `builder` through
         `RequestPublication`; its gate runs are executed here, the receiver decides, and a
         passed decision is published by `publisher` (`PublishVersion`, no bypass)."""
-        request = (
-            PublishRequest.objects.filter(agent_version=version)
-            .exclude(state=RequestState.SUPERSEDED)
-            .order_by("-pk")
-            .first()
-        )
+        request = PublishRequest.objects.current_for(version)
         if request is None:
             request = RequestPublication(
                 acting_user=users["builder"], agent_version=version

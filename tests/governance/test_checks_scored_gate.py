@@ -4,7 +4,7 @@ be scored, even though such checks do not fail a case (section 5)."""
 import pytest
 
 from evaluations.actions.start_run import StartRun
-from evaluations.contract.db import decide
+from governance.decision import decide
 from governance.models import PublishingPolicy
 from tests.support import factories
 
