@@ -231,14 +231,14 @@ def informative_checks(runs):
     (governance.decision.make_decision): one row `{run, check, results, informative, why}` per
     check that did not block on every one of its results. The counts come from the results the
     engine wrote (what really counted), as a finished run's figures store them
-    (`evaluations.figures`); the reason is the check's mode, its calibration (as it stands now,
-    with the rule's figures) or per-case overrides. Two queries (one without unfinished runs)
+    (`evaluations.reads.figures`); the reason is the check's mode, its calibration (as it stands
+    now, with the rule's figures) or per-case overrides. Two queries (one without unfinished runs)
     plus one per uncalibrated check."""
     from django.db.models import Count, Q
 
     from evaluations.choices import CheckMode
-    from evaluations.figures import stored_checks
     from evaluations.models import Check, CheckResult
+    from evaluations.reads.figures import stored_checks
 
     counts, live = [], []
     for run in runs:

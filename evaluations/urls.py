@@ -1,14 +1,12 @@
 from django.urls import path
 
-from evaluations import (
-    views,
-    views_compare,
-    views_labels,
-    views_runs,
-    views_schedules,
-    views_summaries,
-    views_trends,
-)
+from evaluations.views import compare as views_compare
+from evaluations.views import labels as views_labels
+from evaluations.views import runs as views
+from evaluations.views import schedules as views_schedules
+from evaluations.views import start_run as views_runs
+from evaluations.views import summaries as views_summaries
+from evaluations.views import trends as views_trends
 
 app_name = "evaluations"
 urlpatterns = [

@@ -174,7 +174,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "evaluations.context_processors.navigation",
+                "evaluations.views.context_processors.navigation",
             ],
         },
     },

@@ -32,8 +32,8 @@ from evaluations.cases_io import (
     export_cases,
     read_upload,
 )
-from evaluations.dataset_diff import diff_versions
 from evaluations.models import Dataset
+from evaluations.reads.dataset_diff import diff_versions
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import audit_hidden
 

@@ -13,7 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from evaluations.start_run_form import StartRunForm, may_start_runs
+from evaluations.views.start_run_form import StartRunForm, may_start_runs
 from sherlock.core.admin import message_as_written
 from sherlock.core.errors import ActionError
 

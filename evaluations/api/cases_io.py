@@ -35,8 +35,8 @@ from evaluations.cases_io import (
     read_upload,
     version_to_export,
 )
-from evaluations.dataset_diff import diff_versions
 from evaluations.models import Dataset
+from evaluations.reads.dataset_diff import diff_versions
 from sherlock.core.api import (
     ErrorItemSerializer,
     ErrorSerializer,

@@ -27,7 +27,8 @@ from rest_framework.views import APIView
 
 from evaluations.contract import applied_thresholds, format_cells, render_table
 from evaluations.contract.db import run_contract
-from evaluations.models import CaseResult, Check, Run
+from evaluations.models import Run
+from evaluations.reads.compare import case_changes, comparability_differences
 from sherlock.core.errors import ActionInvalid
 from sherlock.core.inputs import parse_id
 from sherlock.core.limits import excerpt
@@ -102,66 +103,6 @@ def _run_id(request, name):
             f"query parameter '{name}' must be a run id, not {excerpt(raw)}", field=name
         )
     return run_id
-
-
-def comparability_differences(a: Run, b: Run) -> list[str]:
-    """What makes the scores of ``a`` and ``b`` not comparable, in words (empty: comparable)."""
-    ka, kb = a.comparability or {}, b.comparability or {}
-    differences = []
-    if ka.get("dataset_version") != kb.get("dataset_version"):
-        differences.append(f"dataset version differs: {a.dataset_version} vs {b.dataset_version}")
-    checks_a, checks_b = ka.get("checks") or {}, kb.get("checks") or {}
-    for label in sorted(set(checks_a) | set(checks_b)):
-        if label not in checks_b:
-            differences.append(f"check {label!r} only in run #{a.pk}")
-        elif label not in checks_a:
-            differences.append(f"check {label!r} only in run #{b.pk}")
-        elif checks_a[label] != checks_b[label]:
-            differences.append(
-                f"check {label!r} version differs: {checks_a[label]} vs {checks_b[label]}"
-            )
-    judges_a, judges_b = sorted(ka.get("judge_models") or []), sorted(kb.get("judge_models") or [])
-    if judges_a != judges_b:
-        differences.append(
-            f"judge models differ: {', '.join(judges_a) or 'none'} vs "
-            f"{', '.join(judges_b) or 'none'}"
-        )
-    graders = [_grader(run) for run in (a, b)]
-    if graders[0] != graders[1]:
-        differences.append(
-            f"quality grader differs: {graders[0] or 'none'} vs {graders[1] or 'none'}"
-        )
-    for run in (a, b):
-        if (run.comparability or {}).get("dataset_frozen") is False:
-            differences.append(f"run #{run.pk} pinned an unfrozen (draft) dataset version")
-    return differences
-
-
-def _grader(run: Run) -> str | None:
-    """The run's quality grader as "label@version" (seed 003 keeps the grader version apart)."""
-    check = Check.objects.filter(dataset_version_id=run.dataset_version_id, quality_grader=True)
-    found = check.first()
-    return f"{found.label}@{found.version_hash}" if found else None
-
-
-def case_changes(a: Run, b: Run) -> dict[str, list[str]]:
-    """Per-case changes from ``a`` (baseline) to ``b`` (candidate), by case key."""
-    rows = CaseResult.objects.filter(run__in=[a, b]).values_list(
-        "run_id", "case__key", "passed", "flaky"
-    )
-    sides = {a.pk: {}, b.pk: {}}
-    for run_id, key, passed, flaky in rows:
-        sides[run_id][key] = (passed, flaky)
-    base, cand = sides[a.pk], sides[b.pk]
-    both = sorted(set(base) & set(cand))
-    return {
-        "regressed": [k for k in both if base[k][0] and not cand[k][0]],
-        "improved": [k for k in both if not base[k][0] and cand[k][0]],
-        "newly_flaky": [k for k in both if cand[k][1] and not base[k][1]],
-        "no_longer_flaky": [k for k in both if base[k][1] and not cand[k][1]],
-        "only_in_a": sorted(set(base) - set(cand)),
-        "only_in_b": sorted(set(cand) - set(base)),
-    }
 
 
 class RunComparisonView(APIView):

@@ -2,7 +2,7 @@
 
 ``run_totals(run)`` fills a ``VariantTotals`` with four aggregate queries whatever the number
 of trials (trials; their judge spend; quality-grader results; judge spend bound to no trial),
-or one for a finished run, whose trials' totals are stored (``evaluations.figures``);
+or one for a finished run, whose trials' totals are stored (``evaluations.reads.figures``);
 ``runs_totals(runs)`` does the same for many runs at once, in the same number of queries,
 grouped by run. It makes the same
 per-trial judgements as ``add_trial`` does for a trial file, on plain columns:
@@ -202,12 +202,12 @@ def run_totals(run) -> VariantTotals:
 def runs_totals(runs) -> dict[int, VariantTotals]:
     """``{run pk: VariantTotals}`` of ``runs`` in a constant number of queries whatever the
     number of runs and trials. A run that finished carries its trials' totals in
-    ``Run.figures`` (``evaluations.figures``, computed once by the same functions); the others
+    ``Run.figures`` (``evaluations.reads.figures``, computed once by the same functions); the others
     are aggregated live, grouped by run (three queries, only when there is such a run). The
     judge spend bound to no trial, which may still be recorded against a finished run, is read
     for every run (one grouped query)."""
     from evaluations.costs import unattributed_judge_spend_of
-    from evaluations.figures import stored_totals
+    from evaluations.reads.figures import stored_totals
 
     runs = list(runs)
     stored = {run.pk: stored_totals(run) for run in runs}
@@ -251,8 +251,8 @@ def trials_in_error(runs) -> dict[int, int]:
     """``{run pk: its trials in error}`` (DESIGN section 10.5): from the runs' stored figures,
     and in one grouped query for the runs without; a run with none may be left out."""
     from evaluations.choices import TrialStatus
-    from evaluations.figures import stored_checks, stored_trials_error
     from evaluations.models import Trial
+    from evaluations.reads.figures import stored_checks, stored_trials_error
 
     failed, live = {}, []
     for run in runs:
@@ -274,8 +274,8 @@ def unscored_blocking(runs) -> dict[int, int]:
     the runs' stored figures, and in one grouped query for the runs without (finished before
     figures were stored, or not finished). The checks-scored gate and the runs list's verdicts
     both count them so."""
-    from evaluations.figures import stored_checks
     from evaluations.models import CheckResult
+    from evaluations.reads.figures import stored_checks
 
     totals, live = {}, []
     for run in runs:

@@ -15,9 +15,10 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
-from evaluations import figures, scoring
+from evaluations import scoring
 from evaluations.choices import RUN_STATES, TRIAL_FINISHED, CheckStatus, RunStatus, TrialStatus
 from evaluations.models import CaseResult, Check, CheckResult, Run, Trial
+from evaluations.reads import figures
 from evaluations.signals import run_finished
 from sherlock.core.bulk import insert_all
 
@@ -54,7 +55,7 @@ def maybe_finish_run(run_id):
 
 def compute_case_results(run):
     """Write one CaseResult per case (DESIGN section 5), store the run's figures
-    (`evaluations.figures`) and return the run summary.
+    (`evaluations.reads.figures`) and return the run summary.
 
     Cancelled trials never ran: they are no repetition of their case (a case whose every
     repetition was cancelled has no result), unless a check result was written for them.

@@ -1,10 +1,10 @@
 """``{% load runs %}{% start_run_form %}``: the "Start a run" form on the run list, for whoever
 may start runs (nothing for others), without touching the run list's view
-(evaluations/views_runs.py answers the form)."""
+(evaluations/views/start_run.py answers the form)."""
 
 from django import template
 
-from evaluations.start_run_form import StartRunForm, may_start_runs
+from evaluations.views.start_run_form import StartRunForm, may_start_runs
 
 register = template.Library()
 

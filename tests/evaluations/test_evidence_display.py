@@ -1,6 +1,6 @@
-"""Check evidence read by shape on the trial page (evaluations.evidence_display)."""
+"""Check evidence read by shape on the trial page (evaluations.reads.evidence_display)."""
 
-from evaluations.evidence_display import evidence_blocks, highlight_quotes
+from evaluations.reads.evidence_display import evidence_blocks, highlight_quotes
 
 
 def kinds(blocks):

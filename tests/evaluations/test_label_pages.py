@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 
 from evaluations.models import CheckResult, HumanLabel, Run, Trial
-from evaluations.views_labels import queue
+from evaluations.reads.label_queue import queue
 from tests.support import factories
 from tests.support.labels import run_to_label as _run
 

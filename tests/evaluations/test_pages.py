@@ -145,7 +145,7 @@ def test_a_finished_run_reads_spend_and_a_running_one_spend_so_far(
 def test_the_cost_chart_labels_todays_bar_inside_the_chart():
     from django.utils import timezone
 
-    from evaluations.views import cost_chart
+    from evaluations.reads.cost_chart import cost_chart
 
     chart = cost_chart([], 30)
     today = timezone.localdate().strftime("%m-%d")

@@ -1,4 +1,4 @@
-"""The run list gives each finished run the verdict of its page (`evaluations.verdicts`).
+"""The run list gives each finished run the verdict of its page (`evaluations.reads.verdicts`).
 
 A walk through the pages found the list calling a run "completed 5/5" in green while its page
 read "FAILED: the contract fails at false success". The list now has a verdict column: PASSED,
@@ -127,7 +127,7 @@ def test_judge_spend_recorded_after_the_run_finished_counts_on_the_list_as_on_th
 
 
 def test_a_run_that_did_not_complete_and_unscored_checks_fail_in_short():
-    from evaluations.verdicts import run_verdict
+    from evaluations.reads.verdicts import run_verdict
 
     run = Run(status=RunStatus.CANCELLED, summary={"cases": 16, "passed": 3})
     verdict = run_verdict(run, None, unscored=4)

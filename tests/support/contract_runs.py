@@ -127,7 +127,7 @@ GRADER = {
 def refinish(run):
     """Compute a finished run's case results, summary and figures again, as finishing does.
 
-    A run is finished once and its figures (`evaluations.figures`) are computed then; a test
+    A run is finished once and its figures (`evaluations.reads.figures`) are computed then; a test
     that rewrites the stored results of a finished run, to stage a state the engine would have
     reached another way, calls this afterwards."""
     from evaluations.engine import compute_case_results

@@ -12,7 +12,7 @@ thresholds as the run page (the publishing policy in force for each run's agent,
 `evaluations.contract.applied`). Computing each row's contract the way the run page does
 would cost queries per row, so it is built from what a run stores when it finishes
 (`Run.summary` for the cases; `Run.figures` for the contract's totals of its trials and its
-unscored blocking results, `evaluations.figures`) plus a constant number of queries for all
+unscored blocking results, `evaluations.reads.figures`) plus a constant number of queries for all
 the rows: one to the thresholds provider, one grouped query for the judge spend bound to no
 trial (which may still be recorded after the run finished, `runs_totals`), and, only when a
 row has no stored figures (a run that finished before figures existed), four grouped

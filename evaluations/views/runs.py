@@ -1,14 +1,14 @@
 """The live htmx pages of evaluations: runs, a run's page, a trial's page, costs.
 
 The run page tells the truth first: its verdict (failed when a case failed *or* the five-metric
-contract of DESIGN section 6 fails, naming the first failing gate: `evaluations.verdicts`,
+contract of DESIGN section 6 fails, naming the first failing gate: `evaluations.reads.verdicts`,
 which gives the run list the same verdict in short), the contract table with
 its gates under the thresholds of the publishing policy in force for the run's agent (else seed
 003's defaults, and it says which), a banner when blocking checks could not be scored, then the
 results grid, filtered (failed, flaky, one check) and paginated in the database. Every grid
 cell and case links to the trial page (`trial_detail`), which shows one case of the run, a
 repetition at a time, with the evidence of every check (rendered by
-`evaluations.evidence_display`).
+`evaluations.reads.evidence_display`).
 
 Every page starts from `Run.objects.for_user` (or the agents the user may see), and keeps a
 constant number of queries however many rows it shows. `render_page` is the one place that
@@ -19,9 +19,6 @@ from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
-from django.db.models import Count, Max
-from django.db.models.fields.json import KeyTransform
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -29,14 +26,20 @@ from django.utils import timezone
 from agents.models import Agent
 from agents.transcripts import tool_calls
 from evaluations.checks.base import as_text
-from evaluations.choices import RUN_TERMINAL, CheckStatus, CostKind, TrialStatus
+from evaluations.choices import RUN_TERMINAL, CheckStatus, TrialStatus
 from evaluations.contract import GATE_LABELS, TABLE_COLUMNS, format_cells, thresholds_for
 from evaluations.contract.db import run_contract
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
-from evaluations.evidence_display import compact, evidence_blocks, highlight_quotes, pretty
-from evaluations.figures import stored_checks, unscored_of
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
-from evaluations.verdicts import list_verdicts, run_verdict
+from evaluations.reads.cost_chart import cost_chart
+from evaluations.reads.evidence_display import compact, evidence_blocks, highlight_quotes, pretty
+from evaluations.reads.results_grid import (
+    GRID_SHOW,
+    check_labels,
+    results_grid,
+    unscored_checks,
+)
+from evaluations.reads.verdicts import list_verdicts, run_verdict
 from sherlock.core.htmx import render_page
 
 
@@ -47,7 +50,7 @@ def home(request):
 @login_required
 def run_list(request):
     """The newest 100 runs the user may see, each finished one with its verdict (PASSED, or
-    FAILED and why in short: `evaluations.verdicts.list_verdicts`, the run page's rule, from
+    FAILED and why in short: `evaluations.reads.verdicts.list_verdicts`, the run page's rule, from
     the runs' stored figures in a constant number of queries)."""
     runs = list(
         Run.objects.for_user(request.user).select_related(
@@ -65,98 +68,12 @@ def run_list(request):
     )
 
 
-GRID_PAGE_SIZE = 100
-GRID_SHOW = {"all": "all cases", "failed": "failed", "flaky": "flaky"}
-
-
-def check_labels(run):
-    """The run's check labels in the dataset version's order (one query)."""
-    return list(
-        run.dataset_version.checks.order_by("position", "label").values_list("label", flat=True)
-    )
-
-
 def grid_filter(request, labels):
     """The grid's filter from the query string: ``show`` (all, failed, flaky) and ``check``
     (a label: then ``show`` applies to that check's cell instead of the whole case)."""
     show = request.GET.get("show", "all")
     check = request.GET.get("check", "")
     return (show if show in GRID_SHOW else "all"), (check if check in labels else "")
-
-
-def results_grid(run, labels, show="all", check="", page_number=1):
-    """One page of the cases x checks grid of a finished run, filtered by ``show``/``check``.
-
-    Two queries whatever the run's size (the page count and the page): the filter runs in the
-    database, on ``CaseResult.passed``/``flaky`` or, for one check, on its summary in
-    ``CaseResult.checks`` (``{label: {status, flaky, ...}}``, DESIGN section 5).
-    """
-    results = CaseResult.objects.filter(run=run).select_related("case").order_by("case__key")
-    if check:
-        # The label's summary as an alias, not as "checks__<label>__...": a label may hold "__".
-        results = results.alias(_summary=KeyTransform(check, "checks"))
-        if show == "failed":
-            results = results.filter(_summary__status=CheckStatus.FAILED)
-        elif show == "flaky":
-            results = results.filter(_summary__flaky=True)
-        else:
-            results = results.filter(checks__has_key=check)
-    elif show == "failed":
-        results = results.filter(passed=False)
-    elif show == "flaky":
-        results = results.filter(flaky=True)
-    page = Paginator(results, GRID_PAGE_SIZE).get_page(page_number)
-    rows = []
-    for result in page:
-        cells = []
-        for label in labels:
-            summary = result.checks.get(label)
-            if summary is None:
-                cells.append(None)
-                continue
-            statuses = ", ".join(f"{k}: {v}" for k, v in summary["statuses"].items())
-            cells.append({**summary, "label": label, "title": statuses})
-        rows.append(
-            {
-                "key": result.case.key,
-                "passed": result.passed,
-                "flaky": result.flaky,
-                "repetitions": result.repetitions,
-                "repetitions_passed": result.repetitions_passed,
-                "cells": cells,
-            }
-        )
-    return page, rows
-
-
-def unscored_checks(run):
-    """Blocking check results the run could not score (skipped or error: no judge configured,
-    judge down, missing input), per check and status, with one reason each. A case's pass does
-    not count them (DESIGN section 5), so the page must say so. A finished run's come from its
-    stored figures (`evaluations.figures`); else one query."""
-    stored = stored_checks(run)
-    if stored is not None:
-        return unscored_of(stored)
-    rows = (
-        CheckResult.objects.filter(
-            trial__run=run,
-            blocking=True,
-            status__in=[CheckStatus.SKIPPED, CheckStatus.ERROR],
-        )
-        .values("check_config__label", "status")
-        .annotate(n=Count("pk"), reason=Max("reason"))
-        .order_by("check_config__position", "check_config__label", "status")
-    )
-    groups = [
-        {
-            "label": r["check_config__label"],
-            "status": r["status"],
-            "n": r["n"],
-            "reason": r["reason"],
-        }
-        for r in rows
-    ]
-    return {"total": sum(g["n"] for g in groups), "groups": groups}
 
 
 @login_required
@@ -346,58 +263,6 @@ def trial_detail(request, pk, key):
         "judge_unpriced": trial.judge_unpriced,
     }
     return render(request, "evaluations/trial_detail.html", context)
-
-
-KIND_COLORS = {CostKind.AGENT: "#2e90fa", CostKind.SCORING: "#9e77ed", CostKind.SUMMARY: "#f79009"}
-
-
-def cost_chart(rows, days, width=720, height=160):
-    """A stacked bar per day (agent, scoring, summary) as SVG shapes: no chart library. About
-    seven dates label the bars, today's always."""
-    today = timezone.localdate()
-    dates = [today - timedelta(days=n) for n in range(days - 1, -1, -1)]
-    per_day = {d: {} for d in dates}
-    for row in rows:
-        if row["day"] in per_day and row["total_usd"] is not None:
-            kind = row["kind"]
-            usd = float(row["total_usd"])
-            per_day[row["day"]][kind] = per_day[row["day"]].get(kind, 0) + usd
-    peak = max((sum(v.values()) for v in per_day.values()), default=0) or 1
-    slot = width / len(dates)
-    step = max(1, len(dates) // 7)
-    plot = height - 14
-    bars, ticks = [], []
-    for i, day in enumerate(dates):
-        y = plot
-        for kind in CostKind.values:
-            usd = per_day[day].get(kind, 0)
-            if not usd:
-                continue
-            h = max(1, usd / peak * (plot - 4))
-            y -= h
-            bars.append(
-                {
-                    "x": round(i * slot + 2, 1),
-                    "y": round(y, 1),
-                    "w": round(slot - 4, 1),
-                    "h": round(h, 1),
-                    "color": KIND_COLORS[kind],
-                    "title": f"{day} {kind}: ${usd:.4f}",
-                }
-            )
-        # Ticks counted back from today, so the newest bar always has its date; a label is
-        # centred under its bar, but the last ends at its bar's right edge and the first starts
-        # at its left one, so that neither is cut off at the chart's edges.
-        if (len(dates) - 1 - i) % step == 0:
-            if i == len(dates) - 1:
-                x, anchor = (i + 1) * slot - 2, "end"
-            elif i == 0:
-                x, anchor = 2, "start"
-            else:
-                x, anchor = i * slot + slot / 2, "middle"
-            ticks.append({"x": round(x, 1), "anchor": anchor, "label": day.strftime("%m-%d")})
-    legend = [(kind, KIND_COLORS[kind]) for kind in CostKind.values]
-    return {"width": width, "height": height, "bars": bars, "ticks": ticks, "legend": legend}
 
 
 @login_required

@@ -30,7 +30,7 @@ def navigation(request):
         user = _signed_in(request)
         if user is None:
             return False
-        from evaluations.views_labels import editable_datasets
+        from evaluations.views.labels import editable_datasets
 
         return _holds(user, ["evaluations.edit_dataset"], editable_datasets(user).exists)
 

@@ -173,7 +173,7 @@ def stored_trials_error(run):
 
 def check_stats_of(rows):
     """``{label: stats}`` from stored check rows, in the shape of
-    `evaluations.views_trends.check_stats`."""
+    `evaluations.reads.trends.check_stats`."""
     stats = {}
     for row in rows:
         judged = row["passed"] + row["failed"]

@@ -1,13 +1,13 @@
 """The compare page (`/runs/compare/?a=RUN&b=RUN`): two runs side by side, for a person.
 
-The same comparison as `GET /api/v1/runs/compare/` (`evaluations.api.compare`), and built
-from its functions: both runs' five-measure contracts (`run_contract`, each run under the
-thresholds of the publishing policy in force for its agent, as the publish gate and the run page
-apply them, else seed 003's defaults; `evaluations.contract.applied`, one query for both runs;
-the page says which), the comparability verdict
+The same comparison as `GET /api/v1/runs/compare/` (`evaluations.api.compare`), built from the
+same reads (`evaluations.reads.compare`): both runs' five-measure contracts (`run_contract`,
+each run under the thresholds of the publishing policy in force for its agent, as the publish
+gate and the run page apply them, else seed 003's defaults; `evaluations.contract.applied`, one
+query for both runs; the page says which), the comparability verdict
 (`comparability_differences`: same dataset version, check versions, quality grader and judge
 models, or why not), every case whose status changed (`case_changes`), and each check's mean
-score and pass rate with their deltas (`evaluations.views_trends.check_stats`).
+score and pass rate with their deltas (`evaluations.reads.trends.check_stats`).
 
 `a` is the baseline, `b` the candidate. `a=live` stands for the latest completed run of the
 agent's live version on `b`'s dataset: the run page and the publish page link to it ("compare
@@ -34,7 +34,7 @@ from evaluations.contract import (
 )
 from evaluations.contract.db import run_contract
 from evaluations.models import Run
-from evaluations.views_trends import check_stats
+from evaluations.reads.compare import check_deltas, live_baseline
 from sherlock.core.htmx import render_page
 from sherlock.core.inputs import parse_id
 from sherlock.core.limits import excerpt
@@ -62,52 +62,6 @@ def _run_id(raw, name):
     if run_id is None:
         return None, f"'{name}' must be a run id, not {excerpt(raw)}"
     return run_id, None
-
-
-def live_baseline(user, candidate):
-    """The latest completed run the user may see of the live version of ``candidate``'s agent
-    on ``candidate``'s dataset (any of its versions), other than ``candidate``; or None."""
-    live = candidate.agent_version.agent.live_version_id
-    if live is None:
-        return None
-    return (
-        Run.objects.for_user(user)
-        .filter(
-            agent_version_id=live,
-            dataset_version__dataset_id=candidate.dataset_version.dataset_id,
-            status=RunStatus.COMPLETED,
-        )
-        .exclude(pk=candidate.pk)
-        .order_by("-created_at", "-pk")
-        .first()
-    )
-
-
-def _delta(a, b):
-    return None if a is None or b is None else b - a
-
-
-def check_deltas(a, b):
-    """One row per check label of either run: A's and B's mean score and pass rate, and the
-    change from A to B (None where either side has no number)."""
-    stats = check_stats([a, b])
-    sa, sb = stats.get(a.pk, {}), stats.get(b.pk, {})
-    rows = []
-    for label in dict.fromkeys([*sa, *sb]):
-        left, right = sa.get(label), sb.get(label)
-        mean_a, mean_b = (left or {}).get("mean"), (right or {}).get("mean")
-        rate_a, rate_b = (left or {}).get("pass_rate"), (right or {}).get("pass_rate")
-        rows.append(
-            {
-                "label": label,
-                "mode": (right or left)["mode"],
-                "a": left,
-                "b": right,
-                "mean_delta": _delta(mean_a, mean_b),
-                "rate_delta": _delta(rate_a, rate_b),
-            }
-        )
-    return rows
 
 
 def contract_rows(result_a, result_b):

@@ -1,0 +1,92 @@
+"""The labelling queue's ranking: the model-check results a user may still label, most instructive
+first (`queue`), and why each is worth a label (`reasons_to_label`)."""
+
+from django.db.models import Case, Exists, F, FloatField, IntegerField, OuterRef, Value, When
+from django.db.models.functions import Abs, Coalesce
+
+from evaluations.actions.label_check_result import LABELLABLE
+from evaluations.calibration import (
+    calibration_gate,
+)
+from evaluations.checks import REGISTRY
+from evaluations.checks.base import ModelCheck
+from evaluations.choices import CheckStatus, OutcomeVerdict
+from evaluations.models import CaseResult, Check, CheckResult, Dataset, HumanLabel
+
+MODEL_KINDS = sorted(kind for kind, cls in REGISTRY.items() if issubclass(cls, ModelCheck))
+
+
+def editable_datasets(user):
+    """The datasets whose results `user` may label (the Editor role, global or per dataset)."""
+    return Dataset.objects.for_user(user, "edit")
+
+
+def queue(user, datasets):
+    """The model-check results of `datasets` still to be labelled by `user`, most instructive
+    first (one query; the calibration floor is looked up once per requiring check)."""
+    checks = list(
+        Check.objects.filter(
+            dataset_version__dataset__in=datasets,
+            kind__in=MODEL_KINDS,
+            requires_calibration=True,
+        ).select_related("dataset_version")
+    )
+    uncalibrated = calibration_gate(checks)
+    below_floor = [c.pk for c in checks if c.label in uncalibrated]
+    mine = HumanLabel.objects.filter(check_result=OuterRef("pk"), labeled_by=user)
+    flaky = CaseResult.objects.filter(
+        run=OuterRef("trial__run"), case=OuterRef("trial__case"), flaky=True
+    )
+    return (
+        CheckResult.objects.filter(
+            check_config__dataset_version__dataset__in=datasets,
+            check_config__kind__in=MODEL_KINDS,
+            status__in=LABELLABLE,
+        )
+        .exclude(Exists(mine))
+        .annotate(
+            labelled=Exists(HumanLabel.objects.filter(check_result=OuterRef("pk"))),
+            false_pass=Case(
+                When(
+                    status=CheckStatus.PASSED,
+                    trial__outcome_verdict=OutcomeVerdict.FAILED,
+                    then=Value(1),
+                ),
+                default=Value(0),
+                output_field=IntegerField(),
+            ),
+            below_floor=Case(
+                When(check_config_id__in=below_floor, then=Value(1)),
+                default=Value(0),
+                output_field=IntegerField(),
+            ),
+            flaky=Exists(flaky),
+            margin=Coalesce(
+                Abs(F("score") - F("threshold")), Value(1.0), output_field=FloatField()
+            ),
+        )
+        .order_by(
+            "labelled", "-false_pass", "-below_floor", "-flaky", "margin", "-created_at", "pk"
+        )
+        .select_related(
+            "check_config__dataset_version__dataset",
+            "trial__run__agent_version__agent",
+            "trial__case_version__case",
+        )
+    )
+
+
+def reasons_to_label(result):
+    """Why this result is worth a label, in the ranking's words."""
+    reasons = []
+    if not result.labelled:
+        reasons.append("nobody has labelled it")
+    if result.false_pass:
+        reasons.append("the judge passed it but the outcome verifier failed")
+    if result.below_floor:
+        reasons.append("its check is below its calibration floor")
+    if result.flaky:
+        reasons.append("the case is flaky")
+    if result.threshold is not None and result.score is not None and result.margin <= 0.15:
+        reasons.append(f"score {result.score:.2f} is near the threshold {result.threshold:.2f}")
+    return reasons
