@@ -1,17 +1,28 @@
 """Routes of the evaluations API. Each resource lives in its own module of this package
-(`checks.py`, `runs.py`, `compare.py`, ...) and registers here."""
+(`datasets.py`, `cases.py`, `checks.py`, `labels.py`, `runs.py`, `compare.py`, ...; their
+serializers in `serializers.py` where more than one module shares them) and registers here."""
 
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from evaluations.api import cases_io, checks, compare, runs, schedules, trials
+from evaluations.api import (
+    cases,
+    cases_io,
+    checks,
+    compare,
+    datasets,
+    labels,
+    runs,
+    schedules,
+    trials,
+)
 
 router = DefaultRouter()
-router.register("datasets", checks.DatasetViewSet, basename="dataset")
-router.register("dataset-versions", checks.DatasetVersionViewSet, basename="datasetversion")
+router.register("datasets", datasets.DatasetViewSet, basename="dataset")
+router.register("dataset-versions", datasets.DatasetVersionViewSet, basename="datasetversion")
 router.register("checks", checks.CheckViewSet, basename="check")
-router.register("cases", checks.CaseViewSet, basename="case")
-router.register("check-results", checks.CheckResultLabelViewSet, basename="checkresult")
+router.register("cases", cases.CaseViewSet, basename="case")
+router.register("check-results", labels.CheckResultLabelViewSet, basename="checkresult")
 router.register("runs", runs.RunViewSet, basename="run")
 router.register("trials", trials.TrialViewSet, basename="trial")
 router.register("schedules", schedules.ScheduleViewSet, basename="schedule")
