@@ -3,7 +3,7 @@
 Seeds the same PostgreSQL database as `bench/api_load.py` (smaller by default), then measures
 the CPU per request of every endpoint through the WSGI application in this process
 (`api_load.cpu_per_endpoint`), alternating the audit serializer as shipped (with
-`sherlock.core.api.LeanRepresentation`) and the same serializer on DRF's own
+`sherlock.core.api.serializers.LeanRepresentation`) and the same serializer on DRF's own
 `ModelSerializer.to_representation`, `--rounds` times each, so that both are measured in one
 run under the same load. Prints the medians; the last line is machine-readable:
 `lean_ms=.. plain_ms=.. gain=..` for the audit list.

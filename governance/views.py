@@ -32,7 +32,7 @@ from governance.confirmations import clearance_text, publish_plan, request_plan,
 from governance.decision import gate_rows, release_of
 from governance.models import Bypass, PublishingPolicy, PublishRequest
 from governance.next_step import next_step, what_it_waits_for
-from sherlock.core.api import domain_status
+from sherlock.core.api.errors import domain_status
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page

@@ -396,17 +396,17 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    # django-filter's backend, for lists (a detail names its object: sherlock.core.api).
-    "DEFAULT_FILTER_BACKENDS": ["sherlock.core.api.ListFilterBackend"],
+    # django-filter's backend, for lists (a detail names its object: sherlock.core.api.filters).
+    "DEFAULT_FILTER_BACKENDS": ["sherlock.core.api.filters.ListFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": env_str("SHERLOCK_API_RATE", "2000/min")},
-    "EXCEPTION_HANDLER": "sherlock.core.api.exception_handler",
+    "EXCEPTION_HANDLER": "sherlock.core.api.errors.exception_handler",
     # The API reads JSON only (the case import also takes a file upload): bounded in size and
-    # nesting before it is parsed (sherlock.core.api.JSONParser).
-    "DEFAULT_PARSER_CLASSES": ["sherlock.core.api.JSONParser"],
+    # nesting before it is parsed (sherlock.core.api.parsers.JSONParser).
+    "DEFAULT_PARSER_CLASSES": ["sherlock.core.api.parsers.JSONParser"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 # The largest request body the API reads, JSON or a file upload: larger answers 413 before
@@ -450,8 +450,8 @@ SPECTACULAR_SETTINGS = {
     # Every operation documents its error answers in the one error shape.
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "sherlock.core.api.document_errors",
-        "sherlock.core.api.document_integer_range",
+        "sherlock.core.api.schema.document_errors",
+        "sherlock.core.api.schema.document_integer_range",
     ],
 }
 

@@ -14,5 +14,5 @@ urlpatterns = [
 ]
 
 # Unrouted /api/ paths answer in the API's error shape, not Django's HTML page.
-handler404 = "sherlock.core.api.not_found"
-handler500 = "sherlock.core.api.server_error"
+handler404 = "sherlock.core.api.errors.not_found"
+handler500 = "sherlock.core.api.errors.server_error"

@@ -14,7 +14,7 @@ from rest_framework.renderers import JSONRenderer
 
 from evaluations.models import Run, Trial
 from governance.models import AuditEntry
-from sherlock.core.api import LeanRepresentation
+from sherlock.core.api.serializers import LeanRepresentation
 from tests.support import factories
 from tests.support.governance import api_client
 from tests.support.schedules import SHAPE

@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from agents.choices import Adapter
 from agents.models import Agent, AgentVersion, Tool
-from sherlock.core.api import RefuseUnknownFields
+from sherlock.core.api.serializers import RefuseUnknownFields
 from sherlock.core.hidden import VisibleSlugRelatedField
 from sherlock.core.limits import (
     CONFIG_MAX_BYTES,

@@ -21,7 +21,7 @@ from agents.api.serializers import (
 )
 from agents.choices import VersionState
 from agents.models import Agent, AgentVersion
-from sherlock.core.api import refusals
+from sherlock.core.api.errors import refusals
 
 REFUSED = refusals(400, 403)
 UPDATE_REFUSED = refusals(400, 403, 409)

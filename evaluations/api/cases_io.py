@@ -37,13 +37,8 @@ from evaluations.cases_io import (
 )
 from evaluations.models import Dataset
 from evaluations.reads.dataset_diff import diff_versions
-from sherlock.core.api import (
-    ErrorItemSerializer,
-    ErrorSerializer,
-    JSONParser,
-    MultiPartParser,
-    refusals,
-)
+from sherlock.core.api.errors import ErrorItemSerializer, ErrorSerializer, refusals
+from sherlock.core.api.parsers import JSONParser, MultiPartParser
 from sherlock.core.errors import ActionInvalid
 from sherlock.core.hidden import note_hidden
 from sherlock.core.limits import excerpt

@@ -29,7 +29,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, Run
-from sherlock.core.api import LeanRepresentation, RefuseUnknownFields
+from sherlock.core.api.serializers import LeanRepresentation, RefuseUnknownFields
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField
 
 _ERROR = OpenApiResponse(description='`{"detail", "code"}` (and `field` for a 400)')

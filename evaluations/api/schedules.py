@@ -19,7 +19,8 @@ from evaluations.actions.pause_schedule import PauseSchedule
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.schedules import estimate_schedule
-from sherlock.core.api import RefuseUnknownFields, refusals
+from sherlock.core.api.errors import refusals
+from sherlock.core.api.serializers import RefuseUnknownFields
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField, VisibleSlugRelatedField
 
 

@@ -10,7 +10,7 @@ from evaluations.actions.create_dataset import DATASET_FIELDS
 from evaluations.checks import REGISTRY
 from evaluations.choices import CheckMode
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
-from sherlock.core.api import RefuseUnknownFields
+from sherlock.core.api.serializers import RefuseUnknownFields
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField
 from sherlock.core.limits import (
     CASE_FIELD_MAX_BYTES,

@@ -18,7 +18,8 @@ from rest_framework.pagination import CursorPagination
 from evaluations.choices import TrialStatus
 from evaluations.contract.totals import COUNT_FIELDS
 from evaluations.models import CheckResult, Trial
-from sherlock.core.api import IdFilter, LeanRepresentation
+from sherlock.core.api.filters import IdFilter
+from sherlock.core.api.serializers import LeanRepresentation
 
 # What the list shows; the detail adds the JSON documents, which are the heavy part of a row.
 LIST_FIELDS = [

@@ -12,7 +12,7 @@ from governance.actions.create_api_key import NAME_MAX_LENGTH as KEY_NAME_MAX_LE
 from governance.audit_export import FIELDS as AUDIT_FIELDS
 from governance.choices import APIKeyState, Role
 from governance.models import APIKey, AuditEntry, Bypass, PublishingPolicy, PublishRequest
-from sherlock.core.api import LeanRepresentation, RefuseUnknownFields
+from sherlock.core.api.serializers import LeanRepresentation, RefuseUnknownFields
 from sherlock.core.limits import REASON_MAX
 
 

@@ -56,7 +56,7 @@ from governance.models import (
     RoleGrant,
 )
 from governance.roles import describe_grant, is_global_admin, role_grants
-from sherlock.core.api import refusals
+from sherlock.core.api.errors import refusals
 
 REFUSED = refusals(400, 403, 404, 409, s400="Invalid input (e.g. a thin reason).")
 

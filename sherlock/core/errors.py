@@ -43,8 +43,9 @@ class ActionRefused(ActionInvalid):
 class InvalidFields(ActionInvalid):
     """Several fields are wrong at once (400): `errors` lists every one, an `ActionInvalid`
     naming its field each, in the order found. Its message is theirs joined with "; ", its code
-    and field the first one's. The API answers every one (`sherlock.core.api.exception_handler`:
-    the first at the top, all under `errors`); the admin puts each on its field."""
+    and field the first one's. The API answers every one
+    (`sherlock.core.api.errors.exception_handler`: the first at the top, all under `errors`);
+    the admin puts each on its field."""
 
     def __init__(self, errors):
         errors = list(errors)

@@ -4,7 +4,7 @@ reads a path, a query string or a form body shares, so no input reaches a 500.
 - NUL: PostgreSQL stores no NUL character in text (a query naming one answers a `DataError`,
   a 500), so a path, a query string or a form body carrying one (raw or as `%00`) is refused
   whole, before any view reads it (`sherlock.core.middleware.RefuseNulMiddleware`); JSON bodies
-  are refused by the API's parser (`sherlock.core.api.loads_bounded`).
+  are refused by the API's parser (`sherlock.core.api.parsers.loads_bounded`).
 - Integers: every id and number column fits a 64-bit signed integer (`INT64_MIN`..`INT64_MAX`),
   and SQLite cannot even be asked about a larger one (`OverflowError`). Django bounds the lookups
   of integer columns itself, not those of foreign keys (`run_id=2**63`) nor `__in`, so an id
