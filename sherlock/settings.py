@@ -131,7 +131,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     # The hashed API keys' library (its abstract model, hasher and key generator; Sherlock's own
-    # key model is governance.APIKey). Its admin screen is unregistered in governance.admin.
+    # key model is governance.APIKey). Its admin screen is unregistered in
+    # governance.admin.api_keys.
     "rest_framework_api_key",
     "django_filters",
     "drf_spectacular",

@@ -1,5 +1,5 @@
-"""The admin's "start a run" actions: on agent versions (governance/admin.py, "Start a run…")
-and on dataset versions (evaluations/admin.py, "Run an agent on it…").
+"""The admin's "start a run" actions: on agent versions (governance/admin/versions.py, "Start a
+run…") and on dataset versions (evaluations/admin/datasets.py, "Run an agent on it…").
 
 An intermediate page, like the bypass reason's: the person chooses the other side (a dataset
 version, or an agent version of an agent they may build) and the repetitions, presses

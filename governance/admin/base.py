@@ -1,0 +1,94 @@
+"""What the governance admin pages share: read-only pages, the publishing verbs' permissions,
+pages scoped to the agents a user may see, and `ActionForm`, a model form that saves through
+its action and shows a refusal on its field."""
+
+from django import forms
+from django.contrib import admin
+
+from agents.models import Agent
+from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin
+from sherlock.core.errors import ActionError, ActionRefused
+
+
+class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    pass
+
+
+class VerbPermissions:
+    """`has_<verb>_permission(request)`: the user holds the verb on at least one agent. Admin
+    actions declare them, so a button is shown only to those who could use it somewhere; the
+    action still decides, object by object, and audits a refusal."""
+
+    def _holds_somewhere(self, request, verb):
+        return Agent.objects.for_user(request.user, verb).exists()
+
+    def has_build_permission(self, request):
+        return self._holds_somewhere(request, "build") or self._holds_somewhere(request, "publish")
+
+    def has_publish_permission(self, request):
+        return self._holds_somewhere(request, "publish")
+
+    def has_bypass_permission(self, request):
+        return self._holds_somewhere(request, "bypass")
+
+
+class AgentScopedReadOnlyAdmin(VerbPermissions, ScopedAdminMixin, ReadOnlyAdmin):
+    """Rows that belong to an agent, seen by whoever may see the agent; changed only by
+    actions."""
+
+    scope_actions = {"view": "view", "change": None, "delete": None}
+
+    def governed_queryset(self, request, action):
+        return Agent.objects.for_user(request.user, action)
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .filter(pk__in=self.model.objects.for_user(request.user, "view").values("pk"))
+        )
+
+    def has_add_permission(self, request):
+        return False
+
+
+class ActionForm(forms.ModelForm):
+    """A form whose row is written by an action (`make_action(user)`, set by the subclass):
+    `clean` asks the action's `check()`, so a refusal is shown on its field (or the form)
+    instead of failing inside the admin's transaction, and the form never touches the
+    instance itself."""
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        action = self.make_action(self.user)
+        try:
+            action.check()
+        except ActionError as exc:
+            if isinstance(exc, ActionRefused):  # audited as `execute()` would: it is evidence
+                action.audit_refusal(exc)
+            field = getattr(exc, "field", None)
+            self.add_error(field if field in self.fields else None, str(exc))
+        return cleaned
+
+    def _post_clean(self):
+        # The action writes the row (an API key with its hash, a policy's next version) and
+        # runs the model's validation on it; the form validating the old row would refuse a
+        # policy's next version as a duplicate of its scope.
+        pass
+
+
+class ActionFormAdmin:
+    """The admin side of an `ActionForm`: the form knows who acts, and rows are never deleted
+    in bulk (each goes through its action)."""
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions

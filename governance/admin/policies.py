@@ -1,0 +1,79 @@
+"""Policies: created and changed (a new version each time) by the policy actions."""
+
+from django.contrib import admin
+
+from governance.actions._policy import POLICY_FIELDS
+from governance.actions.change_policy import ChangePolicy
+from governance.actions.create_policy import CreatePolicy
+from governance.admin.base import (
+    ActionForm,
+)
+from governance.models import (
+    PublishingPolicy,
+)
+from governance.roles import is_global_admin
+
+
+class PolicyForm(ActionForm):
+    """The policy actions write the next version (or version 1 of a new scope); a refusal is
+    shown on its field, or above the form when it names none ("Nothing changed.")."""
+
+    class Meta:
+        model = PublishingPolicy
+        fields = ["agent", *POLICY_FIELDS, "gate_datasets"]
+
+    def make_action(self, user):
+        fields = {
+            name: self.cleaned_data[name] for name in POLICY_FIELDS if name in self.cleaned_data
+        }
+        datasets = list(self.cleaned_data.get("gate_datasets") or [])
+        if self.instance.pk is None:
+            return CreatePolicy(
+                acting_user=user,
+                agent=self.cleaned_data.get("agent"),
+                gate_datasets=datasets,
+                **fields,
+            )
+        original = PublishingPolicy.objects.get(pk=self.instance.pk)
+        return ChangePolicy(
+            acting_user=user, policy=original, changes=fields, gate_datasets=datasets
+        )
+
+
+@admin.register(PublishingPolicy)
+class PublishingPolicyAdmin(admin.ModelAdmin):
+    """Saving writes version 1 (new scope) or the next version (an existing one) through the
+    policy actions; older versions are shown read-only, as the decisions that used them."""
+
+    form = PolicyForm
+    list_display = ["name", "scope_key", "version", "enforcement", "min_case_pass_rate"]
+    list_filter = ["enforcement", "scope_key"]
+    readonly_fields = ["scope_key", "version", "created_by", "created_at"]
+    filter_horizontal = ["gate_datasets"]
+    raw_id_fields = ["agent"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*self.readonly_fields, "agent"] if obj is not None else self.readonly_fields
+
+    def has_add_permission(self, request):
+        return is_global_admin(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        if not is_global_admin(request.user):
+            return False
+        return obj is None or PublishingPolicy.objects.current(obj.scope_key).pk == obj.pk
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        saved = form.make_action(request.user).execute()
+        obj.pk, obj.version, obj.scope_key = saved.pk, saved.version, saved.scope_key
+
+    def save_related(self, request, form, formsets, change):
+        """The action already set the gate datasets on the row it wrote."""
