@@ -75,7 +75,7 @@ def estimate_schedule(agent_version, dataset_version, repetitions, cron="", inte
 
 def fire(schedule_id):
     """Start the schedule's run now; returns the run, or None when it failed (recorded)."""
-    from evaluations.actions._schedule_fields import may_schedule
+    from evaluations.actions.schedule_fields import may_schedule
     from evaluations.actions.start_run import StartRun
     from evaluations.choices import RunPurpose
     from evaluations.models import Run, RunSchedule

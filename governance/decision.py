@@ -62,7 +62,7 @@ __all__ = [
 def policy_values(policy: PublishingPolicy) -> dict[str, Any]:
     """The contract limits of `policy` as its columns hold them (recorded in the snapshot): the
     columns named by the contract's own list, `POLICY_FIELDS`, which the policy verbs edit too
-    (`governance.actions._policy`)."""
+    (`governance.actions.policy_fields`)."""
     return {name: getattr(policy, name) for name in POLICY_FIELDS}
 
 

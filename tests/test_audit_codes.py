@@ -121,11 +121,14 @@ def verbs_of(cls):
 
 
 def concrete(classes):
-    """Actions a caller runs: not the shared bases (`base`, `_`-prefixed modules)."""
+    """Actions a caller runs: not the shared bases (`base`, `_`-prefixed modules, or a class
+    that declares no verb of its own and has subclasses that do)."""
     return {
         cls
         for cls in classes
-        if not (module := cls.__module__.rsplit(".", 1)[-1]).startswith("_") and module != "base"
+        if not (module := cls.__module__.rsplit(".", 1)[-1]).startswith("_")
+        and module != "base"
+        and not (cls.__subclasses__() and not verbs_of(cls))
     }
 
 

@@ -1,6 +1,6 @@
 """CreateCase: an Editor adds a case to a draft dataset version."""
 
-from evaluations.actions._case_fields import CaseVerb, content_errors, key_errors, snapshot
+from evaluations.actions.case_fields import CaseVerb, content_errors, key_errors, snapshot
 from evaluations.models import Case, CaseVersion
 from sherlock.core.audit import audit
 from sherlock.core.errors import raise_invalid

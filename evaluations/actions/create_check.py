@@ -1,6 +1,6 @@
 """CreateCheck: an Editor adds a check to a draft dataset version."""
 
-from evaluations.actions._check_fields import CheckVerb, refuse_unknown, snapshot, validate_check
+from evaluations.actions.check_fields import CheckVerb, refuse_unknown, snapshot, validate_check
 from evaluations.models import Check
 from sherlock.core.audit import audit
 

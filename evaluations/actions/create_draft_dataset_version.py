@@ -2,8 +2,8 @@
 
 from django.db.models import Max
 
-from evaluations.actions._case_fields import CASE_FIELDS
-from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.actions.case_fields import CASE_FIELDS
+from evaluations.actions.check_fields import CHECK_FIELDS
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit

@@ -1,6 +1,6 @@
 """CreateSchedule: schedule a dataset against an agent, with the django-q2 row that fires it."""
 
-from evaluations.actions._schedule_fields import (
+from evaluations.actions.schedule_fields import (
     check_may_schedule,
     snapshot,
     sync_q_schedule,

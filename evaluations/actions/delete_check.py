@@ -1,6 +1,6 @@
 """DeleteCheck: an Editor removes a check from a draft dataset version."""
 
-from evaluations.actions._check_fields import CheckVerb, snapshot
+from evaluations.actions.check_fields import CheckVerb, snapshot
 from sherlock.core.audit import audit
 
 

@@ -1,7 +1,7 @@
 """DeleteSchedule: remove a schedule (its django-q2 row goes with it:
 `evaluations.schedules.drop_q_schedule`); its runs stay."""
 
-from evaluations.actions._schedule_fields import check_may_schedule, snapshot
+from evaluations.actions.schedule_fields import check_may_schedule, snapshot
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 

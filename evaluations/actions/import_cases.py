@@ -2,7 +2,7 @@
 
 One verb for the command (`import_cases`), the API (`POST /api/v1/datasets/{slug}/draft/
 import/`) and the admin's import page. The rules are those of `CreateCase` and `UpdateCase`
-(`_case_fields`): the Editor role on the dataset, a draft version, and every row's key and
+(`case_fields`): the Editor role on the dataset, a draft version, and every row's key and
 content validated by `key_errors` and `content_errors` against the draft's checks. When
 the dataset has no draft, one is started from its latest frozen version
 (`CreateDraftDatasetVersion`); frozen versions are never written.
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from evaluations.actions._case_fields import CASE_FIELDS, content_errors, key_errors
+from evaluations.actions.case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.cases_io import FileInvalid, RowError, UnknownFormat, read_cases, too_many
 from evaluations.cases_io.sherlock_jsonl import rows_from_objects

@@ -1,6 +1,6 @@
 """PauseSchedule: stop (or, with `active=True`, resume) a schedule without losing it."""
 
-from evaluations.actions._schedule_fields import check_may_schedule, sync_q_schedule
+from evaluations.actions.schedule_fields import check_may_schedule, sync_q_schedule
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 

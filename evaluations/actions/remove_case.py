@@ -1,6 +1,6 @@
 """RemoveCase: an Editor removes a case from a draft dataset version."""
 
-from evaluations.actions._case_fields import CaseVerb, snapshot
+from evaluations.actions.case_fields import CaseVerb, snapshot
 from sherlock.core.audit import audit
 
 

@@ -1,6 +1,6 @@
 """UpdateCase: an Editor changes a case's content in a draft dataset version."""
 
-from evaluations.actions._case_fields import CaseVerb, snapshot, validate_content
+from evaluations.actions.case_fields import CaseVerb, snapshot, validate_content
 from evaluations.models import CaseVersion
 from sherlock.core.audit import audit
 

@@ -1,6 +1,6 @@
 """UpdateCheck: an Editor changes a check of a draft dataset version."""
 
-from evaluations.actions._check_fields import (
+from evaluations.actions.check_fields import (
     CHECK_FIELDS,
     CheckVerb,
     refuse_unknown,

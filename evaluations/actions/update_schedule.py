@@ -1,6 +1,6 @@
 """UpdateSchedule: change a schedule's versions, repetitions or timing, and its django-q2 row."""
 
-from evaluations.actions._schedule_fields import (
+from evaluations.actions.schedule_fields import (
     check_may_schedule,
     snapshot,
     sync_q_schedule,

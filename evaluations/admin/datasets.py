@@ -17,8 +17,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from evaluations.actions._case_fields import CASE_FIELDS
-from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.actions.case_fields import CASE_FIELDS
+from evaluations.actions.check_fields import CHECK_FIELDS
 from evaluations.actions.create_case import CreateCase
 from evaluations.actions.create_check import CreateCheck
 from evaluations.actions.create_dataset import DATASET_FIELDS, CreateDataset

@@ -19,8 +19,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse_lazy
 from django.utils.safestring import mark_safe
 
-from evaluations.actions._case_fields import CASE_FIELDS, content_errors, key_errors
-from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.actions.case_fields import CASE_FIELDS, content_errors, key_errors
+from evaluations.actions.check_fields import CHECK_FIELDS
 from evaluations.admin.docs import doc_link
 from evaluations.checks import REGISTRY, describe_params, kinds_by_group
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion

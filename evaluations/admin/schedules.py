@@ -3,10 +3,10 @@
 from django.contrib import admin
 
 from agents.models import Agent
-from evaluations.actions._schedule_fields import may_schedule
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.pause_schedule import PauseSchedule, ResumeSchedule
+from evaluations.actions.schedule_fields import may_schedule
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.admin.base import RefusalsMixin
 from evaluations.models import (

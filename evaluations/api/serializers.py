@@ -4,8 +4,8 @@ an input serializer validates the shape, the action the rules."""
 
 from rest_framework import serializers
 
-from evaluations.actions._case_fields import CASE_FIELDS
-from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.actions.case_fields import CASE_FIELDS
+from evaluations.actions.check_fields import CHECK_FIELDS
 from evaluations.actions.create_dataset import DATASET_FIELDS
 from evaluations.checks import REGISTRY
 from evaluations.choices import CheckMode

@@ -2,7 +2,7 @@
 
 Each format has its own module (`sherlock_jsonl`, `csv_format`, `openai_evals`, `langfuse`,
 `promptfoo`; docs/cases.md describes every one with an example). A reader turns a file's text
-into `Row`s (the case's `key`, the content fields of `evaluations.actions._case_fields` that
+into `Row`s (the case's `key`, the content fields of `evaluations.actions.case_fields` that
 the file gives, and where the row stands in the file) plus the `RowError`s of what it could not
 read; it never stops at the first bad row, nor at a row's first bad field (a row with errors is
 handed on as `faulty`, with the fields that could be read), so an import reports every error at
@@ -35,7 +35,7 @@ from pathlib import PurePath
 
 from django.conf import settings
 
-from evaluations.actions._case_fields import CASE_FIELDS
+from evaluations.actions.case_fields import CASE_FIELDS
 from sherlock.core.errors import ActionInvalid
 from sherlock.core.limits import IMPORT_MAX_CASES, JSON_MAX_DEPTH, excerpt
 

@@ -2,8 +2,8 @@
 field, and the same for checks (by label). Served by `GET /api/v1/datasets/{slug}/diff/` and
 the admin's "Compare versions" page; four queries whatever the sizes."""
 
-from evaluations.actions._case_fields import CASE_FIELDS
-from evaluations.actions._check_fields import CHECK_FIELDS
+from evaluations.actions.case_fields import CASE_FIELDS
+from evaluations.actions.check_fields import CHECK_FIELDS
 from evaluations.cases_io import case_dicts
 
 

@@ -38,7 +38,7 @@ def navigation(request):
         user = _signed_in(request)
         if user is None:
             return False
-        from evaluations.actions._schedule_fields import may_schedule_any
+        from evaluations.actions.schedule_fields import may_schedule_any
 
         perms = ["agents.build_agent", "evaluations.edit_dataset"]
         return _holds(user, perms, lambda: may_schedule_any(user))

@@ -16,10 +16,10 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from agents.models import Agent, AgentVersion
-from evaluations.actions._schedule_fields import may_schedule, may_schedule_any, validate
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.pause_schedule import PauseSchedule
+from evaluations.actions.schedule_fields import may_schedule, may_schedule_any, validate
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.schedules import estimate_schedule
 from sherlock.core.errors import ActionError, ActionInvalid

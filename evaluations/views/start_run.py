@@ -15,7 +15,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from evaluations.actions._schedule_fields import may_schedule_any
+from evaluations.actions.schedule_fields import may_schedule_any
 from evaluations.views.start_run_form import StartRunForm, may_start_runs
 from sherlock.core.errors import ActionError
 from sherlock.core.htmx import render_page

@@ -1,7 +1,7 @@
 """ChangePolicy: an Admin changes a publishing policy, which writes its next version."""
 
-from governance.actions._policy import POLICY_FIELDS, snapshot, validate
 from governance.actions.base import GovernanceAction
+from governance.actions.policy_fields import POLICY_FIELDS, snapshot, validate
 from governance.models import PublishingPolicy
 from governance.roles import is_global_admin
 from sherlock.core.audit import audit

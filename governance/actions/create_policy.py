@@ -1,7 +1,7 @@
 """CreatePolicy: an Admin writes the first version of a publishing policy for a scope."""
 
-from governance.actions._policy import POLICY_FIELDS, snapshot, validate
 from governance.actions.base import GovernanceAction
+from governance.actions.policy_fields import POLICY_FIELDS, snapshot, validate
 from governance.models import PublishingPolicy
 from governance.roles import is_global_admin
 from sherlock.core.audit import audit

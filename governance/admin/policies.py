@@ -2,9 +2,9 @@
 
 from django.contrib import admin
 
-from governance.actions._policy import POLICY_FIELDS
 from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_policy import CreatePolicy
+from governance.actions.policy_fields import POLICY_FIELDS
 from governance.admin.base import (
     ActionForm,
 )

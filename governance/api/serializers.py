@@ -7,8 +7,8 @@ from rest_framework import serializers
 
 from agents.models import Agent
 from evaluations.models import Dataset
-from governance.actions._policy import POLICY_FIELDS
 from governance.actions.create_api_key import NAME_MAX_LENGTH as KEY_NAME_MAX_LENGTH
+from governance.actions.policy_fields import POLICY_FIELDS
 from governance.audit_export import FIELDS as AUDIT_FIELDS
 from governance.choices import APIKeyState, Role
 from governance.models import APIKey, AuditEntry, Bypass, PublishingPolicy, PublishRequest
