@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from django.db import connections
 
-from tests.support.workers import ROOT, wait_for
+from tests.support.workers import ROOT, TEST_HOSTS, wait_for
 from tests.support.workers import test_database_url as worker_database_url
 
 CHROMIUM = "/usr/bin/chromium"
@@ -36,8 +36,12 @@ def server(live_db, tmp_path):
         **os.environ,
         "DATABASE_URL": worker_database_url(),
         "PYTHONUNBUFFERED": "1",
-        "SHERLOCK_FAST_HASHER": "1",
-    }  # the test users' passwords use the fast hasher
+        "SHERLOCK_FAST_HASHER": "1",  # the test users' passwords use the fast hasher
+        # The loopback agents and webhook receivers the pages are tried with, as an operator
+        # would list them (the default refuses loopback).
+        "SHERLOCK_AGENT_HOSTS": TEST_HOSTS,
+        "SHERLOCK_WEBHOOK_HOSTS": TEST_HOSTS,
+    }
     log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
         [
