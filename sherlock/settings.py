@@ -269,7 +269,7 @@ if "SHERLOCK_JUDGE_TRANSPORT" in os.environ and os.environ.get("RUN_MAIN") != "t
 # Calls in flight per worker process (trials overlapping on its event loop), and the database
 # connections per worker process that all its trials share (claims, evidence, the judge's
 # stored cache), besides the shard's own and its writer's: size PostgreSQL's max_connections
-# for worker processes x (SHERLOCK_DB_CONNECTIONS + 3) + the web processes (README, "Scale out").
+# for worker processes x (SHERLOCK_DB_CONNECTIONS + 3) + the web processes (docs/scale-out.md).
 SHERLOCK_RUN_CONCURRENCY = env_int("SHERLOCK_RUN_CONCURRENCY", 8, minimum=1, maximum=512)
 SHERLOCK_DB_CONNECTIONS = env_int("SHERLOCK_DB_CONNECTIONS", 4, minimum=1, maximum=32)
 SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)

@@ -1,7 +1,7 @@
 """More than one machine: with PostgreSQL and Redis, two `qcluster` processes share one run.
 
 Both processes run on this machine, but they share nothing except the database and the queue,
-which is all that two machines would share (README, "Scale out"). The queue lives in a Redis
+which is all that two machines would share (docs/scale-out.md). The queue lives in a Redis
 database of its own (REDIS_DB); only its queue key is ever deleted.
 """
 
