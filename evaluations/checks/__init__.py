@@ -20,7 +20,7 @@ import traceback
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from . import behavioural, custom, data_task, heuristic, rag  # noqa: F401  (they register)
+from . import behavioural, custom, data_task, heuristic, rag, rag_overlap  # noqa: F401 (they register)
 from .base import (
     ERROR,
     GROUP_TITLES,

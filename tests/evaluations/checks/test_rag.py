@@ -6,7 +6,8 @@ import string
 import pytest
 
 from evaluations.checks import evaluate, rubrics
-from evaluations.checks.rag import average_precision, lcs_length, levenshtein, string_similarity
+from evaluations.checks.rag import average_precision
+from evaluations.checks.rag_overlap import lcs_length, levenshtein, string_similarity
 
 from .judges import ScriptedJudge, failure
 
