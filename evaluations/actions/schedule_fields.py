@@ -14,6 +14,18 @@ from sherlock.core.limits import check_text, excerpt
 from sherlock.core.permissions import user_can
 
 FUNC = "evaluations.tasks.run_schedule"
+# What a schedule runs and when, as its forms and serializers name the fields; and with whether
+# it is active, everything a person edits.
+PLAN_FIELDS = (
+    "agent",
+    "agent_version",
+    "dataset",
+    "dataset_version",
+    "repetitions",
+    "cron",
+    "interval_minutes",
+)
+SCHEDULE_FIELDS = (*PLAN_FIELDS, "active")
 FIELDS = (
     "dataset_id",
     "dataset_version_id",

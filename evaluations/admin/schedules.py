@@ -6,7 +6,7 @@ from agents.models import Agent
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.pause_schedule import PauseSchedule, ResumeSchedule
-from evaluations.actions.schedule_fields import may_schedule
+from evaluations.actions.schedule_fields import SCHEDULE_FIELDS, may_schedule
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.admin.base import RefusalsMixin
 from evaluations.models import (
@@ -18,17 +18,6 @@ from sherlock.core.admin import (
     verb_action,
 )
 from sherlock.core.permissions import user_can
-
-SCHEDULE_FIELDS = (
-    "agent",
-    "agent_version",
-    "dataset",
-    "dataset_version",
-    "repetitions",
-    "cron",
-    "interval_minutes",
-    "active",
-)
 
 
 @admin.register(RunSchedule)

@@ -16,6 +16,7 @@ from agents.models import Agent, AgentVersion
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.pause_schedule import PauseSchedule
+from evaluations.actions.schedule_fields import SCHEDULE_FIELDS
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.schedules import estimate_schedule
@@ -45,14 +46,7 @@ class ScheduleSerializer(RefuseUnknownFields, serializers.ModelSerializer):
         model = RunSchedule
         fields = [
             "id",
-            "agent",
-            "agent_version",
-            "dataset",
-            "dataset_version",
-            "repetitions",
-            "cron",
-            "interval_minutes",
-            "active",
+            *SCHEDULE_FIELDS,
             "created_by",
             "created_at",
             "last_run",

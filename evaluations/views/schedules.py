@@ -19,7 +19,12 @@ from agents.models import Agent, AgentVersion
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.pause_schedule import PauseSchedule
-from evaluations.actions.schedule_fields import may_schedule, may_schedule_any, validate
+from evaluations.actions.schedule_fields import (
+    PLAN_FIELDS,
+    may_schedule,
+    may_schedule_any,
+    validate,
+)
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.schedules import estimate_schedule
 from sherlock.core.errors import ActionError, ActionInvalid
@@ -28,15 +33,6 @@ from sherlock.core.htmx import render_page
 
 VERBS = ("pause", "resume", "delete")
 PAST = {"pause": "paused", "resume": "resumed", "delete": "deleted"}
-FIELDS = (
-    "agent",
-    "agent_version",
-    "dataset",
-    "dataset_version",
-    "repetitions",
-    "cron",
-    "interval_minutes",
-)
 
 
 class ScheduleForm(forms.Form):
@@ -71,12 +67,12 @@ class ScheduleForm(forms.Form):
 
     def key(self):
         data = self.cleaned_data
-        return ":".join(str(getattr(data[name], "pk", data[name]) or "") for name in FIELDS)
+        return ":".join(str(getattr(data[name], "pk", data[name]) or "") for name in PLAN_FIELDS)
 
     def estimate(self):
         """The estimate of the schedule as chosen, or raise ActionInvalid saying why not."""
         data = self.cleaned_data
-        draft = RunSchedule(**{name: data[name] for name in FIELDS})
+        draft = RunSchedule(**{name: data[name] for name in PLAN_FIELDS})
         draft.cron = data["cron"] or ""
         validate(draft)  # the timing CreateSchedule would refuse, before it is estimated
         agent_version, dataset_version = draft.resolve()
@@ -117,7 +113,7 @@ def schedules(request):
     if form.is_bound and form.is_valid():
         try:
             if "save" in request.POST and request.POST.get("estimated") == form.key():
-                fields = {name: form.cleaned_data[name] for name in FIELDS}
+                fields = {name: form.cleaned_data[name] for name in PLAN_FIELDS}
                 fields["cron"] = fields["cron"] or ""
                 CreateSchedule(acting_user=user, **fields).execute()
                 messages.success(request, "Schedule saved.")
