@@ -11,7 +11,7 @@ from sherlock.core.errors import ActionConflict, ActionDenied
 class CreatePolicy(GovernanceAction):
     """Create version 1 of the global policy (`agent` None) or of one agent's policy. Only a
     global Admin manages policies: a role granted for one agent never includes the right to
-    set that agent's rules. A scope that already has a policy is changed with `ChangePolicy`,
+    set that agent's rules. A scope that already has a policy is changed with `UpdatePolicy`,
     which writes the next version."""
 
     noun = "policy"

@@ -2,9 +2,9 @@
 
 from django.contrib import admin
 
-from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_policy import CreatePolicy
 from governance.actions.policy_fields import POLICY_FIELDS
+from governance.actions.update_policy import UpdatePolicy
 from governance.admin.base import (
     ActionForm,
 )
@@ -35,7 +35,7 @@ class PolicyForm(ActionForm):
                 **fields,
             )
         original = PublishingPolicy.objects.get(pk=self.instance.pk)
-        return ChangePolicy(
+        return UpdatePolicy(
             acting_user=user, policy=original, changes=fields, gate_datasets=datasets
         )
 

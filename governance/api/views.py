@@ -17,7 +17,6 @@ from rest_framework.response import Response
 from agents.api.serializers import AgentVersionSerializer
 from agents.models import AgentVersion
 from governance.actions.approve_bypass import ApproveBypass
-from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_api_key import CreateAPIKey
 from governance.actions.create_policy import CreatePolicy
 from governance.actions.deny_bypass import DenyBypass
@@ -30,6 +29,7 @@ from governance.actions.revoke_api_key import RevokeAPIKey
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.revoke_role import RevokeRole
 from governance.actions.rollback_version import RollBackVersion
+from governance.actions.update_policy import UpdatePolicy
 from governance.api.serializers import (
     APIKeyCreatedSerializer,
     APIKeyInputSerializer,
@@ -397,13 +397,13 @@ class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     @action(detail=True, methods=["post"])
     def change(self, request, pk=None):
         policy = self.get_object()
-        ChangePolicy(acting_user=request.user, policy=policy).authorize()
+        UpdatePolicy(acting_user=request.user, policy=policy).authorize()
         data = PolicyChangeSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         changes = dict(data.validated_data)
         reason = changes.pop("reason", "")
         datasets = changes.pop("gate_datasets", None)
-        new = ChangePolicy(
+        new = UpdatePolicy(
             acting_user=request.user,
             policy=policy,
             changes=changes,

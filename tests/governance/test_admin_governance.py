@@ -8,8 +8,8 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.models import Group
 
 from agents.choices import VersionState
-from governance.actions.change_policy import ChangePolicy
 from governance.actions.request_bypass import RequestBypass
+from governance.actions.update_policy import UpdatePolicy
 from governance.choices import BypassState
 from governance.models import AuditEntry, PublishingPolicy
 from tests.support import factories
@@ -146,7 +146,7 @@ def test_a_scoped_admin_cannot_change_policies(client, persona, policy):
 
 
 def test_an_older_policy_version_is_read_only(client, admin_user, policy):
-    ChangePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 2}).execute()
+    UpdatePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 2}).execute()
     logged_in(client, admin_user)
     url = f"/admin/governance/publishingpolicy/{policy.pk}/change/"
     assert client.post(url, {"name": "Lax", "min_case_pass_rate": "0"}).status_code == 403

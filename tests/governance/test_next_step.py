@@ -4,8 +4,8 @@ enforcement level allows (`blocked_allows`) and what may happen next (`next_step
 
 import pytest
 
-from governance.actions.change_policy import ChangePolicy
 from governance.actions.request_bypass import RequestBypass
+from governance.actions.update_policy import UpdatePolicy
 from governance.choices import Enforcement, RequestState
 from governance.models import PublishingPolicy, PublishRequest
 from governance.next_step import (
@@ -71,7 +71,7 @@ def test_a_passed_decision_may_be_published(passed_request):
 
 
 def test_a_decision_under_an_older_policy_is_stale(admin_user, policy, passed_request):
-    ChangePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 2}).execute()
+    UpdatePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 2}).execute()
     step = step_of(passed_request)
     assert (step.step, step.code) == (REQUEST, "stale_decision")
     assert step.why.startswith("The publishing policy changed since this decision")
@@ -112,7 +112,7 @@ def test_nothing_may_happen_to_a_blocked_decision_under_a_hard_policy(policy, bl
 
 def test_a_decision_under_an_older_policy_cannot_be_bypassed(admin_user, policy, blocked_request):
     # Publishing would refuse it as stale: a bypass of it could never be used.
-    ChangePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 2}).execute()
+    UpdatePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 2}).execute()
     with pytest.raises(ActionConflict) as refused:
         RequestBypass(
             acting_user=admin_user, publish_request=blocked_request, reason=REASON

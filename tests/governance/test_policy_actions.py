@@ -3,8 +3,8 @@ before and after; only the version in force can be changed."""
 
 import pytest
 
-from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_policy import CreatePolicy
+from governance.actions.update_policy import UpdatePolicy
 from governance.models import AuditEntry, PublishingPolicy
 from sherlock.core.errors import ActionConflict, ActionInvalid
 
@@ -12,7 +12,7 @@ from sherlock.core.errors import ActionConflict, ActionInvalid
 def test_changing_a_policy_writes_its_next_version_and_keeps_the_old_row(
     admin_user, policy, gate_dataset, other_dataset
 ):
-    new = ChangePolicy(
+    new = UpdatePolicy(
         acting_user=admin_user,
         policy=policy,
         changes={"min_case_pass_rate": 0.8},
@@ -33,15 +33,15 @@ def test_changing_a_policy_writes_its_next_version_and_keeps_the_old_row(
 
 
 def test_only_the_version_in_force_can_be_changed(admin_user, policy):
-    ChangePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 2}).execute()
+    UpdatePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 2}).execute()
     with pytest.raises(ActionConflict) as refused:
-        ChangePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 3}).execute()
+        UpdatePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 3}).execute()
     assert refused.value.code == "stale_policy"
 
 
 def test_a_change_that_changes_nothing_is_refused(admin_user, policy):
     with pytest.raises(ActionInvalid):
-        ChangePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 1}).execute()
+        UpdatePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 1}).execute()
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_a_change_that_changes_nothing_is_refused(admin_user, policy):
 )
 def test_invalid_policy_values_are_refused(changes, admin_user, policy):
     with pytest.raises(ActionInvalid):
-        ChangePolicy(acting_user=admin_user, policy=policy, changes=changes).execute()
+        UpdatePolicy(acting_user=admin_user, policy=policy, changes=changes).execute()
     assert PublishingPolicy.objects.count() == 1
 
 

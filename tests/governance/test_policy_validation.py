@@ -8,8 +8,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_policy import CreatePolicy
+from governance.actions.update_policy import UpdatePolicy
 from governance.models import PublishingPolicy
 from sherlock.core.errors import ActionInvalid
 
@@ -52,7 +52,7 @@ def test_changing_a_policy_to_an_out_of_range_value_is_refused_naming_the_field(
     admin_user, policy, field, value
 ):
     with pytest.raises(ActionInvalid) as refused:
-        ChangePolicy(acting_user=admin_user, policy=policy, changes={field: value}).execute()
+        UpdatePolicy(acting_user=admin_user, policy=policy, changes={field: value}).execute()
 
     assert refused.value.field == field
     assert PublishingPolicy.objects.count() == 1
@@ -81,6 +81,6 @@ def test_the_bounds_themselves_are_allowed(admin_user, policy):
         "max_cost_per_verified_outcome_usd": Decimal("0"),
     }
 
-    new = ChangePolicy(acting_user=admin_user, policy=policy, changes=changes).execute()
+    new = UpdatePolicy(acting_user=admin_user, policy=policy, changes=changes).execute()
 
     assert (new.version, new.min_quality, new.max_cost_per_verified_outcome_usd) == (2, 1.0, 0)

@@ -6,12 +6,12 @@ import pytest
 
 from agents.choices import VersionState
 from evaluations.choices import RunPurpose
-from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_policy import CreatePolicy
 from governance.actions.publish_version import PublishVersion
 from governance.actions.request_publication import RequestPublication
 from governance.actions.retire_version import RetireVersion
 from governance.actions.rollback_version import RollBackVersion
+from governance.actions.update_policy import UpdatePolicy
 from governance.choices import Enforcement, RequestState
 from governance.models import AuditEntry
 from sherlock.core.errors import ActionConflict, ActionDenied
@@ -137,7 +137,7 @@ def test_naming_another_request_than_the_open_one_is_refused(author, passed_requ
 def test_a_decision_under_a_policy_no_longer_in_force_is_superseded_unnamed(
     author, passed_request, good_version, admin_user
 ):
-    ChangePolicy(
+    UpdatePolicy(
         acting_user=admin_user, policy=passed_request.policy, changes={"repetitions": 2}
     ).execute()
     again = RequestPublication(acting_user=author, agent_version=good_version).execute()
@@ -249,7 +249,7 @@ def test_the_creator_may_publish_when_the_policy_allows_it(
 def test_a_decision_made_under_an_older_policy_version_is_stale(
     admin_user, publisher, policy, passed_request, good_version
 ):
-    ChangePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 2}).execute()
+    UpdatePolicy(acting_user=admin_user, policy=policy, changes={"repetitions": 2}).execute()
     with pytest.raises(ActionConflict) as refused:
         PublishVersion(acting_user=publisher, agent_version=good_version).execute()
     assert refused.value.code == "stale_decision"

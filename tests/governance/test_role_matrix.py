@@ -8,7 +8,6 @@ import pytest
 
 from agents.choices import VersionState
 from governance.actions.approve_bypass import ApproveBypass
-from governance.actions.change_policy import ChangePolicy
 from governance.actions.create_policy import CreatePolicy
 from governance.actions.deny_bypass import DenyBypass
 from governance.actions.grant_role import GrantRole
@@ -19,6 +18,7 @@ from governance.actions.retire_version import RetireVersion
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.revoke_role import RevokeRole
 from governance.actions.rollback_version import RollBackVersion
+from governance.actions.update_policy import UpdatePolicy
 from governance.choices import BypassState, RequestState
 from governance.models import AuditEntry, PublishingPolicy
 from sherlock.core.errors import ActionDenied
@@ -223,7 +223,7 @@ def test_global_admins_may_create_and_change_policies(role, scope, persona, agen
     own = CreatePolicy(
         acting_user=user, agent=agent, name="Strict", min_case_pass_rate=0.95
     ).execute()
-    changed = ChangePolicy(acting_user=user, policy=policy, changes={"repetitions": 3}).execute()
+    changed = UpdatePolicy(acting_user=user, policy=policy, changes={"repetitions": 3}).execute()
     assert (own.version, changed.version, changed.repetitions) == (1, 2, 3)
     assert last("governance.policy.create").target_id == str(own.pk)
     assert last("governance.policy.change").target_id == str(changed.pk)
@@ -235,7 +235,7 @@ def test_nobody_else_may_manage_policies(role, scope, persona, agent, policy):
     with pytest.raises(ActionDenied):
         CreatePolicy(acting_user=user, agent=agent, name="Lax", min_case_pass_rate=0.1).execute()
     with pytest.raises(ActionDenied):
-        ChangePolicy(acting_user=user, policy=policy, changes={"min_case_pass_rate": 0}).execute()
+        UpdatePolicy(acting_user=user, policy=policy, changes={"min_case_pass_rate": 0}).execute()
     assert list(PublishingPolicy.objects.values_list("pk", flat=True)) == [policy.pk]
     assert_refused(user, "policy", "change")
 

@@ -1,4 +1,4 @@
-"""ChangePolicy: an Admin changes a publishing policy, which writes its next version."""
+"""UpdatePolicy: an Admin changes a publishing policy, which writes its next version."""
 
 from governance.actions.base import GovernanceAction
 from governance.actions.policy_fields import POLICY_FIELDS, snapshot, validate
@@ -8,7 +8,7 @@ from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
 
 
-class ChangePolicy(GovernanceAction):
+class UpdatePolicy(GovernanceAction):
     """Write version N+1 of `policy`'s scope with `changes` applied (and `gate_datasets` when
     given). Rows are never edited: a decision records the exact version it used, and requests
     decided under an older version must be requested again before they can be published.
