@@ -49,6 +49,7 @@ from agents.adapters.base import (
     resolve_secret,
     secrets_of,
     validate_headers,
+    validate_secret,
 )
 from agents.adapters.http_endpoint import DEFAULT_TIMEOUT, post_json
 from sherlock.core.aio import in_thread, loop_client, tls_context
@@ -123,6 +124,8 @@ def validate(config, *, strict=False):
     version is prepared for a run. Tool callables are imported by the caller (`prepare` keeps
     them)."""
     api_key = config.get("api_key")
+    if api_key:
+        validate_secret(api_key, "config.api_key")
     secrets = {"config.api_key": api_key["env"]} if api_key else {}
     check_egress("config.base_url", config["base_url"], secrets, strict=strict)
     for name, executor in (config.get("tools") or {}).items():

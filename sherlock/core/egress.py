@@ -39,6 +39,7 @@ between the check and the connection (rebinding); an operator who lists a name v
 
 import ipaddress
 import os
+import re
 import socket
 import urllib.parse
 
@@ -84,6 +85,29 @@ def read_variable(name, setting):
     """The variable's value now (None when unset), after `check_variable`."""
     check_variable(name, setting)
     return os.environ.get(name)
+
+
+# What an HTTP header's value may be (RFC 9110 field-value, in ASCII): visible characters and
+# inner spaces or tabs, none at either end.
+_HEADER_VALUE = re.compile(r"[!-~]+(?:[ \t]+[!-~]+)*")
+
+
+def header_value_error(value):
+    """Why `value` cannot be sent as a header's value, in words that never quote it, or None.
+
+    The HTTP libraries refuse such a value with an error that quotes it whole (h11's "Illegal
+    header value b'...'", http.client's "Invalid header value"), and that text would be kept
+    as a trial's error or a verifier's evidence, or sent to a model as a tool's result: a
+    secret read from a file often ends in a newline. So the value is checked first."""
+    if value == "" or _HEADER_VALUE.fullmatch(value):
+        return None
+    if "\n" in value or "\r" in value:
+        return "it holds a line break (a value read from a file often ends in one)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in value if c != "\t"):
+        return "it holds a control character"
+    if not value.isascii():
+        return "it holds a character that is not ASCII"
+    return "it begins or ends with whitespace"
 
 
 # --- hosts ------------------------------------------------------------------------------------
