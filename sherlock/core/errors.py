@@ -61,3 +61,15 @@ def raise_invalid(errors):
         raise errors[0]
     if errors:
         raise InvalidFields(errors)
+
+
+def refusal_in(exc):
+    """The denial or refusal `exc` is (ActionDenied, ActionRefused) or holds (the first among
+    InvalidFields' errors), or None: what is audited as `<app>.<noun>.refused`. A case whose
+    verifier names Sherlock's secret and whose tags are wrong is refused with both errors,
+    and trying to send the secret is evidence all the same."""
+    if isinstance(exc, ActionDenied | ActionRefused):
+        return exc
+    if isinstance(exc, InvalidFields):
+        return next((e for e in exc.errors if isinstance(e, ActionDenied | ActionRefused)), None)
+    return None
