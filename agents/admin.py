@@ -16,7 +16,9 @@ from agents.actions.create_draft_version import CreateDraftVersion
 from agents.actions.update_draft_version import UpdateDraftVersion
 from agents.adapters import validate_config
 from agents.models import Agent, AgentVersion, Tool
+from agents.verifiers.spec import InvalidVerifier, VerifierRefused, validate_verifier_spec
 from sherlock.core.admin import AuditedEdits, ReadOnlyInline, ScopedAdminMixin
+from sherlock.core.audit import audit
 from sherlock.core.egress import EgressRefused
 from sherlock.core.errors import ActionRefused
 
@@ -167,11 +169,46 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
             self.save_formset(request, form, formset, change=change)
 
 
+class ToolForm(forms.ModelForm):
+    """The model's `clean` shows a bad verifier on its field; a verifier an operator's egress
+    rule refuses (a variable or a host: `VerifierRefused`) is also audited
+    (`agents.tool.refused`), as an agent version's refusal is: trying is evidence. The entry
+    is written in the admin's transaction, which commits: the form is only shown again."""
+
+    def clean(self):
+        cleaned = super().clean()
+        verifier = cleaned.get("verifier")
+        if self.instance.pk and "verifier" not in self.changed_data:
+            return cleaned
+        if isinstance(verifier, dict) and verifier:
+            try:
+                validate_verifier_spec(verifier)
+            except VerifierRefused as exc:
+                audit(
+                    "agents.tool.refused",
+                    actor=self.user,
+                    target=self.instance if self.instance.pk else None,
+                    after={"verb": "update" if self.instance.pk else "create"}
+                    | {"code": ActionRefused.code, "name": cleaned.get("name")},
+                    reason=f"verifier: {exc}",
+                )
+            except InvalidVerifier:
+                pass  # the model's clean() puts it on the field
+        return cleaned
+
+
 @admin.register(Tool)
 class ToolAdmin(AuditedEdits, admin.ModelAdmin):
     """Tools are plain data shared by every agent's tool policy: each add, change and delete
-    is audited with before and after (`agents.tool.create`, `.update`, `.delete`)."""
+    is audited with before and after (`agents.tool.create`, `.update`, `.delete`), and a
+    verifier the egress rules refuse is audited too (`agents.tool.refused`, `ToolForm`)."""
 
     list_display = ["name", "effectful", "high_impact"]
     list_filter = ["effectful", "high_impact"]
     search_fields = ["name", "description"]
+    form = ToolForm
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form

@@ -22,6 +22,7 @@ APPS = ("agents", "evaluations", "governance")
 VOCABULARY = """
 agents.agent.create
 agents.agent.refused
+agents.tool.refused
 agents.version.create
 agents.version.refused
 agents.version.update

@@ -14,7 +14,13 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from sherlock.core.aio import in_thread
-from sherlock.core.egress import EgressRefused, check_destination, check_variable, read_variable
+from sherlock.core.egress import (
+    EgressRefused,
+    check_destination,
+    check_variable,
+    header_value_error,
+    read_variable,
+)
 
 
 class AgentCallError(Exception):
@@ -66,7 +72,7 @@ SECRET = {
     "required": ["env"],
     "properties": {
         "env": {"type": "string", "pattern": ENV_NAME},
-        "prefix": {"type": "string"},
+        "prefix": {"type": "string", "maxLength": 100},  # its characters: `validate_secret`
     },
 }
 
@@ -101,13 +107,29 @@ def validate_schema(schema, config):
 
 
 def validate_headers(headers, where):
-    """Refuse a credential written into the config: it would be stored and shown in the admin."""
+    """Refuse a credential written into the config: it would be stored and shown in the admin;
+    and a secret's prefix that no header may hold (`validate_secret`)."""
     for name, value in (headers or {}).items():
         if isinstance(value, str) and _SECRET_HEADER.search(name):
             raise ValueError(
                 f"{where}.{name}: a credential must be named by environment variable, "
                 f'e.g. {{"env": "SUPPORT_BOT_TOKEN", "prefix": "Bearer "}}, never stored'
             )
+        if isinstance(value, dict):
+            validate_secret(value, f"{where}.{name}")
+
+
+def validate_secret(spec, where):
+    """A secret's `prefix` ("Bearer ", "token=") is visible ASCII and spaces, not beginning
+    with a space: a prefix that makes the header illegal (" ", a control character) has the
+    HTTP library refuse it with an error that quotes the whole value, secret included. (A
+    schema `pattern` cannot say it exactly: its `$` also matches before a final newline.)"""
+    prefix = spec.get("prefix", "")
+    if prefix and (prefix[0] == " " or not all(" " <= c <= "~" for c in prefix)):
+        raise ValueError(
+            f"{where}.prefix: must be visible ASCII characters and spaces, not beginning with a "
+            'space (e.g. "Bearer ")'
+        )
 
 
 # --- what may leave: one rule (sherlock.core.egress) ------------------------------------------
@@ -150,7 +172,15 @@ def resolve_secret(spec, where):
         raise AgentCallError(f"{where}: {exc}") from None
     if value is None:
         raise AgentCallError(f"{where}: environment variable {spec['env']} is not set")
-    return spec.get("prefix", "") + value
+    value = spec.get("prefix", "") + value
+    # Checked here, naming the variable only: the HTTP library's own refusal quotes the value.
+    problem = header_value_error(value)
+    if problem:
+        raise AgentCallError(
+            f"{where}: the value of environment variable {spec['env']} cannot be sent in a "
+            f"header: {problem} (the value is not shown)"
+        )
+    return value
 
 
 def resolve_headers(headers, where):

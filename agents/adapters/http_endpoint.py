@@ -100,6 +100,13 @@ def _failures(what, timeout):
         yield
     except httpx2.TimeoutException:
         raise AgentCallError(f"{what}: no answer within {timeout:g} s") from None
+    except (httpx2.LocalProtocolError, UnicodeEncodeError) as exc:
+        # The request could not be written: a header value that is not valid HTTP, which the
+        # library's message quotes whole (a secret, too), so the message is not kept.
+        raise AgentCallError(
+            f"{what}: the request is not valid HTTP ({type(exc).__name__}: a header's value is "
+            "not allowed; the value is not shown)"
+        ) from None
     except httpx2.HTTPError as exc:
         raise AgentCallError(f"{what}: {type(exc).__name__}: {exc}") from None
 

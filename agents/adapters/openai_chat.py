@@ -49,6 +49,7 @@ from agents.adapters.base import (
     resolve_secret,
     secrets_of,
     validate_headers,
+    validate_secret,
 )
 from agents.adapters.http_endpoint import DEFAULT_TIMEOUT, post_json
 from sherlock.core.aio import in_thread, loop_client, tls_context
@@ -123,6 +124,8 @@ def validate(config, *, strict=False):
     version is prepared for a run. Tool callables are imported by the caller (`prepare` keeps
     them)."""
     api_key = config.get("api_key")
+    if api_key:
+        validate_secret(api_key, "config.api_key")
     secrets = {"config.api_key": api_key["env"]} if api_key else {}
     check_egress("config.base_url", config["base_url"], secrets, strict=strict)
     for name, executor in (config.get("tools") or {}).items():
@@ -150,12 +153,34 @@ def sdk_client(base_url, api_key, timeout, max_retries):
         with _clients_lock:
             client = _clients.get(key)
             if client is None:
-                client = _clients[key] = openai.OpenAI(
-                    base_url=base_url,
-                    api_key=api_key or "sk-none",  # many local servers need none; the SDK does
-                    timeout=timeout,
-                    max_retries=max_retries,
+                client = _clients[key] = without_environment(
+                    openai.OpenAI(
+                        base_url=base_url,
+                        api_key=api_key or "sk-none",  # many local servers need none; the SDK does
+                        timeout=timeout,
+                        max_retries=max_retries,
+                    )
                 )
+    return client
+
+
+def without_environment(client):
+    """`client` with nothing the SDK read from the workers' environment: OPENAI_ORG_ID,
+    OPENAI_PROJECT_ID (sent as `OpenAI-Organization`/`OpenAI-Project`), OPENAI_CUSTOM_HEADERS
+    (sent as they are), OPENAI_ADMIN_KEY and OPENAI_WEBHOOK_SECRET. They are the operator's,
+    for the judge (evaluations/judge reads them on purpose), and an agent's endpoint is one a
+    Builder names: only what its config sends may leave (sherlock.core.egress). The base URL
+    and the API key are always passed, so OPENAI_BASE_URL and OPENAI_API_KEY are never read.
+
+    The SDK has no argument that turns these off (None means "read the environment"), so they
+    are cleared once the client is built: `organization` and friends are its public
+    attributes, read on every request; `_custom_headers` is where it keeps the parsed
+    OPENAI_CUSTOM_HEADERS (no `default_headers` are passed, so it holds nothing else).
+    tests/agents/test_egress_review2.py asserts that none of them is sent."""
+    client.organization = client.project = None
+    client.admin_api_key = client.webhook_secret = None
+    client._custom_headers = {}
+    client._ambient_authorizations = frozenset()
     return client
 
 
@@ -254,12 +279,14 @@ class OpenAIChatAgent(PreparedAgent):
         base_url, key, timeout, max_retries = self._client_key()
         return loop_client(
             ("openai_chat", base_url, key, timeout, max_retries),
-            lambda: openai.AsyncOpenAI(
-                base_url=base_url,
-                api_key=key or "sk-none",
-                timeout=timeout,
-                max_retries=max_retries,
-                http_client=openai.DefaultAioHttpClient(verify=tls_context()),
+            lambda: without_environment(
+                openai.AsyncOpenAI(
+                    base_url=base_url,
+                    api_key=key or "sk-none",
+                    timeout=timeout,
+                    max_retries=max_retries,
+                    http_client=openai.DefaultAioHttpClient(verify=tls_context()),
+                )
             ),
         )
 

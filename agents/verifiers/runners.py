@@ -40,7 +40,7 @@ from agents.verifiers.spec import (
     timeout_of,
     validate_verifier_spec,
 )
-from sherlock.core.egress import read_variable
+from sherlock.core.egress import header_value_error, read_variable
 
 MAX_HTTP_BODY = 1_000_000
 MAX_OBSERVED_CHARS = 200
@@ -148,6 +148,13 @@ def _run_http(spec, context, timeout):
         value = read_variable(variable, "SHERLOCK_VERIFIER_ENV")  # validated just before
         if value is None:
             raise VerifierUnavailable(f"environment variable {variable} (header {header}) is unset")
+        # Checked here, naming the variable only: http.client's refusal quotes the value.
+        problem = header_value_error(value)
+        if problem:
+            raise VerifierUnavailable(
+                f"environment variable {variable} (header {header}) cannot be sent in a "
+                f"header: {problem} (the value is not shown)"
+            )
         headers[header] = value
     request = urllib.request.Request(url, headers=headers, method="GET")
     try:
@@ -155,6 +162,11 @@ def _run_http(spec, context, timeout):
             status, body = response.status, response.read(MAX_HTTP_BODY + 1)
     except urllib.error.HTTPError as exc:
         status, body = exc.code, b""
+    except ValueError as exc:  # a header http.client refuses; its message quotes the value
+        raise VerifierUnavailable(
+            f"GET {url}: the request is not valid HTTP ({type(exc).__name__}: a header's value "
+            "is not allowed; the value is not shown)"
+        ) from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise VerifierUnavailable(f"GET {url} failed: {reason}") from None

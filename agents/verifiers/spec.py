@@ -83,6 +83,13 @@ class InvalidVerifier(ValueError):
         self.field = field
 
 
+class VerifierRefused(InvalidVerifier):
+    """A verifier an operator's egress rule refuses (an environment variable or a host:
+    ``sherlock.core.egress``): invalid like any other, and audited where it is saved
+    (``<app>.<noun>.refused``, as an agent version's and a webhook's refusals are), since
+    trying to send a secret somewhere is evidence."""
+
+
 def describe_verifier(spec: Any) -> str:
     """A short name for the verifier, kept with its evidence ("sql ledger: SELECT ...")."""
     if not isinstance(spec, Mapping):
@@ -158,7 +165,7 @@ def _validate_http(spec: Mapping) -> None:
         try:
             check_variable(variable, "SHERLOCK_VERIFIER_ENV")
         except EgressRefused as exc:
-            raise InvalidVerifier(f"headers_env.{header}", str(exc)) from None
+            raise VerifierRefused(f"headers_env.{header}", str(exc)) from None
     check_url(spec.get("url"), sends_secrets=bool(headers))
     if spec.get("predicate") is None:
         raise InvalidVerifier("predicate", "an HTTP verifier needs a predicate {path, op, value}")
@@ -176,7 +183,7 @@ def check_url(url: Any, sends_secrets: bool, *, strict: bool = False) -> None:
             url, "SHERLOCK_VERIFIER_HOSTS", sends_secrets=sends_secrets, strict=strict
         )
     except EgressRefused as exc:
-        raise InvalidVerifier("url", str(exc)) from None
+        raise VerifierRefused("url", str(exc)) from None
 
 
 _READ_ONLY_START = re.compile(r"^\s*(select|with)\b", re.IGNORECASE)

@@ -14,11 +14,17 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from agents.transcripts import read_expected_calls
-from agents.verifiers.spec import InvalidVerifier, validate_verifier_spec
+from agents.verifiers.spec import InvalidVerifier, VerifierRefused, validate_verifier_spec
 from evaluations.choices import CheckMode
 from evaluations.models import Case, CaseVersion, DatasetVersion
 from sherlock.core.actions import Action
-from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, raise_invalid
+from sherlock.core.errors import (
+    ActionConflict,
+    ActionDenied,
+    ActionInvalid,
+    ActionRefused,
+    raise_invalid,
+)
 from sherlock.core.limits import CASE_FIELD_MAX_BYTES, PARAMS_MAX_BYTES, check_document, excerpt
 from sherlock.core.permissions import user_can
 
@@ -129,7 +135,9 @@ def content_errors(fields, checks):
         try:
             validate_verifier_spec(good["outcome_check"])
         except InvalidVerifier as exc:
-            refuse(f"outcome_check.{exc}", f"outcome_check.{exc.field}")
+            # A refusal of the operator's egress rules is audited by the verb (ActionRefused).
+            error = ActionRefused if isinstance(exc, VerifierRefused) else ActionInvalid
+            errors.append(error(f"outcome_check.{exc}", field=f"outcome_check.{exc.field}"))
     by_label = None if checks is None else {c.label: c for c in checks}
     for label, override in (good.get("overrides") or {}).items():
         errors += _override_errors(f"overrides.{label}", label, override, by_label)

@@ -33,7 +33,7 @@ from evaluations.cases_io.sherlock_jsonl import rows_from_objects
 from evaluations.models import Case, CaseVersion, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.errors import ActionDenied, ActionInvalid, ActionRefused
 from sherlock.core.limits import IMPORT_MAX_CASES
 from sherlock.core.permissions import user_can
 
@@ -50,10 +50,13 @@ def audit_keys(keys):
 
 
 class CasesInvalid(ActionInvalid):
-    """The file has bad rows: `errors` lists every one (RowError), and nothing was written."""
+    """The file has bad rows: `errors` lists every one (RowError), and nothing was written.
+    `refusal`: the first row's refusal by an operator's rule (an outcome verifier naming a
+    secret or a host not allowed, ActionRefused), which the action audits."""
 
-    def __init__(self, errors):
+    def __init__(self, errors, *, refusal=None):
         self.errors = errors
+        self.refusal = refusal
         first = errors[0]
         super().__init__(
             f"{len(errors)} error(s), nothing imported; first: {first}", field=first.field
@@ -173,6 +176,7 @@ class ImportCases(Action):
         result = ImportResult(version=base, format=fmt, dry_run=self.dry_run)
         seen = {}
         valid = []
+        refusal = None
         for row in rows:
             # Every error of the row, not only the first: its key's, then its content's.
             problems = key_errors(row.key)
@@ -186,6 +190,9 @@ class ImportCases(Action):
                 seen[row.key] = row.line
             problems += content_errors(row.fields, checks)
             errors += [RowError(row.line, e.field or "", str(e), row.where) for e in problems]
+            for e in problems:
+                if refusal is None and isinstance(e, ActionRefused):
+                    refusal = ActionRefused(f"{row.where} {row.line}: {e}", field=e.field)
             if not (problems or row.faulty):
                 valid.append(row)
         errors.sort(key=lambda e: e.line)
@@ -204,7 +211,7 @@ class ImportCases(Action):
         if self.dry_run:
             return result
         if errors:
-            raise CasesInvalid(errors)
+            raise CasesInvalid(errors, refusal=refusal)
         if draft is None:
             draft = CreateDraftDatasetVersion(
                 acting_user=self.acting_user, dataset=self.dataset, note="started by an import"

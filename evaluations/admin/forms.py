@@ -21,10 +21,12 @@ from django.utils.safestring import mark_safe
 
 from evaluations.actions.case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions.check_fields import CHECK_FIELDS
+from evaluations.actions.create_case import CreateCase
+from evaluations.actions.update_case import UpdateCase
 from evaluations.admin.docs import doc_link
 from evaluations.checks import REGISTRY, describe_params, kinds_by_group
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
-from sherlock.core.errors import InvalidFields
+from sherlock.core.errors import InvalidFields, refusal_in
 
 CHECKS_DOC_URL = reverse_lazy("admin:evaluations_check_docs", args=["checks"])
 
@@ -281,7 +283,18 @@ class CaseVersionForm(forms.ModelForm):
             errors += key_errors(cleaned["key"], version)
         errors += content_errors(fields, list(version.checks.all()) if version else None)
         if errors:
-            add_refusal(self, InvalidFields(errors), self.refusal_aliases())
+            refused = InvalidFields(errors)
+            if version is not None and (refusal := refusal_in(refused)) is not None:
+                # An outcome verifier the egress rules refuse: audited as the case verbs audit
+                # it through the API (`evaluations.case.refused`), though they never run here.
+                if instance.pk:
+                    action = UpdateCase(acting_user=self.user, case_version=instance)
+                else:
+                    action = CreateCase(
+                        acting_user=self.user, dataset_version=version, key=cleaned.get("key")
+                    )
+                action.audit_refusal(refusal)
+            add_refusal(self, refused, self.refusal_aliases())
 
     def _post_clean(self):
         # The case actions validate and write (uniqueness of the key, the content's shape);

@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from django.db import models, transaction
 
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionDenied, ActionRefused
+from sherlock.core.errors import ActionError, refusal_in
 from sherlock.core.limits import check_document, check_text
 
 
@@ -50,8 +50,6 @@ class Action(ABC):
         """Raise ActionDenied / ActionConflict / ActionInvalid when the action may not run."""
 
     def allowed(self):
-        from sherlock.core.errors import ActionError
-
         try:
             self.check()
         except ActionError:
@@ -61,8 +59,10 @@ class Action(ABC):
     def execute(self):
         try:
             return self.execute_in_transaction()
-        except (ActionDenied, ActionRefused) as exc:
-            self.audit_refusal(exc)
+        except ActionError as exc:
+            refusal = refusal_in(exc)  # itself, or the one among several invalid fields
+            if refusal is not None:
+                self.audit_refusal(refusal)
             raise
 
     def execute_in_transaction(self):

@@ -22,6 +22,11 @@ environment and network position. So:
   refused when any of its addresses is loopback, link-local (the cloud metadata address
   169.254.169.254), private, shared, reserved, multicast or unspecified and not inside a listed
   network.
+- **One name.** A host is checked as the ASCII name the HTTP clients send (`client_host`):
+  a non-ASCII name whose IDNA 2003 spelling (Python's codec, `socket.getaddrinfo`, urllib:
+  `faß` is `fass`) differs from its IDNA 2008 one (httpx2, the OpenAI SDK: `xn--fa-hia`) is
+  refused, as is a URL whose host httpx2 reads otherwise than `urlsplit`: two names are two
+  DNS answers, and the checked one would not be the one connected to.
 - **Secrets go to named hosts only.** A config that sends an environment value (a header, an
   API key) needs its destination explicitly allowed: `*` never lets a secret leave for a host
   nobody named.
@@ -34,9 +39,11 @@ between the check and the connection (rebinding); an operator who lists a name v
 
 import ipaddress
 import os
+import re
 import socket
 import urllib.parse
 
+import httpx2
 from django.conf import settings
 
 # Sherlock's own secrets, by name; `is_sherlock_secret` adds every SHERLOCK_* and DJANGO_*.
@@ -78,6 +85,29 @@ def read_variable(name, setting):
     """The variable's value now (None when unset), after `check_variable`."""
     check_variable(name, setting)
     return os.environ.get(name)
+
+
+# What an HTTP header's value may be (RFC 9110 field-value, in ASCII): visible characters and
+# inner spaces or tabs, none at either end.
+_HEADER_VALUE = re.compile(r"[!-~]+(?:[ \t]+[!-~]+)*")
+
+
+def header_value_error(value):
+    """Why `value` cannot be sent as a header's value, in words that never quote it, or None.
+
+    The HTTP libraries refuse such a value with an error that quotes it whole (h11's "Illegal
+    header value b'...'", http.client's "Invalid header value"), and that text would be kept
+    as a trial's error or a verifier's evidence, or sent to a model as a tool's result: a
+    secret read from a file often ends in a newline. So the value is checked first."""
+    if value == "" or _HEADER_VALUE.fullmatch(value):
+        return None
+    if "\n" in value or "\r" in value:
+        return "it holds a line break (a value read from a file often ends in one)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in value if c != "\t"):
+        return "it holds a control character"
+    if not value.isascii():
+        return "it holds a character that is not ASCII"
+    return "it begins or ends with whitespace"
 
 
 # --- hosts ------------------------------------------------------------------------------------
@@ -155,7 +185,7 @@ def check_destination(url, setting, *, sends_secrets=False, strict=False):
             "credentials in a URL (user:password@) are refused: name them by environment "
             "variable in a header"
         )
-    host = hostname.rstrip(".").lower()
+    host = client_host(url, hostname)
     shown = f"[{host}]" if ":" in host else host
     entries = [entry.lower() for entry in getattr(settings, setting)]
     networks = [network for entry in entries if (network := _network(entry)) is not None]
@@ -192,6 +222,39 @@ def check_destination(url, setting, *, sends_secrets=False, strict=False):
                 "lists it (the host, the address or its network)"
             )
     return host
+
+
+def client_host(url, hostname):
+    """The URL's host as the HTTP clients send it: the ASCII name that is resolved and
+    connected to, lowercased, without a final dot. `hostname` is `urlsplit`'s reading.
+
+    A non-ASCII name has two ASCII spellings: IDNA 2003 (Python's `idna` codec, used by
+    `socket.getaddrinfo` and urllib: `faß` is `fass`) and IDNA 2008 (httpx2, and through it the
+    OpenAI SDK: `xn--fa-hia`). Different names in DNS, so a name checked under one and
+    connected to under the other could reach any address; a name is accepted only when both
+    spell it alike, and is then checked as that ASCII name. The host httpx2 reads in the URL
+    must be the one `urlsplit` reads, too (one URL, one host for the check and the client)."""
+    host = hostname.rstrip(".").lower()
+    try:
+        client = httpx2.URL(url).raw_host.decode("ascii").rstrip(".").lower()
+    except (httpx2.InvalidURL, UnicodeError):
+        client = None
+    if host.isascii():
+        if client != host:
+            raise EgressRefused(f"host {host!r} is not read alike by every HTTP client: refused")
+        return host
+    try:
+        legacy = host.encode("idna").decode("ascii").rstrip(".")
+    except UnicodeError:
+        legacy = None
+    if client is None or legacy is None:
+        raise EgressRefused(f"host {host!r} is not a valid internationalised (IDNA) name")
+    if client != legacy:
+        raise EgressRefused(
+            f"host {host!r} is spelled {legacy} under IDNA 2003 and {client} under IDNA 2008, "
+            "two different names: write the ASCII name you mean"
+        )
+    return client
 
 
 def _matches(host, entry):

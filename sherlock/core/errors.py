@@ -62,3 +62,19 @@ def raise_invalid(errors):
         raise errors[0]
     if errors:
         raise InvalidFields(errors)
+
+
+def refusal_in(exc):
+    """The denial or refusal `exc` is (ActionDenied, ActionRefused) or holds (the first among
+    InvalidFields' errors, or the one an error of its own kind keeps as `refusal`: an import's
+    bad rows), or None: what is audited as `<app>.<noun>.refused`. A case whose verifier names
+    Sherlock's secret and whose tags are wrong is refused with both errors, and trying to send
+    the secret is evidence all the same."""
+    if isinstance(exc, ActionDenied | ActionRefused):
+        return exc
+    held = getattr(exc, "refusal", None)
+    if isinstance(held, ActionDenied | ActionRefused):
+        return held
+    if isinstance(exc, InvalidFields):
+        return next((e for e in exc.errors if isinstance(e, ActionDenied | ActionRefused)), None)
+    return None

@@ -1,5 +1,7 @@
 """A tool's verifier is checked when it is saved, in the admin as anywhere `full_clean` runs."""
 
+import json
+
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -50,3 +52,41 @@ def test_the_admin_shows_the_error_and_saves_nothing(client):
     )
     assert saved.status_code == 302
     assert Tool.objects.get().verifier == GOOD
+
+
+def test_the_admin_audits_a_verifier_the_egress_rules_refuse(client):
+    """Naming Sherlock's own secret is refused on the field, as any bad verifier, and audited
+    as an agent version's refusal is (`agents.tool.refused`): trying is evidence."""
+    from governance.models import AuditEntry
+
+    root = factories.user("root", is_superuser=True)
+    client.force_login(root)
+    form = {"name": "crm.update", "description": "", "arguments_schema": "{}", "effectful": "on"}
+    verifier = {
+        "kind": "http",
+        "url": "https://crm.example.com/x",
+        "headers_env": {"X-Key": "SHERLOCK_AUDIT_KEY"},
+        "predicate": {"path": "$.ok", "op": "truthy"},
+    }
+
+    refused = client.post("/admin/agents/tool/add/", {**form, "verifier": json.dumps(verifier)})
+
+    assert refused.status_code == 200
+    errors = refused.context["adminform"].form.errors["verifier"][0]
+    assert "SHERLOCK_AUDIT_KEY is Sherlock's own secret" in errors
+    assert not Tool.objects.exists()
+    entry = AuditEntry.objects.get(action="agents.tool.refused")
+    assert entry.actor == root
+    assert entry.after == {"verb": "create", "code": "egress_refused", "name": "crm.update"}
+    assert entry.reason.startswith("verifier: headers_env.X-Key: SHERLOCK_AUDIT_KEY")
+
+
+def test_the_admin_does_not_audit_a_verifier_that_is_only_malformed(client):
+    from governance.models import AuditEntry
+
+    client.force_login(factories.user("root", is_superuser=True))
+    form = {"name": "crm.update", "description": "", "arguments_schema": "{}", "effectful": "on"}
+
+    client.post("/admin/agents/tool/add/", {**form, "verifier": '{"kind": "shell"}'})
+
+    assert not AuditEntry.objects.filter(action__endswith=".refused").exists()

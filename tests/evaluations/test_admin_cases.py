@@ -421,3 +421,26 @@ def test_a_doc_is_html_with_no_raw_html_and_its_links_to_docs_work(
     assert '<a href="https://example.org/">web</a>' in page
     assert "<code>&lt;code&gt;</code>" in page and "<td>1</td>" in page
     assert client.get("/admin/evaluations/check/docs/checks/").status_code == 404  # not there
+
+
+def test_an_outcome_verifier_naming_sherlocks_secret_is_refused_and_audited(
+    logged_in, editor, draft
+):
+    """As through the API (`evaluations.case.refused`): trying to send a secret is evidence."""
+    verifier = (
+        '{"kind": "http", "url": "https://crm.example.com/x", '
+        '"headers_env": {"X-Key": "SHERLOCK_AUDIT_KEY"}, '
+        '"predicate": {"path": "$.ok", "op": "truthy"}}'
+    )
+
+    response = logged_in(editor).post(ADD, new_case(draft, outcome_check=verifier))
+
+    assert response.status_code == 200
+    assert (
+        "SHERLOCK_AUDIT_KEY is Sherlock's own secret"
+        in form_of(response).errors["outcome_check"][0]
+    )
+    assert not CaseVersion.objects.filter(case__key="refund-over-limit").exists()
+    entry = AuditEntry.objects.get(action="evaluations.case.refused")
+    assert entry.actor_id == editor.pk and entry.target_id == str(draft.pk)
+    assert entry.after == {"verb": "create", "code": "egress_refused"}

@@ -192,3 +192,29 @@ def test_the_diff_keeps_a_constant_number_of_queries(
     client.get(f"{URL}diff/?a=1&b=2")  # the permission cache, once
     with django_assert_max_num_queries(12):
         assert client.get(f"{URL}diff/?a=1&b=2").status_code == 200
+
+
+def test_an_imported_verifier_naming_sherlocks_secret_is_refused_and_audited(editor, dataset):
+    """As `POST /cases/` audits it (`evaluations.case.refused`), naming the row."""
+    from governance.models import AuditEntry
+
+    verifier = {
+        "kind": "http",
+        "url": "https://crm.example.com/x",
+        "headers_env": {"X-Key": "SHERLOCK_AUDIT_KEY"},
+        "predicate": {"path": "$.ok", "op": "truthy"},
+    }
+    cases = [
+        {"key": "ok", "input": "hi"},
+        {"key": "leak", "input": "hi", "outcome_check": verifier},
+    ]
+
+    answer = factories.api(editor).post(f"{URL}draft/import/", cases, format="json")
+
+    assert answer.status_code == 400, answer.json()
+    assert "SHERLOCK_AUDIT_KEY is Sherlock's own secret" in json.dumps(answer.json())
+    assert not DatasetVersion.objects.filter(dataset=dataset, frozen_at=None).exists()
+    entry = AuditEntry.objects.get(action="evaluations.case.refused")
+    assert entry.actor == editor
+    assert entry.after == {"verb": "import", "code": "egress_refused"}
+    assert entry.reason.startswith("item 2: outcome_check.headers_env.X-Key: SHERLOCK_AUDIT_KEY")

@@ -311,3 +311,25 @@ def test_a_malformed_outcome_check_names_its_field(editor, draft, settings, spec
         ).execute()
 
     assert refused.value.field == field
+
+
+def test_a_verifier_the_egress_rules_refuse_is_audited_among_other_errors(
+    editor, draft, settings, recorder
+):
+    """A case refused on several fields at once is still audited when one of them is an
+    egress refusal (`evaluations.case.refused`, code egress_refused); a case that is only
+    malformed is not."""
+    settings.SHERLOCK_VERIFIER_HOSTS = ["127.0.0.1"]
+    spec = http(recorder, headers_env={"Authorization": "SECRET_KEY"})
+    body = {"dataset_version": draft.pk, "key": "refund", "input": "hi", "tags": [1]}
+
+    response = api(editor).post("/api/v1/cases/", {**body, "outcome_check": spec}, format="json")
+
+    assert response.status_code == 400, response.json()
+    assert len(response.json()["errors"]) == 2
+    entry = AuditEntry.objects.get(action="evaluations.case.refused")
+    assert entry.after == {"verb": "create", "code": "egress_refused"}
+    assert entry.reason.startswith("outcome_check.headers_env.Authorization: SECRET_KEY")
+
+    api(editor).post("/api/v1/cases/", {**body, "key": "other"}, format="json")
+    assert AuditEntry.objects.filter(action="evaluations.case.refused").count() == 1
