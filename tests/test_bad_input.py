@@ -118,7 +118,7 @@ def test_a_nul_in_any_role_grants_filter_answers_400(world, admin_user, param):
     assert body["code"] == "nul_character"
 
 
-def test_a_nul_in_an_admin_import_address_answers_400_and_writes_nothing(world, admin_page):
+def test_a_nul_in_an_import_address_answers_400_and_writes_nothing(world, admin_page, admin_user):
     before = AuditEntry.objects.count()
     for url in (
         "/admin/evaluations/dataset/1%00/import/",
@@ -126,6 +126,12 @@ def test_a_nul_in_an_admin_import_address_answers_400_and_writes_nothing(world, 
     ):
         assert_bad_request_page(admin_page.post(url, {"preview": "Preview"}))
         assert_bad_request_page(admin_page.get(url))
+    api = api_client(admin_user)
+    imported = api.post(
+        "/api/v1/datasets/gate%00basics/draft/import/", "[]", content_type="application/json"
+    )
+    assert assert_error_shape(imported, 400)["code"] == "nul_character"
+    assert assert_error_shape(api.get("/api/v1/datasets/gate%00basics/export/"), 400)
     assert AuditEntry.objects.count() == before
 
 
