@@ -16,13 +16,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import is_password_usable
 from django.contrib.auth.models import Group
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
-from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
+from django.contrib.contenttypes.models import ContentType
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
 from guardian.models import GroupObjectPermission, UserObjectPermission
 
-from evaluations.models import Run
+from agents.models import Agent
+from evaluations.models import Dataset, Run
 from evaluations.signals import run_finished, schedule_failed
 from governance.choices import RequestState
-from governance.roles import in_role_action
+from governance.roles import in_role_action, role_action
 from sherlock.core.audit import audit, current_actor
 
 PRIVILEGE_FLAGS = ("is_superuser", "is_staff", "is_active")
@@ -235,6 +237,49 @@ def audit_user_changes(sender, instance, created, **kwargs):
         )
 
 
+def revoke_grants_of_deleted_object(sender, instance, **kwargs):
+    """An agent or a dataset is being deleted (in the deleting transaction, before its rows go):
+    its `RoleGrant`s go with it (CASCADE), so each is audited as a `governance.role.revoke`
+    (`after.cause` "deleted"), and guardian's object-permission rows for it, which a generic
+    key does not cascade, are deleted. The grant holders' rows go quietly (their revoke entry
+    names them); rows no grant explains (a verb given by hand, a group's) are deleted with the
+    catch-all's `auth.permission.revoke` entry each. Nothing else lets an object's grants go
+    unaudited, and no row is left for a later object that reuses the primary key."""
+    from governance.actions._role_verb import describe_scope
+    from governance.models import RoleGrant
+    from governance.roles import scoped_perms
+
+    content_type = ContentType.objects.get_for_model(instance)
+    rows = {"content_type": content_type, "object_pk": str(instance.pk)}
+    grants = list(RoleGrant.objects.on(instance).select_related("user").order_by("user_id", "role"))
+    holders = {grant.user_id for grant in grants}
+    held = {}
+    for user_id, codename in UserObjectPermission.objects.filter(
+        user_id__in=holders, **rows
+    ).values_list("user_id", "permission__codename"):
+        held.setdefault(user_id, set()).add(codename)
+    actor = current_actor()
+    covered = {}
+    for grant in grants:
+        verbs = held.get(grant.user_id, set()) & set(scoped_perms(grant.role, instance))
+        covered.setdefault(grant.user_id, set()).update(verbs)
+        audit(
+            "governance.role.revoke",
+            actor=actor,
+            target=grant.user,
+            before={"role": grant.role, "scope": describe_scope(instance)},
+            after={"perms_removed": sorted(verbs), "cause": "deleted"},
+            reason=f"The {instance._meta.verbose_name} {instance} was deleted.",
+        )
+    with role_action():
+        for user_id, verbs in covered.items():
+            UserObjectPermission.objects.filter(
+                user_id=user_id, permission__codename__in=verbs, **rows
+            ).delete()
+    UserObjectPermission.objects.filter(**rows).delete()
+    GroupObjectPermission.objects.filter(**rows).delete()
+
+
 def notify_schedule_failed(sender, schedule_id, error, **kwargs):
     """The `schedule.failed` webhook event: a schedule fired but could not start its run."""
     from governance.choices import WebhookEvent
@@ -269,6 +314,12 @@ def connect():
         )
         post_delete.connect(
             audit_object_permission_removed, sender=model, dispatch_uid=f"gov-rm-{model.__name__}"
+        )
+    for model in (Agent, Dataset):
+        pre_delete.connect(
+            revoke_grants_of_deleted_object,
+            sender=model,
+            dispatch_uid=f"gov-grants-of-{model.__name__}",
         )
     pre_save.connect(remember_stored_user, sender=user_model, dispatch_uid="gov-user-before")
     post_save.connect(audit_user_changes, sender=user_model, dispatch_uid="gov-user-after")

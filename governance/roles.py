@@ -146,6 +146,9 @@ def materialize(user, obj=None):
     verbs roles carry on that kind of object (a permission no role carries is not ours to
     touch). Run inside `role_action()` by the role actions, after they wrote the grant, so a
     revocation keeps what the other grants still give and nothing more (issue 22 point 2).
+    Rights held there without a grant (a role group joined from a shell, a verb assigned by
+    hand) are removed too; the catch-all receivers are quiet inside `role_action()`, so the
+    callers name them in their entry (`also_removed`, `also_added`).
     """
     from django.contrib.auth.models import Group
     from guardian.shortcuts import assign_perm, get_user_perms, remove_perm

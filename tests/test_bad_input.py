@@ -110,6 +110,66 @@ def test_an_escaped_percent_is_not_a_nul(world, admin_page, admin_user):
     assert client.get("/api/v1/role-grants/?user=%2500").status_code == 200
 
 
+@pytest.mark.parametrize("param", ["user", "role", "scope", "agent", "dataset"])
+def test_a_nul_in_any_role_grants_filter_answers_400(world, admin_user, param):
+    body = assert_error_shape(
+        api_client(admin_user).get("/api/v1/role-grants/", {param: "a\x00b"}), 400
+    )
+    assert body["code"] == "nul_character"
+
+
+def test_a_nul_in_an_import_address_answers_400_and_writes_nothing(world, admin_page, admin_user):
+    before = AuditEntry.objects.count()
+    for url in (
+        "/admin/evaluations/dataset/1%00/import/",
+        "/admin/evaluations/dataset/1\x00/import/",
+    ):
+        assert_bad_request_page(admin_page.post(url, {"preview": "Preview"}))
+        assert_bad_request_page(admin_page.get(url))
+    api = api_client(admin_user)
+    imported = api.post(
+        "/api/v1/datasets/gate%00basics/draft/import/", "[]", content_type="application/json"
+    )
+    assert assert_error_shape(imported, 400)["code"] == "nul_character"
+    assert assert_error_shape(api.get("/api/v1/datasets/gate%00basics/export/"), 400)
+    assert AuditEntry.objects.count() == before
+
+
+def test_the_audit_writer_stores_no_nul_whoever_calls_it(db):
+    """The last line of defence: an entry quoting input with a NUL is written (PostgreSQL
+    stores none), the NUL shown as the four characters `\\x00`."""
+    from governance.models import verify_chain
+    from sherlock.core.audit import audit
+
+    entry = audit(
+        "evaluations.dataset.refused",
+        target=("evaluations.dataset", "1\x00", "a\x00b"),
+        after={"verb": "import\x00", "k\x00": ["x\x00"]},
+        reason="why\x00",
+    )
+    entry.refresh_from_db()
+    assert (entry.target_id, entry.target_repr, entry.reason) == ("1\\x00", "a\\x00b", "why\\x00")
+    assert entry.after == {"verb": "import\\x00", "k\\x00": ["x\\x00"]}
+    assert verify_chain()[1] is None  # the hash is over what is stored
+
+
+def test_a_hidden_object_named_with_a_nul_is_audited_not_a_500(world, admin_user, rf):
+    """`audit_hidden` (the admin's hidden-object refusal) reached with a NUL id, as any path
+    past the middleware would: no lookup with the NUL, an entry with it escaped."""
+    from evaluations.models import Dataset
+    from sherlock.core.hidden import audit_hidden
+
+    request = rf.post("/admin/evaluations/dataset/1/import/")
+    request.user = admin_user
+    audit_hidden(request, Dataset, {"pk": "1\x00"}, verb="import")
+    entry = AuditEntry.objects.latest("sequence")
+    assert (entry.action, entry.target_id, entry.after["exists"]) == (
+        "evaluations.dataset.refused",
+        "1\\x00",
+        False,
+    )
+
+
 # --- integers beyond 64 bits ------------------------------------------------------------------
 
 

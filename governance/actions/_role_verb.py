@@ -14,6 +14,19 @@ def describe_scope(obj):
     return {"type": f"{obj._meta.app_label}.{obj._meta.model_name}", "id": obj.pk, "repr": str(obj)}
 
 
+def change_entry(added, removed, own):
+    """What `materialize` changed on the scope beyond the verb's own `own` rights (group names or
+    codenames), for the audit entry: the rights held without a grant that the derivation
+    removed (a hand-made membership, a verb given from a shell) or restored. Nothing changes
+    unaudited, since the catch-all receivers are quiet inside the role actions."""
+    extra = {}
+    if also_added := sorted(set(added) - set(own)):
+        extra["also_added"] = also_added
+    if also_removed := sorted(set(removed) - set(own)):
+        extra["also_removed"] = also_removed
+    return extra
+
+
 class RoleVerb(GovernanceAction):
     """Grant or revoke `role` for `user`, globally (`obj` None) or for one agent or dataset.
     Only a global Admin changes roles; a refusal is recorded against the user. A role with no

@@ -1,6 +1,6 @@
 """GrantRole: an Admin gives a user a role, globally or for one agent or dataset."""
 
-from governance.actions._role_verb import RoleVerb, describe_scope
+from governance.actions._role_verb import RoleVerb, change_entry, describe_scope
 from governance.choices import RoleScope
 from governance.models import RoleGrant
 from governance.roles import materialize, role_action, scoped_perms
@@ -12,7 +12,9 @@ class GrantRole(RoleVerb):
     """Grant `role` to `user`: globally or for one agent or dataset. The grant is recorded
     (`RoleGrant`: who, when, why) and the user's rights on that scope are derived from their
     grants (`governance.roles.materialize`: membership of the role's group, or the role's verbs
-    as guardian object permissions, `OBJECT_PERMS`). Returns the grant.
+    as guardian object permissions, `OBJECT_PERMS`). Rights on that scope held without a grant
+    (a role group joined from a shell, a verb assigned by hand) are removed by the derivation,
+    and the entry names them (`also_removed`). Returns the grant.
 
     This and `RevokeRole` are the only ways rights change in Sherlock: the admin's user and
     group screens show memberships read-only and guardian's permission screens are not mounted,
@@ -41,13 +43,19 @@ class GrantRole(RoleVerb):
             reason=self.reason,
         )
         with role_action():
-            materialize(self.user, self.obj)
+            added, removed = materialize(self.user, self.obj)
         perms = scoped_perms(self.role, self.obj) if self.obj is not None else []
+        own = perms if self.obj is not None else [self.role]
         audit(
             "governance.role.grant",
             actor=self.acting_user,
             target=self.user,
-            after={"role": self.role, "scope": describe_scope(self.obj), "perms": perms},
+            after={
+                "role": self.role,
+                "scope": describe_scope(self.obj),
+                "perms": perms,
+                **change_entry(added, removed, own),
+            },
             reason=self.reason,
         )
         return grant

@@ -10,19 +10,31 @@ became grants"):
   `governance.role.grant` and `governance.role.revoke` entries about that user and that object,
   replayed in order, name the roles granted there and not revoked since; each counts when all of
   its verbs are still held. Where the log revoked a role and its verbs stayed (the defect: a
-  revocation kept every verb another *inferred* role needed), those verbs are removed, as the
-  Admin who revoked asked;
-- where the log says nothing about that user and object (rights given by a shell or a script),
-  the verbs are read as the fewest roles that explain them: on an agent, the Admin's full set
-  (with `bypass_agent`) is one Admin grant, not Admin, Builder and Publisher; otherwise a Builder
-  and a Publisher each when all of their verbs are held; on a dataset, where an Admin holds
-  exactly an Editor's verbs, an Editor grant. Verbs that make no whole role are left as they
-  are, and counted: the next role change of that user on that object derives them from the
-  grants, and so removes them.
+  revocation kept every verb another *inferred* role needed), the verbs that revoked role
+  carried and no role the log still grants there explains are removed, as the Admin who revoked
+  asked. Only a replayed revocation removes verbs this way: a logged grant beside verbs given
+  from a shell says nothing about those verbs;
+- the verbs left unexplained (none of the log, or beside what it explains) are read as the
+  fewest whole roles: on an agent the Admin's full set (with `bypass_agent`) is one Admin grant,
+  not Admin, Builder and Publisher; otherwise a Builder and a Publisher each when all of their
+  verbs are held; on a dataset, where an Admin holds exactly an Editor's verbs, an Editor grant;
+- verbs that still no grant explains (`view_agent` alone, a stray `bypass_agent`, a Builder's
+  `build_agent` beside a Publisher's set) are removed: a right that `GET /role-grants/` does not
+  show must not be kept (issue 22: "no role is ever reported that was not granted", and no right
+  held that no role explains).
+
+Each user and object whose verbs were recorded as grants or removed is printed on a line of its
+own (the first 50, then how many more), then the summary line.
 
 Group object permissions are not roles (the role actions never wrote them) and are left alone.
-The summary line is written when there was anything to read, so an empty database (a new
-install, the test database) migrates quietly. Reversing drops the records, keeping the rights.
+The lines are written when there was anything to read, so an empty database (a new install,
+the test database) migrates quietly. Reversing drops the records, keeping the rights that
+remain (the removed ones are named in the output, not restored).
+
+This migration was corrected in place (issue 22 review: it removed every unexplained verb when
+the log had any role entry about the user and object, and kept verbs no grant explains): it is
+new in this release and on no user's database yet (the last release is main before it), so no
+installed database has run the first version.
 """
 
 import sys
@@ -61,10 +73,11 @@ def fewest_roles(kind, held):
 
 
 def replay_log(apps, user_model_label):
-    """{(user pk, scope key): {role: the entry that granted it}} from the role entries of the
-    audit log, oldest first; the scope key is "global" or (model name, object pk as text)."""
+    """({(user pk, scope key): {role: the entry that granted it}}, {(user pk, scope key): {the
+    roles whose last entry there is a revocation}}) from the role entries of the audit log,
+    oldest first; the scope key is "global" or (model name, object pk as text)."""
     entry_model = apps.get_model("governance", "AuditEntry")
-    granted = {}
+    granted, revoked = {}, {}
     entries = entry_model.objects.filter(
         action__in=["governance.role.grant", "governance.role.revoke"],
         target_type=user_model_label,
@@ -80,27 +93,52 @@ def replay_log(apps, user_model_label):
         else:
             continue
         roles = granted.setdefault((entry.target_id, key), {})
+        gone = revoked.setdefault((entry.target_id, key), set())
         if grant:
             roles[role] = entry
+            gone.discard(role)
         else:
             roles.pop(role, None)
-    return granted
+            gone.add(role)
+    return granted, revoked
+
+
+def explain(kind, held, logged, revoked):
+    """Read one user's `held` verbs on one object: (roles, {role: logged?}, verbs a logged
+    revocation left, verbs no grant explains). `logged` are the roles the replayed log grants
+    there, `revoked` those it revoked last."""
+    roles = {role for role in logged if role in ROLES and verbs(role, kind) <= held}
+    explained = set().union(*(verbs(role, kind) for role in roles))
+    revoked_verbs = set().union(*(verbs(role, kind) for role in revoked if role in ROLES))
+    left_by_revoke = (held - explained) & revoked_verbs
+    rest = held - left_by_revoke
+    for role in fewest_roles(kind, rest) - roles:
+        if verbs(role, kind) - explained:  # only a role that explains a verb not yet explained
+            roles.add(role)
+            explained |= verbs(role, kind)
+    stray = rest - explained
+    return roles, left_by_revoke, stray
+
+
+SHOWN = 50  # per-user lines printed before the rest are only counted
 
 
 def record_grants(apps, schema_editor, out=None):
-    """Create the grants; return (and write to `out`) the summary line."""
+    """Create the grants and remove the verbs no grant explains; return the summary line, and
+    write it to `out` after one line per user and object changed (at most `SHOWN`)."""
     user_model = apps.get_model(settings.AUTH_USER_MODEL)
     grant_model = apps.get_model("governance", "RoleGrant")
     object_perm_model = apps.get_model("guardian", "UserObjectPermission")
     label = f"{user_model._meta.app_label}.{user_model._meta.model_name}"
-    history = replay_log(apps, label)
-    user_ids = set(user_model.objects.values_list("pk", flat=True))
+    history, revocations = replay_log(apps, label)
+    names = dict(user_model.objects.values_list("pk", "username"))  # auth.User (historical)
     now = timezone.now()
-    counts = {"global": 0, "agent": 0, "dataset": 0, "removed": 0, "partial": 0}
+    counts = {"global": 0, "agent": 0, "dataset": 0, "removed": 0, "stray": 0, "stray_sets": 0}
     grants = []
+    lines = []
 
     def grant(user_id, role, kind, obj_id, entry):
-        by = entry.actor_id if entry is not None and entry.actor_id in user_ids else None
+        by = entry.actor_id if entry is not None and entry.actor_id in names else None
         grants.append(
             grant_model(
                 user_id=user_id,
@@ -117,16 +155,20 @@ def record_grants(apps, schema_editor, out=None):
 
     memberships = user_model.groups.through.objects.filter(group__name__in=ROLES)
     seen = False
+    global_roles = {}
     for user_id, role in memberships.values_list("user_id", "group__name"):
         seen = True
         entry = history.get((str(user_id), "global"), {}).get(role)
         grant(user_id, role, "global", None, entry)
+        global_roles.setdefault(user_id, []).append(f"{role} ({'log' if entry else 'no log'})")
+    for user_id, roles in sorted(global_roles.items(), key=lambda item: names[item[0]]):
+        lines.append(f"{names[user_id]}, global: recorded {', '.join(sorted(roles))}")
 
     for kind, (app_label, model_name) in KINDS.items():
         managed = {p for role in ROLES for p in verbs(role, kind)}
-        existing = {
-            str(pk)
-            for pk in apps.get_model(app_label, model_name).objects.values_list("pk", flat=True)
+        slugs = {
+            str(pk): slug
+            for pk, slug in apps.get_model(app_label, model_name).objects.values_list("pk", "slug")
         }
         perms = object_perm_model.objects.filter(
             content_type__app_label=app_label,
@@ -137,34 +179,52 @@ def record_grants(apps, schema_editor, out=None):
         for pk, user_id, object_pk, codename in perms:
             seen = True
             held.setdefault((user_id, str(object_pk)), {})[codename] = pk
-        for (user_id, object_pk), rows in held.items():
-            if object_pk not in existing:  # the object is gone; guardian left its rows behind
+        for (user_id, object_pk), rows in sorted(
+            held.items(), key=lambda item: (names[item[0][0]], slugs.get(item[0][1], ""))
+        ):
+            if object_pk not in slugs:  # the object is gone; guardian left its rows behind
                 continue
-            codenames = set(rows)
-            logged = history.get((str(user_id), (kind, object_pk)))
-            if logged is not None:
-                roles = {
-                    role for role in logged if role in ROLES and verbs(role, kind) <= codenames
-                }
-            else:
-                roles = fewest_roles(kind, codenames)
+            key = (str(user_id), (kind, object_pk))
+            logged = history.get(key, {})
+            roles, left_by_revoke, stray = explain(
+                kind, set(rows), logged, revocations.get(key, set())
+            )
             for role in sorted(roles):
-                grant(user_id, role, kind, int(object_pk), (logged or {}).get(role))
-            left = codenames - set().union(*(verbs(role, kind) for role in roles))
-            if left and logged is not None:
-                object_perm_model.objects.filter(pk__in=[rows[c] for c in left]).delete()
-                counts["removed"] += len(left)
-            elif left:
-                counts["partial"] += 1
+                grant(user_id, role, kind, int(object_pk), logged.get(role))
+            if left_by_revoke or stray:
+                object_perm_model.objects.filter(
+                    pk__in=[rows[c] for c in left_by_revoke | stray]
+                ).delete()
+            counts["removed"] += len(left_by_revoke)
+            counts["stray"] += len(stray)
+            counts["stray_sets"] += bool(stray)
+            said = []
+            if roles:
+                said.append(
+                    "recorded "
+                    + ", ".join(
+                        f"{role} ({'log' if role in logged else 'no log'})"
+                        for role in sorted(roles)
+                    )
+                )
+            if left_by_revoke:
+                said.append(f"removed {', '.join(sorted(left_by_revoke))} (a logged revocation)")
+            if stray:
+                said.append(f"removed {', '.join(sorted(stray))} (no grant explains them)")
+            lines.append(f"{names[user_id]}, {kind} {slugs[object_pk]}: {'; '.join(said)}")
 
     grant_model.objects.bulk_create(grants)
     line = (
         f"Role grants recorded: {counts['global']} global, {counts['agent']} on agents, "
         f"{counts['dataset']} on datasets; {counts['removed']} permissions removed that a "
-        f"logged revocation had left; {counts['partial']} user-object permission sets that "
-        "make no whole role left as they are."
+        f"logged revocation had left; {counts['stray']} permissions removed that no grant "
+        f"explains, from {counts['stray_sets']} user-object permission sets."
     )
     if seen and out is not None:
+        for each in lines[:SHOWN]:
+            out.write(f"  {each}\n")
+        if len(lines) > SHOWN:
+            out.write(f"  ... and {len(lines) - SHOWN} more users and objects.\n")
         out.write(f"  {line}\n")
     return line
 

@@ -26,7 +26,8 @@ class RoleGrant(models.Model):
     So every permission check (`has_perm`, `for_user`) keeps reading groups and guardian, and
     revoking one grant takes away exactly what it gave. Rows are written only by `GrantRole`
     (create) and `RevokeRole` (delete), which audit both; the history is the audit log. A grant
-    goes with its agent or dataset (CASCADE), and with its user.
+    goes with its agent or dataset (CASCADE: `governance.receivers` audits each as a revocation
+    and deletes guardian's rows for the object), and with its user.
     """
 
     user = models.ForeignKey(

@@ -85,16 +85,49 @@ def client_address(request):
     return remote
 
 
+NUL = "\x00"
+NUL_SHOWN = "\\x00"  # the four characters `\x00`: what the entry shows where a NUL was
+
+
+def without_nul(value):
+    """`value` with every NUL in its text (strings, and the keys and items of dicts, lists and
+    tuples) written as the four characters `\x00`. PostgreSQL stores no NUL in text or JSON
+    (`DataError: unsupported Unicode escape sequence`, a 500), and an entry quoting the caller's
+    input (a hidden object's id, a refused username) must still be written: the middleware
+    refuses NULs in URLs and forms (`sherlock.core.inputs`), this is the last line of defence
+    for any other way one reaches an entry."""
+    if isinstance(value, str):
+        return value.replace(NUL, NUL_SHOWN) if NUL in value else value
+    if isinstance(value, dict):
+        return {without_nul(key): without_nul(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(without_nul(item) for item in value)
+    return value
+
+
+def _target_without_nul(target):
+    """A model instance whose text holds a NUL (possible on SQLite) becomes the (type, id,
+    text) tuple the log stores, cleaned; a tuple is cleaned; anything else is as given."""
+    if target is None or isinstance(target, tuple):
+        return without_nul(target)
+    text, pk = str(target), str(target.pk)
+    if NUL not in text and NUL not in pk:
+        return target
+    opts = target._meta
+    return (f"{opts.app_label}.{opts.model_name}", without_nul(pk), without_nul(text)[:300])
+
+
 def audit(action, *, actor=None, target=None, before=None, after=None, reason=""):
-    """Append one entry to the hash-chained audit log, in the caller's transaction."""
+    """Append one entry to the hash-chained audit log, in the caller's transaction. No NUL is
+    written (`without_nul`)."""
     entry_model = apps.get_model("governance", "AuditEntry")
     return entry_model.objects.append(
-        action,
+        without_nul(action),
         actor=actor,
-        target=target,
-        before=before,
-        after=after,
-        reason=reason,
+        target=_target_without_nul(target),
+        before=without_nul(before),
+        after=without_nul(after),
+        reason=without_nul(reason),
         request_id=current_request_id(),
         ip=current_ip(),
     )

@@ -93,7 +93,8 @@ class VisiblePrimaryKeyRelatedField(NotesHiddenObjects, serializers.PrimaryKeyRe
 
 def _stored(model, lookup):
     """The row the lookup names, whoever may see it, or None."""
-    if any(len(str(value)) > LONGEST_KEY for value in lookup.values()):
+    # No stored key holds a NUL (PostgreSQL stores none, and asking is a DataError, a 500).
+    if any(len(str(value)) > LONGEST_KEY or "\x00" in str(value) for value in lookup.values()):
         return None
     try:
         return model._default_manager.filter(**lookup).first()

@@ -189,10 +189,102 @@ def test_a_role_with_no_meaning_on_the_scope_is_refused_both_ways(admin_user, so
     assert not RoleGrant.objects.filter(user=someone).exists()
 
 
-def test_a_grant_goes_with_its_agent(admin_user, someone, agent):
+def test_a_grant_goes_with_its_agent_audited_and_with_its_permissions(admin_user, someone, agent):
+    from guardian.models import UserObjectPermission
+
     GrantRole(acting_user=admin_user, user=someone, role="Builder", obj=agent).execute()
+    GrantRole(acting_user=admin_user, user=someone, role="Publisher", obj=agent).execute()
+    pk = agent.pk
     agent.delete()
     assert not RoleGrant.objects.filter(user=someone).exists()
+    assert not UserObjectPermission.objects.filter(object_pk=str(pk)).exists()
+    entries = AuditEntry.objects.filter(action="governance.role.revoke").order_by("sequence")
+    assert [(e.target_id, e.before["role"], e.after) for e in entries] == [
+        (
+            str(someone.pk),
+            "Builder",
+            {"perms_removed": ["build_agent", "change_agent", "view_agent"], "cause": "deleted"},
+        ),
+        (
+            str(someone.pk),
+            "Publisher",
+            {"perms_removed": ["publish_agent", "view_agent"], "cause": "deleted"},
+        ),
+    ]
+    assert entries[0].reason == "The agent support-bot was deleted."
+
+
+def test_a_grant_goes_with_its_dataset_audited_and_a_hand_verb_too(admin_user, someone, dataset):
+    from guardian.models import UserObjectPermission
+    from guardian.shortcuts import assign_perm
+
+    GrantRole(acting_user=admin_user, user=someone, role="Editor", obj=dataset).execute()
+    outsider = factories.user("outsider")
+    assign_perm("evaluations.view_dataset", outsider, dataset)
+    pk = dataset.pk
+    dataset.versions.all().delete()
+    dataset.delete()
+    assert not UserObjectPermission.objects.filter(object_pk=str(pk)).exists()
+    revoke = last_revoke()
+    assert (revoke.target_id, revoke.after) == (
+        str(someone.pk),
+        {"perms_removed": DATASET_VERBS, "cause": "deleted"},
+    )
+    assert AuditEntry.objects.filter(
+        action="auth.permission.revoke", target_id=str(outsider.pk)
+    ).exists()
+
+
+# --- rights held without a grant -----------------------------------------------------------------
+
+
+def test_a_global_revoke_names_the_group_it_removed(admin_user, someone):
+    GrantRole(acting_user=admin_user, user=someone, role="Editor").execute()
+    RevokeRole(acting_user=admin_user, user=someone, role="Editor").execute()
+    assert last_revoke().after == {"groups_removed": ["Editor"]}
+    assert not fresh(someone).groups.exists()
+
+
+def test_a_hand_made_membership_is_revocable_and_not_listed(admin_user, someone):
+    """Joining a role group from a shell is the role globally: not a grant (not listed), but
+    revoking the role globally removes it, and the entry says there was no grant."""
+    from django.contrib.auth.models import Group
+
+    someone.groups.add(Group.objects.get(name="Editor"))
+    assert grants_of(admin_user, "someone") == []
+    body = {"user": "someone", "role": "Editor", "reason": "cleaning up hand-made rights"}
+    answer = post(admin_user, "revoke/", body)
+    assert answer.status_code == 200, answer.json()
+    assert last_revoke().after == {"groups_removed": ["Editor"], "without_grant": True}
+    assert not fresh(someone).groups.exists()
+    again = post(admin_user, "revoke/", body)
+    assert (again.status_code, again.json()["code"]) == (409, "not_held")
+
+
+def test_a_grant_removes_a_hand_made_membership_and_says_so(admin_user, someone):
+    from django.contrib.auth.models import Group
+
+    someone.groups.add(Group.objects.get(name="Editor"))
+    body = {"user": "someone", "role": "Publisher", "reason": "publishes release candidates"}
+    assert post(admin_user, "", body).status_code == 201
+    entry = AuditEntry.objects.filter(action="governance.role.grant").latest("sequence")
+    assert entry.after == {
+        "role": "Publisher",
+        "scope": "global",
+        "perms": [],
+        "also_removed": ["Editor"],
+    }
+    assert list(fresh(someone).groups.values_list("name", flat=True)) == ["Publisher"]
+
+
+def test_a_scoped_grant_removes_a_hand_given_verb_and_says_so(admin_user, someone, agent):
+    from guardian.shortcuts import assign_perm
+
+    assign_perm("agents.bypass_agent", someone, agent)
+    GrantRole(acting_user=admin_user, user=someone, role="Publisher", obj=agent).execute()
+    entry = AuditEntry.objects.filter(action="governance.role.grant").latest("sequence")
+    assert entry.after["also_removed"] == ["bypass_agent"]
+    assert sorted(get_user_perms(someone, agent)) == ["publish_agent", "view_agent"]
 
 
 # --- what the database refuses -------------------------------------------------------------------

@@ -245,7 +245,8 @@ def test_a_grant_is_used_then_revoked_and_its_rights_are_gone(
     entry = AuditEntry.objects.filter(action="governance.role.revoke").latest("sequence")
     obj = {"global": None, "agent": world["agent"], "dataset": world["dataset"]}[scope]
     expected = sorted(OBJECT_PERMS[role][scope]) if obj is not None else []
-    assert entry.target_id == str(user.pk) and entry.after == {"perms_removed": expected}
+    removed = {"perms_removed": expected} if obj is not None else {"groups_removed": [role]}
+    assert entry.target_id == str(user.pk) and entry.after == removed
     if obj is not None:
         assert not get_user_perms(user, obj).exists()
     assert not fresh(user).groups.exists()

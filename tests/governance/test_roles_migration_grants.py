@@ -104,13 +104,56 @@ def test_a_logged_revocation_whose_verbs_stayed_is_carried_out(boss, gate_datase
     assert "3 permissions removed" in line
 
 
-def test_verbs_that_make_no_whole_role_are_left_and_counted(boss, agent):
-    user = factories.user("partial")
-    assign_perm("agents.view_agent", user, agent)
-    grants, line, _ = migrate()
-    assert not [g for g in grants if g[0] == "partial"]
-    assert list(get_user_perms(user, agent)) == ["view_agent"]
-    assert "1 user-object permission sets" in line
+def test_a_logged_grant_keeps_the_verbs_a_shell_gave_beside_it(boss, agent):
+    """Only a replayed revocation removes verbs: a logged Builder grant says nothing about the
+    Publisher verbs given from a shell, which are read by the fewest-whole-roles rule."""
+    user = factories.user("dev")
+    held(user, "Builder", agent)
+    held(user, "Publisher", agent)
+    after = {"role": "Builder", "scope": scope_of(agent), "perms": []}
+    audit("governance.role.grant", actor=boss, target=user, after=after, reason="builds it")
+    grants, line, out = migrate()
+    assert [g for g in grants if g[0] == "dev"] == [
+        ("dev", "Builder", "agent", "support-bot"),
+        ("dev", "Publisher", "agent", "support-bot"),
+    ]
+    assert "publish_agent" in get_user_perms(user, agent)
+    assert "0 permissions removed" in line
+    assert "dev, agent support-bot: recorded Builder (log), Publisher (no log)" in out
+
+
+def test_verbs_that_no_grant_explains_are_removed_and_named(boss, agent):
+    """A right `GET /role-grants/` would not show is not kept: a Publisher's set plus a
+    Builder's `build_agent` is a Publisher, and `build_agent` goes; a lone `view_agent` and a
+    stray `bypass_agent` go too. Each user and object is named in the output."""
+    from sherlock.core.permissions import user_can
+
+    publisher = factories.user("pub")
+    for codename in ("view_agent", "publish_agent", "build_agent"):
+        assign_perm(codename, publisher, agent)
+    viewer = factories.user("partial")
+    assign_perm("agents.view_agent", viewer, agent)
+    assign_perm("agents.bypass_agent", viewer, agent)
+    grants, line, out = migrate()
+    assert [g for g in grants if g[0] in ("pub", "partial")] == [
+        ("pub", "Publisher", "agent", "support-bot")
+    ]
+    assert sorted(get_user_perms(publisher, agent)) == ["publish_agent", "view_agent"]
+    assert not user_can(publisher, "build", agent)
+    assert not get_user_perms(viewer, agent).exists()
+    assert "3 permissions removed that no grant explains, from 2 user-object" in line
+    assert "pub, agent support-bot: recorded Publisher (no log); removed build_agent" in out
+    assert "partial, agent support-bot: removed bypass_agent, view_agent" in out
+
+
+def test_the_lines_per_user_are_bounded(boss, agent):
+    for n in range(55):
+        assign_perm("agents.view_agent", factories.user(f"u{n:02}"), agent)
+    _, line, out = migrate()
+    lines = out.splitlines()
+    # boss's global grant and 49 of the 55 users, the count of the rest, the summary
+    assert len(lines) == 52 and lines[-2] == "  ... and 6 more users and objects."
+    assert lines[-1] == f"  {line}"
 
 
 def test_an_empty_database_migrates_quietly(db):
