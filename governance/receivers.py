@@ -245,9 +245,8 @@ def revoke_grants_of_deleted_object(sender, instance, **kwargs):
     names them); rows no grant explains (a verb given by hand, a group's) are deleted with the
     catch-all's `auth.permission.revoke` entry each. Nothing else lets an object's grants go
     unaudited, and no row is left for a later object that reuses the primary key."""
-    from governance.actions._role_verb import describe_scope
     from governance.models import RoleGrant
-    from governance.roles import scoped_perms
+    from governance.roles import describe_scope, scoped_perms
 
     content_type = ContentType.objects.get_for_model(instance)
     rows = {"content_type": content_type, "object_pk": str(instance.pk)}

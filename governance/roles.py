@@ -225,3 +225,10 @@ def role_grants(user=None):
     )
     grants = grants.order_by("user__username", order, "agent__slug", "dataset__slug", "role")
     return [describe_grant(grant) for grant in grants]
+
+
+def describe_scope(obj):
+    """How an audit entry names a role's scope: "global", or the object's type, id and name."""
+    if obj is None:
+        return "global"
+    return {"type": f"{obj._meta.app_label}.{obj._meta.model_name}", "id": obj.pk, "repr": str(obj)}

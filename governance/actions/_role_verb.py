@@ -8,12 +8,6 @@ from governance.roles import is_global_admin, scoped_perms
 from sherlock.core.errors import ActionDenied, ActionInvalid
 
 
-def describe_scope(obj):
-    if obj is None:
-        return "global"
-    return {"type": f"{obj._meta.app_label}.{obj._meta.model_name}", "id": obj.pk, "repr": str(obj)}
-
-
 def change_entry(added, removed, own):
     """What `materialize` changed on the scope beyond the verb's own `own` rights (group names or
     codenames), for the audit entry: the rights held without a grant that the derivation

@@ -1,9 +1,9 @@
 """GrantRole: an Admin gives a user a role, globally or for one agent or dataset."""
 
-from governance.actions._role_verb import RoleVerb, change_entry, describe_scope
+from governance.actions._role_verb import RoleVerb, change_entry
 from governance.choices import RoleScope
 from governance.models import RoleGrant
-from governance.roles import materialize, role_action, scoped_perms
+from governance.roles import describe_scope, materialize, role_action, scoped_perms
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict
 
