@@ -4,9 +4,9 @@ read-only."""
 from django import forms
 from django.contrib import admin
 
-from governance.actions.change_webhook import ChangeWebhook
 from governance.actions.create_webhook import CreateWebhook
 from governance.actions.delete_webhook import DeleteWebhook
+from governance.actions.update_webhook import UpdateWebhook
 from governance.admin.base import ActionForm, ActionFormAdmin, ReadOnlyAdmin
 from governance.choices import WebhookEvent
 from governance.models import (
@@ -19,7 +19,7 @@ from sherlock.core.admin import run_verb
 
 class WebhookForm(ActionForm):
     """Asks the webhook action whether it would accept the change, so a refusal is shown on the
-    form; saving runs that action (governance.actions.create_webhook / change_webhook)."""
+    form; saving runs that action (governance.actions.create_webhook / update_webhook)."""
 
     url = forms.URLField(max_length=500, assume_scheme="https")
     events = forms.MultipleChoiceField(
@@ -37,7 +37,7 @@ class WebhookForm(ActionForm):
         changes = {name: self.cleaned_data.get(name) for name in ("url", "events", "active")}
         if self.instance.pk is None:
             return CreateWebhook(acting_user=user, **changes)
-        return ChangeWebhook(
+        return UpdateWebhook(
             acting_user=user,
             endpoint=WebhookEndpoint.objects.get(pk=self.instance.pk),
             changes=changes,

@@ -18,10 +18,10 @@ from django.utils import timezone
 from evaluations.models import Run
 from evaluations.signals import run_finished
 from governance import webhooks
-from governance.actions.change_webhook import ChangeWebhook
 from governance.actions.create_webhook import CreateWebhook
 from governance.actions.delete_webhook import DeleteWebhook
 from governance.actions.publish_version import PublishVersion
+from governance.actions.update_webhook import UpdateWebhook
 from governance.choices import WebhookEvent
 from governance.models import AuditEntry, WebhookDelivery, WebhookEndpoint
 from sherlock.core.errors import ActionDenied, ActionInvalid
@@ -71,7 +71,7 @@ def test_only_an_admin_manages_endpoints(role, admin_user):
         CreateWebhook(acting_user=user, url="https://example.org/h", events=ALL_EVENTS).execute()
     endpoint = endpoint_for(admin_user, "https://example.org/h")
     with pytest.raises(ActionDenied):
-        ChangeWebhook(acting_user=user, endpoint=endpoint, changes={"active": False}).execute()
+        UpdateWebhook(acting_user=user, endpoint=endpoint, changes={"active": False}).execute()
     with pytest.raises(ActionDenied):
         DeleteWebhook(acting_user=user, endpoint=endpoint).execute()
     assert WebhookEndpoint.objects.get().active
@@ -83,7 +83,7 @@ def test_create_change_delete_are_audited_without_the_secret(admin_user):
     endpoint = endpoint_for(admin_user, "https://example.org/h", events=["run.finished"])
     assert len(endpoint.secret) == 64
     old_secret = endpoint.secret
-    ChangeWebhook(
+    UpdateWebhook(
         acting_user=admin_user,
         endpoint=endpoint,
         changes={"events": ["run.finished", "version.published"]},
@@ -129,7 +129,7 @@ def test_bad_input_is_refused_naming_the_field(admin_user, url, events, field):
 def test_an_unchanged_endpoint_is_refused(admin_user):
     endpoint = endpoint_for(admin_user, "https://example.org/h")
     with pytest.raises(ActionInvalid):
-        ChangeWebhook(acting_user=admin_user, endpoint=endpoint, changes={"active": True}).execute()
+        UpdateWebhook(acting_user=admin_user, endpoint=endpoint, changes={"active": True}).execute()
 
 
 def test_the_admin_registers_an_endpoint_in_the_admin(client, admin_user):
@@ -330,7 +330,7 @@ def test_an_endpoint_deactivated_or_deleted_before_its_retry_gets_nothing(
         gone = endpoint_for(admin_user, receiver.url + "?gone")
         send(django_capture_on_commit_callbacks, WebhookEvent.RUN_FINISHED, {})
         assert retries().count() == 2
-        ChangeWebhook(acting_user=admin_user, endpoint=kept, changes={"active": False}).execute()
+        UpdateWebhook(acting_user=admin_user, endpoint=kept, changes={"active": False}).execute()
         DeleteWebhook(acting_user=admin_user, endpoint=gone).execute()
         run_retries()
     assert len(receiver.received) == 2  # the first attempts only

@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from governance import webhooks
-from governance.actions.change_webhook import ChangeWebhook
 from governance.actions.create_webhook import CreateWebhook
+from governance.actions.update_webhook import UpdateWebhook
 from governance.choices import WebhookEvent
 from governance.models import AuditEntry, WebhookDelivery, WebhookEndpoint
 from sherlock.core.errors import ActionInvalid
@@ -69,7 +69,7 @@ def test_changing_an_endpoint_to_the_metadata_address_is_refused(admin_user, def
     ).execute()
 
     with pytest.raises(ActionInvalid, match="link-local"):
-        ChangeWebhook(
+        UpdateWebhook(
             acting_user=admin_user,
             endpoint=endpoint,
             changes={"url": "http://169.254.169.254/latest/"},

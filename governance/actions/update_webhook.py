@@ -1,4 +1,4 @@
-"""ChangeWebhook: an Admin changes an endpoint's URL, events or active flag, or draws a new
+"""UpdateWebhook: an Admin changes an endpoint's URL, events or active flag, or draws a new
 secret (`rotate_secret`); the audit entry has the before and after, never the secret."""
 
 from governance.actions._webhook import clean_events, clean_url, require_admin, snapshot
@@ -11,7 +11,7 @@ from sherlock.core.errors import ActionInvalid
 FIELDS = ("url", "events", "active")
 
 
-class ChangeWebhook(GovernanceAction):
+class UpdateWebhook(GovernanceAction):
     noun = "webhook"
     verb = "change"
 
