@@ -1,5 +1,5 @@
 """What the publish page says before a verb that cannot be undone, and the key that binds a
-confirmation to it (`governance.views`).
+confirmation to it (`governance.views.publish`).
 
 Three verbs of the page change what serves customers or what was paid for, so each is two
 steps: the first shows what the verb relies on and what it costs, the second (the posted

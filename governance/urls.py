@@ -1,6 +1,7 @@
 from django.urls import path
 
-from governance import views, views_audit
+from governance.views import audit as views_audit
+from governance.views import publish as views
 
 app_name = "governance"
 urlpatterns = [
