@@ -7,6 +7,10 @@ a Python regular expression: 10,000 case results of four checks took 2.5 s to *s
 insert the server did in 0.14 s (measured by `bench/contract_100k.py`). psycopg's COPY
 (``cursor.copy`` and ``write_row``) streams the same rows in its C row formatter instead. Other
 databases keep `bulk_create`. Neither sends model signals.
+
+Measured with and without in one session (`bench/contract_100k.py --repeat 3`, 2026-12-02,
+alternated twice, `bulk_create` swapped in for both functions): finishing a run of 100,000
+trials took 1.08 and 1.00 s with COPY against 2.07 and 1.80 s without. It stays.
 """
 
 import json
