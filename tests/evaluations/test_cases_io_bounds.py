@@ -496,3 +496,27 @@ def test_the_api_refuses_a_json_list_of_more_cases_than_the_limit(editor, datase
     assert answer.status_code == 400
     assert "item 6: more than 5 cases in one file" in answer.json()["detail"]
     assert nothing_written(dataset)
+
+
+# --- review 1 (issue 22): what the first fixes left open ----------------------------------------
+
+
+def test_the_csv_delimiter_is_read_in_linear_time_from_a_long_header(editor, dataset):
+    """60 KB of ` 'a` on the first line: csv.Sniffer's quote regex took 20 s of CPU on it."""
+    import time
+
+    started = time.process_time()
+    answer = upload(editor, b" 'a" * 20_000 + b"\n", "cases.csv")
+    spent = time.process_time() - started
+    assert answer.status_code == 400
+    assert spent < 2, f"{spent:.1f} s of CPU for a 60 KB file"
+
+
+@pytest.mark.parametrize(
+    "header, delimiter",
+    [("key,input", ","), ("key;input", ";"), ("key\tinput", "\t"), ('"a,b";c;d', ";"), ("k", ",")],
+)
+def test_the_csv_delimiter_is_the_one_the_header_holds_most(header, delimiter):
+    from evaluations.cases_io import delimiter_of
+
+    assert delimiter_of(header + "\nx,y;z\tw\n") == delimiter
