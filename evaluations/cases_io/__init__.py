@@ -155,20 +155,43 @@ def _pairs(pairs):
     return obj
 
 
+class _Literal(Exception):  # not a ValueError either: a number or constant the reader refuses
+    def __init__(self, message, literal):
+        self.message, self.literal = message, literal
+
+
 def _constant(name):
-    raise JSONRefused(f"{name} is not JSON")
+    raise _Literal(f"{name} is not JSON", name)
 
 
 def _finite(text):
     number = float(text)
     if not math.isfinite(number):
-        raise JSONRefused(f"number out of range: {excerpt(text)}")
+        raise _Literal(f"number out of range: {excerpt(text)}", text)
     return number
 
 
-# The C scanner with the hooks: duplicate members, NaN/Infinity and 1e400 refused as it reads.
-_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite)
+def _integer(text):
+    # Python refuses to convert more than sys.get_int_max_str_digits() (4,300) digits with a
+    # ValueError the scanner would hand on as it is: refused here, with its place.
+    try:
+        return int(text)
+    except ValueError:
+        digits = len(text.lstrip("-"))
+        raise _Literal(f"an integer of {digits} digits (at most 4300)", text) from None
+
+
+# The C scanner with the hooks: duplicate members, NaN/Infinity, 1e400 and integers of more than
+# 4,300 digits refused as it reads.
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite, parse_int=_integer
+)
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]')
+# The tokens again, with numbers and constants: to find where a refused literal is.
+_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]|-?[0-9][0-9.eE+-]*|-?Infinity|NaN')
+# What PostgreSQL's jsonb and a UTF-8 export cannot hold: NUL and a lone surrogate (a `\ud800`
+# escape without its pair; a pair is read as the one character it stands for).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _SPACE = re.compile(r"[ \t\r\n]*")
 
 
@@ -205,33 +228,63 @@ def _place(text, start=0):
     return None
 
 
+def _literal_place(text, start, literal):
+    """(offset, field) of the first number or constant `literal` in the JSON value at `start`:
+    a flat scan of the tokens, as `_place`, run only once the parser has refused it."""
+    stack = []
+    last = None
+    for match in _LITERAL.finditer(text, start):
+        token = match.group()
+        if token == literal:
+            return match.start(), _path(stack)
+        if token in ("[", "{"):
+            stack.append([token == "{", None, None])
+        elif token in ("]", "}"):
+            if stack:
+                stack.pop()
+            if not stack:
+                break
+        elif token == ":":
+            if stack and stack[-1][0]:
+                stack[-1][2] = last
+        elif token.startswith('"'):
+            try:
+                last = json.loads(token)
+            except ValueError:
+                last = token[1:-1]
+    return start, ""
+
+
 def _path(stack, limit=3):
     names = [str(frame[2]) for frame in stack if frame[0] and frame[2] is not None]
     return ".".join(names[:limit]) + (".…" if len(names) > limit else "")
 
 
 def _check_value(value):
-    """(depth exceeded, path of a NUL) of a parsed value, in one walk without recursion."""
+    """(depth exceeded, path of a NUL or lone surrogate, which of the two) of a parsed value, in
+    one walk without recursion."""
     stack = [(value, 1, "")]
     while stack:
         node, depth, path = stack.pop()
         if isinstance(node, str):
-            if "\x00" in node:
-                return False, path
+            found = _UNSTORABLE.search(node)
+            if found:
+                return False, path, found.group()
             continue
         if isinstance(node, dict):
             if depth > JSON_MAX_DEPTH:
-                return True, path
+                return True, path, None
             for name, child in node.items():
                 child_path = f"{path}.{name}" if path else str(name)
-                if "\x00" in name:
-                    return False, child_path
+                found = _UNSTORABLE.search(name)
+                if found:
+                    return False, child_path, found.group()
                 stack.append((child, depth + 1, child_path))
         elif isinstance(node, list):
             if depth > JSON_MAX_DEPTH:
-                return True, path
+                return True, path, None
             stack.extend((child, depth + 1, f"{path}[{i}]") for i, child in enumerate(node))
-    return False, None
+    return False, None, None
 
 
 def _refusal(text, start, default):
@@ -246,8 +299,10 @@ def _decoded(text, start=0):
     """(value, end) of the JSON value at `start` in `text`; JSONRefused says why not."""
     try:
         return _DECODER.raw_decode(text, start)
-    except JSONRefused as exc:
-        raise JSONRefused(exc.message, start) from None
+    except _Literal as exc:
+        offset, path = _literal_place(text, start, exc.literal)
+        where = f" (in {path})" if path else ""
+        raise JSONRefused(exc.message + where, offset, path) from None
     except json.JSONDecodeError as exc:
         raise JSONRefused(f"not JSON ({exc.msg}, column {exc.colno})", exc.pos) from None
     except RecursionError:
@@ -257,12 +312,17 @@ def _decoded(text, start=0):
 
 
 def _checked(value, text, start):
-    too_deep, path = _check_value(value)
+    too_deep, path, char = _check_value(value)
     if too_deep:
         raise _refusal(text, start, f"nested deeper than {JSON_MAX_DEPTH} levels")
     if path is not None:
         where = f" (in {path})" if path else ""
-        raise JSONRefused(f"NUL (\\u0000) is not allowed{where}", start, path.split("[")[0])
+        what = (
+            "NUL (\\u0000) is not allowed"
+            if char == "\x00"
+            else f"a lone surrogate (\\u{ord(char):04x}, half of a pair) is not text"
+        )
+        raise JSONRefused(what + where, start, path.split("[")[0])
     return value
 
 
@@ -270,8 +330,10 @@ def loads(text):
     """The value of the JSON text `text`, as every import reads JSON: JSONRefused (with the
     offset and field of the place when known) for text that is not JSON, a member given twice
     in one object, nesting deeper than JSON_MAX_DEPTH (the parser's RecursionError included),
-    NaN, Infinity or a number out of range, and a NUL character in a string or member name
-    (PostgreSQL stores none)."""
+    NaN, Infinity, a number out of range or an integer of more than 4,300 digits (Python's own
+    limit of conversion), and a NUL character or a lone surrogate escape (`"\\ud800"`) in a
+    string or member name (PostgreSQL stores neither, and no UTF-8 export can write the
+    second)."""
     start = _SPACE.match(text).end()
     value, end = _decoded(text, start)
     if _SPACE.match(text, end).end() != len(text):  # (no copy of a long rest of the text)

@@ -520,3 +520,60 @@ def test_the_csv_delimiter_is_the_one_the_header_holds_most(header, delimiter):
     from evaluations.cases_io import delimiter_of
 
     assert delimiter_of(header + "\nx,y;z\tw\n") == delimiter
+
+
+SURROGATE_FILES = {
+    "jsonl input": ("cases.jsonl", b'{"key": "s", "input": "\\ud800"}\n', "input"),
+    "jsonl tag": ("cases.jsonl", b'{"key": "s", "tags": ["\\udfff"]}\n', "tags"),
+    "csv input_json": ("cases.csv", b'key,input_json\ns,"""\\ud800"""\n', "input_json"),
+    "openai-evals (derived key)": ("cases.jsonl", b'{"input": "\\ud800", "ideal": "x"}\n', ""),
+    "langfuse (derived key)": ("cases.json", b'[{"input": "\\ud800"}]', "input"),
+}
+
+
+@pytest.mark.parametrize("name, content, field", SURROGATE_FILES.values(), ids=SURROGATE_FILES)
+def test_a_lone_surrogate_escape_is_refused_with_its_line_not_a_500(
+    editor, dataset, name, content, field
+):
+    client = factories.api(editor)
+    client.raise_request_exception = False
+    answer = client.post(URL, {"file": SimpleUploadedFile(name, content)}, format="multipart")
+    assert answer.status_code == 400, answer.status_code
+    (error,) = answer.json()["errors"]
+    assert "lone surrogate" in error["detail"] and error["line"] == (2 if "csv" in name else 1)
+    if field:
+        assert error["field"] == field
+    assert nothing_written(dataset)
+    for fmt in ("jsonl", "csv"):
+        assert client.get("/api/v1/datasets/support/export/", {"format": fmt}).status_code == 200
+
+
+def test_the_command_refuses_a_lone_surrogate_with_its_line(editor, dataset, tmp_path):
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(b'{"key": "ok"}\n{"key": "s", "input": "\\ud800"}\n')
+    status, _, err = command(path)
+    assert status == 1 and "line 2: a lone surrogate" in err and nothing_written(dataset)
+
+
+HUGE = b"9" * 5000
+HUGE_FILES = {
+    "jsonl": ("c.jsonl", b'{"key":"a","input":' + HUGE + b"}\n", "line 1", "in input"),
+    "langfuse array": ("c.json", b'[{"id":"a","input":' + HUGE + b"}]", "line 1", "in input"),
+    "csv input_json": ("c.csv", b"key,input_json\na," + HUGE + b"\n", "row 2", "input_json"),
+}
+
+
+@pytest.mark.parametrize("name, content, line, field", HUGE_FILES.values(), ids=HUGE_FILES)
+def test_an_integer_of_5000_digits_is_refused_with_line_and_field(
+    editor, dataset, tmp_path, logged_in, name, content, line, field
+):
+    path = tmp_path / name
+    path.write_bytes(content)
+    status, _, err = command(path)
+    assert status == 1 and f"{line}: " in err and "5000 digits" in err and field in err
+    answer = upload(editor, content, name)
+    assert answer.status_code == 400 and "5000 digits" in answer.json()["detail"]
+    client = logged_in(editor)
+    page = admin_preview(client, dataset, content, name)
+    assert page.status_code == 200 and "5000 digits" in page.content.decode()
+    assert nothing_written(dataset)
