@@ -28,7 +28,15 @@ from django.db import transaction
 
 from evaluations.actions._case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
-from evaluations.cases_io import FileInvalid, RowError, UnknownFormat, read_cases, too_many
+from evaluations.cases_io import (
+    ErrorList,
+    FileInvalid,
+    RowError,
+    TooManyErrors,
+    UnknownFormat,
+    read_cases,
+    too_many,
+)
 from evaluations.cases_io.sherlock_jsonl import rows_from_objects
 from evaluations.models import Case, CaseVersion, Dataset, DatasetVersion
 from sherlock.core.actions import Action
@@ -171,25 +179,13 @@ class ImportCases(Action):
             else {}
         )
         result = ImportResult(version=base, format=fmt, dry_run=self.dry_run)
-        seen = {}
-        valid = []
-        for row in rows:
-            # Every error of the row, not only the first: its key's, then its content's.
-            problems = key_errors(row.key)
-            if not problems and row.key in seen:
-                problems.append(
-                    ActionInvalid(
-                        f"key: {row.key!r} is also on {row.where} {seen[row.key]}", field="key"
-                    )
-                )
-            elif not problems:
-                seen[row.key] = row.line
-            problems += content_errors(row.fields, checks)
-            errors += [RowError(row.line, e.field or "", str(e), row.where) for e in problems]
-            if not (problems or row.faulty):
-                valid.append(row)
-        errors.sort(key=lambda e: e.line)
-        result.errors = errors
+        errors = errors if isinstance(errors, ErrorList) else ErrorList(errors)
+        try:
+            valid = self.validate(rows, errors, checks)
+        except TooManyErrors:
+            raise CasesInvalid(errors.listed(stopped=True)) from None
+        result.errors = errors.listed()
+        errors = result.errors
         for row in valid:
             existing = current.get(row.key)
             if existing is None:
@@ -233,6 +229,28 @@ class ImportCases(Action):
             },
         )
         return result
+
+    def validate(self, rows, errors, checks):
+        """The rows that are good; every error of every row added to `errors` (an ErrorList,
+        which raises TooManyErrors past its bound)."""
+        seen = {}
+        valid = []
+        for row in rows:
+            # Every error of the row, not only the first: its key's, then its content's.
+            problems = key_errors(row.key)
+            if not problems and row.key in seen:
+                problems.append(
+                    ActionInvalid(
+                        f"key: {row.key!r} is also on {row.where} {seen[row.key]}", field="key"
+                    )
+                )
+            elif not problems:
+                seen[row.key] = row.line
+            problems += content_errors(row.fields, checks)
+            errors += [RowError(row.line, e.field or "", str(e), row.where) for e in problems]
+            if not (problems or row.faulty):
+                valid.append(row)
+        return valid
 
     def write(self, draft, rows, result, current):
         by_key = {row.key: row for row in rows}

@@ -38,7 +38,10 @@ from sherlock.core.errors import ActionError
 from sherlock.core.hidden import audit_hidden
 
 SESSION_KEY = "evaluations_cases_import"
-UNREADABLE = "The file cannot be read: fix it where the table above says, then preview again."
+UNREADABLE = (
+    "The file cannot be read, or has too many errors to preview: fix it where the table says, "
+    "then preview again."
+)
 
 
 class ImportForm(forms.Form):

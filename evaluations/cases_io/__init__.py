@@ -76,6 +76,58 @@ class RowError:
         }
 
 
+IMPORT_MAX_ERRORS = 100  # errors an import lists; the reading stops at the next one
+ROW_MAX_ERRORS = 10  # errors listed for one row; the rest of the row's are counted
+
+
+class TooManyErrors(Exception):
+    """The import has IMPORT_MAX_ERRORS errors: the reading stops (`ErrorList.listed`)."""
+
+
+class ErrorList(list):
+    """The RowErrors of one import, bounded (docs/cases.md, "Limits"): at most ROW_MAX_ERRORS
+    of one row are kept, the row's others only counted (`listed` says "and N more"), and the
+    error past IMPORT_MAX_ERRORS raises TooManyErrors, so a file of 10 MB of commas is not
+    10 million errors in memory and in the answer."""
+
+    def __init__(self, errors=()):
+        super().__init__()
+        self.per_row = {}
+        self.hidden = {}
+        self += errors
+
+    def append(self, error):
+        place = (error.where, error.line)
+        if self.per_row.get(place, 0) >= ROW_MAX_ERRORS:
+            self.hidden[place] = self.hidden.get(place, 0) + 1
+            return
+        if len(self) >= IMPORT_MAX_ERRORS:
+            raise TooManyErrors()
+        self.per_row[place] = self.per_row.get(place, 0) + 1
+        super().append(error)
+
+    def extend(self, errors):
+        for error in errors:
+            self.append(error)
+
+    def __iadd__(self, errors):
+        self.extend(errors)
+        return self
+
+    def listed(self, stopped=False):
+        """The errors to show, by line: those kept, one "and N more" for each row that had
+        more than ROW_MAX_ERRORS, and when `stopped`, where the reading stopped."""
+        out = list(self)
+        for (where, line), count in self.hidden.items():
+            out.append(RowError(line, "", f"and {count} more error(s) on this {where}", where))
+        out.sort(key=lambda error: error.line)
+        if stopped:
+            last = out[-1] if out else RowError(1, "", "")
+            message = f"more than {IMPORT_MAX_ERRORS} errors: the reading stopped here"
+            out.append(RowError(last.line, "", message, last.where))
+        return out
+
+
 class UnknownFormat(ValueError):
     """The format was neither named nor recognisable from the file name and content."""
 
@@ -500,12 +552,18 @@ def delimiter_of(text):
 
 
 def header_errors(header):
-    """RowErrors of a CSV header's columns given twice (the last would silently win)."""
-    seen, errors = set(), []
+    """RowErrors of a CSV header's columns given twice (the last would silently win): the first
+    ROW_MAX_ERRORS - 1, then how many more."""
+    seen, errors, more = set(), [], 0
     for name in header:
         if name in seen:
-            errors.append(RowError(1, name, f"column {excerpt(name)} is given twice", "row"))
+            if len(errors) < ROW_MAX_ERRORS - 1:
+                errors.append(RowError(1, name, f"column {excerpt(name)} is given twice", "row"))
+            else:
+                more += 1
         seen.add(name)
+    if more:
+        errors.append(RowError(1, "", f"and {more} more column(s) given twice", "row"))
     return errors
 
 
@@ -573,8 +631,11 @@ def detect_format(text, filename=None):
         return "csv" if "key" in header else "promptfoo"
     if stripped.startswith("["):
         return "langfuse"
-    errors = []
-    where, items = json_items(text, errors)
+    errors = ErrorList()
+    try:
+        where, items = json_items(text, errors)
+    except TooManyErrors:
+        raise FileInvalid(errors.listed(stopped=True)) from None
     if where == "item":
         return "langfuse"
     if not items and errors:
@@ -601,7 +662,8 @@ def _is_message(value):
 
 
 def read_cases(data, fmt=None, filename=None):
-    """(format, rows, errors) of a file's bytes or text; `fmt` None detects it. UnknownFormat
+    """(format, rows, errors) of a file's bytes or text (`errors` an ErrorList: past
+    IMPORT_MAX_ERRORS, FileInvalid with the first ones); `fmt` None detects it. UnknownFormat
     when the format is not one of READ_FORMATS or cannot be detected, FileInvalid when the file
     cannot be read (`decode`), ActionInvalid `too_large` over the size limit (callers reading a
     file use `read_upload`, which refuses it before reading)."""
@@ -614,8 +676,11 @@ def read_cases(data, fmt=None, filename=None):
     readers = _readers()
     if fmt not in readers:
         raise UnknownFormat(f"unknown format {fmt!r} (one of {', '.join(READ_FORMATS)})")
-    errors = []
-    rows = readers[fmt](text, errors)
+    errors = ErrorList()
+    try:
+        rows = readers[fmt](text, errors)
+    except TooManyErrors:
+        raise FileInvalid(errors.listed(stopped=True)) from None
     errors.sort(key=lambda error: error.line)
     return fmt, rows, errors
 

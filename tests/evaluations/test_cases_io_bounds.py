@@ -577,3 +577,42 @@ def test_an_integer_of_5000_digits_is_refused_with_line_and_field(
     page = admin_preview(client, dataset, content, name)
     assert page.status_code == 200 and "5000 digits" in page.content.decode()
     assert nothing_written(dataset)
+
+
+def test_a_header_of_200000_empty_names_answers_a_bounded_error_list(editor, dataset):
+    answer = upload(editor, b"," * 200_000 + b"\n", "cases.csv")
+    assert answer.status_code == 400 and len(answer.content) < 10_000, len(answer.content)
+    errors = answer.json()["errors"]
+    assert len(errors) == 10 and "and 199991 more column(s) given twice" in errors[-1]["detail"]
+
+
+def test_a_case_with_100000_wrong_tags_answers_a_bounded_error_list(editor, dataset):
+    line = json.dumps({"key": "k", "tags": [1] * 100_000}).encode() + b"\n"
+    answer = upload(editor, line)
+    assert answer.status_code == 400 and len(answer.content) < 10_000, len(answer.content)
+    details = [e["detail"] for e in answer.json()["errors"]]
+    assert len(details) == 6 and "tags: and 99995 more that are not strings" in details[-1]
+
+
+def test_a_file_of_many_bad_lines_stops_reading_at_the_hundredth_error(editor, dataset, tmp_path):
+    path = tmp_path / "cases.jsonl"
+    path.write_text("not json\n" * 100_000)
+    status, _, err = command(path)
+    assert status == 1 and err.count("not JSON") == 100
+    assert "line 100: more than 100 errors: the reading stopped here" in err
+    answer = upload(editor, path.read_bytes())
+    assert answer.status_code == 400 and len(answer.json()["errors"]) == 101
+    assert nothing_written(dataset)
+
+
+def test_a_row_with_many_unknown_fields_lists_ten_and_counts_the_rest(editor, dataset):
+    item = {"id": "a", "input": "x", **{f"f{i}": 1 for i in range(50)}}
+    answer = upload(editor, json.dumps([item]).encode(), "cases.json")
+    details = [e["detail"] for e in answer.json()["errors"]]
+    assert len(details) == 11 and details[-1] == "item 1: and 40 more error(s) on this item"
+
+
+def test_the_admin_error_table_of_a_header_of_empty_names_is_bounded(logged_in, editor, dataset):
+    page = admin_preview(logged_in(editor), dataset, b"," * 100_000 + b"\n", "c.csv")
+    assert page.status_code == 200 and len(page.content) < 200_000, len(page.content)
+    assert "more column(s) given twice" in page.content.decode()
