@@ -35,14 +35,12 @@ from evaluations.cases_io import (
     TooManyErrors,
     UnknownFormat,
     read_cases,
-    too_many,
 )
-from evaluations.cases_io.sherlock_jsonl import rows_from_objects
+from evaluations.cases_io.sherlock_jsonl import read_case_list
 from evaluations.models import Case, CaseVersion, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
-from sherlock.core.limits import IMPORT_MAX_CASES
 from sherlock.core.permissions import user_can
 
 BATCH = 500
@@ -93,9 +91,10 @@ class ImportResult:
 
 class ImportCases(Action):
     """Upsert cases by key into `dataset`'s draft: `text` (a file's bytes or text, in `fmt`,
-    or detected from it and `filename`) or `cases` (Sherlock case dicts, as the API's JSON
-    list). Returns an `ImportResult`; raises `CasesInvalid` (every bad row) or, in a dry run,
-    returns the errors in the result instead."""
+    or detected from it and `filename`) or `cases` (a JSON list of Sherlock case objects: the
+    API's body as bytes, or a list; read by `sherlock_jsonl.read_case_list`, the same reader).
+    Returns an `ImportResult`; raises `CasesInvalid` (every bad row) or, in a dry run, returns
+    the errors in the result instead."""
 
     noun = "case"
     verb = "import"
@@ -127,19 +126,11 @@ class ImportCases(Action):
 
     def read(self):
         if self.cases is not None:
-            errors = []
-            if not isinstance(self.cases, list):
-                raise ActionInvalid("cases: must be a JSON list of case objects", field="cases")
-            if len(self.cases) > IMPORT_MAX_CASES:
-                too_long = too_many(IMPORT_MAX_CASES + 1, "item", IMPORT_MAX_CASES)
-                raise CasesInvalid(too_long.errors)
-            items = []
-            for n, obj in enumerate(self.cases, start=1):
-                if isinstance(obj, dict):
-                    items.append((n, obj))
-                else:
-                    errors.append(RowError(n, "", "must be a JSON object", "item"))
-            return "jsonl", rows_from_objects(items, errors, "item"), errors
+            try:
+                rows, errors = read_case_list(self.cases)
+            except FileInvalid as exc:
+                raise CasesInvalid(exc.errors) from None
+            return "jsonl", rows, errors
         try:
             return read_cases(self.text, self.fmt, self.filename)
         except UnknownFormat as exc:

@@ -430,9 +430,10 @@ def parse_json_lines(text, errors):
         yield number, obj
 
 
-def _array_items(text, errors):
+def _array_items(text, errors, by_item=False):
     """(item number, object) of a JSON array document, item by item (so a bad item is named,
-    with its line, and the others are still read)."""
+    with its line, and the others are still read). `by_item`: an error's place is the item's
+    number, not the line (the API's JSON body has no lines a sender wrote)."""
     space = _SPACE
     at = space.match(text, text.index("[") + 1).end()
     line, counted = 1, 0
@@ -450,9 +451,12 @@ def _array_items(text, errors):
             value, end = _decoded(text, at)
             _checked(value, text, at)
         except JSONRefused as exc:
-            place = line + text.count("\n", at, exc.offset) if exc.offset else line
             field = exc.field.split(".")[0]
-            errors.append(RowError(place, field, f"{exc.message} (item {n})"))
+            if by_item:
+                errors.append(RowError(n, field, exc.message, "item"))
+            else:
+                place = line + text.count("\n", at, exc.offset) if exc.offset else line
+                errors.append(RowError(place, field, f"{exc.message} (item {n})"))
             return items  # where the next item starts is not known
         if isinstance(value, dict):
             items.append((n, value))
@@ -465,7 +469,8 @@ def _array_items(text, errors):
         if text.startswith("]", at) and not text[at + 1 :].strip(" \t\r\n"):
             return items
         line += text.count("\n", counted, at)
-        errors.append(RowError(line, "", "not JSON (a `,` or the closing `]` is missing)"))
+        missing = "not JSON (a `,` or the closing `]` is missing)"
+        errors.append(RowError(n, "", missing, "item") if by_item else RowError(line, "", missing))
         return items
 
 

@@ -488,7 +488,7 @@ def test_the_schema_documents_the_import_upload_as_binary():
 
 
 def test_the_api_refuses_a_json_list_of_more_cases_than_the_limit(editor, dataset, monkeypatch):
-    monkeypatch.setattr("evaluations.actions.import_cases.IMPORT_MAX_CASES", 5)
+    monkeypatch.setattr("evaluations.cases_io.IMPORT_MAX_CASES", 5)
     body = [{"key": f"c{i}"} for i in range(6)]
 
     answer = factories.api(editor).post(URL, body, format="json")
@@ -616,3 +616,36 @@ def test_the_admin_error_table_of_a_header_of_empty_names_is_bounded(logged_in, 
     page = admin_preview(logged_in(editor), dataset, b"," * 100_000 + b"\n", "c.csv")
     assert page.status_code == 200 and len(page.content) < 200_000, len(page.content)
     assert "more column(s) given twice" in page.content.decode()
+
+
+JSON_BODIES = {
+    "a member given twice": ('[{"key": "a"}, {"key": "dup", "input": "1", "input": "2"}]', 2),
+    "a lone surrogate": ('[{"key": "s", "input": "\\ud800"}]', 1),
+    "nested too deep": ('[{"key": "a"}, {"key": "d", "input": ' + DEEP + "}]", 2),
+    "a long integer": ('[{"key": "a", "input": ' + "9" * 5000 + "}]", 1),
+}
+
+
+@pytest.mark.parametrize("body, item", JSON_BODIES.values(), ids=JSON_BODIES)
+def test_the_apis_json_list_is_read_by_the_cases_reader_naming_the_item(
+    editor, dataset, body, item
+):
+    client = factories.api(editor)
+    client.raise_request_exception = False
+    answer = client.post(URL, body, content_type="application/json")
+    assert answer.status_code == 400, answer.status_code
+    (error,) = answer.json()["errors"]
+    assert error["line"] == item and error["detail"].startswith(f"item {item}: ")
+    dry = client.post(URL + "?dry_run=true", body, content_type="application/json")
+    assert dry.status_code in (200, 400) and dry.json()["errors"][0]["line"] == item
+    assert nothing_written(dataset)
+
+
+def test_the_apis_json_list_stops_at_the_case_past_the_limit(editor, dataset, monkeypatch):
+    monkeypatch.setattr("evaluations.cases_io.IMPORT_MAX_CASES", 2)
+    body = '[{"key": "a"}, {"key": "b"}, {"key": "c"}, {"key": "d", "input": "\\ud800"}]'
+    answer = factories.api(editor).post(URL, body, content_type="application/json")
+    assert answer.status_code == 400
+    assert [e["detail"] for e in answer.json()["errors"]] == [
+        "item 3: more than 2 cases in one file: split it"
+    ]
