@@ -649,3 +649,30 @@ def test_the_apis_json_list_stops_at_the_case_past_the_limit(editor, dataset, mo
     assert [e["detail"] for e in answer.json()["errors"]] == [
         "item 3: more than 2 cases in one file: split it"
     ]
+
+
+@override_settings(SHERLOCK_API_MAX_BODY_BYTES=2048)
+def test_the_admin_refuses_a_body_over_the_limit_by_its_length_before_reading_it(
+    logged_in, editor, dataset, monkeypatch
+):
+    def never(*args, **kwargs):
+        raise AssertionError("the multipart body was parsed")
+
+    monkeypatch.setattr("django.http.multipartparser.MultiPartParser.parse", never)
+    client = logged_in(editor)
+
+    page = admin_preview(client, dataset, b'{"key": "a"}\n' * 20_000)
+
+    assert page.status_code == 413
+    html = page.content.decode()
+    assert "at most 2048 bytes" in html and 'name="file"' in html  # the form, with the error
+    assert nothing_written(dataset)
+
+
+def test_the_admin_import_page_still_checks_the_csrf_token(editor, dataset, password):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.login(username=editor.username, password=password)
+    page = client.post(f"/admin/evaluations/dataset/{dataset.pk}/import/", {"preview": "x"})
+    assert page.status_code == 403
