@@ -676,3 +676,13 @@ def test_the_admin_import_page_still_checks_the_csrf_token(editor, dataset, pass
     client.login(username=editor.username, password=password)
     page = client.post(f"/admin/evaluations/dataset/{dataset.pk}/import/", {"preview": "x"})
     assert page.status_code == 403
+
+
+def test_the_admin_preview_names_a_lone_surrogate_and_confirm_has_nothing_to_import(
+    logged_in, editor, dataset
+):
+    client = logged_in(editor)
+    preview = admin_preview(client, dataset, b'{"key": "s", "input": "\\ud800"}\n')
+    assert preview.status_code == 200 and "lone surrogate" in preview.content.decode()
+    confirm = client.post(f"/admin/evaluations/dataset/{dataset.pk}/import/", {"confirm": "Import"})
+    assert confirm.status_code == 302 and nothing_written(dataset)
