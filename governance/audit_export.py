@@ -1,15 +1,19 @@
 """Writing audit entries out as CSV or JSON Lines, for `export_audit` and the admin action.
 
 Every field is exported, hashes included, so an exported file can be checked against the chain
-by anyone holding it.
+by anyone holding it. The CSV's cells are neutralised as every CSV Sherlock writes
+(`sherlock.core.csv_cells`): a reason or a target's text starting with `=` is written `'=`,
+so that a spreadsheet shows it instead of running it; `restore_cell` undoes it exactly, which
+is what to apply to each cell before re-computing an entry's hash from a CSV file (the JSON
+Lines export is never changed: it is the one to verify from, docs/governance.md).
 """
 
-import csv
 import json
 
 from django.core.serializers.json import DjangoJSONEncoder
 
 from governance.models import AuditEntry
+from sherlock.core.csv_cells import SafeDictWriter
 
 # Every stored field of an entry but its row id, in the model's order (`actor_id`, not the
 # user: the actor may be gone): read from the model, so a new column is exported without a
@@ -30,7 +34,7 @@ def _jsonl(entries, out):
 
 
 def _csv(entries, out):
-    writer = csv.DictWriter(out, fieldnames=FIELDS)
+    writer = SafeDictWriter(out, fieldnames=FIELDS)
     writer.writeheader()
     count = 0
     for entry in entries.iterator(chunk_size=2000):

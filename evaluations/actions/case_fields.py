@@ -41,6 +41,7 @@ _CASE_TYPES = {
     "overrides": dict,
 }
 CASE_FIELDS = tuple(_CASE_TYPES)
+ELEMENT_MAX_ERRORS = 5  # wrong elements of one list field named one by one (docs/cases.md)
 
 
 def snapshot(case_version):
@@ -113,24 +114,35 @@ def content_errors(fields, checks):
     # The element types of docs/checks.md's case format (docs/cases.md): a tag or a reference
     # context is text, and so is the reference answer; `[1, {"a": 2}]` would be saved as
     # tags and break every page and check that reads them as text.
+    # At most ELEMENT_MAX_ERRORS elements of a field are named, the others counted: a list of
+    # 100,000 numbers is one field at fault, not 100,000 errors.
     for name in ("tags", "contexts"):
-        for i, item in enumerate(good.get(name) or []):
-            if not isinstance(item, str):
-                refuse(f"{name}[{i}]: must be a string (got {_json_type(item)})", f"{name}[{i}]")
+        wrong = [i for i, item in enumerate(good.get(name) or []) if not isinstance(item, str)]
+        for i in wrong[:ELEMENT_MAX_ERRORS]:
+            got = _json_type(good[name][i])
+            refuse(f"{name}[{i}]: must be a string (got {got})", f"{name}[{i}]")
+        if len(wrong) > ELEMENT_MAX_ERRORS:
+            refuse(f"{name}: and {len(wrong) - ELEMENT_MAX_ERRORS} more that are not strings", name)
     expected = good.get("expected") or {}
     if "output" in expected and not isinstance(expected["output"], str):
         got = _json_type(expected["output"])
         refuse(f"expected.output: must be a string (got {got})", "expected.output")
     # A tool is a plain name ("kb.search") or a call ({"name", "arguments"}), read as
     # tools_used reads it (agents.transcripts.read_expected_calls).
+    bad_tools = 0
     for i, tool in enumerate(good.get("expected_tools") or []):
         try:
             read_expected_calls([tool], "expected_tools")
         except ValueError:
-            refuse(
-                f"expected_tools[{i}]: needs a tool name (a string, or an object with a name)",
-                f"expected_tools[{i}]",
-            )
+            bad_tools += 1
+            if bad_tools <= ELEMENT_MAX_ERRORS:
+                refuse(
+                    f"expected_tools[{i}]: needs a tool name (a string, or an object with a name)",
+                    f"expected_tools[{i}]",
+                )
+    if bad_tools > ELEMENT_MAX_ERRORS:
+        more = bad_tools - ELEMENT_MAX_ERRORS
+        refuse(f"expected_tools: and {more} more without a tool name", "expected_tools")
     if good.get("outcome_check"):
         try:
             validate_verifier_spec(good["outcome_check"])

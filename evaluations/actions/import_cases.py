@@ -28,13 +28,19 @@ from django.db import transaction
 
 from evaluations.actions.case_fields import CASE_FIELDS, content_errors, key_errors
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
-from evaluations.cases_io import FileInvalid, RowError, UnknownFormat, read_cases, too_many
-from evaluations.cases_io.sherlock_jsonl import rows_from_objects
+from evaluations.cases_io import (
+    ErrorList,
+    FileInvalid,
+    RowError,
+    TooManyErrors,
+    UnknownFormat,
+    read_cases,
+)
+from evaluations.cases_io.sherlock_jsonl import read_case_list
 from evaluations.models import Case, CaseVersion, Dataset, DatasetVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid, ActionRefused
-from sherlock.core.limits import IMPORT_MAX_CASES
 from sherlock.core.permissions import user_can
 
 BATCH = 500
@@ -88,9 +94,10 @@ class ImportResult:
 
 class ImportCases(Action):
     """Upsert cases by key into `dataset`'s draft: `text` (a file's bytes or text, in `fmt`,
-    or detected from it and `filename`) or `cases` (Sherlock case dicts, as the API's JSON
-    list). Returns an `ImportResult`; raises `CasesInvalid` (every bad row) or, in a dry run,
-    returns the errors in the result instead."""
+    or detected from it and `filename`) or `cases` (a JSON list of Sherlock case objects: the
+    API's body as bytes, or a list; read by `sherlock_jsonl.read_case_list`, the same reader).
+    Returns an `ImportResult`; raises `CasesInvalid` (every bad row) or, in a dry run, returns
+    the errors in the result instead."""
 
     noun = "case"
     verb = "import"
@@ -122,19 +129,11 @@ class ImportCases(Action):
 
     def read(self):
         if self.cases is not None:
-            errors = []
-            if not isinstance(self.cases, list):
-                raise ActionInvalid("cases: must be a JSON list of case objects", field="cases")
-            if len(self.cases) > IMPORT_MAX_CASES:
-                too_long = too_many(IMPORT_MAX_CASES + 1, "item", IMPORT_MAX_CASES)
-                raise CasesInvalid(too_long.errors)
-            items = []
-            for n, obj in enumerate(self.cases, start=1):
-                if isinstance(obj, dict):
-                    items.append((n, obj))
-                else:
-                    errors.append(RowError(n, "", "must be a JSON object", "item"))
-            return "jsonl", rows_from_objects(items, errors, "item"), errors
+            try:
+                rows, errors = read_case_list(self.cases)
+            except FileInvalid as exc:
+                raise CasesInvalid(exc.errors) from None
+            return "jsonl", rows, errors
         try:
             return read_cases(self.text, self.fmt, self.filename)
         except UnknownFormat as exc:
@@ -174,29 +173,13 @@ class ImportCases(Action):
             else {}
         )
         result = ImportResult(version=base, format=fmt, dry_run=self.dry_run)
-        seen = {}
-        valid = []
-        refusal = None
-        for row in rows:
-            # Every error of the row, not only the first: its key's, then its content's.
-            problems = key_errors(row.key)
-            if not problems and row.key in seen:
-                problems.append(
-                    ActionInvalid(
-                        f"key: {row.key!r} is also on {row.where} {seen[row.key]}", field="key"
-                    )
-                )
-            elif not problems:
-                seen[row.key] = row.line
-            problems += content_errors(row.fields, checks)
-            errors += [RowError(row.line, e.field or "", str(e), row.where) for e in problems]
-            for e in problems:
-                if refusal is None and isinstance(e, ActionRefused):
-                    refusal = ActionRefused(f"{row.where} {row.line}: {e}", field=e.field)
-            if not (problems or row.faulty):
-                valid.append(row)
-        errors.sort(key=lambda e: e.line)
-        result.errors = errors
+        errors = errors if isinstance(errors, ErrorList) else ErrorList(errors)
+        try:
+            valid, refusal = self.validate(rows, errors, checks)
+        except TooManyErrors:
+            raise CasesInvalid(errors.listed(stopped=True), refusal=self.refusal) from None
+        result.errors = errors.listed()
+        errors = result.errors
         for row in valid:
             existing = current.get(row.key)
             if existing is None:
@@ -240,6 +223,33 @@ class ImportCases(Action):
             },
         )
         return result
+
+    def validate(self, rows, errors, checks):
+        """The rows that are good, and the first refusal by an operator's rule (ActionRefused,
+        audited), or None; every error of every row added to `errors` (an ErrorList, which
+        raises TooManyErrors past its bound, the refusal kept in `self.refusal`)."""
+        seen = {}
+        valid = []
+        self.refusal = None
+        for row in rows:
+            # Every error of the row, not only the first: its key's, then its content's.
+            problems = key_errors(row.key)
+            if not problems and row.key in seen:
+                problems.append(
+                    ActionInvalid(
+                        f"key: {row.key!r} is also on {row.where} {seen[row.key]}", field="key"
+                    )
+                )
+            elif not problems:
+                seen[row.key] = row.line
+            problems += content_errors(row.fields, checks)
+            for e in problems:
+                if self.refusal is None and isinstance(e, ActionRefused):
+                    self.refusal = ActionRefused(f"{row.where} {row.line}: {e}", field=e.field)
+            errors += [RowError(row.line, e.field or "", str(e), row.where) for e in problems]
+            if not (problems or row.faulty):
+                valid.append(row)
+        return valid, self.refusal
 
     def write(self, draft, rows, result, current):
         by_key = {row.key: row for row in rows}

@@ -23,6 +23,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.views.decorators.csrf import csrf_protect
 
 from evaluations.actions.import_cases import CasesInvalid, ImportCases
 from evaluations.cases_io import (
@@ -30,7 +31,9 @@ from evaluations.cases_io import (
     MEDIA_TYPES,
     READ_FORMATS,
     export_cases,
+    max_bytes,
     read_upload,
+    too_large,
 )
 from evaluations.models import Dataset
 from evaluations.reads.dataset_diff import diff_versions
@@ -38,7 +41,13 @@ from sherlock.core.errors import ActionError
 from sherlock.core.hidden import audit_hidden
 
 SESSION_KEY = "evaluations_cases_import"
-UNREADABLE = "The file cannot be read: fix it where the table above says, then preview again."
+# What a multipart body holds besides the file (boundaries, the token, the format and text
+# fields): a body this much over the file limit is refused before it is read.
+MULTIPART_SLACK = 64 * 1024
+UNREADABLE = (
+    "The file cannot be read, or has too many errors to preview: fix it where the table says, "
+    "then preview again."
+)
 
 
 class ImportForm(forms.Form):
@@ -84,7 +93,7 @@ class DatasetCasesIOMixin:
         return [
             path(
                 "<path:object_id>/import/",
-                view(self.import_cases_view),
+                view(self._bounded_import_view()),
                 name="evaluations_dataset_import",
             ),
             path(
@@ -94,6 +103,43 @@ class DatasetCasesIOMixin:
             ),
             *super().get_urls(),
         ]
+
+    def _bounded_import_view(self):
+        """The import page, with the body's declared size checked before anything reads it.
+        The CSRF check reads a multipart body whole (into temporary files) to find its token,
+        so the view is exempt from the middleware's check and runs `csrf_protect` itself once
+        the size is known to be within the limit (as the API's parsers refuse it unread)."""
+        protected = csrf_protect(self.import_cases_view)
+
+        def bounded(request, object_id):
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if request.method == "POST" and length > max_bytes() + MULTIPART_SLACK:
+                return self._too_large(request, object_id, length)
+            return protected(request, object_id)
+
+        bounded.csrf_exempt = True  # type: ignore[attr-defined]
+        return bounded
+
+    def _too_large(self, request, object_id, length):
+        """The import page again, the refusal on its file field; the body is never read."""
+        dataset = self._visible(request, object_id, verb="import")
+        if dataset is None:
+            return self._missing(request)
+        form = ImportForm()
+        form.errors["file"] = form.error_class([str(too_large(length))])
+        back = reverse("admin:evaluations_dataset_change", args=[dataset.pk])
+        response = self._page(
+            request,
+            dataset,
+            "import_cases.html",
+            f"Import cases into {dataset}",
+            {"back": back, "form": form},
+        )
+        response.status_code = 413
+        return response
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         dataset = self._visible(request, object_id)

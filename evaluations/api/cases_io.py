@@ -13,6 +13,7 @@ The dataset comes from `Dataset.objects.for_user`: one the user may not see is a
 
 from collections.abc import Mapping
 
+from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -23,6 +24,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers
 from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -37,8 +39,13 @@ from evaluations.cases_io import (
 )
 from evaluations.models import Dataset
 from evaluations.reads.dataset_diff import diff_versions
-from sherlock.core.api.errors import ErrorItemSerializer, ErrorSerializer, refusals
-from sherlock.core.api.parsers import JSONParser, MultiPartParser
+from sherlock.core.api.errors import (
+    ErrorItemSerializer,
+    ErrorSerializer,
+    RequestTooLarge,
+    refusals,
+)
+from sherlock.core.api.parsers import MultiPartParser, refuse_large_body
 from sherlock.core.errors import ActionInvalid
 from sherlock.core.hidden import note_hidden
 from sherlock.core.limits import excerpt
@@ -182,8 +189,29 @@ def flag(value):
 DRY_RUN = OpenApiParameter("dry_run", bool, description="answer the preview; write nothing")
 
 
+class JSONBody(bytes):
+    """The import's JSON body as it came: read by the cases reader, not parsed here."""
+
+
+class JSONBodyParser(BaseParser):
+    """The import's JSON list, bounded as every body (413) but left unparsed: the cases reader
+    (`sherlock_jsonl.read_case_list`) parses it item by item as it reads a file, so a member
+    given twice, a depth, a NUL or a lone surrogate is named with its item, and the reading
+    stops at the case past the limit instead of after parsing the whole body."""
+
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        refuse_large_body(parser_context)
+        limit = settings.SHERLOCK_API_MAX_BODY_BYTES
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise RequestTooLarge()
+        return JSONBody(raw)
+
+
 class CasesImportView(APIView):
-    parser_classes = [MultiPartParser, JSONParser]
+    parser_classes = [MultiPartParser, JSONBodyParser]
 
     @extend_schema(
         operation_id="datasets_draft_import",
@@ -207,8 +235,8 @@ class CasesImportView(APIView):
         data = request.data
         form_flag = data.get("dry_run", "") if isinstance(data, Mapping) else ""
         dry_run = flag(request.query_params.get("dry_run", form_flag))
-        if isinstance(data, list):
-            source = {"cases": data}
+        if isinstance(data, JSONBody):
+            source = {"cases": bytes(data)}
         elif "file" in request.FILES:
             upload = request.FILES["file"]
             source = {

@@ -76,6 +76,58 @@ class RowError:
         }
 
 
+IMPORT_MAX_ERRORS = 100  # errors an import lists; the reading stops at the next one
+ROW_MAX_ERRORS = 10  # errors listed for one row; the rest of the row's are counted
+
+
+class TooManyErrors(Exception):
+    """The import has IMPORT_MAX_ERRORS errors: the reading stops (`ErrorList.listed`)."""
+
+
+class ErrorList(list):
+    """The RowErrors of one import, bounded (docs/cases.md, "Limits"): at most ROW_MAX_ERRORS
+    of one row are kept, the row's others only counted (`listed` says "and N more"), and the
+    error past IMPORT_MAX_ERRORS raises TooManyErrors, so a file of 10 MB of commas is not
+    10 million errors in memory and in the answer."""
+
+    def __init__(self, errors=()):
+        super().__init__()
+        self.per_row = {}
+        self.hidden = {}
+        self += errors
+
+    def append(self, error):
+        place = (error.where, error.line)
+        if self.per_row.get(place, 0) >= ROW_MAX_ERRORS:
+            self.hidden[place] = self.hidden.get(place, 0) + 1
+            return
+        if len(self) >= IMPORT_MAX_ERRORS:
+            raise TooManyErrors()
+        self.per_row[place] = self.per_row.get(place, 0) + 1
+        super().append(error)
+
+    def extend(self, errors):
+        for error in errors:
+            self.append(error)
+
+    def __iadd__(self, errors):
+        self.extend(errors)
+        return self
+
+    def listed(self, stopped=False):
+        """The errors to show, by line: those kept, one "and N more" for each row that had
+        more than ROW_MAX_ERRORS, and when `stopped`, where the reading stopped."""
+        out = list(self)
+        for (where, line), count in self.hidden.items():
+            out.append(RowError(line, "", f"and {count} more error(s) on this {where}", where))
+        out.sort(key=lambda error: error.line)
+        if stopped:
+            last = out[-1] if out else RowError(1, "", "")
+            message = f"more than {IMPORT_MAX_ERRORS} errors: the reading stopped here"
+            out.append(RowError(last.line, "", message, last.where))
+        return out
+
+
 class UnknownFormat(ValueError):
     """The format was neither named nor recognisable from the file name and content."""
 
@@ -155,20 +207,43 @@ def _pairs(pairs):
     return obj
 
 
+class _Literal(Exception):  # not a ValueError either: a number or constant the reader refuses
+    def __init__(self, message, literal):
+        self.message, self.literal = message, literal
+
+
 def _constant(name):
-    raise JSONRefused(f"{name} is not JSON")
+    raise _Literal(f"{name} is not JSON", name)
 
 
 def _finite(text):
     number = float(text)
     if not math.isfinite(number):
-        raise JSONRefused(f"number out of range: {excerpt(text)}")
+        raise _Literal(f"number out of range: {excerpt(text)}", text)
     return number
 
 
-# The C scanner with the hooks: duplicate members, NaN/Infinity and 1e400 refused as it reads.
-_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite)
+def _integer(text):
+    # Python refuses to convert more than sys.get_int_max_str_digits() (4,300) digits with a
+    # ValueError the scanner would hand on as it is: refused here, with its place.
+    try:
+        return int(text)
+    except ValueError:
+        digits = len(text.lstrip("-"))
+        raise _Literal(f"an integer of {digits} digits (at most 4300)", text) from None
+
+
+# The C scanner with the hooks: duplicate members, NaN/Infinity, 1e400 and integers of more than
+# 4,300 digits refused as it reads.
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite, parse_int=_integer
+)
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]')
+# The tokens again, with numbers and constants: to find where a refused literal is.
+_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]|-?[0-9][0-9.eE+-]*|-?Infinity|NaN')
+# What PostgreSQL's jsonb and a UTF-8 export cannot hold: NUL and a lone surrogate (a `\ud800`
+# escape without its pair; a pair is read as the one character it stands for).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _SPACE = re.compile(r"[ \t\r\n]*")
 
 
@@ -205,33 +280,63 @@ def _place(text, start=0):
     return None
 
 
+def _literal_place(text, start, literal):
+    """(offset, field) of the first number or constant `literal` in the JSON value at `start`:
+    a flat scan of the tokens, as `_place`, run only once the parser has refused it."""
+    stack = []
+    last = None
+    for match in _LITERAL.finditer(text, start):
+        token = match.group()
+        if token == literal:
+            return match.start(), _path(stack)
+        if token in ("[", "{"):
+            stack.append([token == "{", None, None])
+        elif token in ("]", "}"):
+            if stack:
+                stack.pop()
+            if not stack:
+                break
+        elif token == ":":
+            if stack and stack[-1][0]:
+                stack[-1][2] = last
+        elif token.startswith('"'):
+            try:
+                last = json.loads(token)
+            except ValueError:
+                last = token[1:-1]
+    return start, ""
+
+
 def _path(stack, limit=3):
     names = [str(frame[2]) for frame in stack if frame[0] and frame[2] is not None]
     return ".".join(names[:limit]) + (".…" if len(names) > limit else "")
 
 
 def _check_value(value):
-    """(depth exceeded, path of a NUL) of a parsed value, in one walk without recursion."""
+    """(depth exceeded, path of a NUL or lone surrogate, which of the two) of a parsed value, in
+    one walk without recursion."""
     stack = [(value, 1, "")]
     while stack:
         node, depth, path = stack.pop()
         if isinstance(node, str):
-            if "\x00" in node:
-                return False, path
+            found = _UNSTORABLE.search(node)
+            if found:
+                return False, path, found.group()
             continue
         if isinstance(node, dict):
             if depth > JSON_MAX_DEPTH:
-                return True, path
+                return True, path, None
             for name, child in node.items():
                 child_path = f"{path}.{name}" if path else str(name)
-                if "\x00" in name:
-                    return False, child_path
+                found = _UNSTORABLE.search(name)
+                if found:
+                    return False, child_path, found.group()
                 stack.append((child, depth + 1, child_path))
         elif isinstance(node, list):
             if depth > JSON_MAX_DEPTH:
-                return True, path
+                return True, path, None
             stack.extend((child, depth + 1, f"{path}[{i}]") for i, child in enumerate(node))
-    return False, None
+    return False, None, None
 
 
 def _refusal(text, start, default):
@@ -246,8 +351,10 @@ def _decoded(text, start=0):
     """(value, end) of the JSON value at `start` in `text`; JSONRefused says why not."""
     try:
         return _DECODER.raw_decode(text, start)
-    except JSONRefused as exc:
-        raise JSONRefused(exc.message, start) from None
+    except _Literal as exc:
+        offset, path = _literal_place(text, start, exc.literal)
+        where = f" (in {path})" if path else ""
+        raise JSONRefused(exc.message + where, offset, path) from None
     except json.JSONDecodeError as exc:
         raise JSONRefused(f"not JSON ({exc.msg}, column {exc.colno})", exc.pos) from None
     except RecursionError:
@@ -257,12 +364,17 @@ def _decoded(text, start=0):
 
 
 def _checked(value, text, start):
-    too_deep, path = _check_value(value)
+    too_deep, path, char = _check_value(value)
     if too_deep:
         raise _refusal(text, start, f"nested deeper than {JSON_MAX_DEPTH} levels")
     if path is not None:
         where = f" (in {path})" if path else ""
-        raise JSONRefused(f"NUL (\\u0000) is not allowed{where}", start, path.split("[")[0])
+        what = (
+            "NUL (\\u0000) is not allowed"
+            if char == "\x00"
+            else f"a lone surrogate (\\u{ord(char):04x}, half of a pair) is not text"
+        )
+        raise JSONRefused(what + where, start, path.split("[")[0])
     return value
 
 
@@ -270,8 +382,10 @@ def loads(text):
     """The value of the JSON text `text`, as every import reads JSON: JSONRefused (with the
     offset and field of the place when known) for text that is not JSON, a member given twice
     in one object, nesting deeper than JSON_MAX_DEPTH (the parser's RecursionError included),
-    NaN, Infinity or a number out of range, and a NUL character in a string or member name
-    (PostgreSQL stores none)."""
+    NaN, Infinity, a number out of range or an integer of more than 4,300 digits (Python's own
+    limit of conversion), and a NUL character or a lone surrogate escape (`"\\ud800"`) in a
+    string or member name (PostgreSQL stores neither, and no UTF-8 export can write the
+    second)."""
     start = _SPACE.match(text).end()
     value, end = _decoded(text, start)
     if _SPACE.match(text, end).end() != len(text):  # (no copy of a long rest of the text)
@@ -316,9 +430,10 @@ def parse_json_lines(text, errors):
         yield number, obj
 
 
-def _array_items(text, errors):
+def _array_items(text, errors, by_item=False):
     """(item number, object) of a JSON array document, item by item (so a bad item is named,
-    with its line, and the others are still read)."""
+    with its line, and the others are still read). `by_item`: an error's place is the item's
+    number, not the line (the API's JSON body has no lines a sender wrote)."""
     space = _SPACE
     at = space.match(text, text.index("[") + 1).end()
     line, counted = 1, 0
@@ -336,9 +451,12 @@ def _array_items(text, errors):
             value, end = _decoded(text, at)
             _checked(value, text, at)
         except JSONRefused as exc:
-            place = line + text.count("\n", at, exc.offset) if exc.offset else line
             field = exc.field.split(".")[0]
-            errors.append(RowError(place, field, f"{exc.message} (item {n})"))
+            if by_item:
+                errors.append(RowError(n, field, exc.message, "item"))
+            else:
+                place = line + text.count("\n", at, exc.offset) if exc.offset else line
+                errors.append(RowError(place, field, f"{exc.message} (item {n})"))
             return items  # where the next item starts is not known
         if isinstance(value, dict):
             items.append((n, value))
@@ -351,7 +469,8 @@ def _array_items(text, errors):
         if text.startswith("]", at) and not text[at + 1 :].strip(" \t\r\n"):
             return items
         line += text.count("\n", counted, at)
-        errors.append(RowError(line, "", "not JSON (a `,` or the closing `]` is missing)"))
+        missing = "not JSON (a `,` or the closing `]` is missing)"
+        errors.append(RowError(n, "", missing, "item") if by_item else RowError(line, "", missing))
         return items
 
 
@@ -396,8 +515,9 @@ def _numbered(items, errors):
 
 
 def csv_records(text, errors):
-    """(row number, cells) of CSV text, the header being row 1; the delimiter is sniffed from
-    the header among comma, semicolon and tab (spreadsheets in some locales write `;`). A
+    """(row number, cells) of CSV text, the header being row 1; the delimiter is read from the
+    header among comma, semicolon and tab (`delimiter_of`; spreadsheets in some locales write
+    `;`). A
     record the csv module cannot read ends the reading with a RowError naming its row.
 
     The csv module's own cell limit (131,072 characters by default, a process-wide setting) is
@@ -405,13 +525,7 @@ def csv_records(text, errors):
     (CASE_FIELD_MAX_BYTES, 256 KiB), which names the row and the field."""
     if csv.field_size_limit() < max_bytes():
         csv.field_size_limit(max_bytes())
-    first = text.split("\n", 1)[0]
-    try:
-        dialect = csv.Sniffer().sniff(first, delimiters=",;\t")
-        delimiter = dialect.delimiter
-    except csv.Error:
-        delimiter = ","
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter_of(text))
     number = 0
     while True:
         number += 1
@@ -427,13 +541,34 @@ def csv_records(text, errors):
         yield number, values
 
 
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def delimiter_of(text):
+    """The delimiter of CSV text: whichever of comma, semicolon and tab its header line (outside
+    quoted names) holds most, comma on a tie or when it holds none. Counted in one pass, never
+    with `csv.Sniffer`, whose quote regex backtracks quadratically on a long line (60 KB of
+    ` 'a` took 20 s)."""
+    end = text.find("\n")
+    header = _QUOTED.sub("", text if end == -1 else text[:end])
+    counts = {delimiter: header.count(delimiter) for delimiter in (",", ";", "\t")}
+    best = max(counts, key=lambda delimiter: counts[delimiter])  # the first of a tie: ","
+    return best if counts[best] else ","
+
+
 def header_errors(header):
-    """RowErrors of a CSV header's columns given twice (the last would silently win)."""
-    seen, errors = set(), []
+    """RowErrors of a CSV header's columns given twice (the last would silently win): the first
+    ROW_MAX_ERRORS - 1, then how many more."""
+    seen, errors, more = set(), [], 0
     for name in header:
         if name in seen:
-            errors.append(RowError(1, name, f"column {excerpt(name)} is given twice", "row"))
+            if len(errors) < ROW_MAX_ERRORS - 1:
+                errors.append(RowError(1, name, f"column {excerpt(name)} is given twice", "row"))
+            else:
+                more += 1
         seen.add(name)
+    if more:
+        errors.append(RowError(1, "", f"and {more} more column(s) given twice", "row"))
     return errors
 
 
@@ -501,8 +636,11 @@ def detect_format(text, filename=None):
         return "csv" if "key" in header else "promptfoo"
     if stripped.startswith("["):
         return "langfuse"
-    errors = []
-    where, items = json_items(text, errors)
+    errors = ErrorList()
+    try:
+        where, items = json_items(text, errors)
+    except TooManyErrors:
+        raise FileInvalid(errors.listed(stopped=True)) from None
     if where == "item":
         return "langfuse"
     if not items and errors:
@@ -529,7 +667,8 @@ def _is_message(value):
 
 
 def read_cases(data, fmt=None, filename=None):
-    """(format, rows, errors) of a file's bytes or text; `fmt` None detects it. UnknownFormat
+    """(format, rows, errors) of a file's bytes or text (`errors` an ErrorList: past
+    IMPORT_MAX_ERRORS, FileInvalid with the first ones); `fmt` None detects it. UnknownFormat
     when the format is not one of READ_FORMATS or cannot be detected, FileInvalid when the file
     cannot be read (`decode`), ActionInvalid `too_large` over the size limit (callers reading a
     file use `read_upload`, which refuses it before reading)."""
@@ -542,8 +681,11 @@ def read_cases(data, fmt=None, filename=None):
     readers = _readers()
     if fmt not in readers:
         raise UnknownFormat(f"unknown format {fmt!r} (one of {', '.join(READ_FORMATS)})")
-    errors = []
-    rows = readers[fmt](text, errors)
+    errors = ErrorList()
+    try:
+        rows = readers[fmt](text, errors)
+    except TooManyErrors:
+        raise FileInvalid(errors.listed(stopped=True)) from None
     errors.sort(key=lambda error: error.line)
     return fmt, rows, errors
 

@@ -21,15 +21,15 @@ and JSON otherwise, so a file it writes imports as the same cases.
 Cells a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage
 return) are written with a single quote ahead, as OWASP advises against CSV injection, and so
 is a cell that already starts with quotes and then one of those characters (`'=1` is written
-`''=1`); the reader drops one such quote, so the round trip is exact (docs/cases.md).
+`''=1`); the reader drops one such quote, so the round trip is exact (docs/cases.md). The rule
+is written once, `sherlock.core.csv_cells`, for every CSV Sherlock writes.
 """
 
-import csv
 import io
 import json
-import re
 
 from evaluations.cases_io import JSONRefused, Row, RowError, csv_records, header_errors, loads
+from sherlock.core.csv_cells import SafeDictWriter, restore_cell
 
 COLUMNS = (
     "key",
@@ -43,22 +43,6 @@ COLUMNS = (
     "outcome_check",
     "overrides",
 )
-
-
-# A cell a spreadsheet would run, after any quotes a writer put ahead of it.
-FORMULA = re.compile(r"'*[=+\-@\t\r]")
-
-
-def neutralise(cell):
-    """The cell as the writer writes it: one more `'` ahead of a cell a spreadsheet would run
-    (OWASP's advice), or ahead of one that starts with quotes and then such a character."""
-    return f"'{cell}" if FORMULA.match(cell) else cell
-
-
-def restore(cell):
-    """The cell as written before `neutralise`: a `'` dropped ahead of quotes and a formula
-    character (`'=1` reads `=1`, `''=1` reads `'=1`); any other cell as it is."""
-    return cell[1:] if cell.startswith("'") and FORMULA.match(cell, 1) else cell
 
 
 def header_of(text):
@@ -166,7 +150,7 @@ def read(text, errors):
         if len(values) != len(header):
             errors.append(RowError(n, "", f"{len(values)} cells for {len(header)} columns", "row"))
             continue
-        record = dict(zip(header, map(restore, values), strict=True))
+        record = dict(zip(header, map(restore_cell, values), strict=True))
         fields, problems = cell_fields(record)
         errors += [RowError(n, str(exc).split(":", 1)[0], str(exc), "row") for exc in problems]
         rows.append(Row(n, record["key"].strip(), fields, "row", faulty=bool(problems)))
@@ -222,8 +206,8 @@ def to_record(case):
 
 def write(cases):
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
+    writer = SafeDictWriter(buffer, fieldnames=COLUMNS)
     writer.writeheader()
     for case in cases:
-        writer.writerow({name: neutralise(cell) for name, cell in to_record(case).items()})
+        writer.writerow(to_record(case))
     return buffer.getvalue()

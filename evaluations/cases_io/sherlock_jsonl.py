@@ -9,7 +9,18 @@ other field is optional, and only the fields a line gives change an existing cas
 
 import json
 
-from evaluations.cases_io import Row, json_items
+from evaluations.cases_io import (
+    ErrorList,
+    FileInvalid,
+    Row,
+    TooManyErrors,
+    _array_items,
+    decode,
+    json_items,
+    max_bytes,
+    too_large,
+)
+from sherlock.core.errors import ActionInvalid
 
 KEYS = ("key", "id")
 
@@ -25,6 +36,30 @@ def rows_from_objects(items, errors, where):
         )
         for n, obj in items
     ]
+
+
+def read_case_list(data):
+    """(rows, errors) of a JSON list of Sherlock case objects: the API's JSON body (bytes, read
+    here and nowhere else), or a list a Python caller gives (written as JSON first). The same
+    reader as a file's: size, UTF-8, NUL, and per item duplicate members, depth, lone
+    surrogates, long integers and IMPORT_MAX_CASES, each error's place the item's number
+    ("item 3"), the errors bounded as a file's (ErrorList, FileInvalid past the bound)."""
+    if not isinstance(data, bytes | str):
+        data = json.dumps(data, ensure_ascii=False)
+    size = len(data) if isinstance(data, bytes) else len(data.encode())
+    if size > max_bytes():
+        raise too_large(size)
+    text = decode(data)
+    if not text.lstrip().startswith("["):
+        raise ActionInvalid(
+            "give a file (multipart field `file`) or a JSON list of cases", field="file"
+        )
+    errors = ErrorList()
+    try:
+        items = _array_items(text, errors, by_item=True)
+    except TooManyErrors:
+        raise FileInvalid(errors.listed(stopped=True)) from None
+    return rows_from_objects(items, errors, "item"), errors
 
 
 def read(text, errors):

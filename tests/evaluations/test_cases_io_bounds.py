@@ -488,7 +488,7 @@ def test_the_schema_documents_the_import_upload_as_binary():
 
 
 def test_the_api_refuses_a_json_list_of_more_cases_than_the_limit(editor, dataset, monkeypatch):
-    monkeypatch.setattr("evaluations.actions.import_cases.IMPORT_MAX_CASES", 5)
+    monkeypatch.setattr("evaluations.cases_io.IMPORT_MAX_CASES", 5)
     body = [{"key": f"c{i}"} for i in range(6)]
 
     answer = factories.api(editor).post(URL, body, format="json")
@@ -496,3 +496,193 @@ def test_the_api_refuses_a_json_list_of_more_cases_than_the_limit(editor, datase
     assert answer.status_code == 400
     assert "item 6: more than 5 cases in one file" in answer.json()["detail"]
     assert nothing_written(dataset)
+
+
+# --- review 1 (issue 22): what the first fixes left open ----------------------------------------
+
+
+def test_the_csv_delimiter_is_read_in_linear_time_from_a_long_header(editor, dataset):
+    """60 KB of ` 'a` on the first line: csv.Sniffer's quote regex took 20 s of CPU on it."""
+    import time
+
+    started = time.process_time()
+    answer = upload(editor, b" 'a" * 20_000 + b"\n", "cases.csv")
+    spent = time.process_time() - started
+    assert answer.status_code == 400
+    assert spent < 2, f"{spent:.1f} s of CPU for a 60 KB file"
+
+
+@pytest.mark.parametrize(
+    "header, delimiter",
+    [("key,input", ","), ("key;input", ";"), ("key\tinput", "\t"), ('"a,b";c;d', ";"), ("k", ",")],
+)
+def test_the_csv_delimiter_is_the_one_the_header_holds_most(header, delimiter):
+    from evaluations.cases_io import delimiter_of
+
+    assert delimiter_of(header + "\nx,y;z\tw\n") == delimiter
+
+
+SURROGATE_FILES = {
+    "jsonl input": ("cases.jsonl", b'{"key": "s", "input": "\\ud800"}\n', "input"),
+    "jsonl tag": ("cases.jsonl", b'{"key": "s", "tags": ["\\udfff"]}\n', "tags"),
+    "csv input_json": ("cases.csv", b'key,input_json\ns,"""\\ud800"""\n', "input_json"),
+    "openai-evals (derived key)": ("cases.jsonl", b'{"input": "\\ud800", "ideal": "x"}\n', ""),
+    "langfuse (derived key)": ("cases.json", b'[{"input": "\\ud800"}]', "input"),
+}
+
+
+@pytest.mark.parametrize("name, content, field", SURROGATE_FILES.values(), ids=SURROGATE_FILES)
+def test_a_lone_surrogate_escape_is_refused_with_its_line_not_a_500(
+    editor, dataset, name, content, field
+):
+    client = factories.api(editor)
+    client.raise_request_exception = False
+    answer = client.post(URL, {"file": SimpleUploadedFile(name, content)}, format="multipart")
+    assert answer.status_code == 400, answer.status_code
+    (error,) = answer.json()["errors"]
+    assert "lone surrogate" in error["detail"] and error["line"] == (2 if "csv" in name else 1)
+    if field:
+        assert error["field"] == field
+    assert nothing_written(dataset)
+    for fmt in ("jsonl", "csv"):
+        assert client.get("/api/v1/datasets/support/export/", {"format": fmt}).status_code == 200
+
+
+def test_the_command_refuses_a_lone_surrogate_with_its_line(editor, dataset, tmp_path):
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(b'{"key": "ok"}\n{"key": "s", "input": "\\ud800"}\n')
+    status, _, err = command(path)
+    assert status == 1 and "line 2: a lone surrogate" in err and nothing_written(dataset)
+
+
+HUGE = b"9" * 5000
+HUGE_FILES = {
+    "jsonl": ("c.jsonl", b'{"key":"a","input":' + HUGE + b"}\n", "line 1", "in input"),
+    "langfuse array": ("c.json", b'[{"id":"a","input":' + HUGE + b"}]", "line 1", "in input"),
+    "csv input_json": ("c.csv", b"key,input_json\na," + HUGE + b"\n", "row 2", "input_json"),
+}
+
+
+@pytest.mark.parametrize("name, content, line, field", HUGE_FILES.values(), ids=HUGE_FILES)
+def test_an_integer_of_5000_digits_is_refused_with_line_and_field(
+    editor, dataset, tmp_path, logged_in, name, content, line, field
+):
+    path = tmp_path / name
+    path.write_bytes(content)
+    status, _, err = command(path)
+    assert status == 1 and f"{line}: " in err and "5000 digits" in err and field in err
+    answer = upload(editor, content, name)
+    assert answer.status_code == 400 and "5000 digits" in answer.json()["detail"]
+    client = logged_in(editor)
+    page = admin_preview(client, dataset, content, name)
+    assert page.status_code == 200 and "5000 digits" in page.content.decode()
+    assert nothing_written(dataset)
+
+
+def test_a_header_of_200000_empty_names_answers_a_bounded_error_list(editor, dataset):
+    answer = upload(editor, b"," * 200_000 + b"\n", "cases.csv")
+    assert answer.status_code == 400 and len(answer.content) < 10_000, len(answer.content)
+    errors = answer.json()["errors"]
+    assert len(errors) == 10 and "and 199991 more column(s) given twice" in errors[-1]["detail"]
+
+
+def test_a_case_with_100000_wrong_tags_answers_a_bounded_error_list(editor, dataset):
+    line = json.dumps({"key": "k", "tags": [1] * 100_000}).encode() + b"\n"
+    answer = upload(editor, line)
+    assert answer.status_code == 400 and len(answer.content) < 10_000, len(answer.content)
+    details = [e["detail"] for e in answer.json()["errors"]]
+    assert len(details) == 6 and "tags: and 99995 more that are not strings" in details[-1]
+
+
+def test_a_file_of_many_bad_lines_stops_reading_at_the_hundredth_error(editor, dataset, tmp_path):
+    path = tmp_path / "cases.jsonl"
+    path.write_text("not json\n" * 100_000)
+    status, _, err = command(path)
+    assert status == 1 and err.count("not JSON") == 100
+    assert "line 100: more than 100 errors: the reading stopped here" in err
+    answer = upload(editor, path.read_bytes())
+    assert answer.status_code == 400 and len(answer.json()["errors"]) == 101
+    assert nothing_written(dataset)
+
+
+def test_a_row_with_many_unknown_fields_lists_ten_and_counts_the_rest(editor, dataset):
+    item = {"id": "a", "input": "x", **{f"f{i}": 1 for i in range(50)}}
+    answer = upload(editor, json.dumps([item]).encode(), "cases.json")
+    details = [e["detail"] for e in answer.json()["errors"]]
+    assert len(details) == 11 and details[-1] == "item 1: and 40 more error(s) on this item"
+
+
+def test_the_admin_error_table_of_a_header_of_empty_names_is_bounded(logged_in, editor, dataset):
+    page = admin_preview(logged_in(editor), dataset, b"," * 100_000 + b"\n", "c.csv")
+    assert page.status_code == 200 and len(page.content) < 200_000, len(page.content)
+    assert "more column(s) given twice" in page.content.decode()
+
+
+JSON_BODIES = {
+    "a member given twice": ('[{"key": "a"}, {"key": "dup", "input": "1", "input": "2"}]', 2),
+    "a lone surrogate": ('[{"key": "s", "input": "\\ud800"}]', 1),
+    "nested too deep": ('[{"key": "a"}, {"key": "d", "input": ' + DEEP + "}]", 2),
+    "a long integer": ('[{"key": "a", "input": ' + "9" * 5000 + "}]", 1),
+}
+
+
+@pytest.mark.parametrize("body, item", JSON_BODIES.values(), ids=JSON_BODIES)
+def test_the_apis_json_list_is_read_by_the_cases_reader_naming_the_item(
+    editor, dataset, body, item
+):
+    client = factories.api(editor)
+    client.raise_request_exception = False
+    answer = client.post(URL, body, content_type="application/json")
+    assert answer.status_code == 400, answer.status_code
+    (error,) = answer.json()["errors"]
+    assert error["line"] == item and error["detail"].startswith(f"item {item}: ")
+    dry = client.post(URL + "?dry_run=true", body, content_type="application/json")
+    assert dry.status_code in (200, 400) and dry.json()["errors"][0]["line"] == item
+    assert nothing_written(dataset)
+
+
+def test_the_apis_json_list_stops_at_the_case_past_the_limit(editor, dataset, monkeypatch):
+    monkeypatch.setattr("evaluations.cases_io.IMPORT_MAX_CASES", 2)
+    body = '[{"key": "a"}, {"key": "b"}, {"key": "c"}, {"key": "d", "input": "\\ud800"}]'
+    answer = factories.api(editor).post(URL, body, content_type="application/json")
+    assert answer.status_code == 400
+    assert [e["detail"] for e in answer.json()["errors"]] == [
+        "item 3: more than 2 cases in one file: split it"
+    ]
+
+
+@override_settings(SHERLOCK_API_MAX_BODY_BYTES=2048)
+def test_the_admin_refuses_a_body_over_the_limit_by_its_length_before_reading_it(
+    logged_in, editor, dataset, monkeypatch
+):
+    def never(*args, **kwargs):
+        raise AssertionError("the multipart body was parsed")
+
+    monkeypatch.setattr("django.http.multipartparser.MultiPartParser.parse", never)
+    client = logged_in(editor)
+
+    page = admin_preview(client, dataset, b'{"key": "a"}\n' * 20_000)
+
+    assert page.status_code == 413
+    html = page.content.decode()
+    assert "at most 2048 bytes" in html and 'name="file"' in html  # the form, with the error
+    assert nothing_written(dataset)
+
+
+def test_the_admin_import_page_still_checks_the_csrf_token(editor, dataset, password):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.login(username=editor.username, password=password)
+    page = client.post(f"/admin/evaluations/dataset/{dataset.pk}/import/", {"preview": "x"})
+    assert page.status_code == 403
+
+
+def test_the_admin_preview_names_a_lone_surrogate_and_confirm_has_nothing_to_import(
+    logged_in, editor, dataset
+):
+    client = logged_in(editor)
+    preview = admin_preview(client, dataset, b'{"key": "s", "input": "\\ud800"}\n')
+    assert preview.status_code == 200 and "lone surrogate" in preview.content.decode()
+    confirm = client.post(f"/admin/evaluations/dataset/{dataset.pk}/import/", {"confirm": "Import"})
+    assert confirm.status_code == 302 and nothing_written(dataset)

