@@ -258,3 +258,25 @@ def test_a_json_body_naming_a_member_twice_is_refused_with_its_name(client, db):
     )
     assert response.status_code == 400
     assert "duplicate member 'slug'" in response.json()["detail"]
+
+
+def test_a_json_body_with_a_lone_surrogate_is_refused_and_a_pair_is_kept(client, db):
+    # "\ud800" alone parses to no text: PostgreSQL answered a 500, SQLite saved what no export
+    # could write back. A surrogate pair is one character and is fine.
+    from tests.support import factories
+
+    client.force_login(factories.user("root", is_superuser=True))
+    refused = client.post(
+        "/api/v1/agents/",
+        data='{"slug": "s", "name": "bad \\ud800 name"}',
+        content_type="application/json",
+    )
+    assert refused.status_code == 400
+    assert "lone surrogate" in refused.json()["detail"]
+    kept = client.post(
+        "/api/v1/agents/",
+        data='{"slug": "s", "name": "face \\ud83d\\ude00"}',
+        content_type="application/json",
+    )
+    assert kept.status_code == 201, kept.content
+    assert kept.json()["name"] == "face \U0001f600"

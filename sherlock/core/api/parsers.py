@@ -4,6 +4,7 @@ the JSON nesting (`limits.JSON_MAX_DEPTH`, 400), NUL characters and duplicate me
 
 import json
 import math
+import re
 
 from django.conf import settings
 from rest_framework import exceptions, parsers
@@ -60,7 +61,25 @@ def loads_bounded(raw, *, strict=True):
         raise TooDeep()
     if has_nul(value):
         raise exceptions.ParseError("JSON strings may not contain NUL (\\u0000) characters.")
+    if SURROGATE_ESCAPE.search(text) and not _encodable(value):
+        # "\ud800" alone is valid JSON but no text: PostgreSQL refuses it (a 500), SQLite
+        # stores what no export can write back.
+        raise exceptions.ParseError(
+            "JSON strings may not contain a lone surrogate (\\ud800-\\udfff) escape."
+        )
     return value
+
+
+# A \uD800-\uDFFF escape: only then is the parsed value walked for a lone surrogate.
+SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")
+
+
+def _encodable(value):
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class JSONParser(parsers.JSONParser):
