@@ -12,11 +12,13 @@ import json
 from evaluations.cases_io import (
     ErrorList,
     FileInvalid,
+    JSONRefused,
     Row,
     TooManyErrors,
     _array_items,
     decode,
     json_items,
+    loads,
     max_bytes,
     too_large,
 )
@@ -51,6 +53,11 @@ def read_case_list(data):
         raise too_large(size)
     text = decode(data)
     if not text.lstrip().startswith("["):
+        try:
+            loads(text)
+        except (JSONRefused, ValueError) as exc:
+            # Not JSON at all: the API's own answer to a body it cannot parse.
+            raise ActionInvalid(f"JSON parse error - {exc}", code="parse_error") from None
         raise ActionInvalid(
             "give a file (multipart field `file`) or a JSON list of cases", field="file"
         )
