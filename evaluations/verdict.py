@@ -125,6 +125,10 @@ class Missing:
     docs: str
     fails: bool = False  # the policy requires it: the verdict fails closed on it
 
+    @property
+    def label(self) -> str:
+        return self.code.replace("_", " ")
+
     def as_dict(self) -> dict[str, Any]:
         return {"code": self.code, "detail": self.detail, "fix": self.fix, "docs": self.docs}
 
@@ -159,6 +163,15 @@ class Verdict:
     def first_failing_label(self) -> str:
         first = self.first_failing_gate
         return POLICY_GATE_LABELS.get(first, "") if first else ""
+
+    @property
+    def reason_texts(self) -> list[str]:
+        return [reason.detail for reason in self.reasons]
+
+    @property
+    def blocking_missing(self) -> list[Missing]:
+        """The missing evidence the policy requires (the verdict fails closed on it)."""
+        return [item for item in self.missing if item.fails]
 
     @property
     def short(self) -> list[str]:
@@ -315,7 +328,10 @@ def _judge(runs: list, applied: AppliedThresholds, evidence: _Evidence, together
             reasons.append(
                 Reason("run_not_completed", f"run #{run.pk} {run.status}", f"run {run.status}")
             )
-    for gate in gates:
+    # Told as a person reads them: the run's status, its cases, the contract, what went
+    # unscored.
+    order = {"case_pass_rate": 0, EVIDENCE_GATE: 2}
+    for gate in sorted(gates, key=lambda g: order.get(g.name, 1)):
         if gate.state == FAIL and not (gate.name == "coverage" and incomplete and not together):
             reasons.append(_gate_reason(gate, runs, unscored, evidence.errors))
     failed = [g for g in gates if g.state == FAIL and g.name != EVIDENCE_GATE]
@@ -500,6 +516,17 @@ def _case_pass_rate_gate(runs: list, minimum: float) -> Gate:
     """The policy's ``min_case_pass_rate`` (1.0 without a policy: every case must pass): every
     run must reach it; a run without a rate (not completed, or no cases) fails closed."""
     rates = [(run.pk, (run.summary or {}).get("case_pass_rate")) for run in runs]
+    unjudged = [run.pk for run in runs if _unjudged(run)]
+    if runs and len(unjudged) == len(runs):
+        # Imported trials with no checks: no case was passed or failed; the contract decides.
+        return Gate(
+            "case_pass_rate",
+            POLICY_GATE_LABELS["case_pass_rate"],
+            NOT_APPLICABLE,
+            "no check passes or fails the cases of imported trials",
+            {"runs": [{"run": pk, "rate": None} for pk, _ in rates]},
+            {"min": minimum},
+        )
     missing = [pk for pk, rate in rates if rate is None]
     low = [(pk, rate) for pk, rate in rates if rate is not None and rate < minimum]
     if not runs or missing:
@@ -652,9 +679,17 @@ def _cases_with(runs: list, what: str) -> dict[int, int]:
     return {row[key]: row["n"] for row in rows}
 
 
+def _unjudged(run) -> bool:
+    """A run whose cases no check judged (imported trials): ``summary.passed`` is None."""
+    summary = run.summary or {}
+    return bool(summary.get("cases")) and summary.get("passed") is None
+
+
 def _case_counts(runs: list, evidence: _Evidence | None) -> dict[str, int]:
+    judged = [run for run in runs if not _unjudged(run)]
     total = sum((run.summary or {}).get("cases") or 0 for run in runs)
-    passed = sum((run.summary or {}).get("passed") or 0 for run in runs)
+    passed = sum((run.summary or {}).get("passed") or 0 for run in judged)
+    failed = sum((run.summary or {}).get("cases") or 0 for run in judged) - passed
     errored = unscored = 0
     if evidence is not None:
         errored = sum(evidence.errored_cases.get(run.pk, 0) for run in runs)
@@ -662,7 +697,7 @@ def _case_counts(runs: list, evidence: _Evidence | None) -> dict[str, int]:
     return {
         "total": total,
         "passed": passed,
-        "failed": total - passed,
+        "failed": failed,
         "errored": errored,
         "unscored": unscored,
     }

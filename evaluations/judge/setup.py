@@ -35,6 +35,14 @@ def no_judge_warning(labels) -> str:
     return f"Blocking model check(s) {', '.join(labels)} cannot be scored. {NO_JUDGE}"
 
 
+def no_judge_skips(reasons) -> str:
+    """`NO_JUDGE` when no judge is configured and one of `reasons` (of skipped results) is the
+    judge's absence, else "": the run banner's line."""
+    if judge_configured():
+        return ""
+    return NO_JUDGE if any("judge" in (reason or "") for reason in reasons) else ""
+
+
 def judges_docs_url() -> str:
     """The served page of docs/judges.md (its settings table)."""
     from evaluations.admin.docs import doc_url
