@@ -175,7 +175,17 @@ class Verdict:
 
     @property
     def short(self) -> list[str]:
-        return [reason.short or reason.detail for reason in self.reasons]
+        """The reasons in a few words, for a table cell: the first failing contract gate
+        stands for the contract (the run page lists them all)."""
+        shown, contract = [], False
+        for reason in self.reasons:
+            text = reason.short or reason.detail
+            if text.startswith("contract: "):
+                if contract:
+                    continue
+                contract = True
+            shown.append(text)
+        return shown
 
     @property
     def policy(self) -> dict[str, Any] | None:

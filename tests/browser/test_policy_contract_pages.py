@@ -37,7 +37,7 @@ def test_the_pages_read_the_verdict_of_the_agents_policy_and_name_it(server, bro
     page.wait_for_selector("#verdict")
     assert "PASSED" in page.inner_text("#verdict")
     thresholds = page.inner_text("#contract-thresholds")
-    assert "seed 003's defaults: no publishing policy applies" in thresholds
+    assert "the default thresholds: no publishing policy applies" in thresholds
     shot(page, "run-page-defaults")
 
     PublishingPolicy.objects.create(

@@ -2,7 +2,8 @@
 
 A Builder opens a finished run, sees it read FAILED with the contract table on top, clicks the
 failed cell and reads the check's reason on the trial page; seed 003's fast refund agent reads
-FAILED although its cases pass; a run whose blocking checks went unscored says so in a banner.
+FAILED although its cases pass; a run whose blocking checks went unscored reads INCOMPLETE and
+says so in a banner.
 Set SHERLOCK_SCREENSHOTS to a directory to keep a screenshot of each page (conftest.py).
 """
 
@@ -99,7 +100,7 @@ def test_the_run_pages_tell_passing_failing_contract_and_unscored_runs_apart(
     page.goto(f"{server}/runs/{stable.pk}/")
     banner = page.inner_text("#unscored")
     assert "could not be scored" in banner and "no judge is configured" in banner
-    assert "FAILED" in page.inner_text("#verdict")
+    assert "INCOMPLETE" in page.inner_text("#verdict")  # nothing failed; evidence missing
     shot(page, "run-page-unscored-banner")
 
     # From the failing gate to its reason: the trial whose declared completion failed its
