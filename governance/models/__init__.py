@@ -5,6 +5,7 @@ from governance.models.audit import AuditEntry, verify_chain
 from governance.models.policies import PublishingPolicy
 from governance.models.publishing import Bypass, PublishRequest
 from governance.models.roles import RoleGrant
+from governance.models.sso import SSOGroupRole, SSOProvider
 from governance.models.webhooks import WebhookDelivery, WebhookEndpoint
 
 __all__ = [
@@ -14,6 +15,8 @@ __all__ = [
     "PublishRequest",
     "PublishingPolicy",
     "RoleGrant",
+    "SSOGroupRole",
+    "SSOProvider",
     "WebhookDelivery",
     "WebhookEndpoint",
     "verify_chain",
