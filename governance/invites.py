@@ -11,6 +11,7 @@ EMAIL_HOST is set, it is also sent to the person's address.
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
+from django.urls import reverse
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 SALT = "sherlock.invite"
@@ -37,3 +38,8 @@ def user_for_token(token):
     if user is None or not constant_time_compare(str(data.get("f")), _fingerprint(user)):
         return None
     return user
+
+
+def invite_url(request, token):
+    """The absolute sign-up link of `token`, on the host the Admin is using."""
+    return request.build_absolute_uri(reverse("people:join", args=[token]))

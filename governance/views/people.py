@@ -17,7 +17,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agents.models import Agent
@@ -33,7 +32,7 @@ from governance.actions.sso_fields import configured_provider_ids
 from governance.actions.unmap_sso_group import UnmapSSOGroup
 from governance.actions.update_sso_provider import UpdateSSOProvider
 from governance.choices import Role
-from governance.invites import make_token, user_for_token
+from governance.invites import invite_url, make_token, user_for_token
 from governance.models import RoleGrant, SSOGroupRole, SSOProvider
 from governance.roles import is_global_admin
 from sherlock.core.errors import ActionError
@@ -84,10 +83,6 @@ class MapForm(ScopeForm):
 class ProviderForm(forms.Form):
     claim_path = forms.CharField(max_length=200)
     strict = forms.BooleanField(required=False)
-
-
-def invite_url(request, token):
-    return request.build_absolute_uri(reverse("people:join", args=[token]))
 
 
 def _send_invite(user, link):
