@@ -1,5 +1,6 @@
 """InviteUser: an Admin adds a person, who sets their own password through a one-time link."""
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
@@ -35,6 +36,12 @@ class InviteUser(GovernanceAction):
 
     def check(self):
         self.check_role()
+        if not settings.SHERLOCK_PASSWORD_LOGIN:
+            raise ActionConflict(
+                "Password sign-in is off (SHERLOCK_PASSWORD_LOGIN): people join through single "
+                "sign-on, at their first sign-in.",
+                code="password_login_off",
+            )
         if not self.username:
             raise ActionInvalid("A username is required.", field="username")
         try:

@@ -20,6 +20,7 @@ from governance.models import RoleGrant
 from governance.roles import is_global_admin
 from sherlock.core.api.errors import refusals
 from sherlock.core.api.serializers import RefuseUnknownFields
+from sherlock.core.inputs import parse_id
 
 User = get_user_model()
 
@@ -108,7 +109,8 @@ class PeopleViewSet(viewsets.GenericViewSet):
         return Response(answer, status=status.HTTP_201_CREATED)
 
     def _verb(self, request, pk, verb_class):
-        user = self.get_queryset().filter(pk=pk).first()
+        pk = parse_id(pk)
+        user = self.get_queryset().filter(pk=pk).first() if pk is not None else None
         if user is None:
             from rest_framework.exceptions import NotFound
 

@@ -144,6 +144,7 @@ def people_page(request):
             "invited": invited,
             "invite_hours": settings.SHERLOCK_INVITE_HOURS,
             "sso_providers": configured_provider_ids(),
+            "password_login": settings.SHERLOCK_PASSWORD_LOGIN,
         },
         status=status,
     )
