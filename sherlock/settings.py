@@ -456,6 +456,11 @@ def _oidc_apps(name):
 
 
 SHERLOCK_OIDC_APPS = _oidc_apps("SHERLOCK_OIDC_PROVIDERS")
+# Behind a proxy that terminates TLS, the redirect URI sent to the provider must say https: trust
+# the proxy's X-Forwarded-Proto (only when the proxy sets it and clients cannot reach Sherlock
+# around it).
+if env_bool("SHERLOCK_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 if not SHERLOCK_PASSWORD_LOGIN and not SHERLOCK_OIDC_APPS:
     raise ImproperlyConfigured(
         "SHERLOCK_PASSWORD_LOGIN=false needs an OIDC provider (SHERLOCK_OIDC_PROVIDERS): "
