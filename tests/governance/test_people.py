@@ -232,3 +232,18 @@ def test_a_builder_cannot_invite(builder):
         invite(builder)
     entry = AuditEntry.objects.get(action="governance.user.refused")
     assert entry.after == {"verb": "invite", "code": "permission_denied"}
+
+
+def test_the_migration_derives_staff_from_the_grants_once(db, editor, outsider):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("governance.migrations.0013_staff_from_grants")
+    User.objects.filter(pk=editor.pk).update(is_staff=False)  # granted, never ticked
+    lines = []
+    migration.derive(apps, None, out=lines.append)
+    editor.refresh_from_db()
+    outsider.refresh_from_db()
+    assert editor.is_staff and not outsider.is_staff  # the outsider holds no grant
+    assert "  staff from grants: editor: is_staff False -> True" in lines
