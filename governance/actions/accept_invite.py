@@ -1,5 +1,6 @@
 """AcceptInvite: the person an Admin invited sets their password through the link."""
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 
@@ -25,6 +26,11 @@ class AcceptInvite(GovernanceAction):
 
     def check(self):
         self.user = user_for_token(self.token)
+        if self.user is not None:
+            # Two uses of one link at once: the second waits on the row, then reads the token
+            # against the password the first one set, and is refused.
+            get_user_model().objects.select_for_update().filter(pk=self.user.pk).first()
+            self.user = user_for_token(self.token)
         if self.user is None:
             raise ActionConflict(
                 "This invitation link is not valid any more (used, expired or mistyped). "

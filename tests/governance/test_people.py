@@ -247,3 +247,23 @@ def test_the_migration_derives_staff_from_the_grants_once(db, editor, outsider):
     outsider.refresh_from_db()
     assert editor.is_staff and not outsider.is_staff  # the outsider holds no grant
     assert "  staff from grants: editor: is_staff False -> True" in lines
+
+
+def test_the_people_page_costs_the_same_queries_for_more_people(
+    client, admin_user, django_assert_max_num_queries
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(admin_user)
+
+    def count():
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get("/people/").status_code == 200
+        return len(queries)
+
+    few = count()
+    for n in range(6):
+        user, _ = invite(admin_user, username=f"p{n}")
+        GrantRole(acting_user=admin_user, user=user, role="Editor").execute()
+    assert count() == few
