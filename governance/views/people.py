@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -36,6 +37,7 @@ from governance.invites import invite_url, make_token, user_for_token
 from governance.models import RoleGrant, SSOGroupRole, SSOProvider
 from governance.roles import is_global_admin
 from sherlock.core.errors import ActionError
+from sherlock.core.inputs import parse_id
 
 User = get_user_model()
 
@@ -207,7 +209,7 @@ def person_verb(request, pk, verb):
         return _render_person(request, person, link=invite_url(request, make_token(person)))
     actions = {"deactivate": DeactivateUser, "reactivate": ReactivateUser}
     if verb not in actions:
-        raise PermissionDenied("no such verb")
+        raise Http404("no such verb")
     try:
         actions[verb](acting_user=request.user, user=person).execute()
     except ActionError as exc:
@@ -251,7 +253,7 @@ def _sso_post(request):
     provider_id = request.POST.get("provider", "")
     try:
         if "unmap" in request.POST:
-            rule = get_object_or_404(SSOGroupRole, pk=request.POST.get("rule") or 0)
+            rule = get_object_or_404(SSOGroupRole, pk=parse_id(request.POST.get("rule")) or 0)
             UnmapSSOGroup(acting_user=request.user, rule=rule).execute()
         elif "configure" in request.POST:
             form = ProviderForm(request.POST)

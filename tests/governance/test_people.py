@@ -267,3 +267,19 @@ def test_the_people_page_costs_the_same_queries_for_more_people(
         user, _ = invite(admin_user, username=f"p{n}")
         GrantRole(acting_user=admin_user, user=user, role="Editor").execute()
     assert count() == few
+
+
+@pytest.mark.parametrize(
+    "method,url,data",
+    [
+        ("get", "/people/99999999999999999999/", None),
+        ("get", "/people/join/xyz/", None),
+        ("post", "/people/1/nope/", None),
+        ("post", "/people/sso/", {"provider": "corp", "unmap": "1", "rule": "abc"}),
+        ("post", "/people/sso/", {"provider": "corp", "unmap": "1", "rule": "9" * 30}),
+    ],
+)
+def test_bad_addresses_and_ids_answer_4xx_not_500(client, admin_user, method, url, data):
+    client.force_login(admin_user)
+    answer = getattr(client, method)(url, data or {})
+    assert 400 <= answer.status_code < 500
