@@ -11,6 +11,11 @@ class GovernanceConfig(AppConfig):
         from governance.decision import in_force_thresholds, policy_applied_by_id
 
         receivers.connect()
+        from allauth.account.signals import user_logged_in
+
+        from governance.sso.adapter import apply_roles_on_sign_in
+
+        user_logged_in.connect(apply_roles_on_sign_in, dispatch_uid="gov-sso-roles")
         # The run and compare pages show a run's contract under the policy in force for its
         # agent, as the publish gate decides it (evaluations.contract.applied).
         register_thresholds_provider(in_force_thresholds)

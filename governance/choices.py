@@ -98,6 +98,14 @@ class APIKeyState(models.TextChoices):
     REVOKED = "revoked"
 
 
+class GrantSource(models.TextChoices):
+    """Who made a role grant: an Admin by hand (GrantRole), or single sign-on from the groups
+    a provider sent (ApplySSORoles, re-applied at every sign-in; docs/sso.md)."""
+
+    HAND = "hand", "by an Admin"
+    SSO = "sso", "single sign-on"
+
+
 class RoleScope(models.TextChoices):
     """Where a role grant holds: everywhere (the role's group), or on one agent or dataset."""
 

@@ -161,6 +161,7 @@ def materialize(user, obj=None):
             user.groups.add(*Group.objects.filter(name__in=added))
         if removed:
             user.groups.remove(*Group.objects.filter(name__in=removed))
+        derive_staff(user)
         return added, removed
     kind = obj._meta.model_name
     managed = {p for perms in OBJECT_PERMS.values() for p in perms.get(kind, [])}
@@ -173,7 +174,22 @@ def materialize(user, obj=None):
         assign_perm(codename, user, obj)
     for codename in removed:
         remove_perm(codename, user, obj)
+    derive_staff(user)
     return added, removed
+
+
+def derive_staff(user):
+    """`is_staff` (the admin's door) is derived, never set by hand: a user holding any role
+    grant, global or scoped, uses the admin (Editors write cases there, Builders register
+    agents, Publishers and Admins open the version list), and a user with none does not. Run by
+    every re-derivation (`materialize`); the change is audited as `auth.user.privileges` by the
+    catch-all receiver, like any flag change."""
+    from governance.models import RoleGrant
+
+    staff = user.is_superuser or RoleGrant.objects.filter(user=user).exists()
+    if user.is_staff != staff:
+        user.is_staff = staff
+        user.save(update_fields=["is_staff"])
 
 
 def describe_grant(grant):

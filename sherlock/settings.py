@@ -140,6 +140,12 @@ INSTALLED_APPS = [
     "guardian",
     "django_q",
     "django_htmx",
+    # Sign-in (the Sherlock sign-in page, password and OpenID Connect single sign-on): allauth's
+    # account and socialaccount apps and its generic OIDC provider (docs/sso.md).
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     "agents",
     "evaluations",
     "governance",
@@ -152,6 +158,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "sherlock.core.middleware.RequestContextMiddleware",
@@ -389,6 +396,111 @@ AUTH_PASSWORD_VALIDATORS = [
 if env_bool("SHERLOCK_FAST_HASHER", False):
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
+# --- Sign-in and single sign-on (docs/sso.md) ---------------------------------------------------
+# Accounts are created by Admins (People: an invitation, governance.actions.invite_user) or by a
+# first sign-in through an OIDC provider; nobody signs themselves up. SSO accounts are linked by
+# (provider, subject) only, never by e-mail: no e-mail authentication, no auto-connect, and no
+# unique-e-mail rule that would stop an auto sign-up or merge two people.
+SHERLOCK_PASSWORD_LOGIN = env_bool("SHERLOCK_PASSWORD_LOGIN", True)
+
+
+def _loopback(host):
+    import ipaddress
+
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _oidc_apps(name):
+    """`SHERLOCK_OIDC_PROVIDERS=keycloak,entra` and, for each id, `SHERLOCK_OIDC_<ID>_SERVER_URL`
+    (the issuer; discovery reads `/.well-known/openid-configuration` under it),
+    `_CLIENT_ID`, `_SECRET`, and optionally `_NAME` (the button) and `_SCOPE` (space-separated,
+    default `openid profile email`). HTTPS is required, except on a loopback address."""
+    apps = []
+    for provider_id in env_list(name):
+        if not (provider_id.isascii() and provider_id.replace("-", "").isalnum()):
+            raise ImproperlyConfigured(f"{name}: {provider_id!r} is not an id (letters, digits, -)")
+        prefix = f"SHERLOCK_OIDC_{provider_id.upper().replace('-', '_')}_"
+        url = env_url(prefix + "SERVER_URL", "", schemes=("https", "http"))
+        client_id = env_str(prefix + "CLIENT_ID")
+        if not url or not client_id:
+            raise ImproperlyConfigured(f"{prefix}SERVER_URL and {prefix}CLIENT_ID must be set")
+        parsed = urlparse(url)
+        if parsed.scheme != "https" and not _loopback(parsed.hostname or ""):
+            raise ImproperlyConfigured(
+                f"{prefix}SERVER_URL={url!r}: an OIDC provider must be reached over HTTPS "
+                "(plain HTTP only on a loopback address, for tests)"
+            )
+        scope = env_str(prefix + "SCOPE", "openid profile email").split()
+        if "openid" not in scope:
+            raise ImproperlyConfigured(f"{prefix}SCOPE must include openid")
+        apps.append(
+            {
+                "provider_id": provider_id,
+                "name": env_str(prefix + "NAME", provider_id),
+                "client_id": client_id,
+                "secret": env_str(prefix + "SECRET"),
+                "settings": {
+                    "server_url": url,
+                    "oauth_pkce_enabled": True,
+                    "scope": scope,
+                    "fetch_userinfo": True,
+                },
+            }
+        )
+    return apps
+
+
+SHERLOCK_OIDC_APPS = _oidc_apps("SHERLOCK_OIDC_PROVIDERS")
+# Behind a proxy that terminates TLS, the redirect URI sent to the provider must say https: trust
+# the proxy's X-Forwarded-Proto (only when the proxy sets it and clients cannot reach Sherlock
+# around it).
+if env_bool("SHERLOCK_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+if not SHERLOCK_PASSWORD_LOGIN and not SHERLOCK_OIDC_APPS:
+    raise ImproperlyConfigured(
+        "SHERLOCK_PASSWORD_LOGIN=false needs an OIDC provider (SHERLOCK_OIDC_PROVIDERS): "
+        "nobody could sign in"
+    )
+SOCIALACCOUNT_PROVIDERS = {
+    "openid_connect": {"OAUTH_PKCE_ENABLED": True, "APPS": SHERLOCK_OIDC_APPS},
+}
+ACCOUNT_ADAPTER = "governance.sso.adapter.AccountAdapter"
+SOCIALACCOUNT_ADAPTER = "governance.sso.adapter.SocialAccountAdapter"
+ACCOUNT_LOGIN_METHODS = {"username"}
+ACCOUNT_SIGNUP_FIELDS = ["username*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_UNIQUE_EMAIL = False
+ACCOUNT_LOGOUT_ON_GET = False
+ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
+SOCIALACCOUNT_ONLY = not SHERLOCK_PASSWORD_LOGIN
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = False
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_EMAIL_REQUIRED = False
+SOCIALACCOUNT_QUERY_EMAIL = False
+SOCIALACCOUNT_LOGIN_ON_GET = False
+SOCIALACCOUNT_STORE_TOKENS = False
+# An invitation link (People) stays valid this many hours, and once: setting the password
+# changes what its token is made of (django.contrib.auth.tokens).
+# When EMAIL_HOST is set, an invitation is also mailed (Django's SMTP settings: EMAIL_PORT,
+# EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS, DEFAULT_FROM_EMAIL); the Admin copies
+# the link in any case.
+EMAIL_HOST_CONFIGURED = bool(env_str("EMAIL_HOST"))
+if EMAIL_HOST_CONFIGURED:
+    EMAIL_HOST = env_str("EMAIL_HOST")
+    EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1, maximum=65535)
+    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+    DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "sherlock@localhost")
+SHERLOCK_INVITE_HOURS = env_int("SHERLOCK_INVITE_HOURS", 72, minimum=1, maximum=24 * 30)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Hashed, named, expiring keys sent as `Authorization: Token <key>` (the header callers
@@ -464,10 +576,15 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-LOGIN_URL = "/admin/login/"
+# Sherlock's own sign-in page (allauth's, in Sherlock's templates); the admin's login and logout
+# URLs lead to the same pages (sherlock/urls.py), so there is one way in for every role.
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
 # Signing out (the site's and the admin's Log out) lands on the sign-in page, with a message
-# (governance.receivers.say_signed_out); signing in again leads back to the run list.
-LOGOUT_REDIRECT_URL = "/admin/login/?next=/"
+# (governance.receivers.say_signed_out); signing in again leads back to the run list. A session
+# signed in through single sign-on first ends the provider's session, when the provider
+# publishes an end_session_endpoint (governance.sso.adapter).
+LOGOUT_REDIRECT_URL = "/accounts/login/?next=/"
 
 LOGGING = {
     "version": 1,

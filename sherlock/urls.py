@@ -1,11 +1,30 @@
-"""Top-level URLs: the admin, the API under /api/v1/ with its schema and docs, the htmx pages."""
+"""Top-level URLs: the sign-in pages, the admin, the API under /api/v1/ with its schema and docs,
+the htmx pages.
 
+One way in for every role: the admin's login and logout lead to Sherlock's sign-in and sign-out
+(allauth's account views in Sherlock's templates, `/accounts/`), so the admin never shows its
+"staff account" login. The OIDC callback is Sherlock's (governance.sso.views), at allauth's path.
+"""
+
+from allauth.account.views import LogoutView
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from governance.sso import views as sso_views
+
 urlpatterns = [
+    path(
+        "admin/login/",
+        RedirectView.as_view(url="/accounts/login/", query_string=True),
+        name="admin-login-redirect",
+    ),
+    path("admin/logout/", LogoutView.as_view(), name="admin-logout"),
     path("admin/", admin.site.urls),
+    path("accounts/oidc/<str:provider_id>/login/callback/", sso_views.callback),
+    path("accounts/", include("allauth.urls")),
+    path("people/", include("governance.people_urls")),
     path("api/v1/", include("sherlock.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -85,6 +85,15 @@ governance.request.supersede
 governance.role.grant
 governance.role.refused
 governance.role.revoke
+governance.sso.configure
+governance.sso.map
+governance.sso.refused
+governance.sso.unmap
+governance.user.join
+governance.user.invite
+governance.user.refused
+governance.user.deactivate
+governance.user.reactivate
 governance.version.publish
 governance.version.refused
 governance.version.retire

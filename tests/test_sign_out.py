@@ -21,7 +21,7 @@ def test_signing_out_lands_on_the_sign_in_page_with_a_message(client, builder, p
     client.get(page)
     response = client.post("/admin/logout/", follow=True)
     body = response.content.decode()
-    assert response.redirect_chain == [("/admin/login/?next=/", 302)]
+    assert response.redirect_chain == [("/accounts/login/?next=/", 302)]
     assert "You are signed out. Sign in again to use Sherlock." in body
     assert "quality time" not in body
     assert 'name="next" value="/"' in body

@@ -23,6 +23,7 @@ def navigation(request):
     - `may_label`: the Labels page (the Editor role, global or on one dataset);
     - `may_schedule`: the Schedules page (an Editor of a dataset or a Builder of an agent, as
       `may_schedule_any` says);
+    - `may_manage_people`: the People link (a global Admin: the Admin group's user rights);
     - `may_govern`: the Publish link (agent versions, each with its publish page): a Builder
       (requests publication), a Publisher or an Admin, of some agent;
     - `judges_docs`: the served docs/judges.md, where the no-judge sentence links."""
@@ -64,9 +65,18 @@ def navigation(request):
 
         return judges_docs_url()
 
+    def may_manage_people():
+        user = _signed_in(request)
+        if user is None:
+            return False
+        # The People page is governance's; a global Admin holds the Admin group (no query: the
+        # permission cache), read through the auth app so this module imports no governance.
+        return user.is_superuser or user.has_perm("auth.change_user")
+
     return {
         # Where every "no judge configured" sentence links (docs/judges.md, served).
         "judges_docs": SimpleLazyObject(judges_docs),
+        "may_manage_people": SimpleLazyObject(may_manage_people),
         "may_label": SimpleLazyObject(may_label),
         "may_schedule": SimpleLazyObject(may_schedule),
         "may_govern": SimpleLazyObject(may_govern),

@@ -11,10 +11,13 @@ Rights cannot be edited behind the actions' back: the user page shows groups, pe
 the superuser flag read-only, the group page is read-only, and django-guardian's object
 permission screens (`GuardedModelAdmin`) are not mounted, since they let any staff user who may
 change a model grant themselves rights on it (django-guardian #756). The user page's `is_active`
-and `is_staff` stay editable (access, not rights) and are audited with the acting Admin
-(`governance.receivers`); only a superuser may set the password of an account that holds Admin
-rights, so the second Admin of a bypass cannot be a colleague whose password another Admin just
-reset."""
+stays editable (access, not rights) and is audited with the acting Admin
+(`governance.receivers`); `is_staff` is read-only, derived from the role grants
+(`governance.roles.derive_staff`: anyone with a role uses the admin); only a superuser may
+set the password of an account that holds Admin rights, so the second Admin of a bypass
+cannot be a colleague whose password another Admin just reset."""
+
+from django.contrib import admin
 
 from governance.admin import (  # noqa: F401 - importing registers the pages
     api_keys,
@@ -26,3 +29,7 @@ from governance.admin import (  # noqa: F401 - importing registers the pages
     versions,
     webhooks,
 )
+
+admin.site.site_header = "Sherlock administration"
+admin.site.site_title = "Sherlock"
+admin.site.index_title = "Sherlock"

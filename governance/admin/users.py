@@ -55,9 +55,17 @@ admin.site.unregister(Group)
 
 @admin.register(User)
 class SherlockUserAdmin(UserAdmin):
-    """Django's user admin with rights read-only; roles change on the user's Roles page."""
+    """Django's user admin with rights read-only; roles change on the user's Roles page (or on
+    the People page). `is_staff` is read-only: it is derived from the role grants."""
 
-    readonly_fields = ["is_superuser", "groups", "user_permissions", "roles", "last_login"]
+    readonly_fields = [
+        "is_superuser",
+        "is_staff",
+        "groups",
+        "user_permissions",
+        "roles",
+        "last_login",
+    ]
 
     @sensitive_post_parameters_m
     def user_change_password(self, request, id, form_url=""):

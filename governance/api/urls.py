@@ -1,5 +1,6 @@
 from rest_framework.routers import DefaultRouter
 
+from governance.api.people import PeopleViewSet
 from governance.api.views import (
     APIKeyViewSet,
     AuditEntryViewSet,
@@ -19,4 +20,5 @@ router.register("audit", AuditEntryViewSet, basename="auditentry")
 router.register("policies", PolicyViewSet, basename="policy")
 router.register("role-grants", RoleGrantViewSet, basename="rolegrant")
 router.register("api-keys", APIKeyViewSet, basename="apikey")
+router.register("people", PeopleViewSet, basename="person")
 urlpatterns = router.urls

@@ -6,6 +6,7 @@ from governance.models.gate_datasets import GateDataset, gate_datasets_for
 from governance.models.policies import PublishingPolicy
 from governance.models.publishing import Bypass, PublishRequest
 from governance.models.roles import RoleGrant
+from governance.models.sso import SSOGroupRole, SSOProvider
 from governance.models.webhooks import WebhookDelivery, WebhookEndpoint
 
 __all__ = [
@@ -16,6 +17,8 @@ __all__ = [
     "PublishRequest",
     "PublishingPolicy",
     "RoleGrant",
+    "SSOGroupRole",
+    "SSOProvider",
     "WebhookDelivery",
     "WebhookEndpoint",
     "gate_datasets_for",

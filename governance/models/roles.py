@@ -5,7 +5,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from governance.choices import Role, RoleScope
+from governance.choices import GrantSource, Role, RoleScope
 
 
 class RoleGrantQuerySet(models.QuerySet):
@@ -46,6 +46,11 @@ class RoleGrant(models.Model):
     )
     granted_at = models.DateTimeField(default=timezone.now)
     reason = models.TextField(blank=True)
+    # A grant made by single sign-on (`ApplySSORoles`) is the provider's to take back: it is
+    # revoked at the next sign-in whose groups no longer map to it. Hand-made grants are never
+    # touched by a sign-in, and SSO never adds a grant the user already holds by hand.
+    source = models.CharField(max_length=10, choices=GrantSource.choices, default=GrantSource.HAND)
+    sso_provider = models.CharField(max_length=100, blank=True)
 
     objects = RoleGrantQuerySet.as_manager()
 

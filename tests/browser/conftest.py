@@ -30,7 +30,14 @@ def free_port():
 
 
 @pytest.fixture
-def server(live_db, tmp_path):
+def server_env():
+    """Extra environment of the page server: a test module overrides this fixture to start the
+    server with settings of its own (an OIDC provider, tests/browser/test_people_sso.py)."""
+    return {}
+
+
+@pytest.fixture
+def server(live_db, tmp_path, server_env):
     port = free_port()
     env = {
         **os.environ,
@@ -41,6 +48,7 @@ def server(live_db, tmp_path):
         # would list them (the default refuses loopback).
         "SHERLOCK_AGENT_HOSTS": TEST_HOSTS,
         "SHERLOCK_WEBHOOK_HOSTS": TEST_HOSTS,
+        **server_env,
     }
     log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen(

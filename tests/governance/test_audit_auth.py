@@ -8,9 +8,10 @@ from governance.models import AuditEntry
 
 
 def login(client, username, password, **headers):
+    """Sherlock's sign-in page (allauth's login view; the admin's login URL leads there)."""
     return client.post(
-        "/admin/login/?next=/admin/",
-        {"username": username, "password": password},
+        "/accounts/login/?next=/admin/",
+        {"login": username, "password": password},
         **headers,
     )
 

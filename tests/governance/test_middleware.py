@@ -50,8 +50,8 @@ def test_any_other_request_id_is_replaced_by_a_fresh_one(given, db):
 
 def test_a_bad_request_id_never_reaches_the_audit_log(client, publisher, password):
     client.post(
-        "/admin/login/?next=/admin/",
-        {"username": "publisher", "password": password},
+        "/accounts/login/?next=/admin/",
+        {"login": "publisher", "password": password},
         HTTP_X_REQUEST_ID="<img src=x onerror=alert(1)>",
     )
     entry = AuditEntry.objects.get(action="auth.user.login")

@@ -1,0 +1,318 @@
+"""People: the one page where a global Admin manages the team (issue 24 point 1).
+
+Invite a person (a one-time sign-up link to copy, `InviteUser`, and a first role), grant and
+revoke their roles globally or on one agent or dataset (`GrantRole`/`RevokeRole`, the one role
+system), deactivate and reactivate them, see their last sign-in and where their roles come
+from (an Admin, or single sign-on); and the single sign-on mapping of each configured provider
+(`UpdateSSOProvider`, `MapSSOGroup`, `UnmapSSOGroup`). Every change is an action, audited.
+Anyone but a global Admin is answered 403 with the reason. The invitee's page (`join`) is
+public: the token is the permission.
+"""
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Prefetch
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from agents.models import Agent
+from evaluations.models import Dataset
+from governance.actions.accept_invite import AcceptInvite
+from governance.actions.deactivate_user import DeactivateUser
+from governance.actions.grant_role import GrantRole
+from governance.actions.invite_user import InviteUser
+from governance.actions.map_sso_group import MapSSOGroup
+from governance.actions.reactivate_user import ReactivateUser
+from governance.actions.revoke_role import RevokeRole
+from governance.actions.sso_fields import configured_provider_ids
+from governance.actions.unmap_sso_group import UnmapSSOGroup
+from governance.actions.update_sso_provider import UpdateSSOProvider
+from governance.choices import Role
+from governance.invites import invite_url, make_token, user_for_token
+from governance.models import RoleGrant, SSOGroupRole, SSOProvider
+from governance.roles import is_global_admin
+from sherlock.core.errors import ActionError
+from sherlock.core.inputs import parse_id
+
+User = get_user_model()
+
+
+def _require_admin(request):
+    if not is_global_admin(request.user):
+        raise PermissionDenied("only an Admin manages people and their roles")
+
+
+class ScopeForm(forms.Form):
+    """A role and where it holds: everywhere, or one agent or one dataset (by slug)."""
+
+    role = forms.ChoiceField(choices=Role.choices)
+    agent = forms.ModelChoiceField(Agent.objects.all(), required=False, to_field_name="slug")
+    dataset = forms.ModelChoiceField(Dataset.objects.all(), required=False, to_field_name="slug")
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("agent") and cleaned.get("dataset"):
+            raise forms.ValidationError("Choose an agent or a dataset, not both.")
+        return cleaned
+
+    @property
+    def scope(self):
+        return self.cleaned_data.get("agent") or self.cleaned_data.get("dataset")
+
+
+class InviteForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    email = forms.EmailField(required=False)
+    first_name = forms.CharField(max_length=150, required=False)
+    last_name = forms.CharField(max_length=150, required=False)
+    role = forms.ChoiceField(choices=[("", "no role yet"), *Role.choices], required=False)
+
+
+class GrantForm(ScopeForm):
+    reason = forms.CharField(required=False, max_length=2000)
+
+
+class MapForm(ScopeForm):
+    group = forms.CharField(max_length=200)
+    allow_bypass = forms.BooleanField(required=False)
+
+
+class ProviderForm(forms.Form):
+    claim_path = forms.CharField(max_length=200)
+    strict = forms.BooleanField(required=False)
+
+
+def _send_invite(user, link):
+    """Mail the link when an e-mail server is configured; the Admin copies it in any case."""
+    if not (settings.EMAIL_HOST_CONFIGURED and user.email):
+        return False
+    from django.core.mail import send_mail
+
+    send_mail(
+        "Your Sherlock account",
+        f"An Admin added you to Sherlock. Set your password here (valid "
+        f"{settings.SHERLOCK_INVITE_HOURS} hours, once): {link}",
+        None,
+        [user.email],
+        fail_silently=True,
+    )
+    return True
+
+
+def _people():
+    grants = RoleGrant.objects.select_related("agent", "dataset").order_by("scope", "role")
+    return User.objects.order_by("username").prefetch_related(
+        Prefetch("role_grants", queryset=grants), "socialaccount_set"
+    )
+
+
+@login_required
+def people_page(request):
+    _require_admin(request)
+    form = InviteForm(request.POST or None)
+    invited = None
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            user, token = InviteUser(
+                acting_user=request.user,
+                username=data["username"],
+                email=data["email"],
+                first_name=data["first_name"],
+                last_name=data["last_name"],
+            ).execute()
+            if data["role"]:
+                GrantRole(
+                    acting_user=request.user, user=user, role=data["role"], reason="invited"
+                ).execute()
+        except ActionError as exc:
+            form.add_error(getattr(exc, "field", None) or None, str(exc))
+        else:
+            link = invite_url(request, token)
+            invited = {"user": user, "link": link, "mailed": _send_invite(user, link)}
+            form = InviteForm()
+    status = 400 if request.method == "POST" and form.errors else 200
+    return render(
+        request,
+        "governance/people.html",
+        {
+            "people": _people(),
+            "form": form,
+            "invited": invited,
+            "invite_hours": settings.SHERLOCK_INVITE_HOURS,
+            "sso_providers": configured_provider_ids(),
+            "password_login": settings.SHERLOCK_PASSWORD_LOGIN,
+        },
+        status=status,
+    )
+
+
+@login_required
+def person_page(request, pk):
+    _require_admin(request)
+    person = get_object_or_404(User, pk=pk)
+    form = GrantForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        verb = RevokeRole if "revoke" in request.POST else GrantRole
+        try:
+            verb(
+                acting_user=request.user,
+                user=person,
+                role=form.cleaned_data["role"],
+                obj=form.scope,
+                reason=form.cleaned_data["reason"],
+            ).execute()
+        except ActionError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, "Roles changed.")
+        return redirect("people:person", pk)
+    if request.method == "POST":
+        messages.error(request, " ".join(e for errs in form.errors.values() for e in errs))
+        return redirect("people:person", pk)
+    return _render_person(request, person)
+
+
+def _render_person(request, person, link=None):
+    grants = RoleGrant.objects.filter(user=person).select_related("agent", "dataset", "granted_by")
+    return render(
+        request,
+        "governance/person.html",
+        {
+            "person": person,
+            "grants": sorted(grants, key=lambda g: (g.scope != "global", g.scope, g.role)),
+            "form": GrantForm(),
+            "sso_accounts": list(person.socialaccount_set.all()),
+            "may_reinvite": not person.has_usable_password() and person.last_login is None,
+            "link": link,
+            "invite_hours": settings.SHERLOCK_INVITE_HOURS,
+        },
+    )
+
+
+@login_required
+@require_POST
+def person_verb(request, pk, verb):
+    _require_admin(request)
+    person = get_object_or_404(User, pk=pk)
+    if verb == "invite-link":
+        # A fresh link for an invitee who has not used theirs (the same token scheme: the old
+        # one stays valid until it expires or one of them is used).
+        if person.has_usable_password() or person.last_login is not None:
+            messages.error(request, f"{person} has signed up already: no invitation to send.")
+            return redirect("people:person", pk)
+        return _render_person(request, person, link=invite_url(request, make_token(person)))
+    actions = {"deactivate": DeactivateUser, "reactivate": ReactivateUser}
+    if verb not in actions:
+        raise Http404("no such verb")
+    try:
+        actions[verb](acting_user=request.user, user=person).execute()
+    except ActionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{person} {verb}d.")
+    return redirect("people:person", pk)
+
+
+@login_required
+def sso_page(request):
+    _require_admin(request)
+    if request.method == "POST":
+        _sso_post(request)
+        return redirect("people:sso")
+    configured = configured_provider_ids()
+    stored = {
+        p.provider_id: p
+        for p in SSOProvider.objects.prefetch_related(
+            Prefetch("rules", queryset=SSOGroupRole.objects.select_related("agent", "dataset"))
+        )
+    }
+    providers = [
+        {"id": pid, "mapping": stored.get(pid), "rules": list(stored[pid].rules.all())}
+        if pid in stored
+        else {"id": pid, "mapping": None, "rules": []}
+        for pid in configured
+    ]
+    return render(
+        request,
+        "governance/sso.html",
+        {
+            "providers": providers,
+            "roles": Role.choices,
+            "password_login": settings.SHERLOCK_PASSWORD_LOGIN,
+        },
+    )
+
+
+def _sso_post(request):
+    provider_id = request.POST.get("provider", "")
+    try:
+        if "unmap" in request.POST:
+            rule = get_object_or_404(SSOGroupRole, pk=parse_id(request.POST.get("rule")) or 0)
+            UnmapSSOGroup(acting_user=request.user, rule=rule).execute()
+        elif "configure" in request.POST:
+            form = ProviderForm(request.POST)
+            if not form.is_valid():
+                messages.error(request, "A claim path is required.")
+                return
+            UpdateSSOProvider(
+                acting_user=request.user,
+                provider_id=provider_id,
+                claim_path=form.cleaned_data["claim_path"],
+                strict=form.cleaned_data["strict"],
+            ).execute()
+        else:
+            form = MapForm(request.POST)
+            if not form.is_valid():
+                messages.error(request, " ".join(e for errs in form.errors.values() for e in errs))
+                return
+            MapSSOGroup(
+                acting_user=request.user,
+                provider_id=provider_id,
+                group=form.cleaned_data["group"],
+                role=form.cleaned_data["role"],
+                obj=form.scope,
+                allow_bypass=form.cleaned_data["allow_bypass"],
+            ).execute()
+    except ActionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request, "Single sign-on mapping changed; it applies at each next sign-in."
+        )
+
+
+class JoinForm(forms.Form):
+    password1 = forms.CharField(label="Password", widget=forms.PasswordInput, strip=False)
+    password2 = forms.CharField(label="Password again", widget=forms.PasswordInput, strip=False)
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("password1") != cleaned.get("password2"):
+            raise forms.ValidationError("The two passwords differ.")
+        return cleaned
+
+
+def join_page(request, token):
+    """The invitee sets their password, then signs in on the sign-in page."""
+    invitee = user_for_token(token)
+    form = JoinForm(request.POST or None)
+    if invitee is not None and request.method == "POST" and form.is_valid():
+        try:
+            user = AcceptInvite(token=token, password=form.cleaned_data["password1"]).execute()
+        except ActionError as exc:
+            form.add_error("password1" if exc.field == "password" else None, str(exc))
+        else:
+            messages.success(request, f"Welcome, {user}. Your password is set: sign in.")
+            return redirect(f"{settings.LOGIN_URL}?next=/")
+    return render(
+        request,
+        "governance/join.html",
+        {"invitee": invitee, "form": form},
+        status=200 if invitee is not None else 410,
+    )
