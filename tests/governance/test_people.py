@@ -239,7 +239,7 @@ def test_the_migration_derives_staff_from_the_grants_once(db, editor, outsider):
 
     from django.apps import apps
 
-    migration = import_module("governance.migrations.0013_staff_from_grants")
+    migration = import_module("governance.migrations.0015_staff_from_grants")
     User.objects.filter(pk=editor.pk).update(is_staff=False)  # granted, never ticked
     lines = []
     migration.derive(apps, None, out=lines.append)
