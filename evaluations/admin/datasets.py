@@ -10,12 +10,14 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
 
 from evaluations.actions.case_fields import CASE_FIELDS
 from evaluations.actions.check_fields import CHECK_FIELDS
@@ -34,6 +36,7 @@ from evaluations.admin.docs import docs_view
 from evaluations.admin.forms import CaseVersionForm, CheckForm
 from evaluations.admin.start_run import StartRunPermission, start_run_action
 from evaluations.api.checks import may_preview, preview_check
+from evaluations.checks.base import as_text
 from evaluations.models import (
     Case,
     CaseVersion,
@@ -157,6 +160,10 @@ def draft_started(dataset, draft):
     )
 
 
+# The cases a version's page shows; the rest are one link away, in the case list.
+CASES_SHOWN = 20
+
+
 class CheckInline(ReadOnlyInline):
     model = Check
     # A version's checks at a glance: every check field but the calibration tuning.
@@ -164,40 +171,75 @@ class CheckInline(ReadOnlyInline):
     readonly_fields = fields
 
 
-class CaseVersionInline(ReadOnlyInline):
-    model = CaseVersion
-    # A version's cases at a glance: the long documents are on each case version's page.
-    fields = [
-        "case",
-        *(name for name in CASE_FIELDS if name not in ("expected", "contexts", "outcome_check")),
-    ]
-    readonly_fields = fields
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("case", "dataset_version")
-
-
 @admin.register(DatasetVersion)
 class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAdmin):
-    """Versions list their cases and checks; a draft's page links to adding a case or a check
-    (their own pages, through the actions), a frozen one's says it is read-only. Freeze a
-    draft with the admin action; "Run an agent on it…" starts runs
-    (`evaluations.admin.start_run`)."""
+    """Versions list their checks and count their cases; a draft's page links to adding a case
+    or a check (their own pages, through the actions), a frozen one's says it is read-only.
+    Freeze a draft with the admin action; "Run an agent on it…" starts runs
+    (`evaluations.admin.start_run`).
+
+    A version may hold 10,000 cases: its page shows the first `CASES_SHOWN` of them, each a
+    link to its page, and links to the case list filtered to the version (paged, searchable by
+    key), so the page costs the same whatever the cases (`bench/pages_scale.py`)."""
 
     list_display = ["__str__", "frozen_at", "frozen_by", "n_cases", "n_checks"]
     list_select_related = ["dataset", "frozen_by"]
-    fields = ["dataset", "number", "note", "created_at", "frozen_at", "frozen_by"]
+    fields = ["dataset", "number", "note", "created_at", "frozen_at", "frozen_by", "cases"]
     readonly_fields = fields
-    inlines = [CheckInline, CaseVersionInline]
+    inlines = [CheckInline]
     actions = ["freeze", "start_run", *EXPORT_ACTIONS]
 
     def get_queryset(self, request):
+        # Counted in subqueries: one join of cases and checks would count their product.
+        def count(model):
+            rows = model.objects.filter(dataset_version=OuterRef("pk")).order_by()
+            return Subquery(rows.values("dataset_version").annotate(n=Count("pk")).values("n"))
+
         return (
             super()
             .get_queryset(request)
             .filter(dataset__in=visible_datasets(request))
-            .annotate(n_cases=Count("case_versions", distinct=True))
-            .annotate(n_checks=Count("checks", distinct=True))
+            .annotate(n_cases=Coalesce(count(CaseVersion), 0), n_checks=Coalesce(count(Check), 0))
+        )
+
+    @admin.display(description="cases")
+    def cases(self, obj):
+        """The version's first cases by key, each a link to its page, and a link to all of them
+        (the case list filtered to this version)."""
+        shown = list(obj.case_versions.select_related("case").order_by("case__key")[:CASES_SHOWN])
+        listing = reverse("admin:evaluations_caseversion_changelist")
+        all_link = format_html(
+            '<a href="{}?dataset_version__id__exact={}">{}</a>',
+            listing,
+            obj.pk,
+            f"All {obj.n_cases} cases of this version" if obj.n_cases else "The case list",
+        )
+        if not shown:
+            return format_html("No case yet. {}", all_link)
+        rows = format_html_join(
+            "",
+            '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td></tr>',
+            (
+                (
+                    reverse("admin:evaluations_caseversion_change", args=[cv.pk]),
+                    cv.case.key,
+                    Truncator(as_text(cv.input)).chars(120),
+                    ", ".join(map(str, cv.tags or [])),
+                )
+                for cv in shown
+            ),
+        )
+        more = (
+            f"the first {len(shown)} of {obj.n_cases} by key"
+            if obj.n_cases > len(shown)
+            else f"all {obj.n_cases}"
+        )
+        return format_html(
+            "<p>{}; {}.</p><table><thead><tr><th>key</th><th>input</th><th>tags</th></tr>"
+            "</thead><tbody>{}</tbody></table>",
+            more.capitalize(),
+            all_link,
+            rows,
         )
 
     def has_add_permission(self, request):
@@ -306,6 +348,20 @@ class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
         subject="case_version",
         permission="delete",
     )
+
+    def changelist_view(self, request, extra_context=None):
+        # Reached from a version's page with ?dataset_version__id__exact=N: say whose cases.
+        wanted = request.GET.get("dataset_version__id__exact", "")
+        version = (
+            DatasetVersion.objects.filter(pk=wanted, dataset__in=visible_datasets(request))
+            .select_related("dataset")
+            .first()
+            if wanted.isdigit()
+            else None
+        )
+        if version is not None:
+            extra_context = {"title": f"Cases of {version}", **(extra_context or {})}
+        return super().changelist_view(request, extra_context)
 
     def add_view(self, request, form_url="", extra_context=None):
         # The page adds a case (to a draft version), whatever the model behind it is called.

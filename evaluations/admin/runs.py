@@ -1,10 +1,15 @@
 """Admin for runs and what they recorded: trials, check results, case results, judge calls and
 probes, the cost ledger, model prices and human labels. Records of what happened are read-only
-here; a run's page lists its case results, a trial's page its check results."""
+here; a run's page counts its trials, case and check results, each count a link to its list
+filtered to the run (a run may hold 100,000 trials), and a trial's page lists its check
+results (one per check)."""
+
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
-from django.db.models import Q
-from django.utils.html import format_html_join
+from django.db.models import Count, Q
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from evaluations.actions.cancel_run import CancelRun
@@ -33,13 +38,6 @@ from sherlock.core.admin import (
 RUN_RELATED = ["run__agent_version__agent", "run__dataset_version__dataset"]
 
 
-class CaseResultInline(ReadOnlyMixin, admin.TabularInline):
-    model = CaseResult
-    fields = ["case", "passed", "flaky", "repetitions_passed", "repetitions", "checks"]
-    readonly_fields = fields
-    extra = 0
-
-
 @admin.register(Run)
 class RunAdmin(AuditsHiddenObjects, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
@@ -55,8 +53,8 @@ class RunAdmin(AuditsHiddenObjects, ReadOnlyMixin, admin.ModelAdmin):
     ]
     list_filter = ["status", "purpose"]
     list_select_related = ["agent_version__agent", "dataset_version__dataset"]
-    inlines = [CaseResultInline]
     fields = [
+        "results",
         "agent_version",
         "dataset_version",
         "repetitions",
@@ -73,8 +71,52 @@ class RunAdmin(AuditsHiddenObjects, ReadOnlyMixin, admin.ModelAdmin):
         "started_at",
         "finished_at",
     ]
-    readonly_fields = ["progress", "spend", "estimate_view", "judge_status_view"]
+    readonly_fields = ["results", "progress", "spend", "estimate_view", "judge_status_view"]
     actions = ["cancel_runs"]
+
+    @admin.display(description="what it recorded")
+    def results(self, obj):
+        """Counts, each a link to the list it counts, filtered to this run: a run of 100,000
+        trials would be a page of 100,000 rows inline (`bench/pages_scale.py`). One query."""
+        cases = CaseResult.objects.filter(run=obj).aggregate(
+            total=Count("pk"),
+            failed=Count("pk", filter=Q(passed=False)),
+            flaky=Count("pk", filter=Q(flaky=True)),
+        )
+
+        def listed(model, text, **filters):
+            url = reverse(f"admin:evaluations_{model._meta.model_name}_changelist")
+            return format_html('<a href="{}?{}">{}</a>', url, urlencode(filters), text)
+
+        run = {"run__id__exact": obj.pk}
+        lines = [
+            format_html(
+                '<a href="{}">The run\'s page</a>: its verdict, contract and results grid',
+                reverse("evaluations:run-detail", args=[obj.pk]),
+            ),
+            format_html(
+                "{} ({} in error)",
+                listed(Trial, f"{obj.trials_total} trials", **run),
+                listed(Trial, f"{obj.trials_error}", **run, status__exact=TrialStatus.ERROR),
+            ),
+            format_html(
+                "{}: {} failed, {} flaky",
+                listed(CaseResult, f"{cases['total']} case results", **run),
+                listed(CaseResult, f"{cases['failed']}", **run, passed__exact=0),
+                listed(CaseResult, f"{cases['flaky']}", **run, flaky__exact=1),
+            ),
+            format_html(
+                "{} ({})",
+                listed(CheckResult, "Check results", trial__run__id__exact=obj.pk),
+                listed(CheckResult, "failed", trial__run__id__exact=obj.pk, status__exact="failed"),
+            ),
+            format_html(
+                "{}, {}",
+                listed(JudgeCall, "Judge calls", **run),
+                listed(CostEntry, "cost lines", **run),
+            ),
+        ]
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
 
     def get_queryset(self, request):
         return Run.objects.for_user(request.user).select_related(
@@ -150,6 +192,10 @@ class CheckResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["trial", "check_config", "score", "status", "blocking"]
     list_filter = ["status", "blocking"]
     list_select_related = ["trial__case", "check_config"]  # their __str__ reads no more
+
+    def lookup_allowed(self, lookup, value, request=None):
+        # A run's page links to its check results (the run is two relations away).
+        return lookup == "trial__run__id__exact" or super().lookup_allowed(lookup, value, request)
 
     def get_queryset(self, request):
         runs = Run.objects.for_user(request.user)
