@@ -23,7 +23,7 @@ the same in both worlds. The last line is machine-readable:
 ``pages=N over_300ms=K queries_grow=G worst_ms=M``.
 
     .venv/bin/python bench/pages_scale.py [--cases 10000] [--reps 10] [--small 100]
-        [--repeat 3] [--postgres] [--only SUBSTRING]
+        [--repeat 3] [--postgres] [--only SUBSTRING] [--workdir DIR]
 """
 
 import argparse
@@ -129,6 +129,25 @@ def build_world(cases, reps):
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
     return {"admin": admin, "baseline": baseline, "candidate": candidate, "request": request}
+
+
+def load_world():
+    """The world a previous run of the bench built (``--workdir``), as `build_world` returns it."""
+    from django.contrib.auth import get_user_model
+
+    from evaluations.models import HumanLabel, Run
+    from governance.models import PublishRequest
+
+    runs = Run.objects.filter(agent_version__agent__slug="bench-bot")
+    candidate = runs.get(agent_version__number=2)
+    # The last rows `build_world` writes: a world whose build was cut short is built anew.
+    assert HumanLabel.objects.filter(check_result__trial__run=candidate).exists()
+    return {
+        "admin": get_user_model().objects.get(username="admin"),
+        "baseline": runs.get(agent_version__number=1),
+        "candidate": candidate,
+        "request": PublishRequest.objects.get(agent_version=candidate.agent_version),
+    }
 
 
 def anchors_of(world):
@@ -269,24 +288,42 @@ def measure(world, repeat, only):
 
 def world_main(args):
     """In a child process: build one world, measure it, write the figures as JSON."""
+    reuse = args.keep and (args.postgres or Path(args.database).exists())
     if args.postgres:
         from bench.run_throughput import PG, recreate_database
 
-        recreate_database(args.database)
+        if not args.keep:
+            recreate_database(args.database)
         setup_django(f"{PG}/{args.database}")
     else:
         setup_django(f"sqlite:///{args.database}")
     t0 = time.perf_counter()
-    world = build_world(args.world, args.reps)
-    built = time.perf_counter() - t0
-    print(
-        f"world of {args.world} cases, {2 * args.world * args.reps} trials: built in {built:.0f} s",
-        file=sys.stderr,
-        flush=True,
-    )
+    if reuse:
+        try:
+            world = load_world()
+        except Exception:  # noqa: BLE001 - not built (or not whole): build it anew
+            reuse = False
+    if not reuse and args.keep:
+        from django.db import connections
+
+        connections.close_all()
+        if args.postgres:
+            recreate_database(args.database)
+        else:
+            for suffix in ("", "-wal", "-shm"):
+                Path(args.database + suffix).unlink(missing_ok=True)
+    if not reuse:
+        world = build_world(args.world, args.reps)
+        built = time.perf_counter() - t0
+        print(
+            f"world of {args.world} cases, {2 * args.world * args.reps} trials: "
+            f"built in {built:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     figures = measure(world, args.repeat, args.only)
     Path(args.out).write_text(json.dumps(figures))
-    if args.postgres:
+    if args.postgres and not args.keep:
         from django.db import connections
 
         from bench.run_throughput import drop_database
@@ -314,6 +351,7 @@ def run_world(args, cases, workdir):
         "--out",
         str(out),
         *(["--postgres"] if args.postgres else []),
+        *(["--keep"] if args.keep else []),
         *(["--only", args.only] if args.only else []),
     ]
     subprocess.run(command, check=True)
@@ -329,15 +367,27 @@ def main():
     parser.add_argument("--postgres", action="store_true", help="the local PostgreSQL")
     parser.add_argument("--database", default=DATABASE, help="the PostgreSQL database prefix")
     parser.add_argument("--only", default="", help="only the pages whose name has this")
+    parser.add_argument(
+        "--workdir",
+        help="keep the worlds' databases here (SQLite files; on PostgreSQL the databases are "
+        "kept) and use them again when they exist, to measure changed code without rebuilding",
+    )
+    parser.add_argument("--keep", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--world", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.world is not None:
         world_main(args)
         return
-    with tempfile.TemporaryDirectory(prefix="pages-scale-") as workdir:
-        small = run_world(args, args.small, workdir)
-        big = run_world(args, args.cases, workdir)
+    if args.workdir:
+        args.keep = True
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        small = run_world(args, args.small, args.workdir)
+        big = run_world(args, args.cases, args.workdir)
+    else:
+        with tempfile.TemporaryDirectory(prefix="pages-scale-") as workdir:
+            small = run_world(args, args.small, workdir)
+            big = run_world(args, args.cases, workdir)
 
     engine = "PostgreSQL" if args.postgres else "SQLite"
     print(

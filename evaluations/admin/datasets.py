@@ -297,6 +297,7 @@ class CaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     list_display = ["key", "dataset", "created_at"]
     list_select_related = ["dataset"]
+    show_full_result_count = False  # one count of a dataset's 10,000 cases, not two
     search_fields = ["key"]
     list_filter = ["dataset"]
 
@@ -339,6 +340,7 @@ class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
     form = CaseVersionForm
     list_display = ["__str__", "dataset_version"]
     list_select_related = ["case", "dataset_version__dataset"]
+    show_full_result_count = False  # one count of a version's 10,000 cases, not two
     search_fields = ["case__key"]
     actions = ["remove_selected"]
     remove_selected = verb_action(

@@ -38,6 +38,16 @@ from sherlock.core.admin import (
 RUN_RELATED = ["run__agent_version__agent", "run__dataset_version__dataset"]
 
 
+class BigList:
+    """A list of records that may hold millions of rows (a run of 100,000 trials has 400,000
+    check results): newest first by primary key, which its index serves without sorting the
+    table (the models' own orderings join and sort every row), and one count, not a second
+    one of the unfiltered table (`bench/pages_scale.py`)."""
+
+    ordering = ["-pk"]
+    show_full_result_count = False
+
+
 @admin.register(Run)
 class RunAdmin(AuditsHiddenObjects, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
@@ -155,7 +165,7 @@ class CheckResultInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(Trial)
-class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class TrialAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "run", "case", "repetition", "status", "latency_ms", "cost"]
     list_filter = ["status"]
     list_select_related = RUN_RELATED + ["case__dataset"]
@@ -188,7 +198,7 @@ class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(CheckResult)
-class CheckResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class CheckResultAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["trial", "check_config", "score", "status", "blocking"]
     list_filter = ["status", "blocking"]
     list_select_related = ["trial__case", "check_config"]  # their __str__ reads no more
@@ -203,7 +213,7 @@ class CheckResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(CaseResult)
-class CaseResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class CaseResultAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["run", "case", "passed", "flaky", "repetitions_passed", "repetitions"]
     list_filter = ["passed", "flaky"]
     list_select_related = RUN_RELATED + ["case__dataset"]
@@ -223,7 +233,7 @@ def _ledger_queryset(request, queryset):
 
 
 @admin.register(JudgeCall)
-class JudgeCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class JudgeCallAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "model", "rubric_id", "status", "cached", "prompt_tokens", "cost"]
     list_filter = ["status", "cached", "model"]
 
@@ -277,7 +287,7 @@ class JudgeProbeAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(CostEntry)
-class CostEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class CostEntryAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["day", "kind", "agent", "model", "cost"]
     list_filter = ["kind", "day"]
     list_select_related = ["agent"]
@@ -299,7 +309,7 @@ class ModelPriceAdmin(AuditedEdits, admin.ModelAdmin):
 
 
 @admin.register(HumanLabel)
-class HumanLabelAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class HumanLabelAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     """Read-only: labels are given through `LabelCheckResult` (the API), which records the
     labelling Editor; a form here could put a label in someone else's name."""
 

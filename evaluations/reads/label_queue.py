@@ -21,9 +21,33 @@ def editable_datasets(user):
     return Dataset.objects.for_user(user, "edit")
 
 
+# The queue ranks the newest this many results still to be labelled by the user, not every
+# one: a run of 100,000 trials has 100,000 results of each model check, and ranking them all
+# took seconds (`bench/pages_scale.py`); an Editor labels a few dozen, the newest runs first.
+QUEUE_WINDOW = 5000
+
+
+def pending(user, datasets):
+    """The model-check results of `datasets` that `user` may still label, unranked."""
+    mine = HumanLabel.objects.filter(check_result=OuterRef("pk"), labeled_by=user)
+    return CheckResult.objects.filter(
+        check_config__dataset_version__dataset__in=datasets,
+        check_config__kind__in=MODEL_KINDS,
+        status__in=LABELLABLE,
+    ).exclude(Exists(mine))
+
+
+def remaining(user, datasets):
+    """How many results are left to label, counted up to the queue's window: an int, or
+    "more than 5,000" past it (a count of every result would cost what the ranking did)."""
+    n = pending(user, datasets).order_by()[: QUEUE_WINDOW + 1].count()
+    return n if n <= QUEUE_WINDOW else f"more than {QUEUE_WINDOW:,}"
+
+
 def queue(user, datasets):
     """The model-check results of `datasets` still to be labelled by `user`, most instructive
-    first (one query; the calibration floor is looked up once per requiring check)."""
+    first, among the newest `QUEUE_WINDOW` of them (one query; the calibration floor is looked
+    up once per requiring check)."""
     checks = list(
         Check.objects.filter(
             dataset_version__dataset__in=datasets,
@@ -33,17 +57,12 @@ def queue(user, datasets):
     )
     uncalibrated = calibration_gate(checks)
     below_floor = [c.pk for c in checks if c.label in uncalibrated]
-    mine = HumanLabel.objects.filter(check_result=OuterRef("pk"), labeled_by=user)
     flaky = CaseResult.objects.filter(
         run=OuterRef("trial__run"), case=OuterRef("trial__case"), flaky=True
     )
+    window = pending(user, datasets).order_by("-pk").values("pk")[:QUEUE_WINDOW]
     return (
-        CheckResult.objects.filter(
-            check_config__dataset_version__dataset__in=datasets,
-            check_config__kind__in=MODEL_KINDS,
-            status__in=LABELLABLE,
-        )
-        .exclude(Exists(mine))
+        CheckResult.objects.filter(pk__in=window)
         .annotate(
             labelled=Exists(HumanLabel.objects.filter(check_result=OuterRef("pk"))),
             false_pass=Case(

@@ -9,12 +9,14 @@ labelled first, then those where the judge passed but the outcome verifier faile
 below their calibration floor, flaky cases, and scores nearest the threshold.
 
 `/checks/<id>/calibration/` shows a check's Cohen's kappa with its 95 % interval, the confusion
-counts, whether it may block and why not, and every label (disagreements first), each linking
-to its trial page; labels given under an earlier judging configuration are listed as old.
+counts, whether it may block and why not, and every label (disagreements first, 100 a page),
+each linking to its trial page; labels given under an earlier judging configuration are listed
+as old.
 """
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -28,7 +30,13 @@ from evaluations.calibration import (
 from evaluations.checks.base import as_text
 from evaluations.models import Check, CheckResult, Dataset
 from evaluations.reads.evidence_display import evidence_blocks, pretty
-from evaluations.reads.label_queue import MODEL_KINDS, editable_datasets, queue, reasons_to_label
+from evaluations.reads.label_queue import (
+    MODEL_KINDS,
+    editable_datasets,
+    queue,
+    reasons_to_label,
+    remaining,
+)
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
@@ -85,10 +93,9 @@ def labels(request):
                 ).execute()
             except ActionError as exc:
                 error = str(exc)
-    pending = queue(request.user, datasets)
     context = {
-        "item": _item(pending.first()),
-        "remaining": pending.count(),
+        "item": _item(queue(request.user, datasets).first()),
+        "remaining": remaining(request.user, datasets),
         "error": error,
         "dataset": slug,
         "datasets": editable_datasets(request.user).order_by("slug"),
@@ -125,7 +132,9 @@ def calibration(request, pk):
     check = get_object_or_404(visible, pk=pk)
     if check.kind not in MODEL_KINDS:
         raise Http404("calibration is for model checks")
-    labels = list(calibration_of_labels(check))
+    # Every label counts toward kappa, so all are read, but only the columns the tally and
+    # the rows show (a trial's transcript is not one); the rows are shown a page at a time.
+    labels = list(calibration_of_labels(check).only(*LABEL_COLUMNS))
     calibration = calibration_of(check, labels)
     rows = []
     for label in labels:
@@ -143,6 +152,8 @@ def calibration(request, pk):
             }
         )
     rows.sort(key=lambda r: (r["old"], not r["disagree"], -r["label"].pk))
+    disagreements = sum(1 for r in rows if r["disagree"] and not r["old"])
+    page = Paginator(rows, LABELS_PER_PAGE).get_page(request.GET.get("page"))
     return render_page(
         request,
         "evaluations/calibration.html",
@@ -150,13 +161,33 @@ def calibration(request, pk):
             "check": check,
             "calibration": calibration,
             "agreement": calibration.agreement,
-            "rows": rows,
-            "disagreements": [r for r in rows if r["disagree"] and not r["old"]],
+            "rows": page.object_list,
+            "page": page,
+            "disagreements": disagreements,
             "may_label": editable_datasets(request.user)
             .filter(pk=check.dataset_version.dataset_id)
             .exists(),
         },
     )
+
+
+# What the calibration page reads of each label: the tally's fields and the row's links.
+LABEL_COLUMNS = [
+    "passed",
+    "score",
+    "note",
+    "calibration_key",
+    "created_at",
+    "labeled_by__username",
+    "check_result__status",
+    "check_result__score",
+    "check_result__threshold",
+    "check_result__check_config__dataset_version__number",
+    "check_result__trial__run__id",
+    "check_result__trial__repetition",
+    "check_result__trial__case_version__case__key",
+]
+LABELS_PER_PAGE = 100
 
 
 def calibration_of_labels(check):
