@@ -14,7 +14,7 @@ from sherlock.core.admin import (
     AuditsHiddenObjects,
 )
 from sherlock.core.errors import ActionDenied, ActionError
-from sherlock.core.permissions import user_can
+from sherlock.core.permissions import user_can, within
 
 
 def visible_datasets(request):
@@ -136,7 +136,7 @@ class DatasetScopedMixin(RefusalsMixin):
 
     def get_queryset(self, request):
         datasets = visible_datasets(request)
-        return super().get_queryset(request).filter(dataset_version__dataset__in=datasets)
+        return within(super().get_queryset(request), "dataset_version__dataset", datasets)
 
     def get_actions(self, request):
         # Django's bulk delete would delete rows without the actions (no audit, no frozen

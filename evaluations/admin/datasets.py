@@ -53,7 +53,7 @@ from sherlock.core.admin import (
     verb_action,
 )
 from sherlock.core.errors import ActionError
-from sherlock.core.permissions import user_can
+from sherlock.core.permissions import user_can, within
 
 
 @admin.register(Dataset)
@@ -195,11 +195,9 @@ class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAd
             rows = model.objects.filter(dataset_version=OuterRef("pk")).order_by()
             return Subquery(rows.values("dataset_version").annotate(n=Count("pk")).values("n"))
 
-        return (
-            super()
-            .get_queryset(request)
-            .filter(dataset__in=visible_datasets(request))
-            .annotate(n_cases=Coalesce(count(CaseVersion), 0), n_checks=Coalesce(count(Check), 0))
+        rows = within(super().get_queryset(request), "dataset", visible_datasets(request))
+        return rows.annotate(
+            n_cases=Coalesce(count(CaseVersion), 0), n_checks=Coalesce(count(Check), 0)
         )
 
     @admin.display(description="cases")
@@ -302,7 +300,7 @@ class CaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ["dataset"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(dataset__in=visible_datasets(request))
+        return within(super().get_queryset(request), "dataset", visible_datasets(request))
 
     def has_view_permission(self, request, obj=None):
         if obj is None:

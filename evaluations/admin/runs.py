@@ -33,6 +33,7 @@ from sherlock.core.admin import (
     ReadOnlyMixin,
     verb_action,
 )
+from sherlock.core.permissions import within
 
 # What a run's __str__ reads: select it with the run, or every row costs queries.
 RUN_RELATED = ["run__agent_version__agent", "run__dataset_version__dataset"]
@@ -180,7 +181,7 @@ class TrialAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
         return format_usd(obj.cost_usd, 0 if obj.cost_usd is not None else 1)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(run__in=Run.objects.for_user(request.user))
+        return within(super().get_queryset(request), "run", Run.objects.for_user(request.user))
 
     def get_fields(self, request, obj=None):
         fields = [f for f in super().get_fields(request, obj) if f != "transcript_warnings"]
@@ -209,7 +210,7 @@ class CheckResultAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         runs = Run.objects.for_user(request.user)
-        return super().get_queryset(request).filter(trial__run__in=runs)
+        return within(super().get_queryset(request), "trial__run", runs)
 
 
 @admin.register(CaseResult)
@@ -219,7 +220,7 @@ class CaseResultAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = RUN_RELATED + ["case__dataset"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(run__in=Run.objects.for_user(request.user))
+        return within(super().get_queryset(request), "run", Run.objects.for_user(request.user))
 
 
 def _ledger_queryset(request, queryset):
@@ -228,6 +229,8 @@ def _ledger_queryset(request, queryset):
     runs = Run.objects.for_user(request.user)
     scope = Q(run__in=runs)
     if request.user.has_perm(f"evaluations.view_{queryset.model._meta.model_name}"):
+        if not runs.query.has_filters():
+            return queryset  # every run, and the lines of none: no filter (`within` says why)
         scope |= Q(run__isnull=True)
     return queryset.filter(scope)
 
@@ -318,4 +321,4 @@ class HumanLabelAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         runs = Run.objects.for_user(request.user)
-        return super().get_queryset(request).filter(check_result__trial__run__in=runs)
+        return within(super().get_queryset(request), "check_result__trial__run", runs)
