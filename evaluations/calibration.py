@@ -160,7 +160,7 @@ def agreement_for(check_ids):
 
 def same_check_labels(check):
     """Every label of the check and of its namesakes in the dataset (earlier versions too, so
-    freezing a new version does not lose the calibration), with result, trial and run."""
+    freezing a new version does not lose the calibration), each with its result and labeller."""
     namesakes = Check.objects.filter(
         dataset_version__dataset_id=check.dataset_version.dataset_id,
         label=check.label,
@@ -169,15 +169,12 @@ def same_check_labels(check):
     # `+ 0` keeps the database from reaching the labels through the index of results by check
     # (every result of the check: 100,000 in a run of 100,000 trials, each probed for a label):
     # SQLite, without statistics, took that path; from the labels, each finds its result by key.
+    # Only the label's own result is joined (by key): with the trial, its run and case in the
+    # same query too, SQLite's planner (no statistics) started from every case version.
     return (
         HumanLabel.objects.alias(check_id=F("check_result__check_config_id") + 0)
         .filter(check_id__in=namesakes)
-        .select_related(
-            "labeled_by",
-            "check_result__check_config__dataset_version",
-            "check_result__trial__run",
-            "check_result__trial__case_version__case",
-        )
+        .select_related("labeled_by", "check_result")
     )
 
 
@@ -215,9 +212,9 @@ class Calibration:
 def calibration_of(check, labels=None):
     """The `Calibration` of one check from its labels (`same_check_labels` unless given)."""
     labels = same_check_labels(check) if labels is None else labels
-    agreement, old = Agreement(), 0
+    agreement, old, key = Agreement(), 0, check.calibration_key  # a hash: computed once
     for label in labels:
-        if label.calibration_key != check.calibration_key:
+        if label.calibration_key != key:
             old += 1
         elif _tally(agreement, label):
             agreement.label_ids.append(label.pk)

@@ -132,11 +132,11 @@ def calibration(request, pk):
     check = get_object_or_404(visible, pk=pk)
     if check.kind not in MODEL_KINDS:
         raise Http404("calibration is for model checks")
-    # Every label counts toward kappa, so all are read, but only the columns the tally and
-    # the rows show (a trial's transcript is not one); the rows are shown a page at a time.
+    # Every label counts toward kappa, so all are read, but only the columns the tally reads;
+    # the rows are shown a page at a time, their trials and cases read for that page only.
     labels = list(calibration_of_labels(check).only(*LABEL_COLUMNS))
     calibration = calibration_of(check, labels)
-    rows = []
+    rows, current_key = [], check.calibration_key
     for label in labels:
         result = label.check_result
         judge = judge_passed(result)
@@ -147,13 +147,19 @@ def calibration(request, pk):
                 "result": result,
                 "judge": judge,
                 "human": human,
-                "old": label.calibration_key != check.calibration_key,
+                "old": label.calibration_key != current_key,
                 "disagree": judge is not None and human is not None and judge != human,
             }
         )
     rows.sort(key=lambda r: (r["old"], not r["disagree"], -r["label"].pk))
     disagreements = sum(1 for r in rows if r["disagree"] and not r["old"])
     page = Paginator(rows, LABELS_PER_PAGE).get_page(request.GET.get("page"))
+    shown = CheckResult.objects.select_related(
+        "trial__case_version__case", "check_config__dataset_version"
+    ).only(*RESULT_COLUMNS)
+    results = shown.in_bulk([row["result"].pk for row in page.object_list])
+    for row in page.object_list:
+        row["result"] = results[row["result"].pk]
     return render_page(
         request,
         "evaluations/calibration.html",
@@ -171,7 +177,8 @@ def calibration(request, pk):
     )
 
 
-# What the calibration page reads of each label: the tally's fields and the row's links.
+# What the calibration page reads of each label (the tally's fields), and of the results of
+# the labels it shows (the row's links).
 LABEL_COLUMNS = [
     "passed",
     "score",
@@ -182,10 +189,15 @@ LABEL_COLUMNS = [
     "check_result__status",
     "check_result__score",
     "check_result__threshold",
-    "check_result__check_config__dataset_version__number",
-    "check_result__trial__run__id",
-    "check_result__trial__repetition",
-    "check_result__trial__case_version__case__key",
+]
+RESULT_COLUMNS = [
+    "status",
+    "score",
+    "threshold",
+    "check_config__dataset_version__number",
+    "trial__run_id",
+    "trial__repetition",
+    "trial__case_version__case__key",
 ]
 LABELS_PER_PAGE = 100
 
