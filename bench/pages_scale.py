@@ -321,7 +321,9 @@ def world_main(args):
             file=sys.stderr,
             flush=True,
         )
+    load = os.getloadavg()[0]
     figures = measure(world, args.repeat, args.only)
+    figures["_load"] = {"before": load, "after": os.getloadavg()[0]}
     Path(args.out).write_text(json.dumps(figures))
     if args.postgres and not args.keep:
         from django.db import connections
@@ -390,9 +392,13 @@ def main():
             big = run_world(args, args.cases, workdir)
 
     engine = "PostgreSQL" if args.postgres else "SQLite"
+    load = big.pop("_load")
+    small.pop("_load")
     print(
         f"\n{engine}, median of {args.repeat}; queries at {args.small} and {args.cases} cases "
-        f"({args.small * args.reps} and {args.cases * args.reps} trials a run)"
+        f"({args.small * args.reps} and {args.cases * args.reps} trials a run); load average "
+        f"{load['before']:.1f} to {load['after']:.1f} on {os.cpu_count()} cores while the big "
+        "world was measured"
     )
     print(f"{'page':<52} {'ms':>8} {'queries':>8} {'(small)':>8} {'KB':>7}")
     over, grow = [], []

@@ -10,8 +10,6 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count, OuterRef, Subquery
-from django.db.models.functions import Coalesce
 from django.http import HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -30,7 +28,12 @@ from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.remove_case import RemoveCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
-from evaluations.admin.base import DatasetScopedMixin, RefusalsMixin, visible_datasets
+from evaluations.admin.base import (
+    DatasetScopedMixin,
+    RefusalsMixin,
+    visible_datasets,
+    with_counts,
+)
 from evaluations.admin.cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
 from evaluations.admin.docs import docs_view
 from evaluations.admin.forms import CaseVersionForm, CheckForm
@@ -190,15 +193,8 @@ class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAd
     actions = ["freeze", "start_run", *EXPORT_ACTIONS]
 
     def get_queryset(self, request):
-        # Counted in subqueries: one join of cases and checks would count their product.
-        def count(model):
-            rows = model.objects.filter(dataset_version=OuterRef("pk")).order_by()
-            return Subquery(rows.values("dataset_version").annotate(n=Count("pk")).values("n"))
-
         rows = within(super().get_queryset(request), "dataset", visible_datasets(request))
-        return rows.annotate(
-            n_cases=Coalesce(count(CaseVersion), 0), n_checks=Coalesce(count(Check), 0)
-        )
+        return with_counts(rows)
 
     @admin.display(description="cases")
     def cases(self, obj):
