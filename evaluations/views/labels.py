@@ -33,7 +33,7 @@ from evaluations.reads.evidence_display import evidence_blocks, pretty
 from evaluations.reads.label_queue import (
     MODEL_KINDS,
     editable_datasets,
-    queue,
+    first_in_queue,
     reasons_to_label,
     remaining,
 )
@@ -94,7 +94,7 @@ def labels(request):
             except ActionError as exc:
                 error = str(exc)
     context = {
-        "item": _item(queue(request.user, datasets).first()),
+        "item": _item(first_in_queue(request.user, datasets)),
         "remaining": remaining(request.user, datasets),
         "error": error,
         "dataset": slug,
