@@ -16,8 +16,10 @@ and shown on the calibration page, and does not count.
 import math
 from dataclasses import dataclass, field
 
+from django.db.models import F
+
 from evaluations.choices import CheckStatus
-from evaluations.models import HumanLabel
+from evaluations.models import Check, HumanLabel
 
 # z of a two-sided 95 % normal interval.
 Z95 = 1.96
@@ -141,12 +143,13 @@ def _tally(agreement, label):
 def agreement_for(check_ids):
     """Agreement per check id, over every labelled result of the checks given under the
     check's current calibration key (one query for the labels, one for the checks)."""
-    from evaluations.models import Check
 
     keys = {c.pk: c.calibration_key for c in Check.objects.filter(pk__in=check_ids)}
     results = {cid: Agreement() for cid in check_ids}
-    labels = HumanLabel.objects.filter(check_result__check_config_id__in=check_ids).select_related(
-        "check_result"
+    labels = (
+        HumanLabel.objects.alias(check_id=F("check_result__check_config_id") + 0)
+        .filter(check_id__in=check_ids)  # from the labels: `same_check_labels` says why
+        .select_related("check_result")
     )
     for label in labels:
         check_id = label.check_result.check_config_id
@@ -157,16 +160,21 @@ def agreement_for(check_ids):
 
 def same_check_labels(check):
     """Every label of the check and of its namesakes in the dataset (earlier versions too, so
-    freezing a new version does not lose the calibration), with result, trial and run."""
-    return HumanLabel.objects.filter(
-        check_result__check_config__dataset_version__dataset_id=check.dataset_version.dataset_id,
-        check_result__check_config__label=check.label,
-        check_result__check_config__kind=check.kind,
-    ).select_related(
-        "labeled_by",
-        "check_result__check_config__dataset_version",
-        "check_result__trial__run",
-        "check_result__trial__case_version__case",
+    freezing a new version does not lose the calibration), each with its result and labeller."""
+    namesakes = Check.objects.filter(
+        dataset_version__dataset_id=check.dataset_version.dataset_id,
+        label=check.label,
+        kind=check.kind,
+    ).values("pk")
+    # `+ 0` keeps the database from reaching the labels through the index of results by check
+    # (every result of the check: 100,000 in a run of 100,000 trials, each probed for a label):
+    # SQLite, without statistics, took that path; from the labels, each finds its result by key.
+    # Only the label's own result is joined (by key): with the trial, its run and case in the
+    # same query too, SQLite's planner (no statistics) started from every case version.
+    return (
+        HumanLabel.objects.alias(check_id=F("check_result__check_config_id") + 0)
+        .filter(check_id__in=namesakes)
+        .select_related("labeled_by", "check_result")
     )
 
 
@@ -204,9 +212,9 @@ class Calibration:
 def calibration_of(check, labels=None):
     """The `Calibration` of one check from its labels (`same_check_labels` unless given)."""
     labels = same_check_labels(check) if labels is None else labels
-    agreement, old = Agreement(), 0
+    agreement, old, key = Agreement(), 0, check.calibration_key  # a hash: computed once
     for label in labels:
-        if label.calibration_key != check.calibration_key:
+        if label.calibration_key != key:
             old += 1
         elif _tally(agreement, label):
             agreement.label_ids.append(label.pk)
@@ -237,7 +245,7 @@ def informative_checks(runs):
     from django.db.models import Count, Q
 
     from evaluations.choices import CheckMode
-    from evaluations.models import Check, CheckResult
+    from evaluations.models import CheckResult
     from evaluations.reads.figures import stored_checks
 
     counts, live = [], []

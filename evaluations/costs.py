@@ -27,7 +27,7 @@ judge calls made outside a trial) both price judge calls and write their ledger 
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Avg, Count, Exists, OuterRef, Q, Subquery, Sum
+from django.db.models import Avg, Count, Exists, F, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from evaluations.choices import BillingCoverage, CheckMode, CostKind, TrialStatus
@@ -134,24 +134,42 @@ def daily_ledger(agents, since):
     A line bound to no agent (a judge call recorded against a bare run) counts for its run's
     agent. A line without a price counts as missing, not $0; a cached judge answer cost nothing
     and is not missing.
+
+    Two aggregates, merged here: the lines bound to an agent read no other table (a month of
+    the ledger may hold a million lines; one query that joined every line to its run, its
+    agent version and its judge call took over a second, `bench/pages_scale.py`), and the few
+    bound to none are grouped by their run's agent. Whether a line without a price was a cached
+    judge answer is looked up for those lines only.
     """
-    return list(
-        CostEntry.objects.filter(day__gte=since)
-        .filter(Q(agent__in=agents) | Q(agent__isnull=True, run__agent_version__agent__in=agents))
-        .values("day", "agent__slug", "kind")
-        .annotate(
-            n=Count("id"),
-            total_usd=Sum("usd"),
-            tokens_in=Sum("prompt_tokens"),
-            tokens_out=Sum("completion_tokens"),
-            missing=Count(
-                "id",
-                filter=Q(usd__isnull=True)
-                & (Q(judge_call__isnull=True) | Q(judge_call__cached=False)),
-            ),
+    cached = JudgeCall.objects.filter(pk=OuterRef("judge_call_id"), cached=True)
+    sums = {
+        "n": Count("id"),
+        "total_usd": Sum("usd"),
+        "tokens_in": Sum("prompt_tokens"),
+        "tokens_out": Sum("completion_tokens"),
+        "missing": Count("id", filter=Q(usd__isnull=True) & ~Exists(cached)),
+    }
+    lines = CostEntry.objects.filter(day__gte=since).order_by()
+    groups = [
+        *lines.filter(agent__in=agents).values("day", "kind", owner=F("agent_id")).annotate(**sums),
+        *lines.filter(agent__isnull=True, run__agent_version__agent__in=agents)
+        .values("day", "kind", owner=F("run__agent_version__agent_id"))
+        .annotate(**sums),
+    ]
+    slugs = dict(agents.filter(pk__in={g["owner"] for g in groups}).values_list("pk", "slug"))
+    rows = {}
+    for group in groups:
+        key = (group["day"], slugs[group["owner"]], group["kind"])
+        row = rows.setdefault(
+            key,
+            {"day": key[0], "agent__slug": key[1], "kind": key[2], "total_usd": None}
+            | dict.fromkeys(["n", "tokens_in", "tokens_out", "missing"], 0),
         )
-        .order_by("-day", "agent__slug", "kind")
-    )
+        for name in ("n", "tokens_in", "tokens_out", "missing"):
+            row[name] += group[name] or 0
+        if group["total_usd"] is not None:
+            row["total_usd"] = (row["total_usd"] or 0) + group["total_usd"]
+    return sorted(rows.values(), key=lambda r: (-r["day"].toordinal(), r["agent__slug"], r["kind"]))
 
 
 # --- a stored trial's whole cost (the contract, the export) ----------------------------------

@@ -3,22 +3,40 @@ the form with the input kept (`RefusalsMixin`, `DatasetScopedMixin`), never as a
 
 from django import forms
 from django.contrib import messages
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.shortcuts import redirect
 from django.urls import reverse
 
 from evaluations.admin.forms import CHECKS_DOC_URL, add_refusal
 from evaluations.models import (
+    CaseVersion,
+    Check,
     Dataset,
 )
 from sherlock.core.admin import (
     AuditsHiddenObjects,
 )
 from sherlock.core.errors import ActionDenied, ActionError
-from sherlock.core.permissions import user_can
+from sherlock.core.permissions import user_can, within
 
 
 def visible_datasets(request):
     return Dataset.objects.for_user(request.user, "view")
+
+
+def with_counts(versions):
+    """Dataset versions annotated with `n_cases` and `n_checks`, each counted in a subquery of
+    its own: one join of a version's cases and checks would count through their product
+    (10,000 cases x 4 checks: 40,000 rows a version)."""
+
+    def count(model):
+        rows = model.objects.filter(dataset_version=OuterRef("pk")).order_by()
+        return Coalesce(
+            Subquery(rows.values("dataset_version").annotate(n=Count("pk")).values("n")), 0
+        )
+
+    return versions.annotate(n_cases=count(CaseVersion), n_checks=count(Check))
 
 
 class Refused(Exception):
@@ -136,7 +154,7 @@ class DatasetScopedMixin(RefusalsMixin):
 
     def get_queryset(self, request):
         datasets = visible_datasets(request)
-        return super().get_queryset(request).filter(dataset_version__dataset__in=datasets)
+        return within(super().get_queryset(request), "dataset_version__dataset", datasets)
 
     def get_actions(self, request):
         # Django's bulk delete would delete rows without the actions (no audit, no frozen

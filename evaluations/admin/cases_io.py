@@ -18,7 +18,6 @@ import json
 
 from django import forms
 from django.contrib import messages
-from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -26,6 +25,7 @@ from django.urls import path, reverse
 from django.views.decorators.csrf import csrf_protect
 
 from evaluations.actions.import_cases import CasesInvalid, ImportCases
+from evaluations.admin.base import with_counts
 from evaluations.cases_io import (
     FORMAT_LABELS,
     MEDIA_TYPES,
@@ -146,12 +146,7 @@ class DatasetCasesIOMixin:
         extra = dict(extra_context or {})
         if dataset is not None:
             extra["versions"] = list(
-                dataset.versions.annotate(
-                    n_cases=Count("case_versions", distinct=True),
-                    n_checks=Count("checks", distinct=True),
-                )
-                .select_related("frozen_by")
-                .order_by("-number")
+                with_counts(dataset.versions.select_related("frozen_by")).order_by("-number")
             )
             extra["may_import"] = self._import_action(request, dataset).allowed()
         return super().change_view(request, object_id, form_url, extra)

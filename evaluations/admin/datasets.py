@@ -10,12 +10,12 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count
 from django.http import HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
 
 from evaluations.actions.case_fields import CASE_FIELDS
 from evaluations.actions.check_fields import CHECK_FIELDS
@@ -28,13 +28,19 @@ from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.remove_case import RemoveCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
-from evaluations.admin.base import DatasetScopedMixin, RefusalsMixin, visible_datasets
+from evaluations.admin.base import (
+    DatasetScopedMixin,
+    RefusalsMixin,
+    visible_datasets,
+    with_counts,
+)
 from evaluations.admin.cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
 from evaluations.admin.docs import docs_view
 from evaluations.admin.forms import CaseVersionForm, CheckForm
 from evaluations.admin.start_run import StartRunPermission, start_run_action
 from evaluations.api.checks import may_preview, preview_check
 from evaluations.checks import REGISTRY
+from evaluations.checks.base import as_text
 from evaluations.judge.setup import check_warning, judges_docs_url
 from evaluations.models import (
     Case,
@@ -52,7 +58,7 @@ from sherlock.core.admin import (
     verb_action,
 )
 from sherlock.core.errors import ActionError
-from sherlock.core.permissions import user_can
+from sherlock.core.permissions import user_can, within
 
 
 @admin.register(Dataset)
@@ -159,6 +165,10 @@ def draft_started(dataset, draft):
     )
 
 
+# The cases a version's page shows; the rest are one link away, in the case list.
+CASES_SHOWN = 20
+
+
 class CheckInline(ReadOnlyInline):
     model = Check
     # A version's checks at a glance: every check field but the calibration tuning.
@@ -166,40 +176,66 @@ class CheckInline(ReadOnlyInline):
     readonly_fields = fields
 
 
-class CaseVersionInline(ReadOnlyInline):
-    model = CaseVersion
-    # A version's cases at a glance: the long documents are on each case version's page.
-    fields = [
-        "case",
-        *(name for name in CASE_FIELDS if name not in ("expected", "contexts", "outcome_check")),
-    ]
-    readonly_fields = fields
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("case", "dataset_version")
-
-
 @admin.register(DatasetVersion)
 class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAdmin):
-    """Versions list their cases and checks; a draft's page links to adding a case or a check
-    (their own pages, through the actions), a frozen one's says it is read-only. Freeze a
-    draft with the admin action; "Run an agent on it…" starts runs
-    (`evaluations.admin.start_run`)."""
+    """Versions list their checks and count their cases; a draft's page links to adding a case
+    or a check (their own pages, through the actions), a frozen one's says it is read-only.
+    Freeze a draft with the admin action; "Run an agent on it…" starts runs
+    (`evaluations.admin.start_run`).
+
+    A version may hold 10,000 cases: its page shows the first `CASES_SHOWN` of them, each a
+    link to its page, and links to the case list filtered to the version (paged, searchable by
+    key), so the page costs the same whatever the cases (`bench/pages_scale.py`)."""
 
     list_display = ["__str__", "frozen_at", "frozen_by", "n_cases", "n_checks"]
     list_select_related = ["dataset", "frozen_by"]
-    fields = ["dataset", "number", "note", "created_at", "frozen_at", "frozen_by"]
+    fields = ["dataset", "number", "note", "created_at", "frozen_at", "frozen_by", "cases"]
     readonly_fields = fields
-    inlines = [CheckInline, CaseVersionInline]
+    inlines = [CheckInline]
     actions = ["freeze", "start_run", *EXPORT_ACTIONS]
 
     def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .filter(dataset__in=visible_datasets(request))
-            .annotate(n_cases=Count("case_versions", distinct=True))
-            .annotate(n_checks=Count("checks", distinct=True))
+        rows = within(super().get_queryset(request), "dataset", visible_datasets(request))
+        return with_counts(rows)
+
+    @admin.display(description="cases")
+    def cases(self, obj):
+        """The version's first cases by key, each a link to its page, and a link to all of them
+        (the case list filtered to this version)."""
+        shown = list(obj.case_versions.select_related("case").order_by("case__key")[:CASES_SHOWN])
+        listing = reverse("admin:evaluations_caseversion_changelist")
+        all_link = format_html(
+            '<a href="{}?dataset_version__id__exact={}">{}</a>',
+            listing,
+            obj.pk,
+            f"All {obj.n_cases} cases of this version" if obj.n_cases else "The case list",
+        )
+        if not shown:
+            return format_html("No case yet. {}", all_link)
+        rows = format_html_join(
+            "",
+            '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td></tr>',
+            (
+                (
+                    reverse("admin:evaluations_caseversion_change", args=[cv.pk]),
+                    cv.case.key,
+                    Truncator(as_text(cv.input)).chars(120),
+                    ", ".join(map(str, cv.tags or [])),
+                )
+                for cv in shown
+            ),
+        )
+        more = (
+            f"the first {len(shown)} of {obj.n_cases} by key"
+            if obj.n_cases > len(shown)
+            else f"all {obj.n_cases}"
+        )
+        return format_html(
+            "<p>{}; {}.</p><table><thead><tr><th>key</th><th>input</th><th>tags</th></tr>"
+            "</thead><tbody>{}</tbody></table>",
+            more.capitalize(),
+            all_link,
+            rows,
         )
 
     def has_add_permission(self, request):
@@ -257,11 +293,12 @@ class CaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     list_display = ["key", "dataset", "created_at"]
     list_select_related = ["dataset"]
+    show_full_result_count = False  # one count of a dataset's 10,000 cases, not two
     search_fields = ["key"]
     list_filter = ["dataset"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(dataset__in=visible_datasets(request))
+        return within(super().get_queryset(request), "dataset", visible_datasets(request))
 
     def has_view_permission(self, request, obj=None):
         if obj is None:
@@ -299,6 +336,7 @@ class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
     form = CaseVersionForm
     list_display = ["__str__", "dataset_version"]
     list_select_related = ["case", "dataset_version__dataset"]
+    show_full_result_count = False  # one count of a version's 10,000 cases, not two
     search_fields = ["case__key"]
     actions = ["remove_selected"]
     remove_selected = verb_action(
@@ -308,6 +346,20 @@ class CaseVersionAdmin(DatasetScopedMixin, admin.ModelAdmin):
         subject="case_version",
         permission="delete",
     )
+
+    def changelist_view(self, request, extra_context=None):
+        # Reached from a version's page with ?dataset_version__id__exact=N: say whose cases.
+        wanted = request.GET.get("dataset_version__id__exact", "")
+        version = (
+            DatasetVersion.objects.filter(pk=wanted, dataset__in=visible_datasets(request))
+            .select_related("dataset")
+            .first()
+            if wanted.isdigit()
+            else None
+        )
+        if version is not None:
+            extra_context = {"title": f"Cases of {version}", **(extra_context or {})}
+        return super().changelist_view(request, extra_context)
 
     def add_view(self, request, form_url="", extra_context=None):
         # The page adds a case (to a draft version), whatever the model behind it is called.

@@ -399,11 +399,14 @@ class CheckForm(forms.ModelForm):
         widget=forms.TextInput(attrs={"class": "vLargeTextField"}),
         help_text="Custom check only: what an answer graded 1 looks like.",
     )
-    preview_case = forms.ModelChoiceField(
-        queryset=CaseVersion.objects.none(),
+    # The case's key, typed, not chosen from a list: a version may hold 10,000 cases, and a
+    # select of them all made the check's page take seconds (`bench/pages_scale.py`).
+    preview_case = forms.CharField(
         required=False,
         label="Case",
-        help_text="A case of this version to score against (its input, expectations).",
+        widget=forms.TextInput(attrs={"class": "vTextField"}),
+        help_text="The key of a case of this version to score against (its input, "
+        "expectations); empty: none.",
     )
     preview_transcript = forms.CharField(
         required=False,
@@ -455,9 +458,12 @@ class CheckForm(forms.ModelForm):
             self.fields["dataset_version"].queryset = editable_versions(self.user)
             version_id = self.data.get("dataset_version") or self.initial.get("dataset_version")
             version = DatasetVersion.objects.filter(pk=str(version_id or "0").strip()).first()
+        self.preview_version = version
         if version is not None:
-            self.fields["preview_case"].queryset = version.case_versions.select_related("case")
-            self.fields["preview_case"].label_from_instance = lambda cv: cv.case.key
+            first = version.case_versions.order_by("case__key").values_list("case__key")[:1]
+            self.fields["preview_case"].widget.attrs["placeholder"] = next(
+                (f"e.g. {key}" for (key,) in first), "this version has no case yet"
+            )
 
     def _load(self, check):
         params = dict(check.params or {})
@@ -470,6 +476,22 @@ class CheckForm(forms.ModelForm):
             self.initial["criterion"] = params.pop("criterion", "")
             params.pop("label", None)
         self.initial["params"] = params
+
+    def clean_preview_case(self):
+        """The case version of the typed key in the check's version, or None when empty."""
+        key = (self.cleaned_data.get("preview_case") or "").strip()
+        if not key:
+            return None
+        found = None
+        if self.preview_version is not None:
+            found = (
+                self.preview_version.case_versions.select_related("case")
+                .filter(case__key=key)
+                .first()
+            )
+        if found is None:
+            raise forms.ValidationError(f"No case with the key {key!r} in this version.")
+        return found
 
     def clean_params(self):
         params = self.cleaned_data["params"]

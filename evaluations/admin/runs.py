@@ -1,10 +1,15 @@
 """Admin for runs and what they recorded: trials, check results, case results, judge calls and
 probes, the cost ledger, model prices and human labels. Records of what happened are read-only
-here; a run's page lists its case results, a trial's page its check results."""
+here; a run's page counts its trials, case and check results, each count a link to its list
+filtered to the run (a run may hold 100,000 trials), and a trial's page lists its check
+results (one per check)."""
+
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
-from django.db.models import Q
-from django.utils.html import format_html_join
+from django.db.models import Count, Q
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from evaluations.actions.cancel_run import CancelRun
@@ -28,16 +33,20 @@ from sherlock.core.admin import (
     ReadOnlyMixin,
     verb_action,
 )
+from sherlock.core.permissions import within
 
 # What a run's __str__ reads: select it with the run, or every row costs queries.
 RUN_RELATED = ["run__agent_version__agent", "run__dataset_version__dataset"]
 
 
-class CaseResultInline(ReadOnlyMixin, admin.TabularInline):
-    model = CaseResult
-    fields = ["case", "passed", "flaky", "repetitions_passed", "repetitions", "checks"]
-    readonly_fields = fields
-    extra = 0
+class BigList:
+    """A list of records that may hold millions of rows (a run of 100,000 trials has 400,000
+    check results): newest first by primary key, which its index serves without sorting the
+    table (the models' own orderings join and sort every row), and one count, not a second
+    one of the unfiltered table (`bench/pages_scale.py`)."""
+
+    ordering = ["-pk"]
+    show_full_result_count = False
 
 
 @admin.register(Run)
@@ -55,8 +64,8 @@ class RunAdmin(AuditsHiddenObjects, ReadOnlyMixin, admin.ModelAdmin):
     ]
     list_filter = ["status", "purpose"]
     list_select_related = ["agent_version__agent", "dataset_version__dataset"]
-    inlines = [CaseResultInline]
     fields = [
+        "results",
         "agent_version",
         "dataset_version",
         "repetitions",
@@ -73,8 +82,52 @@ class RunAdmin(AuditsHiddenObjects, ReadOnlyMixin, admin.ModelAdmin):
         "started_at",
         "finished_at",
     ]
-    readonly_fields = ["progress", "spend", "estimate_view", "judge_status_view"]
+    readonly_fields = ["results", "progress", "spend", "estimate_view", "judge_status_view"]
     actions = ["cancel_runs"]
+
+    @admin.display(description="what it recorded")
+    def results(self, obj):
+        """Counts, each a link to the list it counts, filtered to this run: a run of 100,000
+        trials would be a page of 100,000 rows inline (`bench/pages_scale.py`). One query."""
+        cases = CaseResult.objects.filter(run=obj).aggregate(
+            total=Count("pk"),
+            failed=Count("pk", filter=Q(passed=False)),
+            flaky=Count("pk", filter=Q(flaky=True)),
+        )
+
+        def listed(model, text, **filters):
+            url = reverse(f"admin:evaluations_{model._meta.model_name}_changelist")
+            return format_html('<a href="{}?{}">{}</a>', url, urlencode(filters), text)
+
+        run = {"run__id__exact": obj.pk}
+        lines = [
+            format_html(
+                '<a href="{}">The run\'s page</a>: its verdict, contract and results grid',
+                reverse("evaluations:run-detail", args=[obj.pk]),
+            ),
+            format_html(
+                "{} ({} in error)",
+                listed(Trial, f"{obj.trials_total} trials", **run),
+                listed(Trial, f"{obj.trials_error}", **run, status__exact=TrialStatus.ERROR),
+            ),
+            format_html(
+                "{}: {} failed, {} flaky",
+                listed(CaseResult, f"{cases['total']} case results", **run),
+                listed(CaseResult, f"{cases['failed']}", **run, passed__exact=0),
+                listed(CaseResult, f"{cases['flaky']}", **run, flaky__exact=1),
+            ),
+            format_html(
+                "{} ({})",
+                listed(CheckResult, "Check results", trial__run__id__exact=obj.pk),
+                listed(CheckResult, "failed", trial__run__id__exact=obj.pk, status__exact="failed"),
+            ),
+            format_html(
+                "{}, {}",
+                listed(JudgeCall, "Judge calls", **run),
+                listed(CostEntry, "cost lines", **run),
+            ),
+        ]
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
 
     def get_queryset(self, request):
         return Run.objects.for_user(request.user).select_related(
@@ -113,7 +166,7 @@ class CheckResultInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(Trial)
-class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class TrialAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "run", "case", "repetition", "status", "latency_ms", "cost"]
     list_filter = ["status"]
     list_select_related = RUN_RELATED + ["case__dataset"]
@@ -128,7 +181,7 @@ class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
         return format_usd(obj.cost_usd, 0 if obj.cost_usd is not None else 1)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(run__in=Run.objects.for_user(request.user))
+        return within(super().get_queryset(request), "run", Run.objects.for_user(request.user))
 
     def get_fields(self, request, obj=None):
         fields = [f for f in super().get_fields(request, obj) if f != "transcript_warnings"]
@@ -146,24 +199,28 @@ class TrialAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(CheckResult)
-class CheckResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class CheckResultAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["trial", "check_config", "score", "status", "blocking"]
     list_filter = ["status", "blocking"]
     list_select_related = ["trial__case", "check_config"]  # their __str__ reads no more
 
+    def lookup_allowed(self, lookup, value, request=None):
+        # A run's page links to its check results (the run is two relations away).
+        return lookup == "trial__run__id__exact" or super().lookup_allowed(lookup, value, request)
+
     def get_queryset(self, request):
         runs = Run.objects.for_user(request.user)
-        return super().get_queryset(request).filter(trial__run__in=runs)
+        return within(super().get_queryset(request), "trial__run", runs)
 
 
 @admin.register(CaseResult)
-class CaseResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class CaseResultAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["run", "case", "passed", "flaky", "repetitions_passed", "repetitions"]
     list_filter = ["passed", "flaky"]
     list_select_related = RUN_RELATED + ["case__dataset"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(run__in=Run.objects.for_user(request.user))
+        return within(super().get_queryset(request), "run", Run.objects.for_user(request.user))
 
 
 def _ledger_queryset(request, queryset):
@@ -172,12 +229,14 @@ def _ledger_queryset(request, queryset):
     runs = Run.objects.for_user(request.user)
     scope = Q(run__in=runs)
     if request.user.has_perm(f"evaluations.view_{queryset.model._meta.model_name}"):
+        if not runs.query.has_filters():
+            return queryset  # every run, and the lines of none: no filter (`within` says why)
         scope |= Q(run__isnull=True)
     return queryset.filter(scope)
 
 
 @admin.register(JudgeCall)
-class JudgeCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class JudgeCallAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "model", "rubric_id", "status", "cached", "prompt_tokens", "cost"]
     list_filter = ["status", "cached", "model"]
 
@@ -231,7 +290,7 @@ class JudgeProbeAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(CostEntry)
-class CostEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class CostEntryAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["day", "kind", "agent", "model", "cost"]
     list_filter = ["kind", "day"]
     list_select_related = ["agent"]
@@ -253,7 +312,7 @@ class ModelPriceAdmin(AuditedEdits, admin.ModelAdmin):
 
 
 @admin.register(HumanLabel)
-class HumanLabelAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class HumanLabelAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     """Read-only: labels are given through `LabelCheckResult` (the API), which records the
     labelling Editor; a form here could put a label in someone else's name."""
 
@@ -262,4 +321,4 @@ class HumanLabelAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         runs = Run.objects.for_user(request.user)
-        return super().get_queryset(request).filter(check_result__trial__run__in=runs)
+        return within(super().get_queryset(request), "check_result__trial__run", runs)

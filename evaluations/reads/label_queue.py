@@ -21,9 +21,34 @@ def editable_datasets(user):
     return Dataset.objects.for_user(user, "edit")
 
 
+# The queue ranks the newest this many results still to be labelled by the user, not every
+# one: a run of 100,000 trials has 100,000 results of each model check, and ranking them all
+# took seconds (`bench/pages_scale.py`); an Editor labels a few dozen, the newest runs first.
+# At 5,000, PostgreSQL's planner switched to scanning every trial (300 ms against 20 ms).
+QUEUE_WINDOW = 2000
+
+
+def pending(user, datasets):
+    """The model-check results of `datasets` that `user` may still label, unranked."""
+    mine = HumanLabel.objects.filter(check_result=OuterRef("pk"), labeled_by=user)
+    return CheckResult.objects.filter(
+        check_config__dataset_version__dataset__in=datasets,
+        check_config__kind__in=MODEL_KINDS,
+        status__in=LABELLABLE,
+    ).exclude(Exists(mine))
+
+
+def remaining(user, datasets):
+    """How many results are left to label, counted up to the queue's window: an int, or
+    "more than 2,000" past it (a count of every result would cost what the ranking did)."""
+    n = pending(user, datasets).order_by()[: QUEUE_WINDOW + 1].count()
+    return n if n <= QUEUE_WINDOW else f"more than {QUEUE_WINDOW:,}"
+
+
 def queue(user, datasets):
     """The model-check results of `datasets` still to be labelled by `user`, most instructive
-    first (one query; the calibration floor is looked up once per requiring check)."""
+    first, among the newest `QUEUE_WINDOW` of them (two queries, the window's keys and the
+    ranking; the calibration floor is looked up once per requiring check)."""
     checks = list(
         Check.objects.filter(
             dataset_version__dataset__in=datasets,
@@ -33,17 +58,16 @@ def queue(user, datasets):
     )
     uncalibrated = calibration_gate(checks)
     below_floor = [c.pk for c in checks if c.label in uncalibrated]
-    mine = HumanLabel.objects.filter(check_result=OuterRef("pk"), labeled_by=user)
     flaky = CaseResult.objects.filter(
         run=OuterRef("trial__run"), case=OuterRef("trial__case"), flaky=True
     )
+    # The window's keys are read first (one query that walks the newest results back): given
+    # them as a subquery, PostgreSQL joined all 800,000 results of the bench before it.
+    window = list(
+        pending(user, datasets).order_by("-pk").values_list("pk", flat=True)[:QUEUE_WINDOW]
+    )
     return (
-        CheckResult.objects.filter(
-            check_config__dataset_version__dataset__in=datasets,
-            check_config__kind__in=MODEL_KINDS,
-            status__in=LABELLABLE,
-        )
-        .exclude(Exists(mine))
+        CheckResult.objects.filter(pk__in=window)
         .annotate(
             labelled=Exists(HumanLabel.objects.filter(check_result=OuterRef("pk"))),
             false_pass=Case(
@@ -68,12 +92,29 @@ def queue(user, datasets):
         .order_by(
             "labelled", "-false_pass", "-below_floor", "-flaky", "margin", "-created_at", "pk"
         )
-        .select_related(
-            "check_config__dataset_version__dataset",
-            "trial__run__agent_version__agent",
-            "trial__case_version__case",
-        )
+        .select_related(*ITEM_RELATED)
     )
+
+
+# What the page shows of a result (`evaluations.views.labels`), read with it.
+ITEM_RELATED = [
+    "check_config__dataset_version__dataset",
+    "trial__run__agent_version__agent",
+    "trial__case_version__case",
+]
+
+
+def first_in_queue(user, datasets):
+    """The queue's first result, with what the page shows of it, or None. Ranked on the result
+    rows alone, then read with its trial and case by key: ranking the window's 2,000 rows with
+    every trial's transcript made PostgreSQL scan every trial."""
+    top = queue(user, datasets).select_related(None).defer("evidence", "reason").first()
+    if top is None:
+        return None
+    item = CheckResult.objects.select_related(*ITEM_RELATED).get(pk=top.pk)
+    for name in ("labelled", "false_pass", "below_floor", "flaky", "margin"):
+        setattr(item, name, getattr(top, name))
+    return item
 
 
 def reasons_to_label(result):

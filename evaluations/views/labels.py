@@ -9,12 +9,14 @@ labelled first, then those where the judge passed but the outcome verifier faile
 below their calibration floor, flaky cases, and scores nearest the threshold.
 
 `/checks/<id>/calibration/` shows a check's Cohen's kappa with its 95 % interval, the confusion
-counts, whether it may block and why not, and every label (disagreements first), each linking
-to its trial page; labels given under an earlier judging configuration are listed as old.
+counts, whether it may block and why not, and every label (disagreements first, 100 a page),
+each linking to its trial page; labels given under an earlier judging configuration are listed
+as old.
 """
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -32,8 +34,9 @@ from evaluations.reads.label_queue import (
     MODEL_KINDS,
     editable_datasets,
     empty_state,
-    queue,
+    first_in_queue,
     reasons_to_label,
+    remaining,
 )
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
@@ -91,12 +94,11 @@ def labels(request):
                 ).execute()
             except ActionError as exc:
                 error = str(exc)
-    pending = queue(request.user, datasets)
-    item = _item(pending.first())
+    item = _item(first_in_queue(request.user, datasets))
     context = {
         "item": item,
         "empty": empty_state(request.user, datasets) if item is None else None,
-        "remaining": pending.count(),
+        "remaining": remaining(request.user, datasets),
         "error": error,
         "dataset": slug,
         "datasets": editable_datasets(request.user).order_by("slug"),
@@ -133,9 +135,11 @@ def calibration(request, pk):
     check = get_object_or_404(visible, pk=pk)
     if check.kind not in MODEL_KINDS:
         raise Http404("calibration is for model checks")
-    labels = list(calibration_of_labels(check))
+    # Every label counts toward kappa, so all are read, but only the columns the tally reads;
+    # the rows are shown a page at a time, their trials and cases read for that page only.
+    labels = list(calibration_of_labels(check).only(*LABEL_COLUMNS))
     calibration = calibration_of(check, labels)
-    rows = []
+    rows, current_key = [], check.calibration_key
     for label in labels:
         result = label.check_result
         judge = judge_passed(result)
@@ -146,11 +150,19 @@ def calibration(request, pk):
                 "result": result,
                 "judge": judge,
                 "human": human,
-                "old": label.calibration_key != check.calibration_key,
+                "old": label.calibration_key != current_key,
                 "disagree": judge is not None and human is not None and judge != human,
             }
         )
     rows.sort(key=lambda r: (r["old"], not r["disagree"], -r["label"].pk))
+    disagreements = sum(1 for r in rows if r["disagree"] and not r["old"])
+    page = Paginator(rows, LABELS_PER_PAGE).get_page(request.GET.get("page"))
+    shown = CheckResult.objects.select_related(
+        "trial__case_version__case", "check_config__dataset_version"
+    ).only(*RESULT_COLUMNS)
+    results = shown.in_bulk([row["result"].pk for row in page.object_list])
+    for row in page.object_list:
+        row["result"] = results[row["result"].pk]
     return render_page(
         request,
         "evaluations/calibration.html",
@@ -158,13 +170,39 @@ def calibration(request, pk):
             "check": check,
             "calibration": calibration,
             "agreement": calibration.agreement,
-            "rows": rows,
-            "disagreements": [r for r in rows if r["disagree"] and not r["old"]],
+            "rows": page.object_list,
+            "page": page,
+            "disagreements": disagreements,
             "may_label": editable_datasets(request.user)
             .filter(pk=check.dataset_version.dataset_id)
             .exists(),
         },
     )
+
+
+# What the calibration page reads of each label (the tally's fields), and of the results of
+# the labels it shows (the row's links).
+LABEL_COLUMNS = [
+    "passed",
+    "score",
+    "note",
+    "calibration_key",
+    "created_at",
+    "labeled_by__username",
+    "check_result__status",
+    "check_result__score",
+    "check_result__threshold",
+]
+RESULT_COLUMNS = [
+    "status",
+    "score",
+    "threshold",
+    "check_config__dataset_version__number",
+    "trial__run_id",
+    "trial__repetition",
+    "trial__case_version__case__key",
+]
+LABELS_PER_PAGE = 100
 
 
 def calibration_of_labels(check):

@@ -100,7 +100,7 @@ def test_an_editor_writes_a_case_then_a_custom_check_after_a_preview(
     page.fill("#id_anchor_0", "says 'user', or no next step")
     page.fill("#id_anchor_1", "says 'member' throughout and ends with a next step")
     page.fill("#id_threshold", "1")
-    page.select_option("#id_preview_case", label="greeting")
+    page.fill("#id_preview_case", "greeting")
     page.fill("#id_preview_transcript", "Yes, every member can change plan. Send us the form.")
     llm_server.script(
         [

@@ -135,7 +135,7 @@ def test_a_duplicate_label_is_refused_on_the_label(logged_in, editor, draft):
 def test_the_preview_scores_the_check_on_a_case_and_a_transcript(logged_in, editor, draft):
     cv = draft.case_versions.get()
     fields = new_check(
-        draft, preview_case=cv.pk, preview_transcript='{"output": "ok", "tool_calls": []}'
+        draft, preview_case=cv.case.key, preview_transcript='{"output": "ok", "tool_calls": []}'
     )
     response = logged_in(editor).post(PREVIEW, fields)
     html = response.content.decode()
@@ -161,7 +161,7 @@ def test_a_model_check_preview_without_a_judge_is_skipped(logged_in, editor, dra
         kind="custom",
         label="Terms",
         criterion="Polite.",
-        preview_case=draft.case_versions.get().pk,
+        preview_case=draft.case_versions.get().case.key,
         preview_transcript="Sure, happy to help.",  # plain text: the output
     )
     html = logged_in(editor).post(PREVIEW, fields).content.decode()
@@ -259,12 +259,15 @@ def test_the_preview_on_a_saved_check_offers_its_version_s_cases(logged_in, edit
     client = logged_in(editor)
     client.post(ADD, new_check(draft))
     check = Check.objects.get()
-    fields = new_check(draft, preview_case=draft.case_versions.get().pk)
+    fields = new_check(draft, preview_case=draft.case_versions.get().case.key)
     fields.pop("dataset_version")
     fields["_check"] = check.pk
     fields["preview_transcript"] = '{"output": "ok", "tool_calls": [{"name": "refund"}]}'
     html = client.post(PREVIEW, fields).content.decode()
     assert "passed" in html
+    # A key that is no case of the version is named, not scored against nothing.
+    html = client.post(PREVIEW, {**fields, "preview_case": "no-such-case"}).content.decode()
+    assert "No case with the key" in unescape(html) and "passed" not in html
 
 
 def test_an_editor_of_one_dataset_adds_checks_to_its_draft_only(logged_in, draft):
