@@ -472,9 +472,13 @@ LOGOUT_REDIRECT_URL = "/admin/login/?next=/"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    # Long messages (a 404's 100,000-character path) are cut (sherlock.core.limits).
-    "filters": {"clip": {"()": "sherlock.core.limits.ClipLogRecords"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["clip"]}},
+    # Long messages (a 404's 100,000-character path) are cut (sherlock.core.limits); a refusal
+    # (403) is one line, without its traceback (sherlock.core.log).
+    "filters": {
+        "refusals": {"()": "sherlock.core.log.OneLineRefusals"},
+        "clip": {"()": "sherlock.core.limits.ClipLogRecords"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals", "clip"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
     "loggers": {"sherlock": {"level": env_str("LOG_LEVEL", "INFO")}},
 }

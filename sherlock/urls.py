@@ -1,10 +1,20 @@
-"""Top-level URLs: the admin, the API under /api/v1/ with its schema and docs, the htmx pages."""
+"""Top-level URLs: the admin, the API under /api/v1/ with its schema and docs, the htmx pages,
+and /favicon.ico (browsers ask for it on every page; it leads to the static icon)."""
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+# The admin's header, its pages' <title>s and its index say Sherlock, not "Django
+# administration" (issue 24).
+admin.site.site_header = "Sherlock"
+admin.site.site_title = "Sherlock admin"
+admin.site.index_title = "Sherlock administration"
+
 urlpatterns = [
+    path("favicon.ico", RedirectView.as_view(url=static("sherlock/favicon.svg"), permanent=False)),
     path("admin/", admin.site.urls),
     path("api/v1/", include("sherlock.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -31,6 +31,7 @@ from evaluations.contract import (
     TABLE_COLUMNS,
     applied_thresholds,
     format_cells,
+    page_columns,
 )
 from evaluations.contract.db import run_contract
 from evaluations.models import Run
@@ -69,7 +70,10 @@ def contract_rows(result_a, result_b):
     per gate with its status and detail on each side (a gate only one side's thresholds set, a
     quality floor, is shown with the other side blank)."""
     cells = [format_cells(result, explained=True) for result in (result_a, result_b)]
-    measures = [(column, cells[0][column], cells[1][column]) for column in TABLE_COLUMNS[1:]]
+    measures = [
+        (label, cells[0][column], cells[1][column])
+        for column, label in zip(TABLE_COLUMNS[1:], page_columns()[1:], strict=True)
+    ]
     gates_a = {gate.name: gate for gate in result_a.gates}
     gates_b = {gate.name: gate for gate in result_b.gates}
     gates = [

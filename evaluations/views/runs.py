@@ -27,7 +27,13 @@ from agents.models import Agent
 from agents.transcripts import tool_calls
 from evaluations.checks.base import as_text
 from evaluations.choices import RUN_TERMINAL, CheckStatus, TrialStatus
-from evaluations.contract import GATE_LABELS, TABLE_COLUMNS, format_cells, thresholds_for
+from evaluations.contract import (
+    GATE_LABELS,
+    TABLE_COLUMNS,
+    format_cells,
+    page_columns,
+    thresholds_for,
+)
 from evaluations.contract.db import run_contract
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
@@ -131,7 +137,7 @@ def run_detail(request, pk):
             contract_cells=[
                 format_cells(contract, explained=True)[column] for column in TABLE_COLUMNS
             ],
-            contract_columns=TABLE_COLUMNS,
+            contract_columns=page_columns(),
             gates=[
                 {
                     "label": GATE_LABELS[gate.name],
