@@ -21,6 +21,7 @@ from sherlock.core.admin import AuditedEdits, ReadOnlyInline, ScopedAdminMixin
 from sherlock.core.audit import audit
 from sherlock.core.egress import EgressRefused
 from sherlock.core.errors import ActionRefused
+from sherlock.core.permissions import user_can
 
 
 class VersionInline(ReadOnlyInline):
@@ -39,7 +40,7 @@ class AgentAdmin(ScopedAdminMixin, AuditedEdits, admin.ModelAdmin):
     list_select_related = ["live_version", "owner"]
     search_fields = ["slug", "name"]
     readonly_fields = ["live_version", "created_at"]
-    raw_id_fields = ["owner"]
+    autocomplete_fields = ["owner"]  # a name typed and picked, not a bare id (issue 24)
     prepopulated_fields = {"slug": ["name"]}
     inlines = [VersionInline]
 
@@ -51,6 +52,11 @@ class AgentAdmin(ScopedAdminMixin, AuditedEdits, admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return request.user.has_perm("agents.add_agent")
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # "Add version" on the agent's page, for whoever may build it (issue 24).
+        context["may_add_version"] = obj is not None and user_can(request.user, "build", obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def save_model(self, request, obj, form, change):
         if change:
@@ -103,7 +109,7 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_select_related = ["agent", "created_by"]
     search_fields = ["agent__slug", "notes"]
     readonly_fields = ["number", "state", "config_hash", "created_by", "created_at"]
-    raw_id_fields = ["agent"]
+    autocomplete_fields = ["agent"]  # the agents one may see, by slug or name (issue 24)
     filter_horizontal = ["tools", "denied_tools"]
     form = AgentVersionForm
 

@@ -47,6 +47,7 @@ class RunScheduleAdmin(RefusalsMixin, admin.ModelAdmin):
         "next_run",
         "estimate",
     )
+    autocomplete_fields = ("agent", "agent_version", "dataset", "dataset_version")
     actions = ["pause_selected", "resume_selected"]
     pause_selected = verb_action(
         PauseSchedule, "paused", description="Pause the selected schedules", subject="schedule"
