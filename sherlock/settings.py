@@ -433,6 +433,13 @@ if SHERLOCK_API_KEY_DAYS > SHERLOCK_API_KEY_MAX_DAYS:
         f"SHERLOCK_API_KEY_MAX_DAYS={SHERLOCK_API_KEY_MAX_DAYS}"
     )
 
+# A schedule whose estimate passes this many US dollars a month (30 days) is saved only with an
+# explicit confirmation of the cost (`confirm_cost`, audited; docs/schedules.md): a `*/5` cron
+# on a large dataset is thousands a month. 0 asks for every priced schedule.
+SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD = env_int(
+    "SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD", 100, minimum=0
+)
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Sherlock API",
     "DESCRIPTION": "Evaluate AI agents and govern their release.",
