@@ -47,6 +47,7 @@ from evaluations.reads.results_grid import (
 )
 from evaluations.reads.verdicts import list_verdicts, run_verdict
 from sherlock.core.htmx import render_page
+from sherlock.core.permissions import missing_role_text
 
 
 def home(request):
@@ -69,7 +70,7 @@ def run_list(request):
     return render_page(
         request,
         "evaluations/run_list.html",
-        {"runs": runs},
+        {"runs": runs, "no_role": _no_role(request.user, "runs") if not runs else ""},
         partial="evaluations/partials/run_rows.html",
     )
 
@@ -279,5 +280,18 @@ def costs(request):
     return render(
         request,
         "evaluations/costs.html",
-        {"rows": rows, "days": days, "chart": cost_chart(rows, days)},
+        {
+            "rows": rows,
+            "days": days,
+            "chart": cost_chart(rows, days),
+            "no_role": _no_role(request.user, "costs") if not rows else "",
+        },
     )
+
+
+def _no_role(user, what):
+    """An empty list's reason when it is a missing role (issue 24): the person sees no agent at
+    all, so "No runs yet" would be false; "" when they see one (the list is truly empty)."""
+    if Agent.objects.for_user(user, "view").exists():
+        return ""
+    return missing_role_text(what)
