@@ -77,6 +77,9 @@ class ScopedThroughQuerySet(models.QuerySet):
 # Who may grant roles: whoever may change users (the global Admin role holds every permission of
 # the user model; a superuser too). Named on the pages whose emptiness a missing role explains.
 GRANTS_ROLES = "auth.change_user"
+# `with_perm` needs a backend named when several are configured: global (model) permissions
+# are the ones that make an Admin.
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 ADMINS_NAMED = 5
 
 
@@ -85,9 +88,7 @@ def who_grants_roles():
     an empty page that says why it is empty (issue 24): one query."""
     from django.contrib.auth import get_user_model
 
-    users = get_user_model()._default_manager.with_perm(
-        GRANTS_ROLES, backend="django.contrib.auth.backends.ModelBackend"
-    )
+    users = get_user_model()._default_manager.with_perm(GRANTS_ROLES, backend=MODEL_BACKEND)
     return list(users.order_by("username").values_list("username", flat=True)[:ADMINS_NAMED])
 
 
