@@ -114,7 +114,21 @@ def _describe(error):
         message = "is not a known setting"
     elif error.validator == "anyOf" and error.schema is HEADERS["additionalProperties"]:
         message = 'must be a string or {"env": "VARIABLE", "prefix": "..."}'
+    elif error.validator == "pattern" and error.validator_value == "^https?://":
+        message = "must start with http:// or https://"
+    elif error.validator in PLAIN_BOUNDS:
+        message = f"must be {PLAIN_BOUNDS[error.validator]} {error.validator_value}"
     return f"{'.'.join(path)}: {message}"
+
+
+# The bounds a form says in words ("must be more than 0"), not jsonschema's "0.0 is less than or
+# equal to the minimum of 0" (issue 24).
+PLAIN_BOUNDS = {
+    "exclusiveMinimum": "more than",
+    "minimum": "at least",
+    "maximum": "at most",
+    "exclusiveMaximum": "less than",
+}
 
 
 def validate_headers(headers, where):

@@ -70,8 +70,8 @@ def test_every_error_is_on_its_field_at_once(logged_in, builder, agent):
         logged_in(builder), agent, adapter="http", http__url="ftp://x", http__timeout="0"
     )
     errors = response.context["adminform"].form.errors
-    assert "does not match" in " ".join(errors["http__url"])
-    assert "less than or equal to the minimum" in " ".join(errors["http__timeout"])
+    assert errors["http__url"] == ["must start with http:// or https://"]
+    assert errors["http__timeout"] == ["must be more than 0"]
     assert "config" not in errors  # said once, on the fields
     assert not AgentVersion.objects.exists()
 
