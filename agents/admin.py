@@ -10,17 +10,20 @@ answers both questions through `sherlock.core.permissions` (global OR object gra
 
 from django import forms
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
 from agents.actions.create_agent import CreateAgent
 from agents.actions.create_draft_version import CreateDraftVersion
 from agents.actions.update_draft_version import UpdateDraftVersion
-from agents.adapters import validate_config
+from agents.adapters import ADAPTERS, config_errors, scalar_settings, validate_config
 from agents.models import Agent, AgentVersion, Tool
 from agents.verifiers.spec import InvalidVerifier, VerifierRefused, validate_verifier_spec
 from sherlock.core.admin import AuditedEdits, ReadOnlyInline, ScopedAdminMixin
 from sherlock.core.audit import audit
 from sherlock.core.egress import EgressRefused
 from sherlock.core.errors import ActionRefused
+from sherlock.core.permissions import user_can
 
 
 class VersionInline(ReadOnlyInline):
@@ -39,7 +42,7 @@ class AgentAdmin(ScopedAdminMixin, AuditedEdits, admin.ModelAdmin):
     list_select_related = ["live_version", "owner"]
     search_fields = ["slug", "name"]
     readonly_fields = ["live_version", "created_at"]
-    raw_id_fields = ["owner"]
+    autocomplete_fields = ["owner"]  # a name typed and picked, not a bare id (issue 24)
     prepopulated_fields = {"slug": ["name"]}
     inlines = [VersionInline]
 
@@ -52,6 +55,11 @@ class AgentAdmin(ScopedAdminMixin, AuditedEdits, admin.ModelAdmin):
     def has_add_permission(self, request):
         return request.user.has_perm("agents.add_agent")
 
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # "Add version" on the agent's page, for whoever may build it (issue 24).
+        context["may_add_version"] = obj is not None and user_can(request.user, "build", obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
     def save_model(self, request, obj, form, change):
         if change:
             super().save_model(request, obj, form, change)
@@ -62,17 +70,99 @@ class AgentAdmin(ScopedAdminMixin, AuditedEdits, admin.ModelAdmin):
         obj.pk, obj.owner_id, obj.created_at = agent.pk, agent.owner_id, agent.created_at
 
 
-class AgentVersionForm(forms.ModelForm):
-    """The model's validation shows a bad config on its field; a config an operator's rule
-    refuses (a secret or a host: `sherlock.core.egress`) is also audited, as the version
-    actions audit it through the API (`agents.version.refused`): trying is evidence."""
+def setting_field_name(adapter, name):
+    """The form field of one adapter setting: `http__url`."""
+    return f"{adapter}__{name}"
+
+
+def _setting_field(name, spec, required):
+    """A form field for one scalar setting of an adapter's SCHEMA: its description as help,
+    its bounds where a form field has them; the schema still decides (`config_errors`)."""
+    common = {
+        "required": False,  # required only for its adapter: the schema says so, on this field
+        "label": f"{name}{' (required)' if required else ''}",
+        "help_text": spec.get("description", ""),
+    }
+    if "enum" in spec:
+        choices = [("", "—"), *((value, value) for value in spec["enum"])]
+        return forms.ChoiceField(choices=choices, **common)
+    bounds = {"min_value": spec.get("minimum"), "max_value": spec.get("maximum")}
+    if spec.get("type") == "integer":
+        return forms.IntegerField(**bounds, **common)
+    if spec.get("type") == "number":
+        return forms.FloatField(**bounds, **common)
+    if spec.get("type") == "boolean":
+        return forms.NullBooleanField(**common)
+    if name.endswith("prompt"):
+        return forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), strip=False, **common)
+    return forms.CharField(widget=forms.TextInput(attrs={"size": 60}), **common)
+
+
+SETTING_FIELDS = {
+    setting_field_name(adapter, name): _setting_field(name, spec, required)
+    for adapter in ADAPTERS
+    for name, spec, required in scalar_settings(adapter)
+}
+
+
+class AgentVersionFormBase(forms.ModelForm):
+    """The config edited per adapter (issue 24): each scalar setting of the chosen adapter's
+    SCHEMA is a field of its own, described, with its errors on it; objects and lists (a
+    python agent's kwargs, headers, tools, an api_key secret) stay in the JSON box, "Advanced
+    settings", which also takes any setting as JSON. Every error of the config is shown at once
+    (`config_errors`), each on its field. A config an operator's rule refuses (a secret or a
+    host: `sherlock.core.egress`) is also audited, as the version actions audit it through the
+    API (`agents.version.refused`): trying is evidence."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._config_reported = False
+        if "config" not in self.fields:
+            return  # a frozen version: its config is shown read-only
+        adapter, config = self.instance.adapter, self.instance.config or {}
+        if self.instance.pk and adapter in ADAPTERS and isinstance(config, dict):
+            scalars = {name for name, _, _ in scalar_settings(adapter)}
+            for name in scalars & set(config):
+                self.initial[setting_field_name(adapter, name)] = config[name]
+            self.initial["config"] = {k: v for k, v in config.items() if k not in scalars}
+        self.fields["config"].required = False
+        self.fields["config"].help_text = (
+            "Settings without a field above, as a JSON object (a python agent's kwargs, "
+            "headers, tools, an api_key secret), or any setting: a field above wins."
+        )
+
+    def merged_config(self, adapter):
+        """The JSON box's object with the adapter's fields set over it; None when the box is not
+        an object (the model's validation says so on the box)."""
+        raw = self.cleaned_data.get("config")
+        raw = {} if raw in (None, "") else raw
+        if not isinstance(raw, dict):
+            return None
+        config = dict(raw)
+        for name, _, _ in scalar_settings(adapter):
+            value = self.cleaned_data.get(setting_field_name(adapter, name))
+            if value not in (None, ""):
+                config[name] = value
+        return config
 
     def clean(self):
         cleaned = super().clean()
-        if self.instance.pk and not {"adapter", "config"} & set(self.changed_data):
+        if "config" not in self.fields or "config" in self.errors:
             return cleaned
         adapter = cleaned.get("adapter", self.instance.adapter)
-        config = cleaned.get("config", self.instance.config)
+        if adapter not in ADAPTERS:
+            return cleaned
+        config = self.merged_config(adapter)
+        if config is None:
+            return cleaned
+        cleaned["config"] = config
+        if (
+            self.instance.pk
+            and config == self.instance.config
+            and (adapter == self.instance.adapter)
+        ):
+            return cleaned
+        self._report(adapter, config)
         try:
             validate_config(adapter, config)
         except EgressRefused as exc:
@@ -87,8 +177,36 @@ class AgentVersionForm(forms.ModelForm):
                 )
             action.audit_refusal(ActionRefused(str(exc), field="config"))
         except ValueError:
-            pass  # the model's clean() puts it on the field
+            pass  # reported on its field above
         return cleaned
+
+    def _report(self, adapter, config):
+        """Each error of `config` on the field of the setting it names, else on the JSON box."""
+        for message in config_errors(adapter, config):
+            where, _, problem = message.partition(": ")
+            parts = where.split(".")
+            field = setting_field_name(adapter, parts[1]) if len(parts) == 2 else ""
+            if field in self.fields:
+                self.add_error(field, problem)
+            else:
+                self.add_error("config", message)
+            self._config_reported = True
+
+    def _update_errors(self, errors):
+        # The model's clean() validates the config again: once reported field by field above,
+        # its first error on the JSON box would say the same twice.
+        if self._config_reported and hasattr(errors, "error_dict"):
+            errors.error_dict.pop("config", None)
+            if not errors.error_dict:
+                return
+        super()._update_errors(errors)
+
+
+AgentVersionForm = type(
+    "AgentVersionForm",
+    (AgentVersionFormBase,),
+    {**SETTING_FIELDS, "__module__": __name__, "__doc__": AgentVersionFormBase.__doc__},
+)
 
 
 @admin.register(AgentVersion)
@@ -103,9 +221,44 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_select_related = ["agent", "created_by"]
     search_fields = ["agent__slug", "notes"]
     readonly_fields = ["number", "state", "config_hash", "created_by", "created_at"]
-    raw_id_fields = ["agent"]
+    autocomplete_fields = ["agent"]  # the agents one may see, by slug or name (issue 24)
     filter_horizontal = ["tools", "denied_tools"]
     form = AgentVersionForm
+
+    class Media:
+        js = ["agents/adapter_form.js"]  # shows the chosen adapter's settings only
+
+    def get_fieldsets(self, request, obj=None):
+        """The version's fields, then the config: the chosen adapter's settings, each a field
+        with its description and a link to the adapter's section of docs/adapters.md, and the
+        JSON box for the rest. A frozen version shows its config as it is, read-only."""
+        head = ["agent", "adapter"] if obj is None else ["agent", "number", "state", "adapter"]
+        tail = ["notes", "tools", "denied_tools"]
+        if obj is not None:
+            tail += ["config_hash", "created_by", "created_at"]
+        if obj is not None and (obj.is_frozen or not self.has_change_permission(request, obj)):
+            return [(None, {"fields": [*head, "config", *tail]})]
+        docs = reverse("admin:evaluations_check_docs", args=["adapters"])
+        settings = [
+            (
+                f"Settings of the {adapter} adapter",
+                {
+                    "fields": [setting_field_name(adapter, name) for name, _, _ in fields],
+                    "classes": ["adapter-settings", f"adapter-{adapter}"],
+                    "description": format_html(
+                        'What each setting does: <a href="{}#{}" target="_blank">'
+                        'docs/adapters.md, "{}"</a>.',
+                        docs,
+                        adapter,
+                        adapter,
+                    ),
+                },
+            )
+            for adapter in ADAPTERS
+            if (fields := scalar_settings(adapter))
+        ]
+        advanced = ("Advanced settings (JSON)", {"fields": ["config"]})
+        return [(None, {"fields": head}), *settings, advanced, (None, {"fields": tail})]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)

@@ -33,6 +33,7 @@ from django.db.models.functions import Coalesce
 from evaluations.choices import BillingCoverage, CheckMode, CostKind, TrialStatus
 from evaluations.contract.db import MONEY, ZERO
 from evaluations.models import CaseVersion, CheckResult, CostEntry, JudgeCall, ModelPrice, Trial
+from sherlock.core.money import usd
 
 # --- prices ----------------------------------------------------------------------------------
 
@@ -236,7 +237,8 @@ def _calls(n):
 
 
 def format_usd(amount, missing_calls=0):
-    """Money as every page, the admin and the commands show it (issue 12): "$0.0123"; with
+    """Money as every page, the admin and the commands show it (issue 12): "$0.0123", thousands
+    grouped ("$13,967.0880", `sherlock.core.money.usd`); with
     calls whose price is missing, "price missing (3 calls)" when nothing is priced, or
     "$0.0123 + price missing (3 calls)"; an amount of None is "price missing". Never $0.0000
     for an unknown cost. Templates use it as ``{{ amount|usd:missing_calls }}``
@@ -246,8 +248,8 @@ def format_usd(amount, missing_calls=0):
         return f"price missing ({_calls(missing_calls)})" if missing_calls else "price missing"
     if missing_calls:
         missing = f"price missing ({_calls(missing_calls)})"
-        return f"${Decimal(str(amount)):.4f} + {missing}" if amount else missing
-    return f"${Decimal(str(amount)):.4f}"
+        return f"{usd(amount)} + {missing}" if amount else missing
+    return usd(amount)
 
 
 def describe_spend(run):

@@ -5,6 +5,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from sherlock.core.permissions import MODEL_BACKEND
+
 # The audit entries that give a user Admin rights, whichever path wrote them: `GrantRole`, and
 # the catch-all receivers (governance.receivers) for a group membership, a bypass permission or
 # the superuser flag set any other way (a shell, `createsuperuser`, a data fix).
@@ -94,3 +96,50 @@ def approver_conflict(bypass, approver, agent, policy, *, now=None):
             f"grant, from {grant.at + window:%Y-%m-%d %H:%M} UTC."
         )
     return ""
+
+
+APPROVERS_NAMED = 5
+
+
+def who_may_approve(bypass, agent, policy, *, now=None):
+    """The usernames (at most `APPROVERS_NAMED`) of the Admins who may approve `bypass` now:
+    global Admins (and superusers) other than its requester for whom `approver_conflict` finds
+    nothing, for the publish page's "waits for" (issue 24). One query for the candidates, one
+    audit look-up each."""
+    from django.contrib.auth import get_user_model
+
+    candidates = (
+        get_user_model()
+        ._default_manager.with_perm(BYPASS_PERM, backend=MODEL_BACKEND)
+        .exclude(pk=bypass.requested_by_id)
+        .order_by("username")
+    )
+    named = []
+    for user in candidates[: APPROVERS_NAMED * 4]:
+        if not approver_conflict(bypass, user, agent, policy, now=now):
+            named.append(user.username)
+        if len(named) == APPROVERS_NAMED:
+            break
+    return named
+
+
+def pending_text(bypass, agent, policy, *, now=None):
+    """What a requested bypass waits for, and who may give it: "bypass #4, requested by admin,
+    waits for a second Admin's approval: ..."."""
+    requester = bypass.requested_by or "the system"
+    rule = f"an Admin other than {requester}, whose Admin role {requester} did not grant"
+    hours = policy.bypass_approver_min_role_age_hours
+    if hours:
+        rule += f" and is at least {hours} hours old"
+    approvers = who_may_approve(bypass, agent, policy, now=now)
+    if approvers:
+        who = f"who may approve it now: {', '.join(approvers)}"
+    else:
+        who = (
+            "no Admin may approve it now; with one seeded Admin, the order that works is in "
+            'docs/governance.md, "Bypass with one seeded Admin"'
+        )
+    return (
+        f"bypass #{bypass.pk}, requested by {requester}, waits for a second Admin's approval "
+        f"({rule}); {who}"
+    )

@@ -41,12 +41,24 @@ def clearance_text(action):
     return ""
 
 
+def clearance_sentence(action):
+    """`clearance_text` as the sentence that opens a confirmation: "The gate passed: request
+    #3." (not "It gate passed, request #3.", issue 24), "It uses bypass #2 approved by ...",
+    "Request #3 was blocked at budget; the policy is advisory ..."."""
+    if action.route == PASSED:
+        return f"The gate passed: request #{action.request.pk}."
+    text = clearance_text(action).rstrip(".")
+    if action.route == BYPASSED:
+        return f"It {text}."
+    return f"{text[:1].upper()}{text[1:]}."
+
+
 def publish_plan(action):
     """The confirmation of a checked `PublishVersion` / `RollBackVersion`."""
     version = action.agent_version
     agent = version.agent
     live = agent.live_version
-    lines = [f"It {clearance_text(action).rstrip('.')}."]
+    lines = [clearance_sentence(action)]
     if action.route == BYPASSED:
         lines.append(f"Bypass #{action.bypass.pk} is used up: it cannot serve again.")
     if live is None:

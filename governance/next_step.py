@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
+from governance.bypass_rules import pending_text
 from governance.choices import BypassState, Enforcement, RequestState
 from governance.decision import PASS, release_of
 
@@ -143,6 +144,10 @@ def what_it_waits_for(step):
         return f"{text}; the policy is hard: it cannot be bypassed."
     if step.bypass is not None:
         return f"{text}; bypass #{step.bypass.pk} is approved: it waits for a Publisher."
+    pending = request.bypasses.filter(state=BypassState.REQUESTED).order_by("-pk").first()
+    if pending is not None:
+        agent = request.agent_version.agent
+        return f"{text}; {pending_text(pending, agent, request.policy)}."
     return f"{text}; publishing it needs an Admin's bypass."
 
 

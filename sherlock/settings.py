@@ -545,6 +545,13 @@ if SHERLOCK_API_KEY_DAYS > SHERLOCK_API_KEY_MAX_DAYS:
         f"SHERLOCK_API_KEY_MAX_DAYS={SHERLOCK_API_KEY_MAX_DAYS}"
     )
 
+# A schedule whose estimate passes this many US dollars a month (30 days) is saved only with an
+# explicit confirmation of the cost (`confirm_cost`, audited; docs/schedules.md): a `*/5` cron
+# on a large dataset is thousands a month. 0 asks for every priced schedule.
+SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD = env_int(
+    "SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD", 100, minimum=0
+)
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Sherlock API",
     "DESCRIPTION": "Evaluate AI agents and govern their release.",
@@ -589,9 +596,13 @@ LOGOUT_REDIRECT_URL = "/accounts/login/?next=/"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    # Long messages (a 404's 100,000-character path) are cut (sherlock.core.limits).
-    "filters": {"clip": {"()": "sherlock.core.limits.ClipLogRecords"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["clip"]}},
+    # Long messages (a 404's 100,000-character path) are cut (sherlock.core.limits); a refusal
+    # (403) is one line, without its traceback (sherlock.core.log).
+    "filters": {
+        "refusals": {"()": "sherlock.core.log.OneLineRefusals"},
+        "clip": {"()": "sherlock.core.limits.ClipLogRecords"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals", "clip"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
     "loggers": {"sherlock": {"level": env_str("LOG_LEVEL", "INFO")}},
 }

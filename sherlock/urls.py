@@ -1,5 +1,5 @@
 """Top-level URLs: the sign-in pages, the admin, the API under /api/v1/ with its schema and docs,
-the htmx pages.
+the htmx pages, and /favicon.ico (browsers ask for it on every page; it leads to the static icon).
 
 One way in for every role: the admin's login and logout lead to Sherlock's sign-in and sign-out
 (allauth's account views in Sherlock's templates, `/accounts/`), so the admin never shows its
@@ -8,13 +8,21 @@ One way in for every role: the admin's login and logout lead to Sherlock's sign-
 
 from allauth.account.views import LogoutView
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from governance.sso import views as sso_views
 
+# The admin's header, its pages' <title>s and its index say Sherlock, not "Django
+# administration" (issue 24).
+admin.site.site_header = "Sherlock"
+admin.site.site_title = "Sherlock admin"
+admin.site.index_title = "Sherlock administration"
+
 urlpatterns = [
+    path("favicon.ico", RedirectView.as_view(url=static("sherlock/favicon.svg"), permanent=False)),
     path(
         "admin/login/",
         RedirectView.as_view(url="/accounts/login/", query_string=True),

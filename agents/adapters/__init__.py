@@ -10,7 +10,7 @@ trial from many threads; `call_agent` does both for one-off use.
 """
 
 from agents.adapters import http_endpoint, openai_chat, python_callable, replay
-from agents.adapters.base import AgentCallError, PreparedAgent, validate_schema
+from agents.adapters.base import AgentCallError, PreparedAgent, schema_errors, validate_schema
 from agents.choices import Adapter
 
 __all__ = [
@@ -18,9 +18,15 @@ __all__ = [
     "AgentCallError",
     "PreparedAgent",
     "call_agent",
+    "config_errors",
     "prepare",
+    "scalar_settings",
     "validate_config",
 ]
+
+# The JSON Schema types a form shows as one field of its own (text, a number, a choice); the
+# others (objects, lists, one-of) are edited as JSON (docs/adapters.md).
+SCALAR_TYPES = {"string", "number", "integer", "boolean"}
 
 # adapter -> (module with SCHEMA and validate(config), PreparedAgent class)
 ADAPTERS = {
@@ -41,6 +47,36 @@ def validate_config(adapter, config):
     validate_schema(module.SCHEMA, config)
     module.validate(config)
     return config
+
+
+def config_errors(adapter, config):
+    """Every reason `config` does not fit `adapter`, each "config.<field>: <problem>": all the
+    schema's errors at once, else the first of the rules a schema cannot say (egress, secrets)."""
+    if adapter not in ADAPTERS:
+        return [f"adapter: unknown adapter {adapter!r}"]
+    if not isinstance(config, dict):
+        return ["config: must be a JSON object"]
+    module, _ = ADAPTERS[adapter]
+    errors = schema_errors(module.SCHEMA, config)
+    if errors:
+        return errors
+    try:
+        module.validate(config)
+    except ValueError as exc:  # EgressRefused is one: the caller audits it (agents.admin)
+        return [str(exc)]
+    return []
+
+
+def scalar_settings(adapter):
+    """The settings of `adapter` a form shows as fields of their own, from its SCHEMA: a list
+    of (name, property schema, required), in the schema's order; the rest is JSON."""
+    schema = ADAPTERS[adapter][0].SCHEMA
+    required = set(schema.get("required", ()))
+    return [
+        (name, spec, name in required)
+        for name, spec in schema["properties"].items()
+        if spec.get("type") in SCALAR_TYPES or "enum" in spec
+    ]
 
 
 def prepare(version):

@@ -90,6 +90,17 @@ def validate_schema(schema, config):
     error = best_match(Draft202012Validator(schema).iter_errors(config))
     if error is None:
         return
+    raise ValueError(_describe(error))
+
+
+def schema_errors(schema, config):
+    """Every error of `config` against `schema`, each "config.<field>: <problem>", in the
+    order of the schema's validation: a form shows them all at once, each on its field."""
+    errors = Draft202012Validator(schema).iter_errors(config)
+    return [_describe(error) for error in sorted(errors, key=lambda e: list(e.absolute_path))]
+
+
+def _describe(error):
     path = ["config", *(str(part) for part in error.absolute_path)]
     message = error.message
     if error.validator == "required":
@@ -103,7 +114,21 @@ def validate_schema(schema, config):
         message = "is not a known setting"
     elif error.validator == "anyOf" and error.schema is HEADERS["additionalProperties"]:
         message = 'must be a string or {"env": "VARIABLE", "prefix": "..."}'
-    raise ValueError(f"{'.'.join(path)}: {message}")
+    elif error.validator == "pattern" and error.validator_value == "^https?://":
+        message = "must start with http:// or https://"
+    elif error.validator in PLAIN_BOUNDS:
+        message = f"must be {PLAIN_BOUNDS[error.validator]} {error.validator_value}"
+    return f"{'.'.join(path)}: {message}"
+
+
+# The bounds a form says in words ("must be more than 0"), not jsonschema's "0.0 is less than or
+# equal to the minimum of 0" (issue 24).
+PLAIN_BOUNDS = {
+    "exclusiveMinimum": "more than",
+    "minimum": "at least",
+    "maximum": "at most",
+    "exclusiveMaximum": "less than",
+}
 
 
 def validate_headers(headers, where):

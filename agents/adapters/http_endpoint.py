@@ -34,10 +34,24 @@ SCHEMA = {
     "additionalProperties": False,
     "required": ["url"],
     "properties": {
-        "url": {"type": "string", "pattern": "^https?://"},
-        "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
+        "url": {
+            "type": "string",
+            "pattern": "^https?://",
+            "description": "Where each case is POSTed as JSON (http:// or https://; its host "
+            "must be in SHERLOCK_AGENT_HOSTS).",
+        },
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 3600,
+            "description": "Seconds to wait for an answer (default 30).",
+        },
         "headers": HEADERS,
-        "model": {"type": "string", "minLength": 1},
+        "model": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The model behind the service, to price its tokens (optional).",
+        },
     },
 }
 

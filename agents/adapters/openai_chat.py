@@ -81,14 +81,23 @@ SCHEMA = {
     "additionalProperties": False,
     "required": ["base_url", "model"],
     "properties": {
-        "base_url": {"type": "string", "pattern": "^https?://"},
-        "model": {"type": "string", "minLength": 1},
+        "base_url": {
+            "type": "string",
+            "pattern": "^https?://",
+            "description": "The OpenAI-compatible endpoint, e.g. https://api.openai.com/v1.",
+        },
+        "model": {"type": "string", "minLength": 1, "description": "The model asked."},
         "api_key": SECRET,
-        "system_prompt": {"type": "string"},
-        "temperature": {"type": "number", "minimum": 0, "maximum": 2},
-        "seed": {"type": "integer"},
+        "system_prompt": {"type": "string", "description": "Sent first, as the system message."},
+        "temperature": {"type": "number", "minimum": 0, "maximum": 2, "description": "0 to 2."},
+        "seed": {"type": "integer", "description": "Asks the server for repeatable answers."},
         # Sent as `max_tokens`, the completion cap every OpenAI-compatible server reads.
-        "max_tokens": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+        "max_tokens": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 1_000_000,
+            "description": "The cap on each answer's tokens.",
+        },
         # "auto" (the servers' default), "none", "required", or one tool by its Sherlock name.
         "tool_choice": {
             "oneOf": [
@@ -101,9 +110,24 @@ SCHEMA = {
                 },
             ]
         },
-        "max_turns": {"type": "integer", "minimum": 1, "maximum": 50},
-        "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
-        "max_retries": {"type": "integer", "minimum": 0, "maximum": 10},
+        "max_turns": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 50,
+            "description": "Requests per case before the loop stops (1 to 50, default 8).",
+        },
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 3600,
+            "description": "Seconds per request.",
+        },
+        "max_retries": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 10,
+            "description": "The SDK's retries of a 429 or 5xx answer (0 to 10).",
+        },
         "tools": {"type": "object", "additionalProperties": _EXECUTOR},
     },
 }

@@ -14,9 +14,18 @@ SCHEMA = {
     "additionalProperties": False,
     "required": ["callable"],
     "properties": {
-        "callable": {"type": "string", "minLength": 1},
-        "kwargs": {"type": "object"},
-        "model": {"type": "string", "minLength": 1},
+        "callable": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Dotted path of the function that answers a case, e.g. "
+            "agents.demo.support_bot (allowed by SHERLOCK_AGENT_CALLABLES).",
+        },
+        "kwargs": {"type": "object", "description": "Keyword arguments passed to it."},
+        "model": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The model it calls, to price its tokens (optional).",
+        },
     },
 }
 

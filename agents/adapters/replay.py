@@ -25,7 +25,11 @@ SCHEMA = {
                 "anyOf": [{"type": "object"}, {"type": "array", "items": {"type": "object"}}]
             },
         },
-        "model": {"type": "string", "minLength": 1},
+        "model": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The model that produced the transcripts, to price them (optional).",
+        },
     },
 }
 

@@ -2,14 +2,17 @@
 django-q2 `Schedule` row in step with a `RunSchedule` (called inside the verb's transaction)."""
 
 from datetime import timedelta
+from decimal import Decimal
 
 from croniter import croniter
+from django.conf import settings
 from django.utils import timezone
 from django_q.models import Schedule
 
 from agents.models import Agent
+from evaluations.costs import format_usd
 from evaluations.models import Dataset, RunSchedule
-from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.errors import ActionDenied, ActionInvalid, raise_invalid
 from sherlock.core.limits import check_text, excerpt
 from sherlock.core.permissions import user_can
 
@@ -58,28 +61,105 @@ def check_may_schedule(user, agent, dataset):
         )
 
 
-def validate(schedule):
-    """Refuse a schedule that could never fire or would fire a run StartRun refuses."""
+def schedule_errors(schedule):
+    """Every reason `schedule` could never fire or would fire a run StartRun refuses, each an
+    ActionInvalid naming its field, in the form's order: a form shows them all at once, not one
+    per submit (issue 24)."""
+    errors = []
     cron, minutes = (schedule.cron or "").strip(), schedule.interval_minutes
     if bool(cron) == (minutes is not None):
-        raise ActionInvalid("give either a cron expression or an interval in minutes", field="cron")
+        errors.append(
+            ActionInvalid("give either a cron expression or an interval in minutes", field="cron")
+        )
     # The column's own bound, checked here: PostgreSQL answers a longer value with a DataError.
-    check_text("cron", cron, RunSchedule._meta.get_field("cron").max_length)
-    if cron and not croniter.is_valid(cron):
-        raise ActionInvalid(f"{excerpt(cron)} is not a valid cron expression", field="cron")
+    max_length = RunSchedule._meta.get_field("cron").max_length
+    if len(cron) > max_length:
+        errors.append(_caught(check_text, "cron", cron, max_length))
+    elif cron and not croniter.is_valid(cron):
+        errors.append(
+            ActionInvalid(f"{excerpt(cron)} is not a valid cron expression", field="cron")
+        )
     if minutes is not None and not 1 <= minutes <= 60 * 24 * 31:
-        raise ActionInvalid(
-            "interval_minutes must be between 1 and 44640", field="interval_minutes"
+        errors.append(
+            ActionInvalid("interval_minutes must be between 1 and 44640", field="interval_minutes")
         )
     if not isinstance(schedule.repetitions, int) or not 1 <= schedule.repetitions <= 100:
-        raise ActionInvalid("repetitions must be between 1 and 100", field="repetitions")
-    if schedule.dataset_version_id and schedule.dataset_version.dataset_id != schedule.dataset_id:
-        raise ActionInvalid("the pinned version is not of this dataset", field="dataset_version")
-    if schedule.dataset_version_id and not schedule.dataset_version.is_frozen:
-        raise ActionInvalid("scheduled runs pin frozen dataset versions", field="dataset_version")
+        errors.append(ActionInvalid("repetitions must be between 1 and 100", field="repetitions"))
     if schedule.agent_version_id and schedule.agent_version.agent_id != schedule.agent_id:
-        raise ActionInvalid("the pinned version is not of this agent", field="agent_version")
-    schedule.cron = cron
+        errors.append(
+            ActionInvalid("the pinned version is not of this agent", field="agent_version")
+        )
+    if schedule.dataset_version_id and schedule.dataset_version.dataset_id != schedule.dataset_id:
+        errors.append(
+            ActionInvalid("the pinned version is not of this dataset", field="dataset_version")
+        )
+    elif schedule.dataset_version_id and not schedule.dataset_version.is_frozen:
+        errors.append(
+            ActionInvalid("scheduled runs pin frozen dataset versions", field="dataset_version")
+        )
+    return errors
+
+
+def _caught(check, *args):
+    try:
+        check(*args)
+    except ActionInvalid as exc:
+        return exc
+    return None
+
+
+def validate(schedule):
+    """Refuse a schedule that could never fire or would fire a run StartRun refuses, with every
+    reason at once (`schedule_errors`, `raise_invalid`)."""
+    raise_invalid(schedule_errors(schedule))
+    schedule.cron = (schedule.cron or "").strip()
+
+
+def monthly_cost(schedule):
+    """The schedule's month of runs in USD (a Decimal; what is priced when a price is missing)
+    and its words, with the versions it resolves to now; (None, "") when it resolves to none."""
+    from evaluations.schedules import estimate_schedule  # the estimate reads the costs
+
+    agent_version, dataset_version = schedule.resolve()
+    if agent_version is None or dataset_version is None:
+        return None, ""
+    estimate = estimate_schedule(
+        agent_version,
+        dataset_version,
+        schedule.repetitions,
+        schedule.cron,
+        schedule.interval_minutes,
+    )
+    priced = estimate["usd_per_month"]
+    if priced is None:  # a price is missing: the priced part is what is known to be spent
+        priced = Decimal(estimate["per_run"].get("usd_known") or 0) * estimate["runs_per_month"]
+    # The estimate's figures are floats: four decimals, as the pages show money.
+    return Decimal(priced).quantize(Decimal("0.0001")), estimate["per_month_text"]
+
+
+def confirm_limit():
+    return Decimal(settings.SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD)
+
+
+def check_cost_confirmed(schedule, confirmed):
+    """Refuse (field `confirm_cost`) an active schedule whose month passes
+    SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD unless the person confirmed the cost; returns what
+    the audit entry records then ({"monthly_usd", "confirmed_over_usd"}), else {}."""
+    if not schedule.active:
+        return {}
+    usd, text = monthly_cost(schedule)
+    limit = confirm_limit()
+    if usd is None or usd <= limit:
+        return {}
+    if not confirmed:
+        raise ActionInvalid(
+            f"this schedule is estimated at {text} a month, above the "
+            f"{format_usd(limit)} that needs a confirmation "
+            "(SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD): confirm the cost to save it",
+            code="cost_confirmation_required",
+            field="confirm_cost",
+        )
+    return {"monthly_usd": str(usd), "confirmed_over_usd": str(limit)}
 
 
 def first_run(schedule, now=None):

@@ -1,6 +1,7 @@
 """UpdateSchedule: change a schedule's versions, repetitions or timing, and its django-q2 row."""
 
 from evaluations.actions.schedule_fields import (
+    check_cost_confirmed,
     check_may_schedule,
     snapshot,
     sync_q_schedule,
@@ -27,10 +28,11 @@ class UpdateSchedule(Action):
     noun = "schedule"
     verb = "update"
 
-    def __init__(self, *, acting_user, schedule, **changes):
+    def __init__(self, *, acting_user, schedule, confirm_cost=False, **changes):
         super().__init__(acting_user=acting_user)
         self.schedule = schedule
         self.changes = changes
+        self.confirm_cost = confirm_cost
 
     def check(self):
         check_may_schedule(self.acting_user, self.schedule.agent, self.schedule.dataset)
@@ -45,6 +47,11 @@ class UpdateSchedule(Action):
         for name, value in self.changes.items():
             setattr(schedule, name, value)
         validate(schedule)
+        # A change of what runs or how often, to a month above the limit, is confirmed
+        # (issue 24); pausing or a change that costs nothing more never needs it.
+        confirmed = {}
+        if self.changes and schedule.active:
+            confirmed = check_cost_confirmed(schedule, self.confirm_cost)
         schedule.save()
         sync_q_schedule(schedule)
         audit(
@@ -52,6 +59,6 @@ class UpdateSchedule(Action):
             actor=self.acting_user,
             target=schedule,
             before=before,
-            after=snapshot(schedule),
+            after=snapshot(schedule) | confirmed,
         )
         return schedule

@@ -192,6 +192,20 @@ class DatasetScopedMixin(RefusalsMixin):
     def delete_model(self, request, obj):
         self.run_action(request, self.delete_action(request, obj))
 
+    def response_post_save_add(self, request, obj):
+        return self._back_to_version(obj)
+
+    def response_post_save_change(self, request, obj):
+        return self._back_to_version(obj)
+
+    def _back_to_version(self, obj):
+        # "Save" on a case or a check returns to the draft it belongs to, where the person was
+        # working, not to the list of every case of every dataset (issue 24). "Save and
+        # continue" and "Save and add another" keep Django's own answers.
+        return redirect(
+            reverse("admin:evaluations_datasetversion_change", args=[obj.dataset_version_id])
+        )
+
     def delete_view(self, request, object_id, extra_context=None):
         obj = self.get_object(request, object_id)
         back = None

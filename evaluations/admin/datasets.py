@@ -7,6 +7,7 @@ The check form's preview calls `preview_check`, the code of `POST /api/v1/checks
 """
 
 import json
+from functools import partial
 
 from django import forms
 from django.contrib import admin, messages
@@ -24,7 +25,6 @@ from evaluations.actions.create_check import CreateCheck
 from evaluations.actions.create_dataset import DATASET_FIELDS, CreateDataset
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.actions.delete_check import DeleteCheck
-from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.actions.remove_case import RemoveCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.actions.update_check import UpdateCheck
@@ -37,6 +37,7 @@ from evaluations.admin.base import (
 from evaluations.admin.cases_io import EXPORT_ACTIONS, DatasetCasesIOMixin
 from evaluations.admin.docs import docs_view
 from evaluations.admin.forms import CaseVersionForm, CheckForm
+from evaluations.admin.freeze import freeze_view
 from evaluations.admin.start_run import StartRunPermission, start_run_action
 from evaluations.api.checks import may_preview, preview_check
 from evaluations.checks import REGISTRY
@@ -180,8 +181,8 @@ class CheckInline(ReadOnlyInline):
 class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAdmin):
     """Versions list their checks and count their cases; a draft's page links to adding a case
     or a check (their own pages, through the actions), a frozen one's says it is read-only.
-    Freeze a draft with the admin action; "Run an agent on it…" starts runs
-    (`evaluations.admin.start_run`).
+    "Freeze…" on a draft's page (or the list's action) opens the confirmation
+    (`evaluations.admin.freeze`); "Run an agent on it…" starts runs (`evaluations.admin.start_run`).
 
     A version may hold 10,000 cases: its page shows the first `CASES_SHOWN` of them, each a
     link to its page, and links to the case list filtered to the version (paged, searchable by
@@ -189,6 +190,7 @@ class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAd
 
     list_display = ["__str__", "frozen_at", "frozen_by", "n_cases", "n_checks"]
     list_select_related = ["dataset", "frozen_by"]
+    search_fields = ["dataset__slug", "dataset__name", "note"]  # the pickers' autocomplete
     fields = ["dataset", "number", "note", "created_at", "frozen_at", "frozen_by", "cases"]
     readonly_fields = fields
     inlines = [CheckInline]
@@ -278,13 +280,26 @@ class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAd
             self, request, queryset, selected="dataset_version", description="Run an agent on it"
         )
 
-    freeze = verb_action(
-        FreezeDatasetVersion,
-        "frozen",
-        description="Freeze the selected draft versions",
-        subject="dataset_version",
-        permission="edit",
-    )
+    def get_urls(self):
+        freeze = self.admin_site.admin_view(partial(freeze_view, self))
+        return [
+            path("<int:object_id>/freeze/", freeze, name="evaluations_datasetversion_freeze"),
+            *super().get_urls(),
+        ]
+
+    @admin.action(description="Freeze the selected draft version…", permissions=["edit"])
+    def freeze(self, request, queryset):
+        """Freezing is confirmed on the version's own page, which says what becomes read-only
+        and takes a note (`evaluations.admin.freeze`): one version at a time."""
+        versions = list(queryset[:2])
+        if len(versions) != 1:
+            self.message_user(
+                request,
+                "Freeze one draft version at a time: each is confirmed on its own page.",
+                messages.ERROR,
+            )
+            return None
+        return redirect("admin:evaluations_datasetversion_freeze", versions[0].pk)
 
 
 @admin.register(Case)

@@ -1,5 +1,6 @@
 """Admin for run schedules: created, changed, paused and deleted through the schedule actions."""
 
+from django import forms
 from django.contrib import admin
 
 from agents.models import Agent
@@ -20,6 +21,19 @@ from sherlock.core.admin import (
 from sherlock.core.permissions import user_can
 
 
+class ScheduleAdminForm(forms.ModelForm):
+    confirm_cost = forms.BooleanField(
+        required=False,
+        label="Confirm the monthly cost",
+        help_text="Needed when the schedule's month passes SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD "
+        "(the estimate is shown once saved, and on the /schedules/ page before).",
+    )
+
+    class Meta:
+        model = RunSchedule
+        fields = SCHEDULE_FIELDS
+
+
 @admin.register(RunSchedule)
 class RunScheduleAdmin(RefusalsMixin, admin.ModelAdmin):
     """Schedules, written through the schedule verbs (an Editor of the dataset or a Builder of
@@ -30,8 +44,10 @@ class RunScheduleAdmin(RefusalsMixin, admin.ModelAdmin):
     list_display = ("__str__", "timing", "active", "last_run", "last_fired_at", "next_run")
     list_filter = ("active",)
     list_select_related = ("agent", "dataset", "q_schedule", "last_run")
+    form = ScheduleAdminForm
     fields = (
         *SCHEDULE_FIELDS,
+        "confirm_cost",
         "created_by",
         "last_run",
         "last_fired_at",
@@ -47,6 +63,7 @@ class RunScheduleAdmin(RefusalsMixin, admin.ModelAdmin):
         "next_run",
         "estimate",
     )
+    autocomplete_fields = ("agent", "agent_version", "dataset", "dataset_version")
     actions = ["pause_selected", "resume_selected"]
     pause_selected = verb_action(
         PauseSchedule, "paused", description="Pause the selected schedules", subject="schedule"
@@ -111,6 +128,7 @@ class RunScheduleAdmin(RefusalsMixin, admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         fields = {name: form.cleaned_data.get(name) for name in SCHEDULE_FIELDS}
         fields["cron"] = fields["cron"] or ""
+        confirm = form.cleaned_data.get("confirm_cost", False)
         if change:
             stored = RunSchedule.objects.get(pk=obj.pk)
             changes = {
@@ -118,9 +136,11 @@ class RunScheduleAdmin(RefusalsMixin, admin.ModelAdmin):
                 for k, v in fields.items()
                 if k not in ("agent", "dataset") and getattr(stored, k) != v
             }
-            action = UpdateSchedule(acting_user=request.user, schedule=stored, **changes)
+            action = UpdateSchedule(
+                acting_user=request.user, schedule=stored, confirm_cost=confirm, **changes
+            )
         else:
-            action = CreateSchedule(acting_user=request.user, **fields)
+            action = CreateSchedule(acting_user=request.user, confirm_cost=confirm, **fields)
         saved = self.run_action(request, action)
         for field in saved._meta.concrete_fields:
             setattr(obj, field.attname, getattr(saved, field.attname))

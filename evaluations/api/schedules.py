@@ -2,7 +2,8 @@
 
 Every write goes through the schedule verbs (`evaluations.actions.*_schedule`), which decide who
 may (an Editor of the dataset or a Builder of the agent: 403 otherwise) and validate the timing
-(400 naming the field). `estimate` is the cost of one run and of a month of runs
+(400 naming the field), and ask `confirm_cost` of a month above
+SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD. `estimate` is the cost of one run and of a month of runs
 (`evaluations.schedules.estimate_schedule`) with the versions the schedule resolves to now;
 `next_run` comes from the django-q2 row the schedule owns.
 """
@@ -36,6 +37,14 @@ class ScheduleSerializer(RefuseUnknownFields, serializers.ModelSerializer):
     )
     cron = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
     interval_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
+    confirm_cost = serializers.BooleanField(
+        write_only=True,
+        required=False,
+        default=False,
+        help_text="Confirms the monthly cost: needed (400, code cost_confirmation_required) when "
+        "the month's estimate passes SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD; recorded in the "
+        "audit entry.",
+    )
     created_by = serializers.StringRelatedField(read_only=True, allow_null=True)
     next_run = serializers.DateTimeField(read_only=True, allow_null=True)
     estimate = serializers.SerializerMethodField(
@@ -47,6 +56,7 @@ class ScheduleSerializer(RefuseUnknownFields, serializers.ModelSerializer):
         fields = [
             "id",
             *SCHEDULE_FIELDS,
+            "confirm_cost",
             "created_by",
             "created_at",
             "last_run",

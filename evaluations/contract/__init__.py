@@ -134,7 +134,7 @@ from evaluations.contract.measures import (
     round_half_up,
     wilson_interval,
 )
-from evaluations.contract.table import TABLE_COLUMNS, format_cells, render_table
+from evaluations.contract.table import TABLE_COLUMNS, format_cells, page_columns, render_table
 from evaluations.contract.totals import (
     COUNT_FIELDS,
     VariantTotals,
@@ -176,6 +176,7 @@ __all__ = [
     "compute_contract",
     "evaluate",
     "format_cells",
+    "page_columns",
     "load_document",
     "parse_thresholds",
     "policy_by_id",

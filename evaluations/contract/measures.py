@@ -19,6 +19,7 @@ from typing import Any
 
 from evaluations.contract.inputs import Thresholds, parse_thresholds
 from evaluations.contract.totals import VariantTotals, accumulate
+from sherlock.core.money import usd
 
 PASS = "pass"
 FAIL = "fail"
@@ -197,7 +198,7 @@ def _usd(value: Decimal) -> str:
     limit comes from a four-decimal column ($0.6000 -> $0.60, $0.0525 -> $0.0525)."""
     value = value.normalize()
     exponent = value.as_tuple().exponent  # an int for a finite limit ('n', 'N', 'F' are not)
-    return f"${value.quantize(CENT) if isinstance(exponent, int) and exponent > -2 else value}"
+    return usd(value.quantize(CENT) if isinstance(exponent, int) and exponent > -2 else value, None)
 
 
 def _float(value: Decimal | None) -> float | None:
@@ -386,12 +387,12 @@ def _budget_gate(cost: Decimal | None, t: VariantTotals, limits: Thresholds) -> 
             f"cost per verified outcome unavailable ({reason}) against a budget of {_usd(maximum)}",
         )
     if maximum is None:
-        return GateResult("budget", PASS, f"${cost} per verified outcome; no budget set")
+        return GateResult("budget", PASS, f"{usd(cost, None)} per verified outcome; no budget set")
     ok = cost <= maximum
     return GateResult(
         "budget",
         PASS if ok else FAIL,
-        f"${cost} per verified outcome {'<=' if ok else '>'} max {_usd(maximum)}",
+        f"{usd(cost, None)} per verified outcome {'<=' if ok else '>'} max {_usd(maximum)}",
     )
 
 

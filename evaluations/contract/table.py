@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from evaluations.contract.measures import FAIL, GATE_LABELS, PASS, ContractResult, Ratio
+from sherlock.core.money import usd
 
 TABLE_COLUMNS = (
     "variant",
@@ -29,9 +30,24 @@ TABLE_COLUMNS = (
     "gate",
 )
 
+# The pages' names for the columns whose article names hide a unit: the article's "cost/run" is
+# the cost of one of its runs, which Sherlock calls a trial, and a run page that read
+# "cost/run $0.01" under a run that cost $4.85 said something false (issue 24).
+PAGE_COLUMN_LABELS = {
+    "cost/run": "cost per trial",
+    "cost/verified outcome": "cost per verified outcome",
+}
 
-def _money(value: Decimal | None) -> str:
-    return "unavailable" if value is None else f"${value}"
+
+def page_columns() -> list[str]:
+    """``TABLE_COLUMNS`` as the pages head them: every figure says its unit."""
+    return [PAGE_COLUMN_LABELS.get(column, column) for column in TABLE_COLUMNS]
+
+
+def _money(value: Decimal | None, unit: str = "") -> str:
+    if value is None:
+        return "unavailable"
+    return usd(value, None) + (f" {unit}" if unit else "")
 
 
 def _counted(ratio: Ratio) -> str:
@@ -51,7 +67,8 @@ def quality_cell(result: ContractResult, *, explained: bool = False) -> str:
 
 def format_cells(result: ContractResult, *, explained: bool = False) -> dict[str, str]:
     """The cells of one table row, keyed by ``TABLE_COLUMNS`` (e.g. "0.818 (4/4)", "$0.52");
-    ``explained``: the quality cell names its counts (`quality_cell`), for the pages."""
+    ``explained``, for the pages: the quality cell names its counts (`quality_cell`) and each
+    cost its unit ("$0.01 per trial", "$0.05 per verified outcome")."""
     false_success = str(result.false_success)
     if result.false_success.wilson95:
         low, high = result.false_success.wilson95
@@ -62,8 +79,10 @@ def format_cells(result: ContractResult, *, explained: bool = False) -> dict[str
         "quality": quality_cell(result, explained=explained),
         "useful progress": _counted(result.useful_progress),
         "verified tool effects": _counted(result.tool_effect_integrity),
-        "cost/run": _money(result.cost_per_run_usd),
-        "cost/verified outcome": _money(result.cost_per_verified_outcome_usd),
+        "cost/run": _money(result.cost_per_run_usd, "per trial" if explained else ""),
+        "cost/verified outcome": _money(
+            result.cost_per_verified_outcome_usd, "per verified outcome" if explained else ""
+        ),
         "false success": false_success,
         "unverified completion": str(result.unverified_completions),
         "gate": PASS if first is None else f"{FAIL} ({GATE_LABELS[first]})",

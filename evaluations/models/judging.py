@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from evaluations.choices import CostKind
+from sherlock.core.money import usd as money
 
 
 class ModelPrice(models.Model):
@@ -163,5 +164,5 @@ class CostEntry(models.Model):
         ]
 
     def __str__(self):
-        price = "price missing" if self.usd is None else f"${self.usd}"
+        price = "price missing" if self.usd is None else money(self.usd)
         return f"{self.kind} {self.day} {price}"

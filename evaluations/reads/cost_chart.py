@@ -6,6 +6,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from evaluations.choices import CostKind
+from sherlock.core.money import usd as money
 
 KIND_COLORS = {CostKind.AGENT: "#2e90fa", CostKind.SCORING: "#9e77ed", CostKind.SUMMARY: "#f79009"}
 
@@ -41,7 +42,7 @@ def cost_chart(rows, days, width=720, height=160):
                     "w": round(slot - 4, 1),
                     "h": round(h, 1),
                     "color": KIND_COLORS[kind],
-                    "title": f"{day} {kind}: ${usd:.4f}",
+                    "title": f"{day} {kind}: {money(usd)}",
                 }
             )
         # Ticks counted back from today, so the newest bar always has its date; a label is

@@ -25,7 +25,13 @@ from django.urls import reverse
 
 from evaluations.api.compare import case_changes, comparability_differences
 from evaluations.choices import RunStatus
-from evaluations.contract import GATE_LABELS, GATE_ORDER, TABLE_COLUMNS, format_cells
+from evaluations.contract import (
+    GATE_LABELS,
+    GATE_ORDER,
+    TABLE_COLUMNS,
+    format_cells,
+    page_columns,
+)
 from evaluations.models import Run
 from evaluations.reads.compare import check_deltas, live_baseline
 from evaluations.verdict import POLICY_GATE_LABELS, doc_url, verdicts_of
@@ -64,7 +70,10 @@ def contract_rows(result_a, result_b, verdict_a=None, verdict_b=None):
     contract's, then the policy's checks-scored and case-pass-rate gates), else the contract's.
     A gate only one side has is shown with the other side blank."""
     cells = [format_cells(result, explained=True) for result in (result_a, result_b)]
-    measures = [(column, cells[0][column], cells[1][column]) for column in TABLE_COLUMNS[1:]]
+    measures = [
+        (label, cells[0][column], cells[1][column])
+        for column, label in zip(TABLE_COLUMNS[1:], page_columns()[1:], strict=True)
+    ]
     sides = []
     for result, verdict in ((result_a, verdict_a), (result_b, verdict_b)):
         if verdict is not None and verdict.gates:

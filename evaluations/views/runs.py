@@ -28,7 +28,7 @@ from agents.models import Agent
 from agents.transcripts import tool_calls
 from evaluations.checks.base import as_text
 from evaluations.choices import RUN_TERMINAL, CheckStatus, TrialStatus
-from evaluations.contract import TABLE_COLUMNS, format_cells
+from evaluations.contract import TABLE_COLUMNS, format_cells, page_columns
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
 from evaluations.judge.setup import judges_docs_url, no_judge_skips
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
@@ -42,6 +42,7 @@ from evaluations.reads.results_grid import (
 )
 from evaluations.verdict import doc_url, run_verdict, verdicts_of
 from sherlock.core.htmx import render_page
+from sherlock.core.permissions import missing_role_text
 
 
 def home(request):
@@ -64,7 +65,7 @@ def run_list(request):
     return render_page(
         request,
         "evaluations/run_list.html",
-        {"runs": runs},
+        {"runs": runs, "no_role": _no_role(request.user, "runs") if not runs else ""},
         partial="evaluations/partials/run_rows.html",
     )
 
@@ -134,7 +135,7 @@ def run_detail(request, pk):
             ]
             if contract
             else [],
-            contract_columns=TABLE_COLUMNS,
+            contract_columns=page_columns(),
             gates=[
                 {
                     "label": gate.label,
@@ -296,5 +297,18 @@ def costs(request):
     return render(
         request,
         "evaluations/costs.html",
-        {"rows": rows, "days": days, "chart": cost_chart(rows, days)},
+        {
+            "rows": rows,
+            "days": days,
+            "chart": cost_chart(rows, days),
+            "no_role": _no_role(request.user, "costs") if not rows else "",
+        },
     )
+
+
+def _no_role(user, what):
+    """An empty list's reason when it is a missing role (issue 24): the person sees no agent at
+    all, so "No runs yet" would be false; "" when they see one (the list is truly empty)."""
+    if Agent.objects.for_user(user, "view").exists():
+        return ""
+    return missing_role_text(what)

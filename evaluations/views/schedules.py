@@ -8,9 +8,12 @@ Pause, resume and delete are buttons on each row. Every change goes through the 
 a refusal is a message on the page.
 """
 
+from decimal import Decimal
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
@@ -21,13 +24,16 @@ from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.pause_schedule import PauseSchedule
 from evaluations.actions.schedule_fields import (
     PLAN_FIELDS,
+    confirm_limit,
     may_schedule,
     may_schedule_any,
+    schedule_errors,
     validate,
 )
+from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.schedules import estimate_schedule
-from sherlock.core.errors import ActionError, ActionInvalid
+from sherlock.core.errors import ActionError, ActionInvalid, InvalidFields
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 
@@ -47,6 +53,11 @@ class ScheduleForm(forms.Form):
     repetitions = forms.IntegerField(min_value=1, max_value=100, initial=1)
     cron = forms.CharField(required=False, help_text='UTC, e.g. "0 6 * * 1-5"', max_length=100)
     interval_minutes = forms.IntegerField(required=False, min_value=1, label="or every (minutes)")
+    confirm_cost = forms.BooleanField(
+        required=False,
+        label="I confirm this monthly cost",
+        help_text="Needed when the month passes SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD.",
+    )
 
     def __init__(self, user, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -64,6 +75,31 @@ class ScheduleForm(forms.Form):
             .select_related("dataset")
             .order_by("dataset__slug", "-number")
         )
+
+    def clean(self):
+        """Every error at once (issue 24): the fields' own, then each reason the schedule verbs
+        would refuse the timing or the versions (`schedule_errors`) on a field that has none
+        yet, and a pair that resolves to no version: one submit shows them all."""
+        cleaned = super().clean()
+        draft = RunSchedule(
+            **{name: cleaned.get(name) for name in PLAN_FIELDS if name not in self.errors}
+        )
+        draft.cron = cleaned.get("cron") or ""
+        for error in schedule_errors(draft):
+            if error.field not in self.errors:
+                self.add_error(error.field, str(error))
+        agent, dataset = cleaned.get("agent"), cleaned.get("dataset")
+        if self._unpinned("agent_version") and agent and agent.live_version_id is None:
+            self.add_error("agent", f"{agent} has no live version: pin one")
+        if self._unpinned("dataset_version") and dataset and dataset.latest_frozen is None:
+            self.add_error("dataset", f"{dataset} has no frozen version")
+        return cleaned
+
+    def _unpinned(self, name):
+        return name not in self.errors and not self.cleaned_data.get(name)
+
+    def plan_fields(self):
+        return [self[name] for name in self.fields if name != "confirm_cost"]
 
     def key(self):
         data = self.cleaned_data
@@ -87,6 +123,25 @@ class ScheduleForm(forms.Form):
             draft.cron,
             data["interval_minutes"],
         )
+
+
+def add_errors(form, exc):
+    """Each error of an action's refusal (`InvalidFields` has several) on its field, once."""
+    for error in exc.errors if isinstance(exc, InvalidFields) else [exc]:
+        name = error.field if error.field in form.fields else None
+        if str(error) not in form.errors.get(name or NON_FIELD_ERRORS, []):
+            form.add_error(name, str(error))
+
+
+def over_limit(estimate):
+    """The limit the month of `estimate` passes (SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD, as
+    money text), or "": saving then needs the confirmation box ticked."""
+    usd = estimate["usd_per_month"]
+    if usd is None:
+        per_run = estimate["per_run"].get("usd_known") or 0
+        usd = Decimal(per_run) * estimate["runs_per_month"]
+    limit = confirm_limit()
+    return format_usd(limit) if Decimal(usd) > limit else ""
 
 
 def _schedules(user):
@@ -115,13 +170,21 @@ def schedules(request):
             if "save" in request.POST and request.POST.get("estimated") == form.key():
                 fields = {name: form.cleaned_data[name] for name in PLAN_FIELDS}
                 fields["cron"] = fields["cron"] or ""
-                CreateSchedule(acting_user=user, **fields).execute()
+                CreateSchedule(
+                    acting_user=user, confirm_cost=form.cleaned_data["confirm_cost"], **fields
+                ).execute()
                 messages.success(request, "Schedule saved.")
                 return redirect("evaluations:schedules")
-            context["estimate"] = form.estimate()
-            context["estimated_key"] = form.key()
         except ActionError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            add_errors(form, exc)
+        if all(name in form.cleaned_data for name in PLAN_FIELDS):
+            try:
+                context["estimate"] = form.estimate()
+                context["estimated_key"] = form.key()
+            except ActionError as exc:
+                add_errors(form, exc)
+    if context["estimate"] is not None:
+        context["confirm_over"] = over_limit(context["estimate"])
     context["schedules"] = [
         {"schedule": s, "may_change": may_schedule(user, s.agent, s.dataset)}
         for s in _schedules(user)

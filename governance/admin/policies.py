@@ -50,7 +50,7 @@ class PublishingPolicyAdmin(admin.ModelAdmin):
     list_filter = ["enforcement", "scope_key"]
     readonly_fields = ["scope_key", "version", "created_by", "created_at"]
     filter_horizontal = ["gate_datasets"]
-    raw_id_fields = ["agent"]
+    autocomplete_fields = ["agent"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)

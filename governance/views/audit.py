@@ -30,7 +30,13 @@ from sherlock.core.htmx import render_page
 from sherlock.core.limits import excerpt
 
 PAGE_SIZE = 50
-FILTERS = ("actor", "action", "target", "since", "until", "request_id")
+FILTERS = ("actor", "action", "target", "since", "until", "request_id", "sign_ins")
+# Sign-ins, sign-outs and failed sign-ins: one entry per person per day at least, which crowded
+# the governance events out of the page (issue 24). The page lists them apart (the newest few,
+# and how many) unless asked to mix them in (`?sign_ins=show`) or to show only them (an action
+# filter of `auth.user.log`); they stay in the log, the chain, the verification and the export.
+SIGN_IN_ACTIONS = ("auth.user.login", "auth.user.login_failed", "auth.user.logout")
+SIGN_INS_SHOWN = 10
 _MISSING = object()
 
 
@@ -109,11 +115,24 @@ def _shown(value):
     return "—" if value is _MISSING else value
 
 
+def sign_ins_apart(params):
+    """Whether the page lists sign-ins apart from the main list: unless `sign_ins=show`, or
+    the action filter asks for them (`auth.user...`)."""
+    asked = params.get("action", "").strip()
+    return params.get("sign_ins") != "show" and not asked.startswith("auth.user")
+
+
 def _render(request, verification=None):
     try:
         entries, error = filtered_entries(request.GET), None
     except BadFilter as exc:
         entries, error = AuditEntry.objects.none(), exc
+    apart = sign_ins_apart(request.GET)
+    sign_ins = None
+    if apart:
+        entries = entries.exclude(action__in=SIGN_IN_ACTIONS)
+        recent = AuditEntry.objects.filter(action__in=SIGN_IN_ACTIONS).order_by("-sequence")
+        sign_ins = {"count": recent.count(), "rows": list(recent[:SIGN_INS_SHOWN])}
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [
         {
@@ -124,6 +143,8 @@ def _render(request, verification=None):
     ]
     query = request.GET.copy()
     query.pop("page", None)
+    export_query = query.copy()
+    export_query.pop("sign_ins", None)  # the export holds every matching entry, sign-ins too
     response = render_page(
         request,
         "governance/audit.html",
@@ -132,14 +153,27 @@ def _render(request, verification=None):
             "rows": rows,
             "filters": {name: request.GET.get(name, "") for name in FILTERS},
             "query": query.urlencode(),
+            "export_query": export_query.urlencode(),
             "formats": sorted(FORMATS),
             "verification": verification,
             "error": error,
+            "sign_ins": sign_ins,
+            "show_sign_ins_query": _with(query, sign_ins="show"),
+            "hide_sign_ins_query": _with(query, sign_ins=None),
         },
     )
     if error is not None:
         response.status_code = 400
     return response
+
+
+def _with(query, **values):
+    changed = query.copy()
+    for name, value in values.items():
+        changed.pop(name, None)
+        if value is not None:
+            changed[name] = value
+    return changed.urlencode()
 
 
 @login_required

@@ -72,3 +72,33 @@ class ScopedThroughQuerySet(models.QuerySet):
             governing = governing._meta.get_field(name).related_model
         allowed = governing._default_manager.for_user(user, action)
         return within(self, self.scope_path, allowed)
+
+
+# Who may grant roles: whoever may change users (the global Admin role holds every permission of
+# the user model; a superuser too). Named on the pages whose emptiness a missing role explains.
+GRANTS_ROLES = "auth.change_user"
+# `with_perm` needs a backend named when several are configured: global (model) permissions
+# are the ones that make an Admin.
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+ADMINS_NAMED = 5
+
+
+def who_grants_roles():
+    """The usernames (at most `ADMINS_NAMED`, active, sorted) of those who may grant roles, for
+    an empty page that says why it is empty (issue 24): one query."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model()._default_manager.with_perm(GRANTS_ROLES, backend=MODEL_BACKEND)
+    return list(users.order_by("username").values_list("username", flat=True)[:ADMINS_NAMED])
+
+
+def missing_role_text(what):
+    """Why a person who sees none of `what` ("runs", "costs") sees none: their roles cover no
+    agent, and who may grant one."""
+    admins = who_grants_roles()
+    who = f"an Admin ({', '.join(admins)})" if admins else "an Admin (none is set up: see README)"
+    return (
+        f"You see no {what} because your roles cover no agent: {what} are shown for the agents "
+        f"a role of yours (Editor, Builder, Publisher or Admin) covers. Ask {who} to grant you "
+        "one, globally or for an agent, on your user's Roles page in the admin."
+    )

@@ -9,7 +9,7 @@ import pytest
 
 from governance.models import APIKey
 from tests.support import factories
-from tests.support.browser import log_in
+from tests.support.browser import log_in, pick
 from tests.support.governance import key_client
 
 pytestmark = [pytest.mark.slow]
@@ -21,7 +21,7 @@ def test_an_admin_issues_a_key_once_and_revokes_it(server, browser, shot, live_d
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     log_in(page, server, "admin", next_url="/admin/governance/apikey/add/")
     page.wait_for_selector("#id_name")
-    page.fill("#id_user", str(builder.pk))
+    pick(page, "user", "build", "builder")  # the owner is typed and picked, not an id
     page.fill("#id_name", "nightly gate")
     page.fill("#id_days", "30")
     shot(page, "apikey-add")

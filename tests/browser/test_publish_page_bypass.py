@@ -1,6 +1,7 @@
 """The publish page in chromium (issue 15 item 6): an Admin whose Admin role was granted by a
 bypass's requester opens the page of the blocked version; instead of an Approve button they
-read why they may not approve it, and an independent Admin sees the button. Screenshot:
+read why they may not approve it and what the bypass waits for (naming the Admin who may give
+it), and an independent Admin sees the button. Screenshot:
 `publish-approver-not-independent`."""
 
 from datetime import timedelta
@@ -61,6 +62,10 @@ def test_an_admin_made_by_the_requester_reads_why_they_may_not_approve(
     row = page.inner_text("table >> nth=-1")
     assert "You may not approve: Your Admin role was granted by the requester, alice" in row
     assert page.locator("button", has_text="approve").count() == 0
+    # What it waits for, and who may give it (issue 24): carol, not bob (alice made him).
+    main = page.inner_text("main")
+    assert "requested by alice, waits for a second Admin's approval" in main
+    assert "who may approve it now: carol." in main
     shot(page, "publish-approver-not-independent")
 
     other = browser.new_page(viewport={"width": 1280, "height": 800})

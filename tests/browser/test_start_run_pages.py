@@ -10,7 +10,7 @@ import pytest
 
 from evaluations.models import Run
 from tests.support import factories
-from tests.support.browser import log_in
+from tests.support.browser import log_in, pick
 from tests.support.contract_runs import add_trial, empty_run, import_seed_variant
 
 pytestmark = [pytest.mark.slow]
@@ -31,7 +31,7 @@ def test_a_builder_starts_runs_from_the_admin_and_from_the_run_list(server, brow
     page.select_option("select[name=action]", "start_run")
     page.click("button[name=index]")
     page.wait_for_selector("text=Estimate")
-    page.select_option("select[name=dataset_version]", str(dataset_version.pk))
+    pick(page, "dataset_version", dataset_version.dataset.slug, str(dataset_version))
     page.fill("input[name=repetitions]", "2")
     page.click("input[name=estimate]")
     page.wait_for_selector("#estimate")
@@ -51,7 +51,7 @@ def test_a_builder_starts_runs_from_the_admin_and_from_the_run_list(server, brow
     page.check(f"input[name=_selected_action][value='{dataset_version.pk}']")
     page.select_option("select[name=action]", "start_run")
     page.click("button[name=index]")
-    page.select_option("select[name=agent_version]", str(version.pk))
+    pick(page, "agent_version", version.agent.slug, str(version))
     page.click("input[name=estimate]")
     page.wait_for_selector("#estimate")
     shot(page, "admin-run-an-agent-estimate")

@@ -57,23 +57,25 @@ def test_a_frozen_check_cannot_be_changed_or_deleted_in_the_admin(logged_in, edi
     assert not AuditEntry.objects.filter(action__startswith="evaluations.check").exists()
 
 
-def test_freeze_admin_action_freezes_and_audits(logged_in, editor):
+def test_the_freeze_admin_action_leads_to_its_confirmation_and_freezes_nothing(logged_in, editor):
     draft = factories.dataset_version(cases=[("c1", "x", {})], checks=[GOOD], frozen=False)
-    logged_in(editor).post(
+    response = logged_in(editor).post(
         "/admin/evaluations/datasetversion/",
         {"action": "freeze", "_selected_action": [draft.pk]},
     )
-    draft.refresh_from_db()
-    assert draft.is_frozen
-    assert AuditEntry.objects.filter(action="evaluations.dataset_version.freeze").exists()
+    assert response.status_code == 302
+    assert response["Location"] == f"/admin/evaluations/datasetversion/{draft.pk}/freeze/"
+    assert not DatasetVersion.objects.get(pk=draft.pk).is_frozen  # confirmed there
 
 
 def test_builder_cannot_freeze_from_the_admin(logged_in, builder):
     draft = factories.dataset_version(cases=[("c1", "x", {})], frozen=False)
-    logged_in(builder).post(
+    client = logged_in(builder)
+    client.post(
         "/admin/evaluations/datasetversion/",
         {"action": "freeze", "_selected_action": [draft.pk]},
     )
+    client.post(f"/admin/evaluations/datasetversion/{draft.pk}/freeze/", {"seen": "1:0:0"})
     assert not DatasetVersion.objects.get(pk=draft.pk).is_frozen
 
 
@@ -230,18 +232,11 @@ def test_a_message_that_starts_with_a_slug_keeps_it_as_written(logged_in, editor
     draft = factories.dataset_version(
         factories.dataset("support-basics"), cases=[("c1", "x", {})], frozen=False
     )
-    response = logged_in(editor).post(
-        "/admin/evaluations/datasetversion/",
-        {"action": "freeze", "_selected_action": [draft.pk]},
-        follow=True,
-    )
+    url = f"/admin/evaluations/datasetversion/{draft.pk}/freeze/"
+    response = logged_in(editor).post(url, {"seen": "1:0:0"}, follow=True)
     page = response.content.decode()
     assert '<li class="as-written success">support-basics v1: frozen.</li>' in page
-    response = logged_in(editor).post(
-        "/admin/evaluations/datasetversion/",
-        {"action": "freeze", "_selected_action": [draft.pk]},
-        follow=True,
-    )
+    response = logged_in(editor).post(url, {"seen": "1:0:0"}, follow=True)
     assert (
         '<li class="as-written error">support-basics v1: This dataset version is already frozen.'
         in response.content.decode()

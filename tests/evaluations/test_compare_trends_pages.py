@@ -72,7 +72,7 @@ def test_compare_shows_both_contracts_the_verdict_the_changes_and_the_deltas(
     assert '<span class="status pass">comparable</span>' in body
     assert "regressed (passed in A, fails in B)" in body and "<code>needs-tool</code>" in body
     assert "plain-0" not in body.split('id="changes"')[1].split("</div>")[0]  # unchanged
-    for measure in ("useful progress", "verified tool effects", "cost/verified outcome"):
+    for measure in ("useful progress", "verified tool effects", "cost per verified outcome"):
         assert measure in body
     assert "gate: coverage" in body
     deltas = body.split('id="deltas"')[1]

@@ -51,7 +51,9 @@ def test_progress_partial_answers_htmx_polls(client, builder, password, finished
 
 def test_outsider_sees_no_runs(client, outsider, password, finished_run):
     client = login(client, outsider, password)
-    assert "No runs yet" in client.get("/runs/").content.decode()
+    body = client.get("/runs/").content.decode()
+    assert "You see no runs because your roles cover no agent" in body  # not "No runs yet"
+    assert f"/runs/{finished_run.pk}/" not in body
     assert client.get(f"/runs/{finished_run.pk}/").status_code == 404
 
 

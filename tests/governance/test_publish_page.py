@@ -52,6 +52,8 @@ def test_publishing_from_the_page_calls_the_publish_action(client, publisher, pa
     client.force_login(publisher)
     url = f"/governance/versions/{version.pk}/publish/"
     first = client.post(url, {"reason": "looks good"}).content.decode()
+    assert f"The gate passed: request #{passed_request.pk}." in first  # not "It gate passed, ..."
+    assert "It gate" not in first
     response = client.post(url, {"reason": "looks good", "confirmed": confirm_key(first)})
     assert response.status_code == 302
     version.refresh_from_db()

@@ -19,6 +19,7 @@ from evaluations.contract import (
     load_document,
     render_table,
 )
+from sherlock.core.money import usd as money
 
 # Exit status for unusable input, as argparse uses for bad usage.
 INPUT_ERROR = 2
@@ -64,7 +65,7 @@ class Command(BaseCommand):
                 f"(max false successes {d.max_false_successes}, max unknown effects "
                 f"{d.max_unknown_effects}, useful progress >= {d.min_useful_progress}, "
                 f"tool-effect integrity >= {d.min_tool_effect_integrity}, cost per verified "
-                f"outcome <= ${d.max_cost_per_verified_outcome_usd:.2f}, coverage required)"
+                f"outcome <= {money(d.max_cost_per_verified_outcome_usd, 2)}, coverage required)"
             )
 
         if as_json:

@@ -60,13 +60,13 @@ class Command(BaseCommand):
 
     def export_trials(self, run):
         from evaluations.contract.records import run_records
-        from evaluations.costs import unattributed_judge_spend
+        from evaluations.costs import format_usd, unattributed_judge_spend
 
         usd, unpriced = unattributed_judge_spend(run)
         if usd or unpriced:
             self.stderr.write(
-                f"note: ${usd} of judge spend ({unpriced} unpriced call(s)) belongs to the run "
-                "but to no trial, so it is not in these records; run_contract counts it"
+                f"note: {format_usd(usd)} of judge spend ({unpriced} unpriced call(s)) belongs "
+                "to the run but to no trial, so it is not in these records; run_contract counts it"
             )
         return "".join(_json_line(record) + "\n" for record in run_records(run))
 
