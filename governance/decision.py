@@ -131,6 +131,13 @@ def decide(runs, policy: PublishingPolicy) -> dict[str, Any]:
         problems.append("no gate run")
     if incomplete:
         problems.append(f"run(s) {', '.join(f'#{pk}' for pk in incomplete)} did not complete")
+    waiting = [run.pk for run in runs if run.status == RunStatus.WAITING]
+    if waiting:
+        # A client version's gate runs are fulfilled by its client (docs/client.md).
+        problems.append(
+            f"run(s) {', '.join(f'#{pk}' for pk in waiting)} waiting for the client "
+            "(`sherlock run`)"
+        )
     if len(versions) > 1:
         problems.append("the runs are of more than one agent version")
     if problems:
