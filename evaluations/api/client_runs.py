@@ -301,7 +301,7 @@ class UploadItemSerializer(serializers.Serializer):
     )
 
 
-class UploadSerializer(serializers.Serializer):
+class TranscriptsUploadSerializer(serializers.Serializer):
     items = UploadItemSerializer(many=True, help_text=f"At most {UPLOAD_MAX_ITEMS} per call.")
 
 
@@ -412,7 +412,7 @@ class ClientRunActions:
         "(`field`: `items[3].transcript.latency_ms`). Idempotent: an item whose key is "
         "already stored counts as a duplicate and changes nothing. An unknown key is 400 "
         "`unknown_key`; a run that is not waiting is 409 `run_closed`.",
-        request=UploadSerializer,
+        request=TranscriptsUploadSerializer,
         responses={200: UploadResultSerializer, **refusals(400, 403, 404, 409, 413)},
         filters=False,
     )
