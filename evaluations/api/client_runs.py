@@ -153,7 +153,7 @@ def _missing(request, model, field, message, **lookup):
 def _agent(request, name):
     visible = Agent.objects.for_user(request.user)
     found = visible.filter(slug=name).first()
-    if found is None and name.isdigit() and int(name) <= INT64_MAX:
+    if found is None and name.isascii() and name.isdigit() and int(name) <= INT64_MAX:
         found = visible.filter(pk=int(name)).first()
     if found is None:
         raise _missing(request, Agent, "agent", f"agent: no agent {excerpt(name)}", slug=name)
@@ -163,7 +163,7 @@ def _agent(request, name):
 def _version(request, agent, name):
     versions = AgentVersion.objects.filter(agent=agent).select_related("agent")
     found = versions.filter(name=name).first()
-    if found is None and name.isdigit() and int(name) <= INT64_MAX:
+    if found is None and name.isascii() and name.isdigit() and int(name) <= INT64_MAX:
         found = versions.filter(number=int(name)).first()
     if found is None:
         raise _missing(
