@@ -58,3 +58,17 @@ def test_an_upload_costs_the_same_for_2_items_or_40(builder):
     many, bigger = queries_of(upload(large))
     assert answer["accepted"] == 2 and bigger["accepted"] == 40
     assert many == few
+
+
+def test_ensure_names_the_agent_by_slug_or_id(builder, outsider):
+    agent = factories.agent("support-bot")
+    api = factories.api(builder)
+    body = {"name": "abc", "adapter": "client", "config": {}}
+    by_id = api.post("/api/v1/versions/ensure/", {"agent": agent.pk, **body}, format="json")
+    assert by_id.status_code == 201, by_id.json()
+    by_slug = api.post("/api/v1/versions/ensure/", {"agent": "support-bot", **body}, format="json")
+    assert by_slug.status_code == 200 and by_slug.json()["id"] == by_id.json()["id"]
+    hidden = factories.api(outsider).post(
+        "/api/v1/versions/ensure/", {"agent": agent.pk, **body}, format="json"
+    )
+    assert hidden.status_code == 400 and hidden.json()["field"] == "agent"
