@@ -305,6 +305,13 @@ def _judge(runs: list, applied: AppliedThresholds, evidence: _Evidence, together
         problems.append("no gate run")
     if incomplete:
         problems.append(f"run(s) {', '.join(f'#{pk}' for pk in incomplete)} did not complete")
+    waiting = [run.pk for run in runs if run.status == RunStatus.WAITING]
+    if waiting:
+        # A client version's gate runs are fulfilled by its client (docs/client.md).
+        problems.append(
+            f"run(s) {', '.join(f'#{pk}' for pk in waiting)} waiting for the client "
+            "(`sherlock run`)"
+        )
     if len({run.agent_version_id for run in runs}) > 1:
         problems.append("the runs are of more than one agent version")
     coverage = gates[0]
