@@ -192,7 +192,9 @@ class Client:
 
     def work(self, run_id: int, *, all: bool = False) -> Iterator[WorkItem]:
         """The run's work items not yet uploaded (`all`: the done ones too)."""
-        return self.session.paginate(f"runs/{run_id}/work/", all=1 if all else None)
+        return self.session.paginate(
+            f"runs/{run_id}/work/", all=1 if all else None, page_size=UPLOAD_MAX_ITEMS
+        )
 
     def upload(self, run_id: int, items: list[dict]) -> UploadAnswer:
         """One batch of transcripts or error items (idempotent: a key already stored counts

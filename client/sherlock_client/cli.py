@@ -50,6 +50,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=8)
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per case (60)")
     run.add_argument("--resume", type=int, metavar="RUN", help="continue this run")
+    run.add_argument(
+        "--purpose",
+        choices=["auto", "manual", "gate"],
+        default="auto",
+        help="auto (default): fulfil the version's waiting gate run on the dataset if there "
+        "is one, else start a new run; manual: always a new run; gate: only the gate run",
+    )
     outputs(run)
 
     evaluate = commands.add_parser("evaluate", help="a run Sherlock executes itself, awaited")
@@ -111,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         timeout=getattr(args, "timeout", 60.0),
         wait=getattr(args, "wait", 1800.0),
         policy=getattr(args, "policy", None),
+        purpose=getattr(args, "purpose", "auto"),
         progress=True,
         on_run=_announce,
     )

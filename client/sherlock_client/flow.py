@@ -102,7 +102,12 @@ def result_of(
         run={**details, **run, "url": verdict.get("url") or run.get("url")},
         verdict=verdict,
         agent=agent,
-        version=str(details.get("agent_version_name") or details.get("agent_version_number") or ""),
+        version=str(
+            details.get("version")
+            or details.get("agent_version_name")
+            or details.get("agent_version_number")
+            or ""
+        ),
         dataset=dataset,
         cases=case_rows(trials, verdict),
         stats=stats,
@@ -124,6 +129,7 @@ class RunOptions:
     compare: bool = True
     batch: int = 200
     flush_seconds: float = 0.5
+    purpose: str = "auto"  # auto: a waiting gate run of the version if any, else a new one
     on_run: Callable[[dict], None] | None = None  # told the run as soon as it exists
 
 
@@ -187,18 +193,36 @@ def run(
             raise ConfigError("not in a git repository: name the version with --version")
         config = {"entrypoint": entrypoint} if entrypoint else {}
         api.ensure_version(agent, name, config)
-        created = dict(
-            api.create_client_run(
-                agent=agent,
-                version=name,
-                dataset=dataset,
-                repetitions=options.repetitions,
-                metadata={**found, "config": config},
-            )
-        )
+        created = _client_run(api, agent, name, dataset, options, {**found, "config": config})
     stats = fulfil(api, created, fn, options)
     verdict = await_verdict(api, created["id"], policy=options.policy, wait=options.wait)
     return result_of(api, created, verdict, stats=stats, compare=options.compare)
+
+
+def _client_run(
+    api: Client, agent: str, name: str, dataset: str, options: RunOptions, metadata: dict
+) -> dict:
+    """A waiting gate run of this version on this dataset, taken up (`purpose` gate, its
+    publish request waits for it), else a new run (`purpose` auto or manual)."""
+    if options.purpose in ("auto", "gate"):
+        try:
+            return dict(
+                api.create_client_run(
+                    agent=agent, version=name, dataset=dataset, purpose="gate", metadata=metadata
+                )
+            )
+        except ApiError as exc:
+            if exc.code != "no_gate_run" or options.purpose == "gate":
+                raise
+    return dict(
+        api.create_client_run(
+            agent=agent,
+            version=name,
+            dataset=dataset,
+            repetitions=options.repetitions,
+            metadata=metadata,
+        )
+    )
 
 
 def evaluate_remote(
@@ -263,6 +287,7 @@ def gate(
     version: str,
     task: str | Callable[..., Any] | None = None,
     options: RunOptions | None = None,
+    metadata: dict | None = None,
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
 ) -> GateResult:
     """`sherlock gate`: request publication unless a request is open, fulfil its waiting client
@@ -299,7 +324,17 @@ def gate(
                     hinted = True
                 continue
             say(f"sherlock: fulfilling gate run {waiting_run['id']}")
-            stats = fulfil(api, waiting_run, fn, options)
+            claimed = dict(
+                api.create_client_run(
+                    agent=agent,
+                    version=version,
+                    dataset=waiting_run["dataset"],
+                    purpose="gate",
+                    publish_request=request["id"],
+                    metadata=metadata or source.collect(),
+                )
+            )
+            stats = fulfil(api, claimed, fn, options)
             fulfilled.add(waiting_run["id"])
             verdict = await_verdict(
                 api,

@@ -127,7 +127,9 @@ class Handler(BaseHTTPRequestHandler):
             )
         if method == "POST" and path == "runs/client/":
             if body["dataset"] != "ds":
-                return self._error(404, "no dataset 'x'", "not_found", "dataset")
+                return self._error(400, "dataset: no dataset 'x'", "does_not_exist", "dataset")
+            if body.get("purpose") == "gate":
+                return self._error(409, "No waiting gate run", "no_gate_run")
             run_id = len(s.runs) + 1
             run = {
                 "id": run_id,
@@ -136,7 +138,7 @@ class Handler(BaseHTTPRequestHandler):
                 "dataset_version": 9,
                 "repetitions": body["repetitions"],
                 "agent": body["agent"],
-                "agent_version_name": body["version"],
+                "version": body["version"],
                 "dataset": "ds",
                 "metadata": body.get("metadata"),
                 "stored": {},
