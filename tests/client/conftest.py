@@ -48,3 +48,6 @@ def sherlock(args, url, key, *, timeout=120, **popen):
 @pytest.fixture
 def run_cli():
     return sherlock
+
+
+from tests.client.live import live_sherlock  # noqa: E402, F401 - the live server's fixture

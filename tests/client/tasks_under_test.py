@@ -80,3 +80,34 @@ def slow(input, context):
         with open(calls, "a") as log:
             log.write(f"{input.get('question')}\n")
     return "ok"
+
+
+def refunds(input, context):
+    """The live dataset's cases pass: the expected tool is called."""
+    return {"output": "Refunded.", "tool_calls": [{"name": "payments.refund", "arguments": {}}]}
+
+
+def no_refund(input, context):
+    """The live dataset's cases fail: no tool is called."""
+    return {"output": "I cannot help.", "tool_calls": []}
+
+
+def refunds_slowly(input, context):
+    time.sleep(float(os.environ.get("SHERLOCK_TEST_TASK_SECONDS", "0.05")))
+    calls = os.environ.get("SHERLOCK_TEST_CALLS")
+    if calls:
+        with open(calls, "a") as log:
+            log.write(f"{input.get('question')}\n")
+    return refunds(input, context)
+
+
+def refunds_mixed(input, context):
+    """case-1 raises, case-2 hangs, case-3 returns garbage, the rest pass."""
+    question = str(input.get("question"))
+    if question.endswith("1"):
+        raise ValueError("bad case")
+    if question.endswith("2"):
+        time.sleep(3600)
+    if question.endswith("3"):
+        return 3.5
+    return refunds(input, context)
