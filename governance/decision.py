@@ -7,17 +7,16 @@ the publish page) reads the snapshot through `release_of` and `gate_rows`.
 
 How a policy is applied, in order:
 
-1. `policy_thresholds(policy)`: a `PublishingPolicy`'s contract limits as the contract's plain
-   `Thresholds`, read once (`evaluations.contract.parse_thresholds`). This is the only place a
-   policy becomes thresholds: the decision and `in_force_thresholds` (what the run page, the
-   compare page and API and `manage.py evaluate` show a run under) both go through it, so no
-   surface reads another verdict than the gate's.
-2. `decide(runs, policy)`: the contract of the runs' trials together
-   (`evaluations.contract.db.runs_contract`, from the runs' stored figures), every gate of
-   seed 003 in its fixed order with its numbers and threshold, then the checks-scored gate
-   (DESIGN section 10.5) and the policy's `min_case_pass_rate`; the first failing gate and the
-   `release` verdict. It fails closed: no run, a run that did not complete, or a number that
-   cannot be computed fails its gate; nothing passes by default.
+1. `policy_applied(policy)`: a `PublishingPolicy` as the plain `AppliedThresholds` the verdict
+   reads (its contract limits read once by `policy_thresholds`, its case pass rate, its name).
+   This is the only place a policy becomes terms of a verdict: the decision,
+   `in_force_thresholds` (the provider the run page, the run list, the compare page and API,
+   the verdict API and `manage.py evaluate` use) and `policy_applied_by_id` (the verdict API's
+   `?policy=`) all go through it.
+2. `decide(runs, policy)`: `evaluations.verdict.gate_verdict` of the runs under those terms,
+   the one verdict function every surface calls, written as the snapshot: every gate in its
+   fixed order with its numbers and bound, the first failing gate, `release` (pass only when
+   the verdict passed) and the verdict itself (`verdict`: outcome, reasons, missing evidence).
 
 What may happen next to a version once it has a decision (publish, ask again, bypass) is
 `governance.next_step`; the action that carries it out is `governance.actions.publish_version`.
@@ -30,20 +29,15 @@ from typing import Any
 from django.utils import timezone
 
 from evaluations.calibration import informative_checks
-from evaluations.choices import RunStatus
 from evaluations.contract import (
     FAIL,
-    GATE_LABELS,
-    GATE_ORDER,
-    NOT_APPLICABLE,
     PASS,
     POLICY_FIELDS,
     AppliedThresholds,
-    ContractResult,
     Thresholds,
     parse_thresholds,
 )
-from evaluations.contract.db import runs_contract, trials_in_error, unscored_blocking
+from evaluations.verdict import PASSED, gate_verdict
 from governance.models import PublishingPolicy
 
 __all__ = [
@@ -53,6 +47,8 @@ __all__ = [
     "gate_rows",
     "in_force_thresholds",
     "make_decision",
+    "policy_applied",
+    "policy_applied_by_id",
     "policy_thresholds",
     "policy_values",
     "release_of",
@@ -72,6 +68,25 @@ def policy_thresholds(policy: PublishingPolicy) -> Thresholds:
     return parse_thresholds(policy_values(policy))
 
 
+def policy_applied(policy: PublishingPolicy) -> AppliedThresholds:
+    """`policy` as the plain terms of a verdict (`evaluations.verdict`)."""
+    return AppliedThresholds(
+        policy_thresholds(policy),
+        policy_id=policy.pk,
+        policy_name=policy.name,
+        policy_version=policy.version,
+        scope="global" if policy.agent_id is None else "agent",
+        min_case_pass_rate=policy.min_case_pass_rate,
+    )
+
+
+def policy_applied_by_id(policy_id):
+    """`policy_applied` of the policy with id `policy_id`, or None: the lookup of
+    `evaluations.contract.applied` for a verdict asked under a named policy."""
+    policy = PublishingPolicy.objects.filter(pk=policy_id).first()
+    return None if policy is None else policy_applied(policy)
+
+
 def in_force_thresholds(agents):
     """`{agent pk: AppliedThresholds}` of the policy that would govern publishing each of
     `agents` now (`PublishingPolicy.objects.in_force_for_agents`, in one query); an agent no
@@ -81,17 +96,7 @@ def in_force_thresholds(agents):
     `GovernanceConfig.ready`), the one documented hook through which the pages and commands of
     evaluations show a run under the policy in force without importing governance."""
     in_force = PublishingPolicy.objects.in_force_for_agents(agents)
-    return {
-        pk: AppliedThresholds(
-            policy_thresholds(policy),
-            policy_id=policy.pk,
-            policy_name=policy.name,
-            policy_version=policy.version,
-            scope="global" if policy.agent_id is None else "agent",
-        )
-        for pk, policy in in_force.items()
-        if policy is not None
-    }
+    return {pk: policy_applied(policy) for pk, policy in in_force.items() if policy is not None}
 
 
 def make_decision(publish_request):
@@ -115,33 +120,25 @@ def decide(runs, policy: PublishingPolicy) -> dict[str, Any]:
     runs' trials, as `ContractResult.as_dict`), `gates` (a list in the fixed order: coverage,
     false_success, unknown_effects, floors, budget, quality, then checks_scored and
     case_pass_rate; each `{name, label, status, detail, value, threshold}`),
-    `first_failing_gate` and `release` (`pass` or `fail`). Every gate is evaluated even after
-    one fails (seed 003). Reads `run.dataset_version.dataset` (select it with the runs).
+    `first_failing_gate`, `release` (`pass` only when the verdict passed) and `verdict` (the
+    `evaluations.verdict` answer: outcome, exit code, reasons, cases, missing evidence). Every
+    gate is evaluated even after one fails. Reads `run.dataset_version.dataset` (select it
+    with the runs).
     """
     runs = list(runs)
-    limits = policy_thresholds(policy)
-    result = runs_contract(runs, limits)
-
-    versions = {run.agent_version_id for run in runs}
-    incomplete = [run.pk for run in runs if run.status != RunStatus.COMPLETED]
-    gates = [_gate_snapshot(result, name, limits) for name in GATE_ORDER]
-    coverage = gates[0]
-    problems = []
-    if not runs:
-        problems.append("no gate run")
-    if incomplete:
-        problems.append(f"run(s) {', '.join(f'#{pk}' for pk in incomplete)} did not complete")
-    if len(versions) > 1:
-        problems.append("the runs are of more than one agent version")
-    if problems:
-        # Fail closed (DESIGN section 10): numbers from unfinished runs are not evidence.
-        coverage["status"] = FAIL
-        coverage["detail"] = "; ".join([*problems, coverage["detail"]])
-    coverage["value"]["incomplete_runs"] = incomplete
-    gates.append(_checks_scored_gate(runs))
-    gates.append(_case_pass_rate_gate(runs, policy.min_case_pass_rate))
-
-    first = next((gate["name"] for gate in gates if gate["status"] == FAIL), None)
+    verdict = gate_verdict(runs, policy_applied(policy))
+    gates = [
+        {
+            "name": gate.name,
+            "label": gate.label,
+            "status": gate.state,
+            "detail": gate.detail,
+            "value": gate.value,
+            "threshold": gate.bound,
+        }
+        for gate in verdict.gates
+    ]
+    first = verdict.first_failing_gate
     return {
         "policy": {
             "id": policy.pk,
@@ -163,10 +160,11 @@ def decide(runs, policy: PublishingPolicy) -> dict[str, Any]:
             }
             for run in runs
         ],
-        "measures": result.as_dict(),
+        "measures": verdict.contract.as_dict() if verdict.contract else None,
         "gates": gates,
         "first_failing_gate": first,
-        "release": FAIL if first else PASS,
+        "release": PASS if verdict.outcome == PASSED else FAIL,
+        "verdict": verdict.as_dict(),
     }
 
 
@@ -181,160 +179,5 @@ def gate_rows(decision):
     return [(g.get("name", "?"), g.get("status", FAIL), g.get("detail", "")) for g in gates]
 
 
-# --- The snapshot's gates ---------------------------------------------------------------------
-
-
 def _json(value: Any) -> Any:
     return str(value) if isinstance(value, Decimal) else value
-
-
-def _ratio(ratio) -> dict[str, Any]:
-    return {
-        "num": ratio.num,
-        "den": ratio.den,
-        "wilson95": list(ratio.wilson95) if ratio.wilson95 else None,
-    }
-
-
-def _gate_snapshot(result: ContractResult, name: str, limits: Thresholds) -> dict[str, Any]:
-    """One contract gate with the numbers it read and the threshold it applied."""
-    t = result.totals
-    gate = next((g for g in result.gates if g.name == name), None)
-    snapshot = {"name": name, "label": GATE_LABELS[name]}
-    value: dict[str, Any]
-    threshold: dict[str, Any]
-    if name == "coverage":
-        value = {
-            "completions_without_outcome": t.completions_without_outcome,
-            "effects_without_state": t.effects_without_state,
-            "estimated_cost_trials": t.estimated_runs,
-            "missing_cost_trials": t.missing_cost_runs,
-            "unpriced_judge_calls": t.unpriced_judge_calls,
-        }
-        threshold = {"required": limits.coverage_required}
-    elif name == "false_success":
-        value = {
-            **_ratio(result.false_success),
-            "unverified_completions": result.unverified_completions,
-        }
-        threshold = {"max": limits.max_false_successes}
-    elif name == "unknown_effects":
-        value = {"count": t.effects_unknown, "intentionally_denied": t.effects_denied}
-        threshold = {"max": limits.max_unknown_effects}
-    elif name == "floors":
-        parts = dict(gate.parts) if gate is not None else {}
-        value = {
-            "useful_progress": {
-                **_ratio(result.useful_progress),
-                "status": parts["useful_progress"],
-                "excluded_wait_windows": result.excluded_wait_windows,
-                "stalled_wait_windows": result.stalled_wait_windows,
-                "stale_collector_windows": result.stale_collector_windows,
-            },
-            "tool_effect_integrity": {
-                **_ratio(result.tool_effect_integrity),
-                "status": parts["tool_effect_integrity"],
-                "intentionally_denied": result.intentionally_denied,
-            },
-        }
-        threshold = {
-            "min_useful_progress": _json(limits.min_useful_progress),
-            "min_tool_effect_integrity": _json(limits.min_tool_effect_integrity),
-        }
-    elif name == "budget":
-        value = {
-            "cost_per_verified_outcome_usd": _json(result.cost_per_verified_outcome_usd),
-            "verified_outcomes": result.verified_outcomes,
-            "covered_usd": _json(result.billed_usd),
-            "cost_per_run_usd": _json(result.cost_per_run_usd),
-            "estimated_usd": _json(result.estimated_usd),
-        }
-        threshold = {"max": _json(limits.max_cost_per_verified_outcome_usd)}
-    else:  # quality
-        value = {"mean": _json(result.quality_mean), "graded": result.graded}
-        threshold = {"min": _json(limits.min_quality)}
-        if gate is None:
-            gate_status, detail = NOT_APPLICABLE, "no quality floor set (quality is optimised)"
-            return {
-                **snapshot,
-                "status": gate_status,
-                "detail": detail,
-                "value": value,
-                "threshold": threshold,
-            }
-    assert gate is not None  # every gate but an unset quality floor is evaluated
-    return {
-        **snapshot,
-        "status": gate.status,
-        "detail": gate.detail,
-        "value": value,
-        "threshold": threshold,
-    }
-
-
-def _checks_scored_gate(runs: list) -> dict[str, Any]:
-    """Fail closed on what could not be scored (DESIGN section 10.5). A case's pass does not
-    count skipped or errored checks against it (section 5), so a run whose judge was down, or
-    whose agent crashed on every trial, can show a perfect case pass rate; the release must not
-    rest on that. A check disabled for a case by an override is not blocking there, and does not
-    count. From the runs' stored figures (`evaluations.contract.db.unscored_blocking` and
-    `trials_in_error`), a query or two for the runs without, whatever the run size."""
-    unscored = unscored_blocking(runs)
-    failed_trials = trials_in_error(runs)
-    per_run = [
-        {
-            "run": run.pk,
-            "unscored_blocking": unscored.get(run.pk, 0),
-            "trials_error": failed_trials.get(run.pk, 0),
-        }
-        for run in runs
-    ]
-    bad = [r for r in per_run if r["unscored_blocking"] or r["trials_error"]]
-    if not runs:
-        status, detail = FAIL, "no gate run"
-    elif bad:
-        status = FAIL
-        detail = "; ".join(
-            f"run #{r['run']}: {r['unscored_blocking']} blocking check result(s) not scored, "
-            f"{r['trials_error']} trial(s) in error"
-            for r in bad
-        )
-    else:
-        status, detail = PASS, "every blocking check was scored in every trial"
-    return {
-        "name": "checks_scored",
-        "label": "blocking checks scored",
-        "status": status,
-        "detail": detail,
-        "value": {"runs": per_run},
-        "threshold": {"max_unscored_blocking": 0, "max_trials_error": 0},
-    }
-
-
-def _case_pass_rate_gate(runs: list, minimum: float) -> dict[str, Any]:
-    """The policy's `min_case_pass_rate`: every gate run must reach it; a run without a rate
-    (not completed, or no cases) fails closed."""
-    rates = [(run.pk, (run.summary or {}).get("case_pass_rate")) for run in runs]
-    missing = [pk for pk, rate in rates if rate is None]
-    low = [(pk, rate) for pk, rate in rates if rate is not None and rate < minimum]
-    if not runs or missing:
-        status = FAIL
-        detail = (
-            "no gate run"
-            if not runs
-            else (f"no case pass rate for run(s) {', '.join(f'#{pk}' for pk in missing)}")
-        )
-    elif low:
-        status = FAIL
-        detail = "; ".join(f"run #{pk}: {rate:.3f} < {minimum}" for pk, rate in low)
-    else:
-        status = PASS
-        detail = "; ".join(f"run #{pk}: {rate:.3f} >= {minimum}" for pk, rate in rates)
-    return {
-        "name": "case_pass_rate",
-        "label": "case pass rate",
-        "status": status,
-        "detail": detail,
-        "value": {"runs": [{"run": pk, "rate": rate} for pk, rate in rates]},
-        "threshold": {"min": minimum},
-    }

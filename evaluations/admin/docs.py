@@ -43,6 +43,13 @@ def anchor(heading):
     return slugify(heading, "-")
 
 
+def doc_url(doc, heading=""):
+    """The path of the served page of docs/<doc>.md, at the anchor of ``heading`` if given:
+    what a page, a message or an API answer links to instead of naming a file."""
+    url = reverse("admin:evaluations_check_docs", args=[doc])
+    return f"{url}#{anchor(heading)}" if heading else url
+
+
 def doc_link(text, heading, doc="checks", key=None):
     """Help text ending with a link to the section `heading` of docs/<doc>.md, the one that
     defines the field's format; `key` names the field's entry in that section (`"input"` in

@@ -19,16 +19,18 @@ Both runs come from ``Run.objects.for_user``: a run the user may not see is a 40
 one that does not exist. A missing or malformed parameter is a 400 naming it.
 """
 
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluations.contract import applied_thresholds, format_cells, render_table
+from evaluations.contract import format_cells, render_table
 from evaluations.contract.db import run_contract
 from evaluations.models import Run
 from evaluations.reads.compare import case_changes, comparability_differences
+from evaluations.verdict import verdicts_of
 from sherlock.core.errors import ActionInvalid
 from sherlock.core.inputs import parse_id
 from sherlock.core.limits import excerpt
@@ -66,6 +68,10 @@ class SideSerializer(serializers.Serializer):
     run = RunBriefSerializer()
     measures = serializers.JSONField(help_text="ContractResult.as_dict(): counts, ratios, gates")
     thresholds = AppliedThresholdsSerializer()
+    verdict = serializers.JSONField(
+        help_text="The run's verdict (`GET /api/v1/runs/{id}/verdict/`'s body), null while "
+        "it has not finished: outcome, exit_code, reasons, gates, cases, missing"
+    )
 
 
 class CaseChangesSerializer(serializers.Serializer):
@@ -126,9 +132,14 @@ class RunComparisonView(APIView):
             "agent_version__agent", "dataset_version__dataset"
         )
         runs = {name: get_object_or_404(visible, pk=pk) for name, pk in ids.items()}
-        in_force = applied_thresholds(run.agent_version.agent for run in runs.values())
-        applied = {name: in_force[run.agent_version.agent_id] for name, run in runs.items()}
-        results = {name: run_contract(run, applied[name].thresholds) for name, run in runs.items()}
+        # The verdict function of every surface, one provider call for both sides.
+        verdicts = verdicts_of(list({run.pk: run for run in runs.values()}.values()))
+        verdict = {name: verdicts[run.pk] for name, run in runs.items()}
+        applied = {name: verdict[name].applied for name in runs}
+        results = {
+            name: verdict[name].contract or run_contract(run, applied[name].thresholds)
+            for name, run in runs.items()
+        }
         differences = comparability_differences(runs["a"], runs["b"])
         return Response(
             {
@@ -137,6 +148,11 @@ class RunComparisonView(APIView):
                         "run": RunBriefSerializer(runs[name]).data,
                         "measures": results[name].as_dict(),
                         "thresholds": applied[name].as_dict(),
+                        "verdict": verdict[name].as_dict(
+                            url=request.build_absolute_uri(
+                                reverse("evaluations:run-detail", args=[runs[name].pk])
+                            )
+                        ),
                     }
                     for name in ("a", "b")
                 },

@@ -13,7 +13,9 @@ through the actions, which decide who may (403) and whether the run may (409).
 """
 
 from django.db.models import F
+from django.urls import reverse
 from drf_spectacular.utils import (
+    OpenApiParameter,
     OpenApiResponse,
     extend_schema,
     extend_schema_field,
@@ -27,10 +29,15 @@ from agents.models import Agent, AgentVersion
 from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
+from evaluations.contract import policy_by_id
 from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, Run
+from evaluations.verdict import OUTCOMES, run_verdict
 from sherlock.core.api.serializers import LeanRepresentation, RefuseUnknownFields
+from sherlock.core.errors import ActionInvalid
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField
+from sherlock.core.inputs import parse_id
+from sherlock.core.limits import excerpt
 
 _ERROR = OpenApiResponse(description='`{"detail", "code"}` (and `field` for a 400)')
 
@@ -153,6 +160,63 @@ class StartRunSerializer(RefuseUnknownFields, serializers.Serializer):
         )
 
 
+class VerdictPolicySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class VerdictReasonSerializer(serializers.Serializer):
+    code = serializers.CharField(
+        help_text="A gate's name (coverage, false_success, ..., checks_scored, "
+        "case_pass_rate) or run_not_completed / run_not_finished"
+    )
+    detail = serializers.CharField()
+
+
+class VerdictGateSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField()
+    state = serializers.ChoiceField(choices=["pass", "fail", "n/a"])
+    value = serializers.JSONField(help_text="What the gate read (counts, ratios, money as strings)")
+    bound = serializers.JSONField(help_text="What it applied (the policy's limit)")
+    detail = serializers.CharField()
+
+
+class VerdictCasesSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    errored = serializers.IntegerField(help_text="Cases with a trial in error")
+    unscored = serializers.IntegerField(help_text="Cases with a blocking result not scored")
+
+
+class VerdictMissingSerializer(serializers.Serializer):
+    code = serializers.ChoiceField(
+        choices=["outcome_verification", "judge", "quality_grader", "billing"]
+    )
+    detail = serializers.CharField()
+    fix = serializers.CharField(help_text="What adds the evidence, or the policy setting")
+    docs = serializers.CharField(help_text="Path of the served docs page that explains it")
+
+
+class VerdictSerializer(serializers.Serializer):
+    """The body of `GET /runs/{id}/verdict/` (docs/api.md, "Verdict")."""
+
+    run = serializers.IntegerField()
+    url = serializers.URLField(help_text="The run page")
+    status = serializers.CharField(help_text="The run's status")
+    outcome = serializers.ChoiceField(choices=list(OUTCOMES))
+    exit_code = serializers.IntegerField(
+        allow_null=True, help_text="0 passed, 1 failed, 2 incomplete; null while pending"
+    )
+    policy = VerdictPolicySerializer(allow_null=True, help_text="null: the defaults applied")
+    thresholds = serializers.CharField(help_text="Which thresholds, in words")
+    reasons = VerdictReasonSerializer(many=True)
+    gates = VerdictGateSerializer(many=True)
+    cases = VerdictCasesSerializer()
+    missing = VerdictMissingSerializer(many=True)
+
+
 # The columns RunSerializer reads, for `only()` (a column it reads that is missing here costs
 # a query per row, which the tests' query counts catch).
 SHOWN = [
@@ -220,6 +284,39 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def cancel(self, request, pk=None):
         run = CancelRun(acting_user=request.user, run=self.get_object()).execute()
         return Response(RunSerializer(self.get_queryset().get(pk=run.pk)).data)
+
+    @extend_schema(
+        summary="The run's verdict under a publishing policy",
+        description="The one verdict every surface shows (run page, compare, `manage.py "
+        "evaluate`, the publish gate): `outcome` passed/failed/incomplete/pending with its "
+        "`exit_code`, the reasons, every gate, the case counts and the evidence the run lacks "
+        "with what adds it. Under the policy in force for the run's agent, or `?policy=<id>`.",
+        parameters=[
+            OpenApiParameter("policy", int, required=False, description="a publishing policy's id")
+        ],
+        responses={200: VerdictSerializer, 400: _ERROR, 404: _ERROR},
+    )
+    @action(detail=True, methods=["get"])
+    def verdict(self, request, pk=None):
+        run = self.get_object()
+        run = (
+            Run.objects.select_related("agent_version__agent", "dataset_version__dataset")
+            .defer("comparability")
+            .get(pk=run.pk)
+        )
+        applied = None
+        raw = request.query_params.get("policy")
+        if raw not in (None, ""):
+            policy_id = parse_id(raw)
+            applied = policy_by_id(policy_id) if policy_id is not None else None
+            if applied is None:
+                raise ActionInvalid(
+                    f"'policy' must be the id of a publishing policy, not {excerpt(raw)}",
+                    field="policy",
+                )
+        verdict = run_verdict(run, applied)
+        url = request.build_absolute_uri(reverse("evaluations:run-detail", args=[run.pk]))
+        return Response(verdict.as_dict(run=run.pk, url=url))
 
     @extend_schema(
         summary="Ask the judge for a summary of a completed run",

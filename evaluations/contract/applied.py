@@ -37,7 +37,7 @@ from typing import Any
 
 from evaluations.contract.inputs import DEFAULT_THRESHOLDS, POLICY_FIELDS, Thresholds
 
-DEFAULTS_SOURCE = "seed 003's defaults: no publishing policy applies"
+DEFAULTS_SOURCE = "the default thresholds: no publishing policy applies"
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,9 @@ class AppliedThresholds:
     policy_name: str = ""
     policy_version: int | None = None
     scope: str = ""
+    # The policy's own gate beside the contract's (``evaluations.verdict``); without a policy
+    # every case must pass.
+    min_case_pass_rate: float = 1.0
 
     @property
     def source(self) -> str:
@@ -104,6 +107,25 @@ def applied_thresholds(agents: Iterable[Any]) -> dict[int, AppliedThresholds]:
     agents = list({agent.pk: agent for agent in agents}.values())
     found = _provider(agents) if _provider is not None and agents else {}
     return {agent.pk: found.get(agent.pk, DEFAULT_APPLIED) for agent in agents}
+
+
+PolicyLookup = Callable[[int], AppliedThresholds | None]
+_lookup: PolicyLookup | None = None
+
+
+def register_policy_lookup(lookup: PolicyLookup | None) -> PolicyLookup | None:
+    """Install the function that gives the ``AppliedThresholds`` of a policy by id (None: no
+    such policy), for a verdict asked under a named policy (``?policy=<id>``); returns the
+    previous one. Governance registers ``governance.decision.policy_applied_by_id``."""
+    global _lookup
+    previous, _lookup = _lookup, lookup
+    return previous
+
+
+def policy_by_id(policy_id: int) -> AppliedThresholds | None:
+    """The ``AppliedThresholds`` of policy ``policy_id``, or None (no such policy, or no
+    governance installed)."""
+    return _lookup(policy_id) if _lookup is not None else None
 
 
 def thresholds_for(agent: Any) -> AppliedThresholds:

@@ -78,6 +78,10 @@ class Thresholds:
     min_quality: Decimal | None = None
     coverage_required: bool = True
     wilson_min_n: int = 30
+    # A declared completion whose outcome no verifier checked ("unavailable") fails coverage
+    # only when the policy says so; otherwise it is named as missing evidence (docs/contract.md,
+    # "A dataset without outcome verifiers").
+    requires_verified_outcomes: bool = False
 
 
 # The thresholds declared with seed 003's worked example, used when a trial file has none. The
@@ -101,6 +105,7 @@ POLICY_FIELDS = (
     "max_cost_per_verified_outcome_usd",
     "min_quality",
     "coverage_required",
+    "requires_verified_outcomes",
 )
 
 # File-format key -> policy field.
@@ -112,7 +117,14 @@ _FILE_FIELDS = {
     "cost_per_verified_outcome_max_usd": "max_cost_per_verified_outcome_usd",
     "quality_min": "min_quality",
 }
-_FILE_ONLY_KEYS = {"coverage", "interval_reporting", "gate_order", "rounding"}
+_FILE_ONLY_KEYS = {
+    "coverage",
+    "interval_reporting",
+    "gate_order",
+    "rounding",
+    # A Sherlock extension, as quality_min: the policy's requires_verified_outcomes.
+    "verified_outcomes_required",
+}
 # The coverage states the file format may list; Sherlock's coverage rule is fixed (DESIGN 6),
 # so a file that asks for something else is refused rather than silently reinterpreted.
 _FILE_COVERAGE = {
@@ -151,11 +163,19 @@ def parse_thresholds(raw: Thresholds | Mapping[str, Any] | None) -> Thresholds:
     return _thresholds_from_policy(raw)
 
 
+def _flag(raw: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = raw.get(name, default)
+    if not isinstance(value, bool):
+        raise ThresholdsError(f"{name} must be true or false")
+    return value
+
+
 def _thresholds_from_policy(raw: Mapping[str, Any]) -> Thresholds:
-    coverage_required = raw.get("coverage_required", True)
-    if not isinstance(coverage_required, bool):
-        raise ThresholdsError("coverage_required must be true or false")
-    return Thresholds(**_read_limits(raw, file_format=False), coverage_required=coverage_required)
+    return Thresholds(
+        **_read_limits(raw, file_format=False),
+        coverage_required=_flag(raw, "coverage_required", True),
+        requires_verified_outcomes=_flag(raw, "requires_verified_outcomes", False),
+    )
 
 
 def _thresholds_from_file(raw: Mapping[str, Any]) -> Thresholds:
@@ -189,6 +209,7 @@ def _thresholds_from_file(raw: Mapping[str, Any]) -> Thresholds:
         **_read_limits(raw, file_format=True),
         coverage_required=coverage_required,
         wilson_min_n=min_n,
+        requires_verified_outcomes=_flag(raw, "verified_outcomes_required", False),
     )
 
 

@@ -104,7 +104,9 @@ class GateResult:
 
     @property
     def passed(self) -> bool:
-        return self.status == PASS
+        """Not failed: ``n/a`` (nothing to judge, or evidence the policy does not require) does
+        not fail the contract."""
+        return self.status != FAIL
 
 
 @dataclass(frozen=True)
@@ -228,12 +230,7 @@ def evaluate(totals: VariantTotals, limits: Thresholds) -> ContractResult:
 
     gates = [
         _coverage_gate(t, limits),
-        _count_gate(
-            "false_success",
-            t.false_successes,
-            limits.max_false_successes,
-            f"{false_success} declared completions failed their outcome check",
-        ),
+        _false_success_gate(t, false_success, limits),
         _count_gate(
             "unknown_effects",
             t.effects_unknown,
@@ -278,6 +275,13 @@ def evaluate(totals: VariantTotals, limits: Thresholds) -> ContractResult:
 
 
 def _coverage_gate(t: VariantTotals, limits: Thresholds) -> GateResult:
+    """Is every outcome, effect and cost recorded, and, when the policy asks for it, verified?
+
+    A declared completion whose outcome no verifier could check (``unavailable``: the case has
+    no outcome verifier, or it could not answer) is recorded but not verified. It fails this
+    gate only under a policy with ``requires_verified_outcomes``; otherwise the gate reads
+    ``n/a`` and names them, never ``pass`` (docs/contract.md, "A dataset without outcome
+    verifiers")."""
     defects = [
         (t.completions_without_outcome, "declared completion(s) without an outcome state"),
         (t.effects_without_state, "effectful tool attempt(s) without a destination state"),
@@ -286,11 +290,50 @@ def _coverage_gate(t: VariantTotals, limits: Thresholds) -> GateResult:
         (t.unpriced_judge_calls, "judge call(s) of the run with no price"),
     ]
     found = "; ".join(f"{count} {what}" for count, what in defects if count)
-    if not found:
-        return GateResult("coverage", PASS, "every outcome, tool effect and cost is recorded")
-    if not limits.coverage_required:
-        return GateResult("coverage", PASS, f"not required by the policy ({found})")
-    return GateResult("coverage", FAIL, found)
+    unverified = t.unverified_completions
+    unverified_note = (
+        f"{unverified} of {t.declared_complete} declared completion(s) unverified "
+        "(no outcome verifier gave a verdict)"
+    )
+    if unverified and limits.requires_verified_outcomes:
+        parts = [found] if found and limits.coverage_required else []
+        parts.append(f"{unverified_note}: the policy requires verified outcomes")
+        return GateResult("coverage", FAIL, "; ".join(parts))
+    if found and limits.coverage_required:
+        return GateResult("coverage", FAIL, found)
+    recorded = f"not required by the policy ({found})" if found else ""
+    verified_any = t.declared_complete - unverified - t.completions_without_outcome > 0
+    if unverified and not verified_any:
+        # Nothing verified at all: "pass" would read as "every outcome checked".
+        detail = f"{unverified_note}; outcome verification is not required by the policy"
+        return GateResult("coverage", NOT_APPLICABLE, f"{detail}; {recorded}" if found else detail)
+    if found:
+        return GateResult("coverage", PASS, recorded)
+    if unverified:
+        return GateResult(
+            "coverage", PASS, f"every outcome, tool effect and cost is recorded ({unverified_note})"
+        )
+    return GateResult("coverage", PASS, "every outcome, tool effect and cost is recorded")
+
+
+def _false_success_gate(t: VariantTotals, ratio: Ratio, limits: Thresholds) -> GateResult:
+    """The false-success veto. When no declared completion was verified either way, the rate
+    is unknown, not 0: the gate reads ``n/a`` and says so (coverage decides whether that is
+    acceptable: ``requires_verified_outcomes``)."""
+    judged = t.declared_complete - t.unverified_completions - t.completions_without_outcome
+    if t.declared_complete and judged <= 0 and not t.false_successes:
+        return GateResult(
+            "false_success",
+            NOT_APPLICABLE,
+            f"false-success rate unknown: none of {t.declared_complete} declared completions "
+            "was verified at the destination",
+        )
+    return _count_gate(
+        "false_success",
+        t.false_successes,
+        limits.max_false_successes,
+        f"{ratio} declared completions failed their outcome check",
+    )
 
 
 def _count_gate(name: str, count: int, maximum: int, what: str) -> GateResult:
@@ -327,10 +370,21 @@ def _floors_gate(progress: Ratio, integrity: Ratio, limits: Thresholds) -> GateR
 
 
 def _budget_gate(cost: Decimal | None, t: VariantTotals, limits: Thresholds) -> GateResult:
+    """The policy's budget per verified outcome. No budget set: nothing to exceed, whatever the
+    evidence (the cost figure, or why it is unavailable, is still said). A budget set and no
+    figure to hold against it fails closed."""
+    maximum = limits.max_cost_per_verified_outcome_usd
     if cost is None:
         reason = "no verified outcome" if not t.outcomes_verified else "no billed cost"
-        return GateResult("budget", FAIL, f"cost per verified outcome unavailable ({reason})")
-    maximum = limits.max_cost_per_verified_outcome_usd
+        if maximum is None:
+            return GateResult(
+                "budget", PASS, f"no budget set (cost per verified outcome unavailable: {reason})"
+            )
+        return GateResult(
+            "budget",
+            FAIL,
+            f"cost per verified outcome unavailable ({reason}) against a budget of {_usd(maximum)}",
+        )
     if maximum is None:
         return GateResult("budget", PASS, f"${cost} per verified outcome; no budget set")
     ok = cost <= maximum

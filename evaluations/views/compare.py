@@ -1,10 +1,10 @@
 """The compare page (`/runs/compare/?a=RUN&b=RUN`): two runs side by side, for a person.
 
 The same comparison as `GET /api/v1/runs/compare/` (`evaluations.api.compare`), built from the
-same reads (`evaluations.reads.compare`): both runs' five-measure contracts (`run_contract`,
-each run under the thresholds of the publishing policy in force for its agent, as the publish
-gate and the run page apply them, else seed 003's defaults; `evaluations.contract.applied`, one
-query for both runs; the page says which), the comparability verdict
+same reads (`evaluations.reads.compare`): both runs' verdicts and five-measure contracts
+(`evaluations.verdict.verdicts_of`, each run under the publishing policy in force for its agent,
+as the publish gate and the run page apply it, else the defaults; one query for both runs' policies;
+the page says which), the comparability verdict
 (`comparability_differences`: same dataset version, check versions, quality grader and judge
 models, or why not), every case whose status changed (`case_changes`), and each check's mean
 score and pass rate with their deltas (`evaluations.reads.trends.check_stats`).
@@ -25,16 +25,10 @@ from django.urls import reverse
 
 from evaluations.api.compare import case_changes, comparability_differences
 from evaluations.choices import RunStatus
-from evaluations.contract import (
-    GATE_LABELS,
-    GATE_ORDER,
-    TABLE_COLUMNS,
-    applied_thresholds,
-    format_cells,
-)
-from evaluations.contract.db import run_contract
+from evaluations.contract import GATE_LABELS, GATE_ORDER, TABLE_COLUMNS, format_cells
 from evaluations.models import Run
 from evaluations.reads.compare import check_deltas, live_baseline
+from evaluations.verdict import POLICY_GATE_LABELS, doc_url, verdicts_of
 from sherlock.core.htmx import render_page
 from sherlock.core.inputs import parse_id
 from sherlock.core.limits import excerpt
@@ -64,20 +58,40 @@ def _run_id(raw, name):
     return run_id, None
 
 
-def contract_rows(result_a, result_b):
-    """The two contract tables side by side: one row per measure of DESIGN section 6, then one
-    per gate with its status and detail on each side (a gate only one side's thresholds set, a
-    quality floor, is shown with the other side blank)."""
+def contract_rows(result_a, result_b, verdict_a=None, verdict_b=None):
+    """The two contract tables side by side: one row per measure of the release contract, then
+    one per gate with its state and detail on each side: the verdicts' gates when given (the
+    contract's, then the policy's checks-scored and case-pass-rate gates), else the contract's.
+    A gate only one side has is shown with the other side blank."""
     cells = [format_cells(result, explained=True) for result in (result_a, result_b)]
     measures = [(column, cells[0][column], cells[1][column]) for column in TABLE_COLUMNS[1:]]
-    gates_a = {gate.name: gate for gate in result_a.gates}
-    gates_b = {gate.name: gate for gate in result_b.gates}
+    sides = []
+    for result, verdict in ((result_a, verdict_a), (result_b, verdict_b)):
+        if verdict is not None and verdict.gates:
+            sides.append({g.name: {"status": g.state, "detail": g.detail} for g in verdict.gates})
+        else:
+            sides.append({g.name: {"status": g.status, "detail": g.detail} for g in result.gates})
+    names = [*GATE_ORDER, *(n for n in (*sides[0], *sides[1]) if n not in GATE_ORDER)]
     gates = [
-        {"label": GATE_LABELS[name], "a": gates_a.get(name), "b": gates_b.get(name)}
-        for name in GATE_ORDER
-        if name in gates_a or name in gates_b
+        {
+            "label": POLICY_GATE_LABELS.get(name, GATE_LABELS.get(name, name)),
+            "a": sides[0].get(name),
+            "b": sides[1].get(name),
+        }
+        for name in dict.fromkeys(names)
+        if name in sides[0] or name in sides[1]
     ]
     return measures, gates
+
+
+def _contract(run, verdict):
+    """A side's contract: the verdict's, or, for a run not finished (its verdict is pending),
+    the contract of its trials so far under the same thresholds."""
+    if verdict.contract is not None:
+        return verdict.contract
+    from evaluations.contract.db import run_contract
+
+    return run_contract(run, verdict.applied.thresholds)
 
 
 def _picker(request, error=None, status=200):
@@ -117,11 +131,13 @@ def compare(request):
     if a_id not in runs or b_id not in runs:
         raise Http404("no such run, or one you may not see")
     a, b = runs[a_id], runs[b_id]
-    applied = applied_thresholds([a.agent_version.agent, b.agent_version.agent])
-    applied_a, applied_b = applied[a.agent_version.agent_id], applied[b.agent_version.agent_id]
-    result_a = run_contract(a, applied_a.thresholds)
-    result_b = run_contract(b, applied_b.thresholds)
-    measures, gates = contract_rows(result_a, result_b)
+    # Each side's verdict under the policy in force for its agent (one provider call for
+    # both): the run page's, the verdict API's and the gate's function.
+    verdicts = verdicts_of(list({a.pk: a, b.pk: b}.values()))
+    verdict_a, verdict_b = verdicts[a.pk], verdicts[b.pk]
+    applied_a, applied_b = verdict_a.applied, verdict_b.applied
+    result_a, result_b = _contract(a, verdict_a), _contract(b, verdict_b)
+    measures, gates = contract_rows(result_a, result_b, verdict_a, verdict_b)
     changes = case_changes(a, b)
     differences = comparability_differences(a, b)
     context = {
@@ -129,6 +145,7 @@ def compare(request):
         "b": b,
         "finished": a.status == RunStatus.COMPLETED and b.status == RunStatus.COMPLETED,
         "results": (result_a, result_b),
+        "verdicts": (verdict_a, verdict_b),
         "applied": (applied_a, applied_b),
         "same_thresholds": applied_a == applied_b,
         "measures": measures,
@@ -147,5 +164,6 @@ def compare(request):
         ],
         "changed": any(changes[name] for name in CHANGE_LABELS),
         "deltas": check_deltas(a, b),
+        "contract_docs": doc_url("contract"),
     }
     return render_page(request, "evaluations/compare.html", context)

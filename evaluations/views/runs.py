@@ -1,14 +1,14 @@
 """The live htmx pages of evaluations: runs, a run's page, a trial's page, costs.
 
-The run page tells the truth first: its verdict (failed when a case failed *or* the five-metric
-contract of DESIGN section 6 fails, naming the first failing gate: `evaluations.reads.verdicts`,
-which gives the run list the same verdict in short), the contract table with
-its gates under the thresholds of the publishing policy in force for the run's agent (else seed
-003's defaults, and it says which), a banner when blocking checks could not be scored, then the
-results grid, filtered (failed, flaky, one check) and paginated in the database. Every grid
-cell and case links to the trial page (`trial_detail`), which shows one case of the run, a
-repetition at a time, with the evidence of every check (rendered by
-`evaluations.reads.evidence_display`).
+The run page tells the truth first: its verdict (`evaluations.verdict.run_verdict`, the one
+function the run list, the compare page and API, the verdict API, `manage.py evaluate` and the
+publish decision call too: passed, failed naming the first failing gate, incomplete, or
+pending), the evidence it lacks with what adds it, the contract table with its gates under the
+thresholds of the publishing policy in force for the run's agent (else the defaults, and it
+says which), a banner when blocking checks could not be scored, then the results grid,
+filtered (failed, flaky, one check) and paginated in the database. Every grid cell and case
+links to the trial page (`trial_detail`), which shows one case of the run, a repetition at a
+time, with the evidence of every check (rendered by `evaluations.reads.evidence_display`).
 
 Every page starts from `Run.objects.for_user` (or the agents the user may see), and keeps a
 constant number of queries however many rows it shows. `render_page` is the one place that
@@ -21,15 +21,16 @@ from urllib.parse import urlencode
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 
 from agents.models import Agent
 from agents.transcripts import tool_calls
 from evaluations.checks.base import as_text
 from evaluations.choices import RUN_TERMINAL, CheckStatus, TrialStatus
-from evaluations.contract import GATE_LABELS, TABLE_COLUMNS, format_cells, thresholds_for
-from evaluations.contract.db import run_contract
+from evaluations.contract import TABLE_COLUMNS, format_cells
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
+from evaluations.judge.setup import judges_docs_url, no_judge_skips
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
 from evaluations.reads.cost_chart import cost_chart
 from evaluations.reads.evidence_display import compact, evidence_blocks, highlight_quotes, pretty
@@ -39,7 +40,7 @@ from evaluations.reads.results_grid import (
     results_grid,
     unscored_checks,
 )
-from evaluations.reads.verdicts import list_verdicts, run_verdict
+from evaluations.verdict import doc_url, run_verdict, verdicts_of
 from sherlock.core.htmx import render_page
 
 
@@ -50,14 +51,14 @@ def home(request):
 @login_required
 def run_list(request):
     """The newest 100 runs the user may see, each finished one with its verdict (PASSED, or
-    FAILED and why in short: `evaluations.reads.verdicts.list_verdicts`, the run page's rule, from
-    the runs' stored figures in a constant number of queries)."""
+    FAILED or INCOMPLETE and why in short: `evaluations.verdict.verdicts_of`, the run page's
+    function, from the runs' stored figures in a constant number of queries)."""
     runs = list(
         Run.objects.for_user(request.user).select_related(
             "agent_version__agent", "dataset_version__dataset"
         )[:100]
     )
-    verdicts = list_verdicts(runs)
+    verdicts = verdicts_of([run for run in runs if run.status in RUN_TERMINAL])
     for run in runs:
         run.verdict = verdicts.get(run.pk)
     return render_page(
@@ -118,35 +119,57 @@ def run_detail(request, pk):
             "evaluations/partials/results_grid.html",
         )
     if finished:
-        # Numbers from an unfinished run are not evidence (DESIGN section 10): the contract and
-        # the verdict appear when it ends. Under the thresholds of the publishing policy that
-        # would govern publishing the run's agent, as the publish gate applies it (one query,
-        # through governance's provider: evaluations.contract.applied), else seed 003's.
-        applied = thresholds_for(run.agent_version.agent)
-        contract = run_contract(run, applied.thresholds)
+        # Numbers from an unfinished run are not evidence: the contract and the verdict appear
+        # when it ends, under the publishing policy that would govern publishing the run's
+        # agent, as the publish gate applies it (evaluations.verdict), else the defaults.
+        verdict = run_verdict(run)
+        contract = verdict.contract
         unscored = unscored_checks(run)
         context.update(
+            verdict=verdict,
             contract=contract,
-            applied=applied,
+            applied=verdict.applied,
             contract_cells=[
                 format_cells(contract, explained=True)[column] for column in TABLE_COLUMNS
-            ],
+            ]
+            if contract
+            else [],
             contract_columns=TABLE_COLUMNS,
             gates=[
                 {
-                    "label": GATE_LABELS[gate.name],
-                    "status": gate.status,
-                    "css": gate.status.replace("/", ""),
+                    "label": gate.label,
+                    "status": gate.state,
+                    "css": gate.state.replace("/", ""),
                     "detail": gate.detail,
-                    "first": gate.name == contract.first_failing_gate,
+                    "first": gate.name == verdict.first_failing_gate,
                 }
-                for gate in contract.gates
+                for gate in verdict.gates
             ],
-            verdict=run_verdict(run, contract, unscored["total"]),
-            verdict_gate=GATE_LABELS.get(contract.first_failing_gate, ""),
             unscored=unscored,
+            no_judge=no_judge_warning_for(unscored),
+            judges_docs=judges_docs_url(),
+            contract_docs=doc_url("contract"),
+            outcome_docs=doc_url("contract", "A dataset without outcome verifiers"),
+            calibration=_model_checks(run),
         )
     return render(request, "evaluations/run_detail.html", context)
+
+
+def no_judge_warning_for(unscored):
+    """The no-judge sentence when results were skipped for want of a judge, else ""."""
+    return no_judge_skips(g["reason"] for g in unscored["groups"])
+
+
+def _model_checks(run):
+    """The run's model checks with their calibration page (one query): the run page links to
+    each, as the check's admin page does."""
+    from evaluations.checks import REGISTRY
+
+    return [
+        {"label": check.label, "url": reverse("evaluations:calibration", args=[check.pk])}
+        for check in run.dataset_version.checks.order_by("position", "label")
+        if getattr(REGISTRY.get(check.kind), "uses_model", False)
+    ]
 
 
 def _failing_trials(trials):

@@ -81,6 +81,16 @@ class PublishingPolicy(models.Model):
         validators=[MinValueValidator(Decimal("0"))],
     )
     min_quality = models.FloatField(null=True, blank=True, validators=UNIT_INTERVAL)
+    # A dataset without outcome verifiers (a question-answering agent with no external effects)
+    # has declared completions nobody verified: named as missing evidence, and a failed
+    # coverage gate only when this is set (docs/contract.md, "A dataset without outcome
+    # verifiers").
+    requires_verified_outcomes = models.BooleanField(
+        default=False,
+        help_text="Fail the coverage gate when a declared completion has no verified outcome "
+        "(its case has no outcome verifier). Off: such a dataset is gated on its checks and "
+        "cases, and the verdict names the missing outcome verification.",
+    )
     # Separation of duties and bypass options.
     creator_may_not_publish = models.BooleanField(default=True)
     bypass_requires_second_admin = models.BooleanField(default=False)

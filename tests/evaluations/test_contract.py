@@ -41,6 +41,7 @@ POLICY = {
     "max_cost_per_verified_outcome_usd": Decimal("0.60"),
     "min_quality": None,
     "coverage_required": True,
+    "requires_verified_outcomes": False,
 }
 
 OWNED_WAIT = {
@@ -567,7 +568,7 @@ def test_thresholds_accept_a_publishing_policys_nullable_fields():
     )
 
 
-def test_limits_a_policy_does_not_set_pass_and_say_so_but_missing_evidence_still_fails():
+def test_limits_a_policy_does_not_set_pass_and_say_so_and_a_set_budget_fails_closed():
     no_limits = {
         **POLICY,
         "min_useful_progress": None,
@@ -585,7 +586,18 @@ def test_limits_a_policy_does_not_set_pass_and_say_so_but_missing_evidence_still
     assert gates(spendy)["floors"] == "pass"
     assert "no budget set" in spendy.gate("budget").detail
     assert gates(spendy)["budget"] == "pass"
-    assert gates(nothing_bought)["budget"] == "fail"
+    # No budget set: nothing to exceed, even with nothing bought (never "fails at budget").
+    assert gates(nothing_bought)["budget"] == "pass"
+    assert nothing_bought.gate("budget").detail == (
+        "no budget set (cost per verified outcome unavailable: no verified outcome)"
+    )
+    # A budget set with no verified outcome to hold it against fails closed.
+    budgeted = contract(
+        make_trial(outcome={"verdict": "unavailable", "verifier": "x"}),
+        thresholds={**no_limits, "max_cost_per_verified_outcome_usd": Decimal("0.60")},
+    )
+    assert gates(budgeted)["budget"] == "fail"
+    assert "against a budget of $0.60" in budgeted.gate("budget").detail
 
 
 @pytest.mark.parametrize(

@@ -154,8 +154,12 @@ def test_quality_counts_only_trials_where_the_grader_ran():
 def test_a_declared_completion_without_outcome_state_fails_coverage_and_unavailable_does_not():
     run = empty_run()
     add_trial(run, outcome_verdict="unavailable")
-    assert run_contract(run, POLICY_THRESHOLDS).gate("coverage").status == "pass"
+    # Recorded but verified by nobody: not "pass" (every outcome checked), not a failure
+    # unless the policy requires verified outcomes.
+    assert run_contract(run, POLICY_THRESHOLDS).gate("coverage").status == "n/a"
     assert run_contract(run, POLICY_THRESHOLDS).unverified_completions == 1
+    strict = {**POLICY_THRESHOLDS, "requires_verified_outcomes": True}
+    assert run_contract(run, strict).gate("coverage").status == "fail"
 
     add_trial(run, outcome_verdict="")
     result = run_contract(run, POLICY_THRESHOLDS)

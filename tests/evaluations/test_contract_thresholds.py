@@ -88,7 +88,7 @@ def test_without_a_provider_every_agent_gets_seed_003s_defaults_said_as_such(age
         register_thresholds_provider(previous)
     assert DEFAULT_APPLIED.thresholds == DEFAULT_THRESHOLDS
     assert DEFAULT_APPLIED.source == DEFAULTS_SOURCE
-    assert DEFAULTS_SOURCE == "seed 003's defaults: no publishing policy applies"
+    assert DEFAULTS_SOURCE == "the default thresholds: no publishing policy applies"
     assert DEFAULT_APPLIED.as_dict()["policy"] is None
 
 
@@ -130,6 +130,7 @@ def test_the_provider_gives_the_policy_in_force_as_the_gate_chooses_it(
             "max_cost_per_verified_outcome_usd": "0.0400",
             "min_quality": None,
             "coverage_required": True,
+            "requires_verified_outcomes": False,
         },
     }
 

@@ -102,7 +102,7 @@ def test_a_run_whose_cases_and_contract_pass_exits_0_with_its_tables(
     assert f"run #{run.pk} completed: 2/2 trials" in out  # not a terminal: plain lines
     assert "small   passed 1/1  passed 1.00" in out
     assert "cases passed: 2/2, flaky: 0" in out
-    assert "contract (seed 003's defaults: no publishing policy applies):" in out
+    assert "contract (the default thresholds: no publishing policy applies):" in out
     assert "| variant | quality |" in out and "| pass |" in out
     assert "gate" in out and "budget                   pass  $0.01 per verified outcome" in out
     assert "result: passed" in out
@@ -136,7 +136,7 @@ def test_the_contract_is_the_agents_publishing_policys_and_says_so(
     assert code == 1, out
     assert "cases passed: 2/2" in out
     assert "contract (thresholds of policy «Tight» v1):" in out
-    assert "result: failed: contract failed at budget" in out
+    assert "result: failed: contract: budget" in out
     thresholds = json.loads(summary.read_text())["contract"]["thresholds"]
     assert thresholds["source"] == "thresholds of policy «Tight» v1"
     assert thresholds["values"]["max_cost_per_verified_outcome_usd"] == "0.0050"
@@ -150,7 +150,7 @@ def test_cases_that_pass_with_a_failing_contract_exit_1_naming_the_gate(
     code, out = evaluate("refunds", "--dataset", "support-basics", "--user", "builder")
     assert code == 1, out
     assert "cases passed: 2/2" in out
-    assert "result: failed: contract failed at coverage" in out
+    assert "result: failed: contract: coverage" in out
     assert "price missing (2 calls)" in out and "$0.0000 " not in out
 
 

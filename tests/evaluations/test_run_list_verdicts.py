@@ -1,4 +1,4 @@
-"""The run list gives each finished run the verdict of its page (`evaluations.reads.verdicts`).
+"""The run list gives each finished run the verdict of its page (`evaluations.verdict`).
 
 A walk through the pages found the list calling a run "completed 5/5" in green while its page
 read "FAILED: the contract fails at false success". The list now has a verdict column: PASSED,
@@ -95,7 +95,7 @@ def test_each_finished_run_reads_on_the_list_the_verdict_of_its_page(
     assert "1/1 cases failed" in row_of(body, flaky)
     assert "PASSED" not in row_of(body, running) and "FAILED" not in row_of(body, running)
     # The full reasons, as the run page words them, are the FAILED mark's title.
-    assert 'title="the contract fails at false success"' in body
+    assert 'title="the contract fails at false success: ' in body
 
 
 def test_the_list_reads_the_contract_under_the_policy_in_force_for_the_agent(signed_in):
@@ -120,24 +120,19 @@ def test_judge_spend_recorded_after_the_run_finished_counts_on_the_list_as_on_th
 
     row = " ".join(row_of(listed(signed_in).content.decode(), run).split())
     assert "FAILED contract: coverage" in row
-    assert (
-        "the contract fails at coverage"
-        in signed_in.get(f"/runs/{run.pk}/").context["verdict"]["reasons"]
-    )
+    verdict = signed_in.get(f"/runs/{run.pk}/").context["verdict"]
+    assert verdict.reasons[0].code == "coverage"
+    assert verdict.reason_texts[0].startswith("the contract fails at coverage: ")
 
 
-def test_a_run_that_did_not_complete_and_unscored_checks_fail_in_short():
-    from evaluations.reads.verdicts import run_verdict
+def test_a_run_that_did_not_complete_is_incomplete_and_says_why_in_short():
+    from evaluations.verdict import run_verdict
 
-    run = Run(status=RunStatus.CANCELLED, summary={"cases": 16, "passed": 3})
-    verdict = run_verdict(run, None, unscored=4)
-    assert not verdict["passed"]
-    assert verdict["short"] == [
-        "run cancelled",
-        "13/16 cases failed",
-        "4 blocking results unscored",
-    ]
-    assert verdict["reasons"][1] == "13 of 16 cases failed"
+    run = empty_run(status=RunStatus.CANCELLED, summary={"cases": 16, "passed": 3})
+    verdict = run_verdict(run)
+    assert verdict.outcome == "incomplete" and verdict.exit_code == 2
+    assert verdict.short[:2] == ["run cancelled", "13/16 cases failed"]
+    assert verdict.reason_texts[1].startswith("13 of 16 cases failed")
 
 
 def test_the_totals_of_many_runs_are_each_runs_totals():

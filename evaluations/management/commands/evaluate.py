@@ -11,21 +11,21 @@ newest version; `--dataset-version` to the dataset's newest frozen version.
 
 While it waits, a terminal shows a progress bar (rich); when stdout is not a terminal (CI), a
 plain line each time the progress changes. Then the case table (each case passed, failed or
-flaky, and each check's status and mean score), the spend, and the five-metric contract of the
-run (DESIGN section 6, `evaluations.contract.db.run_contract` and `render_table`) under the
-thresholds of the publishing policy in force for the agent, else seed 003's defaults, as the run
-page and `GET /api/v1/runs/compare/` show it (`evaluations.contract.applied`; the output names
-which). It is still a test report, not a release decision: that is `manage.py gate`, which also
-applies the policy's case pass rate to the runs of its gate datasets.
+flaky, and each check's status and mean score), the spend, the five-metric contract table, and
+the run's verdict: `evaluations.verdict.run_verdict`, the function the run page, the compare
+page and API, `GET /api/v1/runs/{id}/verdict/` and the publish gate call, under the publishing
+policy in force for the agent (else the defaults; the output names which), with every gate, the
+reasons and the evidence the run lacks with what adds it. The publish decision itself is
+`manage.py gate`'s, on the runs of the agent's gate datasets.
 `--junit FILE` writes JUnit XML (`export_run --format junit`'s writer), `--json FILE` a JSON
 summary. `--summary` then asks the judge for the run's summary (`SummarizeRun`: statements citing
 the run's cases) and prints it; when it cannot (no judge, refused) it says why and the exit
 status stays the verdict's.
 
-Exit status: 0 when every case passed and the contract passed; 1 when not; 2 on an error (bad
-usage, unknown agent, dataset or version, a refused start, a run that failed or was cancelled,
-any unexpected failure) or when the run did not finish within `--wait` seconds (it goes on; the
-message names it).
+Exit status: the verdict's exit code: 0 passed, 1 failed, 2 incomplete (a blocking check not
+scored, a trial in error, a run that failed or was cancelled); 2 also on an error (bad usage,
+unknown agent, dataset or version, a refused start, any unexpected failure) or when the run did
+not finish within `--wait` seconds (it goes on; the message names it).
 """
 
 import json
@@ -40,23 +40,22 @@ from agents.models import Agent
 from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.choices import RUN_TERMINAL, RunStatus
-from evaluations.contract import GATE_LABELS, render_table, thresholds_for
-from evaluations.contract.db import run_contract
+from evaluations.contract import render_table
 from evaluations.costs import describe_estimate, describe_spend, format_usd
 from evaluations.management.commands.export_run import Command as ExportRun
 from evaluations.models import CaseResult, Dataset, Run
+from evaluations.verdict import run_verdict
 from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
 
-PASSED, FAILED = 0, 1  # ERROR (2) comes with VerdictCommand
 USER_ENV = "SHERLOCK_USER"
 
 
 class Command(VerdictCommand):
     help = (
         "Start a run of an agent version on a dataset version as --user (or $SHERLOCK_USER), "
-        "wait for it, print the case table and the five-metric contract. Exit 0 when every case "
-        "and the contract passed, 1 when not, 2 on an error or a timeout."
+        "wait for it, print the case table, the five-metric contract and the verdict. Exit 0 "
+        "passed, 1 failed, 2 incomplete, on an error or a timeout."
     )
 
     def add_arguments(self, parser):
@@ -113,27 +112,27 @@ class Command(VerdictCommand):
         cases = list(
             CaseResult.objects.filter(run=run).select_related("case").order_by("case__key")
         )
-        applied = thresholds_for(run.agent_version.agent)
-        contract = run_contract(run, applied.thresholds)
+        verdict = run_verdict(run)
+        contract = verdict.contract
         self.print_cases(run, cases)
         self.stdout.write(f"spend: {describe_spend(run)}")
-        self.stdout.write(f"contract ({applied.source}):")
+        self.stdout.write(f"contract ({verdict.applied.source}):")
         self.stdout.write(render_table([contract]))
-        for gate in contract.gates:
-            self.stdout.write(f"  {GATE_LABELS[gate.name]:<24} {gate.status:<4}  {gate.detail}")
-        all_passed = bool(cases) and all(case.passed for case in cases)
-        passed = all_passed and contract.first_failing_gate is None
-        verdict = "passed" if passed else self.why_failed(cases, contract)
-        self.stdout.write(f"result: {verdict}")
+        for gate in verdict.gates:
+            self.stdout.write(f"  {gate.label:<24} {gate.state:<4}  {gate.detail}")
+        for item in verdict.missing:
+            required = " (required by the policy)" if item.fails else ""
+            self.stdout.write(f"missing: {item.detail}{required}; to add it: {item.fix}")
+        self.stdout.write(f"result: {self.why(verdict)}")
         if options["summary"]:
             self.print_summary(user, run)
         if options["junit"]:
             self.write_file(options["junit"], ExportRun().export_junit(run), "JUnit XML")
         if options["json_file"]:
-            summary = self.summary(run, cases, contract, applied, passed)
+            summary = self.summary(run, cases, verdict)
             self.write_file(options["json_file"], json.dumps(summary, indent=2) + "\n", "JSON")
-        if not passed:
-            raise SystemExit(FAILED)
+        if verdict.exit_code:
+            raise SystemExit(verdict.exit_code)
 
     def print_summary(self, user, run):
         try:
@@ -252,16 +251,12 @@ class Command(VerdictCommand):
         flaky = sum(case.flaky for case in cases)
         self.stdout.write(f"cases passed: {passed}/{len(cases)}, flaky: {flaky}")
 
-    def why_failed(self, cases, contract):
-        reasons = []
-        failed = [case.case.key for case in cases if not case.passed]
-        if failed:
-            reasons.append(f"{len(failed)} case(s) failed ({', '.join(failed[:5])})")
-        if contract.first_failing_gate:
-            reasons.append(f"contract failed at {GATE_LABELS[contract.first_failing_gate]}")
-        return "failed: " + "; ".join(reasons or ["no case results"])
+    def why(self, verdict):
+        if verdict.passed:
+            return "passed"
+        return f"{verdict.outcome}: " + "; ".join(verdict.short or ["no case results"])
 
-    def summary(self, run, cases, contract, applied, passed):
+    def summary(self, run, cases, verdict):
         return {
             "run": run.pk,
             "agent": run.agent_version.agent.slug,
@@ -270,8 +265,10 @@ class Command(VerdictCommand):
             "dataset_version": run.dataset_version.number,
             "repetitions": run.repetitions,
             "status": run.status,
-            "passed": passed,
-            "exit_code": PASSED if passed else FAILED,
+            "passed": verdict.passed,
+            "outcome": verdict.outcome,
+            "exit_code": verdict.exit_code,
+            "verdict": verdict.as_dict(),
             "cases": [
                 {
                     "case": case.case.key,
@@ -284,8 +281,8 @@ class Command(VerdictCommand):
                 for case in cases
             ],
             "contract": {
-                **contract.as_dict(),
-                "thresholds": applied.as_dict(),
+                **verdict.contract.as_dict(),
+                "thresholds": verdict.applied.as_dict(),
             },
             "spend": {
                 "usd": None if run.unpriced_calls else str(run.spend_usd),

@@ -1,0 +1,722 @@
+"""A run's verdict under a publishing policy: the one function every surface asks.
+
+The run page, the run list, the compare page and API, ``GET /api/v1/runs/{id}/verdict/``,
+``manage.py evaluate`` and the publish decision (``governance.decision.decide``, which the
+``gate`` command and the publish page read) all reach a verdict through ``verdicts_of`` (runs
+judged one by one) or ``gate_verdict`` (a publish request's gate runs judged together). Both
+build the same ``Verdict`` by ``_judge``, so no two surfaces can disagree on a run and policy.
+
+Evaluations may not import governance (the layers of pyproject.toml), so a policy reaches this
+module as plain data, an ``AppliedThresholds`` (``evaluations.contract.applied``): its contract
+``Thresholds`` (with ``requires_verified_outcomes``), its ``min_case_pass_rate`` and its name,
+made by governance's ``policy_thresholds``/``policy_applied`` from the ``PublishingPolicy``
+row. Without one, the defaults apply and the verdict says so (``policy`` is null).
+
+The verdict, in order:
+
+- **pending** while a run has not finished (numbers from it are not evidence), exit code null;
+- **incomplete** (exit 2) when a run failed or was cancelled, or when nothing failed but some
+  evidence could not be had: blocking check results skipped or in error, trials in error
+  (the ``checks_scored`` gate);
+- **failed** (exit 1) when any other gate fails: the contract's (coverage, false success,
+  unknown effects, floors, budget, quality) or the policy's case pass rate;
+- **passed** (exit 0) otherwise.
+
+``missing`` names the evidence the run lacks, whatever the outcome, each with what to do and
+where it is documented: outcome verification (cases without an outcome verifier), a judge
+(blocking model checks skipped: ``evaluations.judge.setup.NO_JUDGE``), a quality grader under
+a quality floor, billing. Missing evidence fails the verdict only where the policy asks for it
+(docs/contract.md, "A dataset without outcome verifiers").
+
+A constant number of queries for any number of runs: the thresholds provider (one), the runs'
+stored figures (``runs_totals``, ``trials_in_error``), one grouped query for the unscored
+results of runs without figures, and, only when some run has them, two grouped counts of the
+cases with errored trials or unscored results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, Max
+
+from evaluations.choices import RUN_TERMINAL, CheckStatus, RunStatus, TrialStatus
+from evaluations.contract import (
+    DEFAULT_APPLIED,
+    FAIL,
+    GATE_LABELS,
+    GATE_ORDER,
+    NOT_APPLICABLE,
+    PASS,
+    AppliedThresholds,
+    ContractResult,
+    Thresholds,
+    applied_thresholds,
+    combine,
+    evaluate,
+)
+from evaluations.contract.db import runs_totals, trials_in_error
+
+PASSED, FAILED, INCOMPLETE, PENDING = "passed", "failed", "incomplete", "pending"
+OUTCOMES = (PASSED, FAILED, INCOMPLETE, PENDING)
+EXIT_CODES = {PASSED: 0, FAILED: 1, INCOMPLETE: 2, PENDING: None}
+# The gate that fails on what could not be scored: its failure alone makes a run incomplete.
+EVIDENCE_GATE = "checks_scored"
+POLICY_GATE_LABELS = {
+    **GATE_LABELS,
+    "checks_scored": "blocking checks scored",
+    "case_pass_rate": "case pass rate",
+}
+
+
+def doc_url(doc: str, heading: str = "") -> str:
+    """The served page of docs/<doc>.md at ``heading`` (``evaluations.admin.docs.doc_url``)."""
+    from evaluations.admin.docs import doc_url as served
+
+    return served(doc, heading)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One gate: ``state`` pass/fail/n/a, ``value`` what it read, ``bound`` what it applied."""
+
+    name: str
+    label: str
+    state: str
+    detail: str
+    value: Any = None
+    bound: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "label": self.label,
+            "state": self.state,
+            "value": self.value,
+            "bound": self.bound,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why the verdict is not passed: ``code`` (a gate's name, ``run_not_completed``, ...),
+    ``detail`` in full for the pages, ``short`` for a table cell."""
+
+    code: str
+    detail: str
+    short: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Evidence the run lacks, what adds it (``fix``) and where that is documented (``docs``,
+    a path of the served docs)."""
+
+    code: str
+    detail: str
+    fix: str
+    docs: str
+    fails: bool = False  # the policy requires it: the verdict fails closed on it
+
+    @property
+    def label(self) -> str:
+        return self.code.replace("_", " ")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "detail": self.detail, "fix": self.fix, "docs": self.docs}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One verdict of one run (or of a publish request's gate runs together) under one policy."""
+
+    runs: tuple[int, ...]
+    status: str
+    outcome: str
+    applied: AppliedThresholds
+    reasons: tuple[Reason, ...]
+    gates: tuple[Gate, ...]
+    cases: dict[str, int]
+    missing: tuple[Missing, ...]
+    contract: ContractResult | None = field(default=None, compare=False)
+
+    @property
+    def exit_code(self) -> int | None:
+        return EXIT_CODES[self.outcome]
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == PASSED
+
+    @property
+    def first_failing_gate(self) -> str | None:
+        return next((gate.name for gate in self.gates if gate.state == FAIL), None)
+
+    @property
+    def first_failing_label(self) -> str:
+        first = self.first_failing_gate
+        return POLICY_GATE_LABELS.get(first, "") if first else ""
+
+    @property
+    def reason_texts(self) -> list[str]:
+        return [reason.detail for reason in self.reasons]
+
+    @property
+    def blocking_missing(self) -> list[Missing]:
+        """The missing evidence the policy requires (the verdict fails closed on it)."""
+        return [item for item in self.missing if item.fails]
+
+    @property
+    def short(self) -> list[str]:
+        return [reason.short or reason.detail for reason in self.reasons]
+
+    @property
+    def policy(self) -> dict[str, Any] | None:
+        if self.applied.policy_id is None:
+            return None
+        return {"id": self.applied.policy_id, "name": self.applied.policy_name}
+
+    def gate(self, name: str) -> Gate | None:
+        return next((gate for gate in self.gates if gate.name == name), None)
+
+    def as_dict(self, *, run: int | None = None, url: str = "") -> dict[str, Any]:
+        """The body of ``GET /api/v1/runs/{id}/verdict/`` (docs/api.md, "Verdict")."""
+        return {
+            "run": run if run is not None else (self.runs[0] if len(self.runs) == 1 else None),
+            "url": url,
+            "status": self.status,
+            "outcome": self.outcome,
+            "exit_code": self.exit_code,
+            "policy": self.policy,
+            "thresholds": self.applied.source,
+            "reasons": [reason.as_dict() for reason in self.reasons],
+            "gates": [gate.as_dict() for gate in self.gates],
+            "cases": dict(self.cases),
+            "missing": [item.as_dict() for item in self.missing],
+        }
+
+
+# --- entry points ---------------------------------------------------------------------------
+
+
+def run_verdict(run, applied: AppliedThresholds | None = None) -> Verdict:
+    """The verdict of one run under ``applied`` (default: the policy in force for its agent,
+    through governance's provider, else the defaults). Reads ``run.agent_version.agent``."""
+    return verdicts_of([run], applied)[run.pk]
+
+
+def verdicts_of(runs: Iterable, applied: AppliedThresholds | None = None) -> dict[int, Verdict]:
+    """``{run pk: Verdict}``, each run judged alone, under ``applied`` or, when None, the policy
+    in force for each run's agent (one call to the provider for all). A constant number of
+    queries whatever the number of runs (the module docstring)."""
+    runs = list(runs)
+    if not runs:
+        return {}
+    if applied is None:
+        in_force = applied_thresholds(run.agent_version.agent for run in runs)
+        terms = {run.pk: in_force[run.agent_version.agent_id] for run in runs}
+    else:
+        terms = {run.pk: applied for run in runs}
+    finished = [run for run in runs if run.status in RUN_TERMINAL]
+    evidence = _Evidence(finished)
+    return {
+        run.pk: _judge([run], terms[run.pk], evidence)
+        if run in finished
+        else _pending([run], terms[run.pk])
+        for run in runs
+    }
+
+
+def gate_verdict(runs: Sequence, applied: AppliedThresholds) -> Verdict:
+    """The verdict of a publish request's gate runs together (one agent version on its gate
+    datasets): their trials' contract counted together, every run's checks scored and case
+    pass rate. Fails closed: no run, a run that did not complete, runs of more than one
+    version."""
+    runs = list(runs)
+    if any(run.status not in RUN_TERMINAL for run in runs):
+        return _pending(runs, applied)
+    return _judge(runs, applied, _Evidence(runs), together=True)
+
+
+# --- the one rule ---------------------------------------------------------------------------
+
+
+class _Evidence:
+    """What the verdict reads of finished runs, fetched once for all of them."""
+
+    def __init__(self, runs: list):
+        self.totals = runs_totals(runs) if runs else {}
+        self.errors = trials_in_error(runs) if runs else {}
+        self.unscored = _unscored_groups(runs)
+        self.errored_cases = _cases_with([r for r in runs if self.errors.get(r.pk)], "errored")
+        self.unscored_cases = _cases_with(
+            [r for r in runs if sum(g["n"] for g in self.unscored.get(r.pk, []))], "unscored"
+        )
+
+
+def _pending(runs: list, applied: AppliedThresholds) -> Verdict:
+    waiting = [run for run in runs if run.status not in RUN_TERMINAL]
+    status = waiting[0].status if waiting else (runs[0].status if runs else "")
+    return Verdict(
+        runs=tuple(run.pk for run in runs),
+        status=status,
+        outcome=PENDING,
+        applied=applied,
+        reasons=tuple(
+            Reason("run_not_finished", f"run #{run.pk} is {run.status}", f"run {run.status}")
+            for run in waiting
+        ),
+        gates=(),
+        cases=_case_counts(runs, None),
+        missing=(),
+    )
+
+
+def _judge(runs: list, applied: AppliedThresholds, evidence: _Evidence, together=False) -> Verdict:
+    limits = applied.thresholds
+    if len(runs) == 1:
+        totals = evidence.totals[runs[0].pk]
+    else:
+        versions = {run.agent_version_id for run in runs}
+        variant = str(runs[0].agent_version) if len(versions) == 1 else "no single version"
+        totals = combine(variant, [evidence.totals[run.pk] for run in runs])
+    contract = evaluate(totals, limits)
+    gates = [_contract_gate(contract, name, limits) for name in GATE_ORDER]
+    incomplete = [run.pk for run in runs if run.status != RunStatus.COMPLETED]
+    problems = []
+    if not runs:
+        problems.append("no gate run")
+    if incomplete:
+        problems.append(f"run(s) {', '.join(f'#{pk}' for pk in incomplete)} did not complete")
+    if len({run.agent_version_id for run in runs}) > 1:
+        problems.append("the runs are of more than one agent version")
+    coverage = gates[0]
+    if problems:
+        # Fail closed (numbers from unfinished runs are not evidence).
+        gates[0] = Gate(
+            coverage.name,
+            coverage.label,
+            FAIL,
+            "; ".join([*problems, coverage.detail]),
+            {**coverage.value, "incomplete_runs": incomplete},
+            coverage.bound,
+        )
+    else:
+        gates[0] = Gate(
+            coverage.name,
+            coverage.label,
+            coverage.state,
+            coverage.detail,
+            {**coverage.value, "incomplete_runs": []},
+            coverage.bound,
+        )
+    unscored = {run.pk: sum(g["n"] for g in evidence.unscored.get(run.pk, [])) for run in runs}
+    gates.append(_checks_scored_gate(runs, unscored, evidence.errors))
+    gates.append(_case_pass_rate_gate(runs, applied.min_case_pass_rate))
+    missing = _missing(contract, limits, runs, evidence)
+
+    reasons = []
+    for run in runs:
+        if run.status != RunStatus.COMPLETED:
+            reasons.append(
+                Reason("run_not_completed", f"run #{run.pk} {run.status}", f"run {run.status}")
+            )
+    # Told as a person reads them: the run's status, its cases, the contract, what went
+    # unscored.
+    order = {"case_pass_rate": 0, EVIDENCE_GATE: 2}
+    for gate in sorted(gates, key=lambda g: order.get(g.name, 1)):
+        if gate.state == FAIL and not (gate.name == "coverage" and incomplete and not together):
+            reasons.append(_gate_reason(gate, runs, unscored, evidence.errors))
+    failed = [g for g in gates if g.state == FAIL and g.name != EVIDENCE_GATE]
+    if incomplete:
+        outcome = INCOMPLETE
+    elif failed:
+        outcome = FAILED
+    elif any(g.state == FAIL for g in gates):
+        outcome = INCOMPLETE
+    else:
+        outcome = PASSED
+    return Verdict(
+        runs=tuple(run.pk for run in runs),
+        status=_status(runs),
+        outcome=outcome,
+        applied=applied,
+        reasons=tuple(reasons),
+        gates=tuple(gates),
+        cases=_case_counts(runs, evidence),
+        missing=tuple(missing),
+        contract=contract,
+    )
+
+
+def _status(runs: list) -> str:
+    statuses = {run.status for run in runs}
+    if statuses == {RunStatus.COMPLETED}:
+        return str(RunStatus.COMPLETED)
+    return next((str(run.status) for run in runs if run.status != RunStatus.COMPLETED), "")
+
+
+def _gate_reason(gate: Gate, runs: list, unscored: dict, errors: dict) -> Reason:
+    if gate.name == "case_pass_rate":
+        cases = sum((run.summary or {}).get("cases") or 0 for run in runs)
+        passed = sum((run.summary or {}).get("passed") or 0 for run in runs)
+        if cases and passed < cases:
+            return Reason(
+                gate.name,
+                f"{cases - passed} of {cases} cases failed ({gate.detail})",
+                f"{cases - passed}/{cases} cases failed",
+            )
+        return Reason(gate.name, f"case pass rate: {gate.detail}", "no case pass rate")
+    if gate.name == EVIDENCE_GATE:
+        n = sum(unscored.values())
+        e = sum(errors.get(run.pk, 0) for run in runs)
+        parts, short = [], []
+        if n:
+            plural = "s" if n > 1 else ""
+            parts.append(f"{n} blocking check result{plural} not scored")
+            short.append(f"{n} blocking result{plural} unscored")
+        if e:
+            parts.append(f"{e} trial(s) in error")
+            short.append(f"{e} trial(s) in error")
+        return Reason(gate.name, "; ".join(parts) or gate.detail, "; ".join(short))
+    return Reason(
+        gate.name,
+        f"the contract fails at {gate.label}: {gate.detail}",
+        f"contract: {gate.label}",
+    )
+
+
+# --- the gates ------------------------------------------------------------------------------
+
+
+def _json(value: Any) -> Any:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def _ratio(ratio) -> dict[str, Any]:
+    return {
+        "num": ratio.num,
+        "den": ratio.den,
+        "wilson95": list(ratio.wilson95) if ratio.wilson95 else None,
+    }
+
+
+def _contract_gate(result: ContractResult, name: str, limits: Thresholds) -> Gate:
+    """One contract gate with the numbers it read and the threshold it applied."""
+    t = result.totals
+    gate = next((g for g in result.gates if g.name == name), None)
+    value: dict[str, Any]
+    bound: dict[str, Any]
+    if name == "coverage":
+        value = {
+            "completions_without_outcome": t.completions_without_outcome,
+            "unverified_completions": t.unverified_completions,
+            "declared_complete": t.declared_complete,
+            "effects_without_state": t.effects_without_state,
+            "estimated_cost_trials": t.estimated_runs,
+            "missing_cost_trials": t.missing_cost_runs,
+            "unpriced_judge_calls": t.unpriced_judge_calls,
+        }
+        bound = {
+            "required": limits.coverage_required,
+            "requires_verified_outcomes": limits.requires_verified_outcomes,
+        }
+    elif name == "false_success":
+        value = {
+            **_ratio(result.false_success),
+            "unverified_completions": result.unverified_completions,
+        }
+        bound = {"max": limits.max_false_successes}
+    elif name == "unknown_effects":
+        value = {"count": t.effects_unknown, "intentionally_denied": t.effects_denied}
+        bound = {"max": limits.max_unknown_effects}
+    elif name == "floors":
+        parts = dict(gate.parts) if gate is not None else {}
+        value = {
+            "useful_progress": {
+                **_ratio(result.useful_progress),
+                "status": parts.get("useful_progress"),
+                "excluded_wait_windows": result.excluded_wait_windows,
+                "stalled_wait_windows": result.stalled_wait_windows,
+                "stale_collector_windows": result.stale_collector_windows,
+            },
+            "tool_effect_integrity": {
+                **_ratio(result.tool_effect_integrity),
+                "status": parts.get("tool_effect_integrity"),
+                "intentionally_denied": result.intentionally_denied,
+            },
+        }
+        bound = {
+            "min_useful_progress": _json(limits.min_useful_progress),
+            "min_tool_effect_integrity": _json(limits.min_tool_effect_integrity),
+        }
+    elif name == "budget":
+        value = {
+            "cost_per_verified_outcome_usd": _json(result.cost_per_verified_outcome_usd),
+            "verified_outcomes": result.verified_outcomes,
+            "covered_usd": _json(result.billed_usd),
+            "cost_per_trial_usd": _json(result.cost_per_run_usd),
+            "estimated_usd": _json(result.estimated_usd),
+        }
+        bound = {"max": _json(limits.max_cost_per_verified_outcome_usd)}
+    else:  # quality
+        value = {"mean": _json(result.quality_mean), "graded": result.graded}
+        bound = {"min": _json(limits.min_quality)}
+        if gate is None:
+            return Gate(
+                name, GATE_LABELS[name], NOT_APPLICABLE, "no quality floor set", value, bound
+            )
+    assert gate is not None  # every gate but an unset quality floor is evaluated
+    return Gate(name, GATE_LABELS[name], gate.status, gate.detail, value, bound)
+
+
+def _checks_scored_gate(runs: list, unscored: dict, errors: dict) -> Gate:
+    """Fail on what could not be scored: a case's pass does not count skipped or errored checks
+    against it, so a run whose judge was down, or whose agent crashed on every trial, can show
+    a perfect case pass rate; no verdict may rest on that. A check disabled for a case by an
+    override is not blocking there, and does not count."""
+    per_run = [
+        {
+            "run": run.pk,
+            "unscored_blocking": unscored.get(run.pk, 0),
+            "trials_error": errors.get(run.pk, 0),
+        }
+        for run in runs
+    ]
+    bad = [r for r in per_run if r["unscored_blocking"] or r["trials_error"]]
+    if not runs:
+        state, detail = FAIL, "no gate run"
+    elif bad:
+        state = FAIL
+        detail = "; ".join(
+            f"run #{r['run']}: {r['unscored_blocking']} blocking check result(s) not scored, "
+            f"{r['trials_error']} trial(s) in error"
+            for r in bad
+        )
+    else:
+        state, detail = PASS, "every blocking check was scored in every trial"
+    return Gate(
+        "checks_scored",
+        POLICY_GATE_LABELS["checks_scored"],
+        state,
+        detail,
+        {"runs": per_run},
+        {"max_unscored_blocking": 0, "max_trials_error": 0},
+    )
+
+
+def _case_pass_rate_gate(runs: list, minimum: float) -> Gate:
+    """The policy's ``min_case_pass_rate`` (1.0 without a policy: every case must pass): every
+    run must reach it; a run without a rate (not completed, or no cases) fails closed."""
+    rates = [(run.pk, (run.summary or {}).get("case_pass_rate")) for run in runs]
+    unjudged = [run.pk for run in runs if _unjudged(run)]
+    if runs and len(unjudged) == len(runs):
+        # Imported trials with no checks: no case was passed or failed; the contract decides.
+        return Gate(
+            "case_pass_rate",
+            POLICY_GATE_LABELS["case_pass_rate"],
+            NOT_APPLICABLE,
+            "no check passes or fails the cases of imported trials",
+            {"runs": [{"run": pk, "rate": None} for pk, _ in rates]},
+            {"min": minimum},
+        )
+    missing = [pk for pk, rate in rates if rate is None]
+    low = [(pk, rate) for pk, rate in rates if rate is not None and rate < minimum]
+    if not runs or missing:
+        state = FAIL
+        detail = (
+            "no gate run"
+            if not runs
+            else f"no case pass rate for run(s) {', '.join(f'#{pk}' for pk in missing)}"
+        )
+    elif low:
+        state = FAIL
+        detail = "; ".join(f"run #{pk}: {rate:.3f} < {minimum}" for pk, rate in low)
+    else:
+        state = PASS
+        detail = "; ".join(f"run #{pk}: {rate:.3f} >= {minimum}" for pk, rate in rates)
+    return Gate(
+        "case_pass_rate",
+        POLICY_GATE_LABELS["case_pass_rate"],
+        state,
+        detail,
+        {"runs": [{"run": pk, "rate": rate} for pk, rate in rates]},
+        {"min": minimum},
+    )
+
+
+# --- what is missing ------------------------------------------------------------------------
+
+
+def _missing(contract: ContractResult, limits: Thresholds, runs: list, evidence: _Evidence):
+    from evaluations.judge.setup import NO_JUDGE_FIX, judge_configured, no_judge_sentence
+
+    found = []
+    t = contract.totals
+    unverified = t.unverified_completions
+    if unverified:
+        required = limits.requires_verified_outcomes
+        found.append(
+            Missing(
+                "outcome_verification",
+                f"{unverified} of {t.declared_complete} declared completions have no verified "
+                "outcome: false success and cost per verified outcome cannot be measured"
+                + (" (the policy requires verified outcomes)" if required else ""),
+                "Add an outcome verifier (outcome_check) to the dataset's cases"
+                + (
+                    ", or an Admin turns off «requires verified outcomes» in the policy"
+                    if required
+                    else "; the policy does not require one (setting «requires verified "
+                    "outcomes» off)"
+                ),
+                doc_url("contract", "A dataset without outcome verifiers"),
+                fails=required,
+            )
+        )
+    groups = [g for run in runs for g in evidence.unscored.get(run.pk, [])]
+    judged_skips = sum(g["n"] for g in groups if "judge" in (g.get("reason") or ""))
+    if judged_skips and not judge_configured():
+        found.append(
+            Missing(
+                "judge",
+                f"{judged_skips} blocking model check result(s) skipped. {no_judge_sentence()}",
+                NO_JUDGE_FIX,
+                doc_url("judges"),
+                fails=True,
+            )
+        )
+    if limits.min_quality is not None and not contract.graded:
+        found.append(
+            Missing(
+                "quality_grader",
+                "the policy sets a quality floor and no trial was graded",
+                "Mark one check of the dataset version as its quality grader",
+                doc_url("contract", "Task quality: the quality grader"),
+                fails=True,
+            )
+        )
+    if t.missing_cost_runs or t.estimated_runs:
+        found.append(
+            Missing(
+                "billing",
+                f"{t.missing_cost_runs} trial(s) with missing cost, {t.estimated_runs} with "
+                "estimated cost",
+                "Have the adapter report billed cost, and give every judge model a price",
+                doc_url("contract", "Cost"),
+                fails=limits.coverage_required,
+            )
+        )
+    return found
+
+
+# --- cases ----------------------------------------------------------------------------------
+
+
+def _unscored_groups(runs: list) -> dict[int, list[dict[str, Any]]]:
+    """``{run pk: [{label, status, n, reason}]}`` of the blocking results skipped or in error:
+    stored figures first, one grouped query for the runs without."""
+    from evaluations.models import CheckResult
+    from evaluations.reads.figures import stored_checks, unscored_of
+
+    groups: dict[int, list[dict[str, Any]]] = {}
+    live = []
+    for run in runs:
+        rows = stored_checks(run)
+        if rows is None:
+            live.append(run.pk)
+        else:
+            groups[run.pk] = unscored_of(rows)["groups"]
+    if live:
+        rows = (
+            CheckResult.objects.filter(
+                trial__run_id__in=live,
+                blocking=True,
+                status__in=[CheckStatus.SKIPPED, CheckStatus.ERROR],
+            )
+            .values("trial__run_id", "check_config__label", "status")
+            .annotate(n=Count("pk"), reason=Max("reason"))
+            .order_by("trial__run_id", "check_config__label", "status")
+        )
+        for row in rows:
+            groups.setdefault(row["trial__run_id"], []).append(
+                {
+                    "label": row["check_config__label"],
+                    "status": row["status"],
+                    "n": row["n"],
+                    "reason": row["reason"],
+                }
+            )
+    return groups
+
+
+def _cases_with(runs: list, what: str) -> dict[int, int]:
+    """``{run pk: cases with a trial in error}`` or ``... with a blocking result unscored``
+    (``what``): one grouped query, none without runs."""
+    from evaluations.models import CheckResult, Trial
+
+    if not runs:
+        return {}
+    ids = [run.pk for run in runs]
+    if what == "errored":
+        rows = Trial.objects.filter(run_id__in=ids, status=TrialStatus.ERROR).values("run_id")
+        key = "run_id"
+        rows = rows.annotate(n=Count("case_id", distinct=True)).order_by()
+    else:
+        rows = CheckResult.objects.filter(
+            trial__run_id__in=ids,
+            blocking=True,
+            status__in=[CheckStatus.SKIPPED, CheckStatus.ERROR],
+        ).values("trial__run_id")
+        key = "trial__run_id"
+        rows = rows.annotate(n=Count("trial__case_id", distinct=True)).order_by()
+    return {row[key]: row["n"] for row in rows}
+
+
+def _unjudged(run) -> bool:
+    """A run whose cases no check judged (imported trials): ``summary.passed`` is None."""
+    summary = run.summary or {}
+    return bool(summary.get("cases")) and summary.get("passed") is None
+
+
+def _case_counts(runs: list, evidence: _Evidence | None) -> dict[str, int]:
+    judged = [run for run in runs if not _unjudged(run)]
+    total = sum((run.summary or {}).get("cases") or 0 for run in runs)
+    passed = sum((run.summary or {}).get("passed") or 0 for run in judged)
+    failed = sum((run.summary or {}).get("cases") or 0 for run in judged) - passed
+    errored = unscored = 0
+    if evidence is not None:
+        errored = sum(evidence.errored_cases.get(run.pk, 0) for run in runs)
+        unscored = sum(evidence.unscored_cases.get(run.pk, 0) for run in runs)
+    return {
+        "total": total,
+        "passed": passed,
+        "failed": failed,
+        "errored": errored,
+        "unscored": unscored,
+    }
+
+
+__all__ = [
+    "DEFAULT_APPLIED",
+    "EXIT_CODES",
+    "FAILED",
+    "INCOMPLETE",
+    "OUTCOMES",
+    "PASSED",
+    "PENDING",
+    "Gate",
+    "Missing",
+    "Reason",
+    "Verdict",
+    "doc_url",
+    "gate_verdict",
+    "run_verdict",
+    "verdicts_of",
+]
