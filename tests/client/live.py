@@ -5,7 +5,10 @@ functions pass or fail at will.
 
 The dataset `refunds` has `CASES` cases, each expecting the tool `payments.refund` (a
 `tools_used` check, blocking, threshold 1): a task returning `{"tool_calls": [{"name":
-"payments.refund"}]}` passes a case, one returning `[]` fails it. No judge is needed.
+"payments.refund"}]}` passes a case, one returning `[]` fails it. No judge is needed. The
+publishing policy in force (global) gates on that dataset, with no budget: the contract's
+coverage gate still asks every trial for its billed cost (`cost_usd`), which the tests' tasks
+report.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from tests.support.workers import (
 )
 
 CASES = 6
+REFUND = {"name": "payments.refund"}
 TOOLS_CHECK = {
     "label": "Refunds",
     "kind": "tools_used",
@@ -63,7 +67,11 @@ def refunds_dataset(cases=CASES):
     return factories.dataset_version(
         factories.dataset("refunds"),
         cases=[
-            (f"case-{i}", {"question": f"refund {i}"}, {"expected_tools": ["payments.refund"]})
+            (
+                f"case-{i}",
+                {"question": f"refund {i}"},
+                {"expected_tools": [{"name": "payments.refund"}]},
+            )
             for i in range(cases)
         ],
         checks=[TOOLS_CHECK],
@@ -76,9 +84,24 @@ def free_port():
         return s.getsockname()[1]
 
 
+def policy(dataset_version, admin):
+    from governance.models import PublishingPolicy
+
+    found = PublishingPolicy.objects.create(
+        name="Client tests",
+        repetitions=1,
+        min_case_pass_rate=1.0,
+        max_cost_per_verified_outcome_usd=None,
+        created_by=admin,
+    )
+    found.gate_datasets.add(dataset_version.dataset)
+    return found
+
+
 @pytest.fixture
-def live_sherlock(live_db, builder, tmp_path):
+def live_sherlock(live_db, builder, admin_user, tmp_path):
     version = refunds_dataset()
+    policy(version, admin_user)
     agent = factories.agent("refund-bot")
     key = api_key(builder)
     port = free_port()

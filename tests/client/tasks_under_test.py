@@ -84,12 +84,25 @@ def slow(input, context):
 
 def refunds(input, context):
     """The live dataset's cases pass: the expected tool is called."""
-    return {"output": "Refunded.", "tool_calls": [{"name": "payments.refund", "arguments": {}}]}
+    return {
+        "output": "Refunded.",
+        "tool_calls": [{"name": "payments.refund", "arguments": {}}],
+        "cost_usd": 0.0001,
+    }
 
 
 def no_refund(input, context):
     """The live dataset's cases fail: no tool is called."""
-    return {"output": "I cannot help.", "tool_calls": []}
+    return {"output": "I cannot help.", "tool_calls": [], "cost_usd": 0.0001}
+
+
+def billed_refund(case, **_):
+    """A `python` agent Sherlock executes (`sherlock evaluate`): refunds, reporting its cost."""
+    return refunds(case["input"], {})
+
+
+def billed_silence(case, **_):
+    return no_refund(case["input"], {})
 
 
 def refunds_slowly(input, context):
