@@ -215,6 +215,10 @@ class Client:
     def trials(self, run_id: int) -> Iterator[dict]:
         return self.session.paginate("trials/", run=run_id)
 
+    def case_results(self, run_id: int) -> Iterator[dict]:
+        """A finished run's cases as the server judged them: passed, flaky, repetitions."""
+        return self.session.paginate("case-results/", run=run_id)
+
     def compare(self, a: int, b: int) -> dict:
         return self.session.get("runs/compare/", a=a, b=b)
 

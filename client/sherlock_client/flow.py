@@ -96,6 +96,12 @@ def result_of(
     run_id = run["id"]
     details = run if "agent" in run else api.run(run_id)
     trials = list(api.trials(run_id))
+    try:
+        judged = list(api.case_results(run_id))
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        judged = []  # a server without /case-results/: the table shows no pass or fail
     agent = str(details.get("agent") or "")
     dataset = str(details.get("dataset") or "")
     result = Result(
@@ -109,7 +115,7 @@ def result_of(
             or ""
         ),
         dataset=dataset,
-        cases=case_rows(trials, verdict),
+        cases=case_rows(trials, judged),
         stats=stats,
         notes=notes or [],
     )

@@ -79,26 +79,18 @@ def _baseline_brief(comparison: dict | None) -> dict | None:
     }
 
 
-def case_rows(trials: list[dict], verdict: dict) -> list[dict]:
+def case_rows(trials: list[dict], case_results: list[dict]) -> list[dict]:
     """One row per case: its repetitions' statuses and errors from the trials, and whether it
-    passed when the verdict says so per case (`cases.items`: `{case, passed|outcome}`)."""
+    passed (and is flaky) as the server judged it (`/case-results/`; None before it has)."""
     by_case: dict[str, list[dict]] = defaultdict(list)
     for trial in trials:
         by_case[str(trial.get("case"))].append(trial)
-    said: dict[str, Any] = {}
-    cases = verdict.get("cases")
-    items = cases.get("items") if isinstance(cases, dict) else None
-    for item in items or verdict.get("case_results") or []:
-        if isinstance(item, dict) and "case" in item:
-            said[str(item["case"])] = item
+    said: dict[str, Any] = {str(r.get("case")): r for r in case_results}
     rows = []
     for case in sorted(by_case):
         repetitions = sorted(by_case[case], key=lambda t: t.get("repetition") or 0)
         errors = [t.get("error") for t in repetitions if t.get("status") == "error"]
-        verdict_item = said.get(case, {})
-        passed = verdict_item.get("passed")
-        if passed is None and "outcome" in verdict_item:
-            passed = verdict_item["outcome"] == "passed"
+        judged = said.get(case, {})
         rows.append(
             {
                 "case": case,
@@ -113,8 +105,9 @@ def case_rows(trials: list[dict], verdict: dict) -> list[dict]:
                 ],
                 "errored": len(errors),
                 "error": next((e for e in errors if e), None),
-                "passed": passed,
-                "flaky": verdict_item.get("flaky"),
+                "passed": judged.get("passed"),
+                "flaky": judged.get("flaky"),
+                "checks": judged.get("checks") or {},
             }
         )
     return rows
@@ -205,8 +198,9 @@ def _counts(counts: dict) -> str:
 
 def junit_xml(result: Result) -> str:
     """One `<testcase>` per case (its repetitions as properties), an `<error>` when a
-    repetition errored, a `<failure>` when the case failed; and one `verdict` testcase that
-    fails unless the verdict passed, so a JUnit reader never shows a failed run green."""
+    repetition errored, a `<failure>` when the server judged the case failed; and one
+    `verdict` testcase that fails unless the verdict passed, so a JUnit reader never shows a
+    failed run green."""
     suite = ET.Element(
         "testsuite",
         name=f"sherlock {result.agent} {result.version} on {result.dataset}",
@@ -237,7 +231,17 @@ def junit_xml(result: Result) -> str:
             node.text = f"{row['errored']} of {len(row['repetitions'])} repetitions errored"
         elif row["passed"] is False:
             failures += 1
-            ET.SubElement(testcase, "failure", message="the case failed its blocking checks")
+            failed = [
+                label
+                for label, summary in (row.get("checks") or {}).items()
+                if isinstance(summary, dict) and summary.get("status") == "failed"
+            ]
+            ET.SubElement(
+                testcase,
+                "failure",
+                message="failed: " + (", ".join(failed) or "its blocking checks"),
+                type="failed",
+            )
     verdict_case = ET.SubElement(suite, "testcase", classname="sherlock", name="verdict")
     if result.exit_code != EXIT_PASSED:
         failures += 1

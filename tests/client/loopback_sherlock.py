@@ -163,6 +163,15 @@ class Handler(BaseHTTPRequestHandler):
                 for key, item in sorted(self._keyed(run).items())
             ]
             return self._send(200, self._page(trials, query))
+        if method == "GET" and path == "case-results/":
+            run = s.runs[int(query["run"][0])]
+            outcomes = {}
+            for key, item in self._keyed(run).items():
+                case = key.split("|")[0]
+                ok = "ok" in str(item.get("transcript", {}).get("output"))
+                outcomes[case] = outcomes.get(case, True) and ok
+            rows = [{"case": c, "passed": p, "flaky": False} for c, p in sorted(outcomes.items())]
+            return self._send(200, self._page(rows, query))
         match = re.fullmatch(r"versions/(\d+)/publication/", path)
         if match:
             return self._send(

@@ -400,6 +400,8 @@ def test_junit_json_and_markdown_describe_the_run(server, tmp_path):
     assert first.find("error") is not None
     reps = [p.get("name") for p in first.iter("property")]
     assert reps == ["repetition.1", "repetition.2"]
+    judged_failed = next(c for c in cases if c.get("name") == "case-0")
+    assert judged_failed.find("failure") is None and judged_failed.find("error") is None
     verdict = next(c for c in suite.iter("testcase") if c.get("name") == "verdict")
     assert verdict.find("failure").get("type") == "incomplete"
     report = json.loads((tmp_path / "r.json").read_text())
