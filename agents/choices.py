@@ -26,3 +26,6 @@ class Adapter(models.TextChoices):
     HTTP = "http", "HTTP endpoint"
     OPENAI_CHAT = "openai_chat", "OpenAI-compatible chat loop"
     REPLAY = "replay", "Replay of recorded transcripts"
+    # The agent's code runs on the team's machines (the `sherlock` client); Sherlock receives
+    # its transcripts and scores them (agents.adapters.client, docs/client.md).
+    CLIENT = "client", "Runs on the client (transcripts uploaded)"

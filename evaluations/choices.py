@@ -6,6 +6,9 @@ from sherlock.core.states import StateMachine
 
 
 class RunStatus(models.TextChoices):
+    # A run of a `client` version waits for its transcripts (docs/client.md): no worker takes
+    # it until the client finishes it (or it expires), then it is queued for scoring.
+    WAITING = "waiting", "waiting for the client"
     QUEUED = "queued", "queued"
     RUNNING = "running", "running"
     COMPLETED = "completed", "completed"
@@ -16,7 +19,10 @@ class RunStatus(models.TextChoices):
 RUN_TERMINAL = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED}
 # queued -> completed: a run finished before any shard started it (every trial ended some
 # other way, e.g. given up by the reaper); finishing a cancelled run leaves it cancelled.
+# waiting -> queued: the client finished uploading (or the run expired), its transcripts are
+# scored by the workers as any run's answers are.
 RUN_TRANSITIONS = {
+    RunStatus.WAITING: {RunStatus.QUEUED, RunStatus.CANCELLED},
     RunStatus.QUEUED: {
         RunStatus.RUNNING,
         RunStatus.COMPLETED,

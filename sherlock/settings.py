@@ -277,6 +277,12 @@ SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)
 # per round), so a trial may run longer; a dead worker's leases run out at most this long after
 # it died, and the reaper hands its trials back.
 SHERLOCK_TRIAL_LEASE_SECONDS = env_int("SHERLOCK_TRIAL_LEASE_SECONDS", 600, minimum=5)
+# A client run (docs/client.md) waits for its uploads this long after it was created; then the
+# reaper finishes it: what was uploaded is scored, every item never returned is an agent error.
+# Not a lease: nothing of Sherlock's holds a waiting run, so it is no sign of a dead worker.
+SHERLOCK_CLIENT_RUN_TIMEOUT_HOURS = env_int(
+    "SHERLOCK_CLIENT_RUN_TIMEOUT_HOURS", 24, minimum=1, maximum=24 * 90
+)
 
 # Webhook deliveries (governance.webhooks, docs/governance.md "Webhooks"): each POST waits at most
 # SHERLOCK_WEBHOOK_TIMEOUT seconds; a 5xx, 408, 425, 429 or transport error is retried up to

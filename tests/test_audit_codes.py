@@ -51,10 +51,14 @@ evaluations.dataset_version.freeze
 evaluations.dataset_version.import
 evaluations.dataset_version.refused
 evaluations.run.cancel
+evaluations.run.claim
+evaluations.run.expire
+evaluations.run.finish
 evaluations.run.import
 evaluations.run.refused
 evaluations.run.start
 evaluations.run.summarize
+evaluations.run.upload
 evaluations.schedule.create
 evaluations.schedule.delete
 evaluations.schedule.pause

@@ -11,23 +11,27 @@ from agents.models import Agent, AgentVersion
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.egress import EgressRefused
-from sherlock.core.errors import ActionDenied, ActionInvalid, ActionRefused
-from sherlock.core.limits import CONFIG_MAX_BYTES, NOTE_MAX
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, ActionRefused
+from sherlock.core.limits import CONFIG_MAX_BYTES, NOTE_MAX, VERSION_NAME_MAX, excerpt
 from sherlock.core.permissions import user_can
 
 
 class CreateDraftVersion(Action):
-    """Create the next-numbered draft of `agent` with a validated adapter config."""
+    """Create the next-numbered draft of `agent` with a validated adapter config, and `name`
+    when given (a git commit, a release tag; unique per agent: `name_taken` otherwise)."""
 
     verb = "create"
 
     noun = "version"  # refusals: agents.version.refused, as its entry is agents.version.create
-    text_limits = {"notes": NOTE_MAX}
+    text_limits = {"notes": NOTE_MAX, "name": VERSION_NAME_MAX}
     document_limits = {"config": CONFIG_MAX_BYTES}
 
-    def __init__(self, *, acting_user, agent, adapter, config, notes="", tools=(), denied_tools=()):
+    def __init__(
+        self, *, acting_user, agent, adapter, config, notes="", tools=(), denied_tools=(), name=""
+    ):
         super().__init__(acting_user=acting_user)
         self.agent = agent
+        self.name = name or ""
         self.adapter = adapter
         self.config = config
         self.notes = notes
@@ -47,10 +51,17 @@ class CreateDraftVersion(Action):
     def perform(self):
         # Lock the agent so two concurrent drafts cannot take the same number.
         Agent.objects.select_for_update().filter(pk=self.agent.pk).first()
+        if self.name and self.agent.versions.filter(name=self.name).exists():
+            raise ActionConflict(
+                f"{self.agent.slug} already has a version named {excerpt(self.name)}.",
+                code="name_taken",
+                field="name",
+            )
         last = self.agent.versions.aggregate(n=Max("number"))["n"] or 0
         version = AgentVersion.objects.create(
             agent=self.agent,
             number=last + 1,
+            name=self.name,
             adapter=self.adapter,
             config=self.config,
             notes=self.notes,
@@ -64,6 +75,7 @@ class CreateDraftVersion(Action):
             target=version,
             after={
                 "number": version.number,
+                **({"name": version.name} if version.name else {}),
                 "adapter": version.adapter,
                 "config_hash": version.config_hash,
                 **tool_names(version),

@@ -1,15 +1,17 @@
 """Adapters call the agent under test and return a transcript (docs/adapters.md).
 
-Four adapters, one module each: `python` (a callable in this process), `http` (a service that
+Five adapters, one module each: `python` (a callable in this process), `http` (a service that
 gets each case as JSON), `openai_chat` (a tool-using chat loop against an OpenAI-compatible
-endpoint) and `replay` (transcripts recorded elsewhere). Each declares its config as a JSON
-Schema plus the rules a schema cannot say; `validate_config` names the field at fault.
+endpoint), `replay` (transcripts recorded elsewhere) and `client` (the team's own code, run by
+the `sherlock` client, which uploads its transcripts: never called here). Each declares its
+config as a JSON Schema plus the rules a schema cannot say; `validate_config` names the field
+at fault.
 
 The run engine calls `prepare(version)` once per shard and `agent.call(case, repetition=r)` per
 trial from many threads; `call_agent` does both for one-off use.
 """
 
-from agents.adapters import http_endpoint, openai_chat, python_callable, replay
+from agents.adapters import client, http_endpoint, openai_chat, python_callable, replay
 from agents.adapters.base import AgentCallError, PreparedAgent, validate_schema
 from agents.choices import Adapter
 
@@ -28,6 +30,7 @@ ADAPTERS = {
     Adapter.HTTP: (http_endpoint, http_endpoint.HttpAgent),
     Adapter.OPENAI_CHAT: (openai_chat, openai_chat.OpenAIChatAgent),
     Adapter.REPLAY: (replay, replay.ReplayAgent),
+    Adapter.CLIENT: (client, client.ClientAgent),
 }
 
 

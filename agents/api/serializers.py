@@ -15,6 +15,7 @@ from sherlock.core.limits import (
     NAME_MAX,
     NOTE_MAX,
     SLUG_MAX,
+    VERSION_NAME_MAX,
     excerpt,
 )
 
@@ -57,6 +58,7 @@ class AgentVersionSerializer(serializers.ModelSerializer):
             "id",
             "agent",
             "number",
+            "name",
             "state",
             "is_live",
             "adapter",
@@ -121,6 +123,13 @@ class ToolPolicyFields(RefuseUnknownFields, serializers.Serializer):
 
 class AgentVersionInputSerializer(ToolPolicyFields):
     agent = VisibleAgentField(slug_field="slug")
+    name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=VERSION_NAME_MAX,
+        help_text="A name unique per agent (a git commit, a tag); the client finds versions by it.",
+    )
     adapter = serializers.ChoiceField(choices=Adapter.choices)
     config = serializers.JSONField(help_text=CONFIG_HELP)
     notes = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)

@@ -105,6 +105,13 @@ class AgentVersion(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
+    name = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="A name the team gives the version (a git commit, a release tag): unique per "
+        "agent when set; the `sherlock` client finds its versions by it (docs/client.md).",
+    )
     state = models.CharField(
         max_length=10, choices=VersionState.choices, default=VersionState.DRAFT
     )
@@ -130,6 +137,11 @@ class AgentVersion(models.Model):
         ordering = ["agent", "-number"]
         constraints = [
             models.UniqueConstraint(fields=["agent", "number"], name="agentversion_unique_number"),
+            models.UniqueConstraint(
+                fields=["agent", "name"],
+                condition=~models.Q(name=""),
+                name="agentversion_unique_name",
+            ),
             models.CheckConstraint(
                 condition=models.Q(state__in=VersionState.values), name="agentversion_state_valid"
             ),

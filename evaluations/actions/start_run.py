@@ -3,7 +3,8 @@
 from django.conf import settings
 from django.db import transaction
 
-from evaluations.choices import RunPurpose
+from agents.choices import Adapter
+from evaluations.choices import RunPurpose, RunStatus
 from evaluations.costs import estimate_run
 from evaluations.engine import enqueue_run
 from evaluations.models import CaseVersion, Run, Trial
@@ -23,6 +24,11 @@ class StartRun(Action):
     Gate runs pin frozen dataset versions only; an ad-hoc run may pin the draft, and its
     `comparability` says so. `acting_user=None` is the system (a gate run started by a publish
     request, whose own action checked the requester).
+
+    A run of a `client` version (the team's own code, docs/client.md) starts `waiting` and is
+    never enqueued: its transcripts come from the `sherlock` client (`UploadTranscripts`), and
+    `FinishClientRun` hands it to the workers for scoring. `source` is where it came from (git
+    and CI metadata the client reports), stored on the run and shown on its page.
     """
 
     noun = "run"
@@ -36,8 +42,10 @@ class StartRun(Action):
         dataset_version,
         repetitions=1,
         purpose=RunPurpose.ADHOC,
+        source=None,
     ):
         super().__init__(acting_user=acting_user)
+        self.source = source or {}
         self.agent_version = agent_version
         self.dataset_version = dataset_version
         self.repetitions = repetitions
@@ -62,7 +70,10 @@ class StartRun(Action):
             raise ActionInvalid("the dataset version has no cases", field="dataset_version")
         checks = list(self.dataset_version.checks.all())
         trials = len(case_versions) * self.repetitions
+        waiting = self.agent_version.adapter == Adapter.CLIENT
         run = Run.objects.create(
+            status=RunStatus.WAITING if waiting else RunStatus.QUEUED,
+            source=self.source,
             agent_version=self.agent_version,
             dataset_version=self.dataset_version,
             repetitions=self.repetitions,
@@ -93,9 +104,12 @@ class StartRun(Action):
                 "dataset_version": self.dataset_version.pk,
                 "repetitions": self.repetitions,
                 "purpose": self.purpose,
+                "status": run.status,
                 "trials": run.trials_total,
                 "estimate": {k: run.estimate[k] for k in ("calls", "usd", "price_missing")},
+                **({"source": self.source} if self.source else {}),
             },
         )
-        transaction.on_commit(lambda: enqueue_run(run.pk))
+        if not waiting:
+            transaction.on_commit(lambda: enqueue_run(run.pk))
         return run

@@ -12,6 +12,7 @@ is visible with its agent); a run the user may not see is a 404. Starting and ca
 through the actions, which decide who may (403) and whether the run may (409).
 """
 
+import django_filters
 from django.db.models import F
 from django.urls import reverse
 from drf_spectacular.utils import (
@@ -29,10 +30,13 @@ from agents.models import Agent, AgentVersion
 from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
+from evaluations.api.client_runs import ClientRunActions
+from evaluations.choices import RunPurpose, RunStatus
 from evaluations.contract import policy_by_id
 from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, Run
 from evaluations.verdict import OUTCOMES, run_verdict
+from sherlock.core.api.filters import IdFilter
 from sherlock.core.api.serializers import LeanRepresentation, RefuseUnknownFields
 from sherlock.core.errors import ActionInvalid
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField
@@ -98,6 +102,7 @@ class SpendSerializer(LeanRepresentation, serializers.Serializer):
 class RunSerializer(LeanRepresentation, serializers.ModelSerializer):
     agent = serializers.CharField(source="agent_slug", read_only=True)
     agent_version_number = serializers.IntegerField(read_only=True)
+    agent_version_name = serializers.CharField(read_only=True)
     dataset = serializers.CharField(source="dataset_slug", read_only=True)
     dataset_version_number = serializers.IntegerField(read_only=True)
     requested_by = serializers.CharField(
@@ -116,12 +121,14 @@ class RunSerializer(LeanRepresentation, serializers.ModelSerializer):
             "agent",
             "agent_version",
             "agent_version_number",
+            "agent_version_name",
             "dataset",
             "dataset_version",
             "dataset_version_number",
             "repetitions",
             "purpose",
             "status",
+            "source",
             "progress",
             "spend",
             "estimate",
@@ -217,13 +224,30 @@ class VerdictSerializer(serializers.Serializer):
     missing = VerdictMissingSerializer(many=True)
 
 
+class RunFilter(django_filters.FilterSet):
+    """`?status=waiting&agent=<slug>&version=<name>`: the client finds the gate runs it is to
+    fulfil (docs/client.md); `agent_version` and `dataset_version` by id."""
+
+    status = django_filters.ChoiceFilter(choices=RunStatus.choices)
+    purpose = django_filters.ChoiceFilter(choices=RunPurpose.choices)
+    agent_version = IdFilter(field_name="agent_version_id")
+    dataset_version = IdFilter(field_name="dataset_version_id")
+    agent = django_filters.CharFilter(field_name="agent_version__agent__slug")
+    version = django_filters.CharFilter(field_name="agent_version__name")
+    dataset = django_filters.CharFilter(field_name="dataset_version__dataset__slug")
+
+    class Meta:
+        model = Run
+        fields = ["status", "purpose", "agent_version", "dataset_version"]
+
+
 # The columns RunSerializer reads, for `only()` (a column it reads that is missing here costs
 # a query per row, which the tests' query counts catch).
 SHOWN = [
     *("id", "agent_version", "dataset_version"),
     *("repetitions", "purpose", "status", "trials_done", "trials_total", "trials_error"),
     *("spend_usd", "judge_spend_usd", "unpriced_calls", "estimate", "summary", "judge_summary"),
-    *("created_at", "started_at", "finished_at"),
+    *("created_at", "started_at", "finished_at", "source"),
 ]
 
 
@@ -236,6 +260,7 @@ def runs(user):
         .annotate(
             agent_slug=F("agent_version__agent__slug"),
             agent_version_number=F("agent_version__number"),
+            agent_version_name=F("agent_version__name"),
             dataset_slug=F("dataset_version__dataset__slug"),
             dataset_version_number=F("dataset_version__number"),
             requested_by_name=F("requested_by__username"),
@@ -248,12 +273,18 @@ def runs(user):
     list=extend_schema(summary="Runs the user may see, newest first, with their progress"),
     retrieve=extend_schema(summary="One run: progress, spend so far, estimate and summary"),
 )
-class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class RunViewSet(
+    ClientRunActions,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
     """Runs. `POST /runs/` starts one (StartRun), `POST /runs/{id}/cancel/` cancels it,
-    `POST /runs/{id}/summary/` asks the judge for its summary (SummarizeRun)."""
+    `POST /runs/{id}/summary/` asks the judge for its summary (SummarizeRun); a client run's
+    `work/`, `transcripts/` and `finish/` are `evaluations.api.client_runs`'."""
 
     serializer_class = RunSerializer
-    filterset_fields = ["status", "purpose", "agent_version", "dataset_version"]
+    filterset_class = RunFilter
 
     def get_queryset(self):
         visible = runs(self.request.user)

@@ -10,6 +10,7 @@ from evaluations.api import (
     cases,
     cases_io,
     checks,
+    client_runs,
     compare,
     datasets,
     labels,
@@ -34,6 +35,7 @@ urlpatterns = [
     path("checks/preview/", checks.CheckPreviewView.as_view(), name="check-preview"),
     # Before the router too, or `runs/<pk>/` would swallow "compare".
     path("runs/compare/", compare.RunComparisonView.as_view(), name="run-compare"),
+    path("runs/client/", client_runs.ClientRunStartView.as_view(), name="run-client"),
     # A dataset's cases as files, and its versions compared (by slug, beside the router's
     # `datasets/<pk>/`).
     path(

@@ -22,6 +22,8 @@ Its parts, in the order a run meets them:
 - `completion`: `maybe_finish_run`, which lets exactly one caller (compare-and-set on
   `Run.finalized_at`) compute the case results and summary (`compute_case_results`) and send
   `run_finished` on commit.
+- `client`: `release`, a client run's uploads closed and its trials queued for scoring (its
+  answers were uploaded: `trials.uploaded_answer`), and `expire_client_runs` (the reaper's).
 - `reaper`: `reap`, on a django-q2 schedule and whenever a worker starts
   (`reap_on_worker_start`), hands back what dead workers left behind.
 
@@ -31,6 +33,7 @@ round; `lint-imports` checks it). Other code imports the entry points below from
 `record_judge_calls` and `store_judge_calls`).
 """
 
+from evaluations.engine.client import expire_client_runs, release
 from evaluations.engine.completion import compute_case_results, maybe_finish_run
 from evaluations.engine.enqueue import enqueue_run
 from evaluations.engine.judging import ledger, record_judge_calls
@@ -46,11 +49,13 @@ __all__ = [
     "compute_case_results",
     "enqueue_run",
     "execute_trial",
+    "expire_client_runs",
     "ledger",
     "maybe_finish_run",
     "reap",
     "reap_on_worker_start",
     "record_judge_calls",
+    "release",
     "run_shard",
     "store_judge_calls",
     "write_finished",

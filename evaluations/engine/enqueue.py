@@ -8,7 +8,7 @@ were lost or its trials were handed back (evaluations.engine.reaper). Each task 
 from django.conf import settings
 from django.utils import timezone
 
-from evaluations.choices import TrialStatus
+from evaluations.choices import RunStatus, TrialStatus
 from evaluations.models import Run, Trial
 
 
@@ -23,6 +23,8 @@ def enqueue_run(run_id, *, trial_ids=None, broker=None):
     """
     from django_q.tasks import async_task
 
+    if Run.objects.filter(pk=run_id, status=RunStatus.WAITING).exists():
+        return  # a client run waits for its uploads: no worker may take it (docs/client.md)
     if trial_ids is None:
         trial_ids = list(
             Trial.objects.filter(run_id=run_id, status=TrialStatus.PENDING)

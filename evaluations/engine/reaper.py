@@ -15,6 +15,7 @@ from django.db.models import Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 
 from evaluations.choices import RUN_TERMINAL, TRIAL_FINISHED, RunStatus, TrialStatus
+from evaluations.engine.client import expire_client_runs
 from evaluations.engine.completion import maybe_finish_run
 from evaluations.engine.enqueue import enqueue_run
 from evaluations.models import Run, Trial
@@ -40,10 +41,14 @@ def reap(now=None):
        tasks merely wait behind a long queue may get a second copy; claims make that harmless.
     3. A run whose trials are all finished but that was never finalized (its last worker died
        between the two) is finished.
+    4. A client run that waited for its uploads longer than SHERLOCK_CLIENT_RUN_TIMEOUT_HOURS
+       is released for scoring, its missing items agent errors (`client.expire_client_runs`).
+       A waiting run is never handed back or re-enqueued above: no worker holds it.
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.SHERLOCK_TRIAL_LEASE_SECONDS)
     report = {"handed_back": 0, "cancelled": 0, "given_up": 0, "runs_requeued": 0, "finished": 0}
+    report["client_runs_expired"] = expire_client_runs(now)
 
     handed_back = {}
     expired = Trial.objects.filter(status=TrialStatus.RUNNING, lease_expires_at__lt=now)

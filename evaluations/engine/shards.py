@@ -35,6 +35,7 @@ from django.db import connection
 from django.utils import timezone
 
 from agents.adapters import AgentCallError, prepare
+from agents.choices import Adapter
 from evaluations import costs
 from evaluations.choices import RUN_STATES, RUN_TERMINAL, RunStatus, TrialStatus
 from evaluations.engine import database
@@ -60,6 +61,9 @@ class Shard:
     prices: dict  # model name -> ModelPrice
     judge: object  # JudgeClient or None
     collect_evidence: object  # evaluations.evidence.collect_evidence, or None
+    # A `client` version's answers were uploaded by the client (docs/client.md): its trials
+    # are scored on what they hold, the agent is never called (`trials.uploaded_answer`).
+    uploaded: bool = False
 
     @classmethod
     def load(cls, run):
@@ -83,6 +87,7 @@ class Shard:
             prices=costs.load_prices(),
             judge=engine_judge(),
             collect_evidence=_evidence_collector(),
+            uploaded=run.agent_version.adapter == Adapter.CLIENT,
         )
 
 
@@ -104,6 +109,10 @@ def run_shard(run_id, trial_ids):
     if run is None:
         return 0
     trials = []
+    # A client run waiting for its uploads is no worker's (docs/client.md): a shard task that
+    # reaches it anyway (enqueued by hand) leaves it alone.
+    if run.status == RunStatus.WAITING:
+        return 0
     if run.status not in RUN_TERMINAL:
         trials = list(
             Trial.objects.filter(pk__in=trial_ids, run_id=run_id, status=TrialStatus.PENDING)

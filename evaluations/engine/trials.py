@@ -12,6 +12,7 @@ questions are awaited (`acomplete_trial`); the blocking path ends in `complete_t
 flow with the judge's blocking `ask`.
 """
 
+import copy
 import logging
 import os
 import socket
@@ -24,6 +25,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agents.adapters import AgentCallError
+from agents.adapters import client as client_adapter
 from evaluations import checks as check_library
 from evaluations import costs, scoring
 from evaluations.choices import CheckStatus, TrialStatus
@@ -139,7 +141,9 @@ def execute_trial(shard, trial):
     if attempt is None:
         return None
     transcript, error = None, shard.agent_error
-    if shard.agent is not None:
+    if shard.uploaded:
+        transcript, error = uploaded_answer(trial)
+    elif shard.agent is not None:
         try:
             transcript = shard.agent.call(trial.case_version.as_check_input(), **_call(trial))
         except AgentCallError as exc:
@@ -152,7 +156,9 @@ async def execute_claimed(shard, trial, attempt):
     awaited there (`PreparedAgent.acall`), and so are the checks' judge questions
     (`acomplete_trial`); their database work goes through the shard's few connections."""
     transcript, error = None, shard.agent_error
-    if shard.agent is not None:
+    if shard.uploaded:
+        transcript, error = uploaded_answer(trial)
+    elif shard.agent is not None:
         try:
             case = trial.case_version.as_check_input()
             transcript = await shard.agent.acall(case, **_call(trial))
@@ -163,6 +169,18 @@ async def execute_claimed(shard, trial, attempt):
 
 def _call(trial):
     return {"repetition": trial.repetition}
+
+
+def uploaded_answer(trial):
+    """A client run's trial (docs/client.md): the agent's answer is what the client uploaded,
+    a transcript or the error its function met; `(transcript, error)` as an agent call gives
+    them. A trial nothing was uploaded for is an agent error, never silently missing (finishing
+    the run records that, `agents.adapters.client.NEVER_RETURNED`; this is the last guard)."""
+    if trial.uploaded_at is None:
+        return None, trial.error or client_adapter.NEVER_RETURNED
+    if trial.error:
+        return None, trial.error
+    return copy.deepcopy(trial.transcript), ""
 
 
 def complete_trial(shard, trial, attempt, transcript, error):

@@ -85,6 +85,12 @@ class Run(models.Model):
         help_text="The judge's summary on request (evaluations.actions.summarize_run).",
     )
     error = models.TextField(blank=True)
+    source = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Where a client run came from (docs/client.md): git commit, branch and "
+        "repository, CI provider, job URL and run id, pull request, the client's config.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -179,6 +185,10 @@ class Trial(models.Model):
     effects_without_state = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A client run's trial (docs/client.md): when its answer was uploaded. The answer waits in
+    # `transcript` (or `error`, when the client's function failed) while the trial is pending;
+    # the engine scores it instead of calling the agent (evaluations.engine.trials).
+    uploaded_at = models.DateTimeField(null=True, blank=True)
 
     objects = TrialQuerySet.as_manager()
 
@@ -201,6 +211,12 @@ class Trial(models.Model):
 
     def __str__(self):
         return f"{self.case.key} #{self.repetition}"
+
+    @property
+    def work_key(self):
+        """A client run's id of this trial (docs/client.md): `"<case_version_id>:<repetition>"`,
+        computed the same by a client that resumes the run."""
+        return f"{self.case_version_id}:{self.repetition}"
 
 
 class CheckResult(models.Model):

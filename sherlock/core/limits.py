@@ -19,6 +19,7 @@ from sherlock.core.errors import ActionInvalid
 # Free text, in characters.
 SLUG_MAX = 100  # agent and dataset slugs (the model's own max_length)
 NAME_MAX = 200  # agent, dataset, policy names (the model's own max_length)
+VERSION_NAME_MAX = 200  # an agent version's name: a git commit, a tag (the model's max_length)
 REASON_MAX = 2_000  # bypass, publish, retire, rollback and approval reasons
 NOTE_MAX = 10_000  # version notes, dataset version notes, hand-label notes
 DESCRIPTION_MAX = 10_000  # agent and dataset descriptions
