@@ -16,11 +16,18 @@ HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "conte
 
 class FlakyProxy:
     """`with FlakyProxy(upstream, faults=[(429, {"Retry-After": "1"}), (503, {})]) as p:`;
-    `p.url`; `p.refused` counts the faults answered, `p.forwarded` the requests passed on."""
+    `p.url`; `p.refused` counts the faults answered, `p.forwarded` the requests passed on.
+    After the first faults, `every` > 0 refuses every `every`-th request with a 503, `later`
+    times, so the calls of the middle of a run (uploads, polls) meet them too."""
 
-    def __init__(self, upstream: str, faults: list[tuple[int, dict]]):
+    def __init__(
+        self, upstream: str, faults: list[tuple[int, dict]], *, every: int = 0, later: int = 0
+    ):
         self.upstream = upstream.rstrip("/")
         self.faults = list(faults)
+        self.every = every
+        self.later = later
+        self.seen = 0
         self.refused = 0
         self.forwarded = 0
         self.lock = threading.Lock()
@@ -37,7 +44,11 @@ class FlakyProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 with proxy.lock:
+                    proxy.seen += 1
                     fault = proxy.faults.pop(0) if proxy.faults else None
+                    if not fault and proxy.later and proxy.seen % proxy.every == 0:
+                        proxy.later -= 1
+                        fault = (503, {})
                     if fault:
                         proxy.refused += 1
                     else:

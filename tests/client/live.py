@@ -6,9 +6,10 @@ functions pass or fail at will.
 The dataset `refunds` has `CASES` cases, each expecting the tool `payments.refund` (a
 `tools_used` check, blocking, threshold 1): a task returning `{"tool_calls": [{"name":
 "payments.refund"}]}` passes a case, one returning `[]` fails it. No judge is needed. The
-publishing policy in force (global) gates on that dataset, with no budget: the contract's
-coverage gate still asks every trial for its billed cost (`cost_usd`), which the tests' tasks
-report.
+publishing policy in force (global) gates on that dataset, with no budget and no coverage
+requirement: an errored trial has no billed cost, and a required coverage would fail (exit 1)
+the runs whose errors the tests want to see incomplete (exit 2). The tasks report their cost
+anyway (`cost_usd`).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def policy(dataset_version, admin):
         repetitions=1,
         min_case_pass_rate=1.0,
         max_cost_per_verified_outcome_usd=None,
+        coverage_required=False,
         created_by=admin,
     )
     found.gate_datasets.add(dataset_version.dataset)
