@@ -300,7 +300,9 @@ def gate(
     gate runs with `task`, and await the decision: 0 passed (or already published), 1 blocked,
     2 still evaluating at the deadline."""
     options = options or RunOptions()
-    fn = load_task(task)[0] if task is not None else None
+    fn, entrypoint = load_task(task) if task is not None else (None, None)
+    sent = dict(source.collect() if metadata is None else metadata)
+    sent["config"] = {"entrypoint": entrypoint} if entrypoint else {}
     found = api.version(agent, version)
     request = current_request(api, found["id"])
     if request is None:
@@ -337,7 +339,7 @@ def gate(
                     dataset=waiting_run["dataset"],
                     purpose="gate",
                     publish_request=request["id"],
-                    metadata=metadata or source.collect(),
+                    metadata=sent,
                 )
             )
             stats = fulfil(api, claimed, fn, options)
@@ -363,21 +365,59 @@ def gate(
     return GateResult(request=request, exit_code=code, lines=lines, runs=results)
 
 
+def publication(api: Client, version: dict) -> dict:
+    """`GET /versions/{id}/publication/`; from a server without it, the same read from the
+    version's state and its publish requests (the one published, its decision or bypass)."""
+    try:
+        return dict(api.publication(version["id"]))
+    except ApiError as exc:
+        if exc.status != 404 or exc.field:
+            raise
+    published = version.get("state") == "published"
+    found: dict[str, Any] = {
+        "published": published,
+        "state": version.get("state"),
+        "published_at": None,
+        "published_by": None,
+        "decision": None,
+        "bypass": None,
+    }
+    if not published:
+        return found
+    requests = [
+        r for r in api.publish_requests(agent_version=version["id"]) if r.get("published_at")
+    ]
+    if requests:
+        request = max(requests, key=lambda r: r["published_at"])
+        found.update(published_at=request["published_at"], published_by=request["published_by"])
+        used = [b for b in request.get("bypasses") or [] if b.get("used_at")]
+        if used:
+            bypass = used[-1]
+            found["bypass"] = {
+                "id": bypass["id"],
+                "reason": bypass.get("reason"),
+                "approved_by": bypass.get("approved_by"),
+            }
+        else:
+            release = (request.get("decision") or {}).get("release")
+            outcome = {"pass": "passed", "fail": "blocked"}.get(release, request.get("state"))
+            found["decision"] = {"id": request["id"], "outcome": outcome}
+    return found
+
+
 def verify(api: Client, *, agent: str, version: str) -> tuple[int, list[str]]:
     """`sherlock verify`: 0 only when the version is published, with who published it and on
     which decision or bypass; 1 otherwise."""
     found = api.version(agent, version)
-    publication = api.publication(found["id"])
-    if not publication.get("published"):
-        return EXIT_FAILED, [
-            f"{agent} {version} is not published (state {publication.get('state')})"
-        ]
+    state = publication(api, found)
+    if not state.get("published"):
+        return EXIT_FAILED, [f"{agent} {version} is not published (state {state.get('state')})"]
     lines = [
-        f"{agent} {version} is published: by {publication.get('published_by')} at "
-        f"{publication.get('published_at')}"
+        f"{agent} {version} is published: by {state.get('published_by')} at "
+        f"{state.get('published_at')}"
     ]
-    decision = publication.get("decision")
-    bypass = publication.get("bypass")
+    decision = state.get("decision")
+    bypass = state.get("bypass")
     if bypass:
         lines.append(
             f"on bypass {bypass.get('id')} approved by {bypass.get('approved_by')}: "
