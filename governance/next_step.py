@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
+from evaluations.choices import RunStatus
 from governance.choices import BypassState, Enforcement, RequestState
 from governance.decision import PASS, release_of
 
@@ -69,12 +70,21 @@ def blocked_allows(policy):
 def next_step(version, request, in_force, *, now=None):
     """What may happen next to `version` whose current request is `request` (None when it has
     none), with `in_force` the policy in force for its agent (None when none is). Reads the
-    request's newest approved bypass (one query) when the gate blocked under a soft policy."""
+    request's newest approved bypass (one query) when the gate blocked under a soft policy, and
+    whether a gate run waits for the client (one query) while the request is evaluating."""
     if request is None:
         return NextStep(
             REQUEST, "This version has no publish request; request publication first.", "no_request"
         )
     if request.state == RequestState.EVALUATING:
+        if request.runs.filter(status=RunStatus.WAITING).exists():
+            # A client version's gate runs wait for its client, not for a worker (docs/client.md).
+            return NextStep(
+                WAIT,
+                "The gate runs of this version are waiting for the client (`sherlock run`).",
+                "waiting_for_client",
+                request=request,
+            )
         return NextStep(
             WAIT,
             "The gate runs of this version are still evaluating.",

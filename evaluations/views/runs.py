@@ -16,8 +16,9 @@ decides between the full page and an htmx partial.
 """
 
 from datetime import timedelta
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -27,7 +28,7 @@ from django.utils import timezone
 from agents.models import Agent
 from agents.transcripts import tool_calls
 from evaluations.checks.base import as_text
-from evaluations.choices import RUN_TERMINAL, CheckStatus, TrialStatus
+from evaluations.choices import RUN_TERMINAL, CheckStatus, RunStatus, TrialStatus
 from evaluations.contract import TABLE_COLUMNS, format_cells
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
 from evaluations.judge.setup import judges_docs_url, no_judge_skips
@@ -77,6 +78,36 @@ def grid_filter(request, labels):
     return (show if show in GRID_SHOW else "all"), (check if check in labels else "")
 
 
+# Where a client run came from (docs/client.md), as the run page shows it: label, key.
+SOURCE_FIELDS = [
+    ("Commit", "git_commit"),
+    ("Branch", "git_branch"),
+    ("Repository", "git_repository"),
+    ("Pull request", "pull_request"),
+    ("CI", "ci_provider"),
+    ("CI run", "ci_run_id"),
+    ("CI job", "ci_job_url"),
+]
+
+
+def source_rows(source):
+    """`(label, text, href)` of a run's source; `href` only for an http(s) URL (a `javascript:`
+    link the client reported is shown as text). The template escapes every text."""
+    rows = []
+    for label, key in SOURCE_FIELDS:
+        value = (source or {}).get(key)
+        if value in (None, ""):
+            continue
+        text = str(value)
+        try:
+            scheme = urlsplit(text).scheme.lower()
+        except ValueError:  # "http://[" and the like: not a URL a browser could follow
+            scheme = ""
+        href = text if scheme in ("http", "https") else None
+        rows.append((label, text, href))
+    return rows
+
+
 @login_required
 def run_detail(request, pk):
     run = get_object_or_404(
@@ -89,10 +120,15 @@ def run_detail(request, pk):
     context = {
         "run": run,
         "finished": finished,
+        "source_rows": source_rows(run.source),
         "percent": round(100 * run.trials_done / run.trials_total) if run.trials_total else 0,
         # A poll that sees the run finish reloads the page once, to show the grid.
         "refresh_grid": finished and request.GET.get("part") == "progress",
     }
+    if run.status == RunStatus.WAITING:
+        context["uploaded"] = run.trials.filter(uploaded_at__isnull=False).count()
+        hours = settings.SHERLOCK_CLIENT_RUN_TIMEOUT_HOURS
+        context["expires_at"] = run.created_at + timedelta(hours=hours)
     if request.GET.get("part") == "progress" and getattr(request, "htmx", False):
         return render(request, "evaluations/partials/run_progress.html", context)
     labels = check_labels(run)

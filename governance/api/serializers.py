@@ -317,3 +317,27 @@ class APIKeyInputSerializer(RefuseUnknownFields, serializers.Serializer):
         help_text="Days until it expires: SHERLOCK_API_KEY_DAYS when omitted, at most "
         "SHERLOCK_API_KEY_MAX_DAYS.",
     )
+
+
+class PublicationDecisionSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The publish request whose decision published it.")
+    outcome = serializers.ChoiceField(choices=["pass", "fail"], help_text="Its release verdict.")
+
+
+class PublicationBypassSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    reason = serializers.CharField()
+    approved_by = serializers.CharField(allow_null=True)
+
+
+class PublicationSerializer(serializers.Serializer):
+    """`GET /versions/{id}/publication/` (governance.publication.publication_of)."""
+
+    published = serializers.BooleanField()
+    state = serializers.CharField(help_text="The version's state: draft, published, retired.")
+    is_live = serializers.BooleanField()
+    published_at = serializers.DateTimeField(allow_null=True)
+    published_by = serializers.CharField(allow_null=True)
+    publish_request = serializers.IntegerField(allow_null=True)
+    decision = PublicationDecisionSerializer(allow_null=True)
+    bypass = PublicationBypassSerializer(allow_null=True)

@@ -40,6 +40,7 @@ from governance.api.serializers import (
     PolicyChangeSerializer,
     PolicyCreateSerializer,
     PolicySerializer,
+    PublicationSerializer,
     PublishRequestSerializer,
     ReasonInputSerializer,
     RequestPublicationInputSerializer,
@@ -55,6 +56,7 @@ from governance.models import (
     PublishRequest,
     RoleGrant,
 )
+from governance.publication import publication_of
 from governance.roles import describe_grant, is_global_admin, role_grants
 from sherlock.core.api.errors import refusals
 
@@ -105,6 +107,21 @@ class VersionVerbViewSet(viewsets.GenericViewSet):
         ).execute()
         body = PublishRequestSerializer(publish_requests().get(pk=created.pk)).data
         return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Whether this version is published, by whom, on which decision or bypass",
+        description="For `sherlock verify` (docs/client.md), the deploy step's guard: "
+        "`published` is true when the version's state is `published`. `published_at`, "
+        "`published_by` and `decision` (`{id, outcome}`: the publish request that published "
+        "it and its release verdict, `pass` or `fail`) come from its newest request that was "
+        "published; `bypass` (`{id, reason, approved_by}`) is set when a bypass cleared the "
+        "gate. All null when it was never published.",
+        responses={200: PublicationSerializer, **refusals(404)},
+    )
+    @action(detail=True, methods=["get"])
+    def publication(self, request, pk=None):
+        version = self.get_object()
+        return Response(PublicationSerializer(publication_of(version)).data)
 
     def _verb(self, request, action_class):
         version = self.get_object()

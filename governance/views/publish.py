@@ -19,6 +19,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from agents.models import AgentVersion
+from evaluations.choices import RunStatus
 from governance.actions.approve_bypass import ApproveBypass
 from governance.actions.deny_bypass import DenyBypass
 from governance.actions.publish_version import PublishVersion
@@ -208,6 +209,10 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
             refused_elsewhere = " ".join(e for errors in posted.errors.values() for e in errors)
     decision = publish_request.decision if publish_request else {}
     evaluating = publish_request is not None and publish_request.state == RequestState.EVALUATING
+    # A client version's gate runs wait for its client, not for a worker (docs/client.md).
+    waiting_for_client = evaluating and any(
+        run.status == RunStatus.WAITING for run in publish_request.runs.all()
+    )
     return {
         "version": version,
         "publish_request": publish_request,
@@ -215,6 +220,7 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
         "release": release_of(decision) if decision else None,
         "first_failing": decision.get("first_failing_gate"),
         "evaluating": evaluating,
+        "waiting_for_client": waiting_for_client,
         "refresh_actions": refresh and not evaluating,
         "waiting": waiting_text(version, publish_request),
         "clearance": {
