@@ -403,12 +403,13 @@ def estimate_start(agent_version, dataset_version, repetitions):
 
 
 def judge_warnings(checks, status):
-    """Warnings for the blocking model checks that cannot be scored: none when no judge is
-    configured (they will be skipped), or those whose rubric family failed the newest
-    `check_judge` probe of the configured server and model (checks asking another model are
-    not covered by that probe)."""
+    """Warnings for the blocking model checks that cannot be scored: with no judge configured
+    the one sentence of `evaluations.judge.setup` (they will be skipped), or those whose
+    rubric family failed the newest `check_judge` probe of the configured server and model
+    (checks asking another model are not covered by that probe)."""
     from evaluations.checks import REGISTRY
     from evaluations.checks.rubrics import KIND_FAMILIES
+    from evaluations.judge.setup import no_judge_warning
 
     blocking = [
         check
@@ -419,11 +420,8 @@ def judge_warnings(checks, status):
     if not blocking:
         return []
     if not status["configured"]:
-        labels = ", ".join(check.label for check in blocking)
-        return [
-            f"blocking model checks cannot be scored: {labels} (no judge is configured, "
-            "SHERLOCK_JUDGE_BASE_URL; they will be skipped)"
-        ]
+        # The one sentence every surface says (evaluations.judge.setup).
+        return [no_judge_warning([check.label for check in blocking], configured=False)]
     warnings = []
     for family in status["failed_families"]:
         labels = [

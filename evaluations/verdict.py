@@ -682,7 +682,11 @@ def _cases_with(runs: list, what: str) -> dict[int, int]:
 def _unjudged(run) -> bool:
     """A run whose cases no check judged (imported trials): ``summary.passed`` is None."""
     summary = run.summary or {}
-    return bool(summary.get("cases")) and summary.get("passed") is None
+    return (
+        bool(summary.get("cases"))
+        and summary.get("passed") is None
+        and summary.get("case_pass_rate") is None
+    )
 
 
 def _case_counts(runs: list, evidence: _Evidence | None) -> dict[str, int]:

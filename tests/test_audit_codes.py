@@ -76,6 +76,8 @@ governance.bypass.refused
 governance.bypass.request
 governance.bypass.revoke
 governance.bypass.use
+governance.gate_datasets.refused
+governance.gate_datasets.set
 governance.policy.change
 governance.policy.create
 governance.policy.refused

@@ -34,6 +34,8 @@ from evaluations.admin.docs import docs_view
 from evaluations.admin.forms import CaseVersionForm, CheckForm
 from evaluations.admin.start_run import StartRunPermission, start_run_action
 from evaluations.api.checks import may_preview, preview_check
+from evaluations.checks import REGISTRY
+from evaluations.judge.setup import check_warning, judges_docs_url
 from evaluations.models import (
     Case,
     CaseVersion,
@@ -349,6 +351,7 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
     The check actions validate (params against the kind's schema) and audit every change."""
 
     form = CheckForm
+    readonly_fields = ["calibration_link"]
     list_display = ["label", "kind", "threshold", "mode", "dataset_version"]
     list_filter = ["kind", "mode", "requires_calibration"]
     list_select_related = ["dataset_version__dataset"]
@@ -367,7 +370,7 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
 
     def get_fieldsets(self, request, obj=None):
         if obj is not None and not self.has_change_permission(request, obj):
-            return [(None, {"fields": ["dataset_version", *CHECK_FIELDS]})]
+            return [(None, {"fields": ["dataset_version", *CHECK_FIELDS, "calibration_link"]})]
         first = ["label", "kind", "params"]
         return [
             (None, {"fields": first if obj is not None else ["dataset_version", *first]}),
@@ -378,7 +381,15 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
             ("Scoring", {"fields": ["threshold", "mode", "judge_model", "quality_grader"]}),
             (
                 "Calibration against hand labels",
-                {"fields": ["requires_calibration", "min_labels", "kappa_floor", "position"]},
+                {
+                    "fields": [
+                        *(["calibration_link"] if obj is not None else []),
+                        "requires_calibration",
+                        "min_labels",
+                        "kappa_floor",
+                        "position",
+                    ]
+                },
             ),
             (
                 "Preview before saving (nothing is saved)",
@@ -435,6 +446,33 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
         """docs/<name>.md of this installation as a page (`evaluations.admin.docs`): the
         formats the case and check forms link to, each link at its section."""
         return docs_view(self, request, name)
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        warning = check_warning(obj)
+        if warning:
+            self.message_user(
+                request,
+                format_html(
+                    '{} <a href="{}" target="_blank">Judge settings</a>', warning, judges_docs_url()
+                ),
+                messages.WARNING,
+            )
+
+    @admin.display(description="calibration")
+    def calibration_link(self, obj):
+        """One link from a saved model check to its calibration page."""
+        if (
+            obj is None
+            or obj.pk is None
+            or not getattr(REGISTRY.get(obj.kind), "uses_model", False)
+        ):
+            return "-"
+        return format_html(
+            '<a href="{}">Calibration of {}: agreement with hand labels</a>',
+            reverse("evaluations:calibration", args=[obj.pk]),
+            obj.label,
+        )
 
     def create_action(self, request, data, fields):
         return CreateCheck(

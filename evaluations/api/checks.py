@@ -105,9 +105,11 @@ def preview_check(kind, params, case, transcript, threshold=None):
         if not isinstance(value, dict):
             raise ActionInvalid(f"{name} must be a JSON object", field=name)
     from evaluations.judge import get_default_judge
+    from evaluations.judge.setup import preview_warning
 
     verdict = evaluate(kind, params, case, transcript, judge=get_default_judge())
     return {
+        "warning": preview_warning(kind),
         "kind": kind,
         "score": verdict.score,
         "status": str(check_status(verdict.score, verdict.outcome, threshold)),

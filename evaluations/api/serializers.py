@@ -61,11 +61,14 @@ class CheckSerializer(NamesVisibleVersion, RefuseUnknownFields, serializers.Mode
     dataset_version = VisiblePrimaryKeyRelatedField(queryset=DatasetVersion.objects.none())
     kind = serializers.ChoiceField(choices=sorted(REGISTRY))
     mode = serializers.ChoiceField(choices=CheckMode.choices, default=CheckMode.BLOCKING)
+    warnings = serializers.SerializerMethodField(
+        help_text="A blocking model check with no judge configured: it will be skipped, and why"
+    )
 
     class Meta:
         model = Check
-        fields = ["id", "dataset_version", *CHECK_FIELDS]
-        read_only_fields = ["id"]
+        fields = ["id", "dataset_version", *CHECK_FIELDS, "warnings"]
+        read_only_fields = ["id", "warnings"]
         # Uniqueness and params are the action's to check (one place for admin, API, commands).
         validators = []
         extra_kwargs = {
@@ -74,6 +77,12 @@ class CheckSerializer(NamesVisibleVersion, RefuseUnknownFields, serializers.Mode
                 f"bytes of JSON, {JSON_MAX_DEPTH} levels deep."
             }
         }
+
+    def get_warnings(self, check) -> list[str]:
+        from evaluations.judge.setup import check_warning
+
+        warning = check_warning(check)
+        return [warning] if warning else []
 
 
 class CaseSerializer(NamesVisibleVersion, RefuseUnknownFields, serializers.ModelSerializer):
@@ -102,6 +111,10 @@ class PreviewInputSerializer(RefuseUnknownFields, serializers.Serializer):
 
 
 class PreviewOutputSerializer(serializers.Serializer):
+    warning = serializers.CharField(
+        allow_blank=True,
+        help_text="Why a model check was skipped (no judge configured) and what to set; or ''",
+    )
     kind = serializers.CharField()
     score = serializers.FloatField(allow_null=True)
     status = serializers.CharField()

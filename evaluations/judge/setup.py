@@ -28,11 +28,36 @@ def no_judge_sentence() -> str:
     return NO_JUDGE
 
 
-def no_judge_warning(labels) -> str:
-    """The warning for blocking model checks `labels` under no judge, or "" with a judge."""
-    if judge_configured() or not labels:
+def no_judge_warning(labels, configured=None) -> str:
+    """The warning for blocking model checks `labels` under no judge, or "" with a judge
+    (`configured`: as already known, else read from the settings)."""
+    configured = judge_configured() if configured is None else configured
+    if configured or not labels:
         return ""
-    return f"Blocking model check(s) {', '.join(labels)} cannot be scored. {NO_JUDGE}"
+    return f"Blocking model checks cannot be scored: {', '.join(labels)}. {NO_JUDGE}"
+
+
+def check_warning(check) -> str:
+    """The warning for saving `check` (admin, API): the no-judge sentence when it is a
+    blocking model check and no judge is configured, else ""."""
+    from evaluations.checks import REGISTRY
+    from evaluations.choices import CheckMode
+
+    if check.mode != CheckMode.BLOCKING or not getattr(
+        REGISTRY.get(check.kind), "uses_model", False
+    ):
+        return ""
+    return no_judge_warning([check.label])
+
+
+def preview_warning(kind) -> str:
+    """The preview's warning: a model check previewed with no judge is skipped, and says why
+    and what to set."""
+    from evaluations.checks import REGISTRY
+
+    if judge_configured() or not getattr(REGISTRY.get(kind), "uses_model", False):
+        return ""
+    return NO_JUDGE
 
 
 def no_judge_skips(reasons) -> str:

@@ -90,3 +90,47 @@ def reasons_to_label(result):
     if result.threshold is not None and result.score is not None and result.margin <= 0.15:
         reasons.append(f"score {result.score:.2f} is near the threshold {result.threshold:.2f}")
     return reasons
+
+
+def empty_state(user, datasets):
+    """Why the queue is empty, truthfully: ``{"reason", "text", "no_judge"}``. ``reason`` is
+    ``no_results`` (no model-check result at all in these datasets), ``no_verdict`` (every one
+    was skipped or in error: nothing a person can agree or disagree with; with no judge
+    configured, the sentence that says what to set) or ``all_labelled`` (the user labelled
+    every result with a verdict). Two queries, only when the queue is empty."""
+    from django.db.models import Count, Q
+
+    from evaluations.judge.setup import judge_configured, no_judge_sentence
+
+    counts = CheckResult.objects.filter(
+        check_config__dataset_version__dataset__in=datasets, check_config__kind__in=MODEL_KINDS
+    ).aggregate(
+        total=Count("pk"),
+        with_verdict=Count("pk", filter=Q(status__in=LABELLABLE)),
+    )
+    total, with_verdict = counts["total"], counts["with_verdict"]
+    if not total:
+        return {
+            "reason": "no_results",
+            "text": "Nothing to label yet: no run of these datasets has a model-check result "
+            "(a dataset without model checks has nothing for the judge to be calibrated on).",
+            "no_judge": "" if judge_configured() else no_judge_sentence(),
+        }
+    if not with_verdict:
+        return {
+            "reason": "no_verdict",
+            "text": f"Nothing to label: none of the {total} model-check results has a verdict "
+            "(all were skipped or in error), so there is no judgement to agree or disagree with.",
+            "no_judge": "" if judge_configured() else no_judge_sentence(),
+        }
+    mine = HumanLabel.objects.filter(
+        labeled_by=user,
+        check_result__check_config__dataset_version__dataset__in=datasets,
+        check_result__check_config__kind__in=MODEL_KINDS,
+    ).count()
+    return {
+        "reason": "all_labelled",
+        "text": f"Everything is labelled: you labelled all {with_verdict} model-check results "
+        f"with a verdict ({mine} label{'s' if mine != 1 else ''} of yours).",
+        "no_judge": "",
+    }

@@ -24,7 +24,8 @@ def navigation(request):
     - `may_schedule`: the Schedules page (an Editor of a dataset or a Builder of an agent, as
       `may_schedule_any` says);
     - `may_govern`: the Publish link (agent versions, each with its publish page): a Builder
-      (requests publication), a Publisher or an Admin, of some agent."""
+      (requests publication), a Publisher or an Admin, of some agent;
+    - `judges_docs`: the served docs/judges.md, where the no-judge sentence links."""
 
     def may_label():
         user = _signed_in(request)
@@ -58,7 +59,14 @@ def navigation(request):
 
         return _holds(user, perms, scoped)
 
+    def judges_docs():
+        from evaluations.judge.setup import judges_docs_url
+
+        return judges_docs_url()
+
     return {
+        # Where every "no judge configured" sentence links (docs/judges.md, served).
+        "judges_docs": SimpleLazyObject(judges_docs),
         "may_label": SimpleLazyObject(may_label),
         "may_schedule": SimpleLazyObject(may_schedule),
         "may_govern": SimpleLazyObject(may_govern),

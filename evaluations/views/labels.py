@@ -28,7 +28,13 @@ from evaluations.calibration import (
 from evaluations.checks.base import as_text
 from evaluations.models import Check, CheckResult, Dataset
 from evaluations.reads.evidence_display import evidence_blocks, pretty
-from evaluations.reads.label_queue import MODEL_KINDS, editable_datasets, queue, reasons_to_label
+from evaluations.reads.label_queue import (
+    MODEL_KINDS,
+    editable_datasets,
+    empty_state,
+    queue,
+    reasons_to_label,
+)
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
@@ -86,8 +92,10 @@ def labels(request):
             except ActionError as exc:
                 error = str(exc)
     pending = queue(request.user, datasets)
+    item = _item(pending.first())
     context = {
-        "item": _item(pending.first()),
+        "item": item,
+        "empty": empty_state(request.user, datasets) if item is None else None,
         "remaining": pending.count(),
         "error": error,
         "dataset": slug,

@@ -1,5 +1,6 @@
 """RequestPublication: a Builder asks for a version to go live; the gate runs start."""
 
+from django.urls import reverse
 from django.utils import timezone
 
 from agents.choices import VersionState
@@ -10,7 +11,7 @@ from governance.actions._bypass_state import move_bypass
 from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.choices import BYPASS_ACTIVE, REQUEST_DECIDED, BypassState, RequestState
-from governance.models import Bypass, PublishingPolicy, PublishRequest
+from governance.models import Bypass, PublishingPolicy, PublishRequest, gate_datasets_for
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
@@ -18,8 +19,10 @@ from sherlock.core.permissions import user_can
 
 class RequestPublication(GovernanceAction):
     """Open a publish request for `agent_version` and start the gate runs of the policy in force
-    for its agent (the agent's own policy wins over the global one): one run per gate dataset,
-    on its latest frozen version, with the policy's repetitions (DESIGN section 10.1).
+    for its agent (the agent's own policy wins over the global one): one run per gate dataset
+    chosen for the agent (`governance.models.gate_datasets_for`: never a dataset a global policy
+    carries from another agent), on its latest frozen version, with the policy's repetitions.
+    An agent with no gate dataset is refused (`no_gate_datasets`), saying how to choose one.
 
     A draft is requested by a Builder. A retired version may be requested again, by a Builder
     or a Publisher: rolling back goes through the same gate. A request still evaluating is not
@@ -82,7 +85,10 @@ class RequestPublication(GovernanceAction):
                 code="no_policy",
             )
         self.datasets = []
-        for dataset in self.policy.gate_datasets.order_by("slug"):
+        chosen = list(gate_datasets_for(agent, self.policy))
+        if not chosen:
+            raise ActionConflict(self.no_gate_dataset_message(agent), code="no_gate_datasets")
+        for dataset in chosen:
             frozen = dataset.latest_frozen
             if frozen is None:
                 raise ActionConflict(
@@ -90,17 +96,28 @@ class RequestPublication(GovernanceAction):
                     code="no_frozen_dataset",
                 )
             self.datasets.append(frozen)
-        if not self.datasets:
-            raise ActionConflict(
-                f"The policy in force ({self.policy}) names no gate dataset.",
-                code="no_gate_datasets",
-            )
         if version.publish_requests.filter(state=RequestState.EVALUATING).exists():
             raise ActionConflict(
                 "A publish request for this version is already evaluating.",
                 code="already_evaluating",
             )
         self.check_open_decision()
+
+    def no_gate_dataset_message(self, agent):
+        """The refusal for an agent no dataset was chosen for: how to choose one, who may."""
+        url = reverse("admin:governance_gatedataset_add") + f"?agent={agent.pk}"
+        offered = list(self.policy.gate_datasets.order_by("slug").values_list("slug", flat=True))
+        hint = (
+            f" The global policy lists {', '.join(offered)}, but a global policy's datasets "
+            "gate no agent until they are chosen for it."
+            if offered and self.policy.agent_id is None
+            else ""
+        )
+        return (
+            f"No gate dataset is chosen for {agent.slug}, so it cannot be gated: an Admin "
+            f"chooses one written for it in Admin › Gate datasets ({url}), or in the agent's "
+            f"own publishing policy.{hint}"
+        )
 
     def check_open_decision(self):
         """Refuse to throw away a decision still current unless the caller named it

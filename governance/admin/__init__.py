@@ -19,6 +19,7 @@ reset."""
 from governance.admin import (  # noqa: F401 - importing registers the pages
     api_keys,
     audit,
+    gate_datasets,
     policies,
     publishing,
     users,

@@ -2,6 +2,7 @@
 
 from governance.models.api_keys import APIKey
 from governance.models.audit import AuditEntry, verify_chain
+from governance.models.gate_datasets import GateDataset, gate_datasets_for
 from governance.models.policies import PublishingPolicy
 from governance.models.publishing import Bypass, PublishRequest
 from governance.models.roles import RoleGrant
@@ -11,10 +12,12 @@ __all__ = [
     "APIKey",
     "AuditEntry",
     "Bypass",
+    "GateDataset",
     "PublishRequest",
     "PublishingPolicy",
     "RoleGrant",
     "WebhookDelivery",
     "WebhookEndpoint",
+    "gate_datasets_for",
     "verify_chain",
 ]

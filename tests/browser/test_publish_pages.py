@@ -14,7 +14,7 @@ from agents.choices import VersionState
 from governance.actions.request_bypass import RequestBypass
 from governance.actions.request_publication import RequestPublication
 from governance.choices import BypassState, RequestState
-from governance.models import PublishingPolicy, PublishRequest
+from governance.models import GateDataset, PublishingPolicy, PublishRequest
 from tests.support import factories
 from tests.support.browser import log_in
 from tests.support.governance import (
@@ -35,11 +35,12 @@ def world(live_db):
     """A gate dataset and a policy, an agent and its author, and the roles of the page."""
     dataset = factories.dataset("gate-basics")
     factories.dataset_version(dataset, cases=CASES, checks=[TOOLS_CHECK])
-    policy = PublishingPolicy.objects.create(name="Default", repetitions=1, min_case_pass_rate=1.0)
-    policy.gate_datasets.add(dataset)
+    PublishingPolicy.objects.create(name="Default", repetitions=1, min_case_pass_rate=1.0)
+    agent = factories.agent("support-bot")
+    GateDataset.objects.create(agent=agent, dataset=dataset)  # chosen for it
     return {
         "dataset": dataset,
-        "agent": factories.agent("support-bot"),
+        "agent": agent,
         "author": factories.user("author", role="Builder"),
         "publisher": factories.user("publisher", role="Publisher"),
         "admin": factories.user("admin", role="Admin"),

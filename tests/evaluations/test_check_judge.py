@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 
 from evaluations.checks import rubrics
 from evaluations.judge.probe import judge_status
+from evaluations.judge.setup import NO_JUDGE
 from evaluations.models import JudgeCall, JudgeProbe, ModelPrice
 from tests.support import factories
 from tests.support.governance import api_client
@@ -197,8 +198,7 @@ def test_without_a_judge_the_estimate_names_the_blocking_model_checks(
     run = start_run(builder, django_capture_on_commit_callbacks)
 
     assert run["warnings"] == [
-        "blocking model checks cannot be scored: Faithful, Polite (no judge is configured, "
-        "SHERLOCK_JUDGE_BASE_URL; they will be skipped)"
+        f"Blocking model checks cannot be scored: Faithful, Polite. {NO_JUDGE}"
     ]
 
 

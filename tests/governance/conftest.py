@@ -9,7 +9,7 @@ import pytest
 
 from governance.actions.request_bypass import RequestBypass
 from governance.actions.request_publication import RequestPublication
-from governance.models import PublishingPolicy
+from governance.models import GateDataset, PublishingPolicy
 from tests.support import factories
 from tests.support.governance import (
     REASON,
@@ -34,7 +34,9 @@ def gate_dataset(db):
 
 
 @pytest.fixture
-def policy(gate_dataset, admin_user):
+def policy(gate_dataset, admin_user, agent, other_agent):
+    """The global policy, and the gate dataset chosen for the two agents of these tests (a
+    global policy's own list gates no agent: `governance.models.gate_datasets`)."""
     policy = PublishingPolicy.objects.create(
         name="Default",
         repetitions=1,
@@ -42,6 +44,8 @@ def policy(gate_dataset, admin_user):
         created_by=admin_user,
     )
     policy.gate_datasets.add(gate_dataset)
+    for each in (agent, other_agent):
+        GateDataset.objects.create(agent=each, dataset=gate_dataset)
     return policy
 
 

@@ -99,12 +99,26 @@ def test_decide_checks_the_policys_min_case_pass_rate_after_the_contract_gates()
     assert gate["threshold"] == {"min": 0.9}
 
 
-def test_an_imported_run_has_no_case_pass_rate_so_decide_fails_closed_there():
+def test_an_imported_run_without_checks_has_no_case_pass_rate_to_hold_against_the_policy():
+    """No check judged the cases of imported trials: the case gate is n/a (not a pass, not 0),
+    and the contract decides, as on the run page (one verdict, evaluations.verdict)."""
     run = import_seed_variant("stable v1")
 
-    decision = decide([run], policy())
+    rules = policy()
+    decision = decide([run], rules)
 
-    assert decision["first_failing_gate"] == "case_pass_rate"
+    gates = {g["name"]: g for g in decision["gates"]}
+    assert gates["case_pass_rate"]["status"] == "n/a"
+    assert decision["verdict"]["outcome"] == (
+        "passed" if decision["release"] == "pass" else "failed"
+    )
+    judged = empty_run(
+        agent_version=run.agent_version,
+        summary={"cases": 2, "passed": 1, "case_pass_rate": 0.5},
+    )
+    assert {g["name"]: g for g in decide([judged], rules)["gates"]}["case_pass_rate"][
+        "status"
+    ] == "fail"
 
 
 def test_decide_sums_the_trials_of_several_gate_runs_of_one_version():

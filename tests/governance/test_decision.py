@@ -9,7 +9,7 @@ from evaluations.signals import run_finished
 from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.request_publication import RequestPublication
 from governance.choices import RequestState
-from governance.models import AuditEntry
+from governance.models import AuditEntry, GateDataset
 from tests.support import factories
 from tests.support.governance import TOOLS_CHECK, finish_gate_runs, tool_case
 
@@ -64,7 +64,7 @@ def test_a_gate_run_that_failed_blocks_the_decision(author, good_version, policy
 def test_the_decision_waits_for_every_gate_run(author, good_version, policy):
     second = factories.dataset("second-gate")
     factories.dataset_version(second, cases=[tool_case("x", "hi")], checks=[TOOLS_CHECK])
-    policy.gate_datasets.add(second)
+    GateDataset.objects.create(agent=good_version.agent, dataset=second)  # chosen for it
     request = RequestPublication(acting_user=author, agent_version=good_version).execute()
     first, _ = request.runs.order_by("pk")
     Run.objects.filter(pk=first.pk).update(status=RunStatus.COMPLETED)

@@ -13,7 +13,7 @@ from governance.actions.retire_version import RetireVersion
 from governance.actions.rollback_version import RollBackVersion
 from governance.actions.update_policy import UpdatePolicy
 from governance.choices import Enforcement, RequestState
-from governance.models import AuditEntry
+from governance.models import AuditEntry, GateDataset
 from sherlock.core.errors import ActionConflict, ActionDenied
 from tests.support import factories
 from tests.support.governance import (
@@ -43,7 +43,7 @@ def test_requesting_publication_starts_one_gate_run_per_gate_dataset(
 ):
     second = factories.dataset("second-gate")
     factories.dataset_version(second, cases=[tool_case("x", "hi")], checks=[TOOLS_CHECK])
-    policy.gate_datasets.add(second)
+    GateDataset.objects.create(agent=good_version.agent, dataset=second)  # chosen for it
     request = RequestPublication(acting_user=author, agent_version=good_version).execute()
     runs = list(request.runs.order_by("dataset_version__dataset__slug"))
     assert [r.dataset_version.dataset.slug for r in runs] == ["gate-basics", "second-gate"]

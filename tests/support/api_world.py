@@ -7,7 +7,7 @@ from evaluations.choices import CheckStatus, RunStatus
 from evaluations.models import CheckResult, DatasetVersion, Run, Trial
 from governance.actions.request_bypass import RequestBypass
 from governance.actions.request_publication import RequestPublication
-from governance.models import AuditEntry, PublishingPolicy
+from governance.models import AuditEntry, GateDataset, PublishingPolicy
 from tests.support import factories
 from tests.support.governance import (
     REASON,
@@ -37,6 +37,8 @@ def seed_every_kind(admin, author):
     )
     policy.gate_datasets.add(gate)
     agent = factories.agent("support-bot")
+    GateDataset.objects.create(agent=agent, dataset=gate)  # chosen for it (a global policy's
+    # gate datasets gate no agent by themselves)
     good, bad = make_version(agent, author, good=True), make_version(agent, author, good=False)
     passed = finish_gate_runs(RequestPublication(acting_user=author, agent_version=good).execute())
     blocked = finish_gate_runs(

@@ -45,8 +45,9 @@ from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.grant_role import GrantRole
 from governance.actions.publish_version import PublishVersion
 from governance.actions.request_publication import RequestPublication
+from governance.actions.set_gate_datasets import SetGateDatasets
 from governance.choices import RequestState, Role, RoleScope
-from governance.models import PublishingPolicy, PublishRequest, RoleGrant
+from governance.models import GateDataset, PublishingPolicy, PublishRequest, RoleGrant
 from governance.roles import global_roles, materialize
 
 SEED_REASON = "A persona of the demo (manage.py seed_demo)."
@@ -358,15 +359,19 @@ class Command(BaseCommand):
         )
 
     def seed_policy(self, admin, agent, dataset):
+        """The global Default policy (no budget; verified outcomes not required: its choice,
+        docs/contract.md) and `support-basics` chosen as the bot's gate dataset: a global
+        policy carries no dataset from one agent to another."""
         policy = PublishingPolicy.objects.filter(agent__isnull=True).order_by("-version").first()
         if policy is None:
             policy = CreatePolicy(
                 acting_user=admin,
-                gate_datasets=[dataset],
                 name="Default publishing policy",
                 repetitions=2,
                 min_case_pass_rate=0.9,
             ).execute()
+        if not GateDataset.objects.filter(agent=agent, dataset=dataset).exists():
+            SetGateDatasets(acting_user=admin, agent=agent, datasets=[dataset]).execute()
         return policy
 
     # --- seed 003: the refund desk ---------------------------------------------------------

@@ -1,0 +1,86 @@
+"""Gate datasets: which datasets gate each agent's releases, chosen per agent by an Admin.
+
+Adding a row chooses one more dataset for an agent and deleting one drops it, both through
+`SetGateDatasets` (audited as `governance.gate_datasets.set`). The publish page's refusal for an
+agent without any links here, with the agent filled in (`?agent=<id>`).
+"""
+
+from django.contrib import admin, messages
+
+from evaluations.models import Dataset
+from governance.actions.set_gate_datasets import SetGateDatasets
+from governance.admin.base import ActionForm
+from governance.models import GateDataset
+from governance.roles import is_global_admin
+from sherlock.core.errors import ActionError
+
+
+def _chosen(agent):
+    return list(
+        Dataset.objects.filter(pk__in=GateDataset.objects.filter(agent=agent).values("dataset_id"))
+    )
+
+
+class GateDatasetForm(ActionForm):
+    class Meta:
+        model = GateDataset
+        fields = ["agent", "dataset"]
+        help_texts = {
+            "dataset": "A dataset written for this agent's task: its latest frozen version is "
+            "what a publish request of the agent runs (with the policy's repetitions).",
+        }
+
+    def make_action(self, user):
+        agent = self.cleaned_data["agent"]
+        return SetGateDatasets(
+            acting_user=user, agent=agent, datasets=[*_chosen(agent), self.cleaned_data["dataset"]]
+        )
+
+
+@admin.register(GateDataset)
+class GateDatasetAdmin(admin.ModelAdmin):
+    form = GateDatasetForm
+    list_display = ["agent", "dataset", "chosen_by", "chosen_at"]
+    list_select_related = ["agent", "dataset", "chosen_by"]
+    list_filter = ["agent"]
+    autocomplete_fields = ["agent", "dataset"]
+    readonly_fields = ["chosen_by", "chosen_at"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form
+
+    def has_module_permission(self, request):
+        return request.user.is_active and request.user.is_staff
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_staff
+
+    def has_add_permission(self, request):
+        return is_global_admin(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        return False  # a choice is added or dropped, not edited
+
+    def has_delete_permission(self, request, obj=None):
+        return is_global_admin(request.user)
+
+    def save_model(self, request, obj, form, change):
+        form.make_action(request.user).execute()
+        found = GateDataset.objects.get(agent=obj.agent, dataset=obj.dataset)
+        obj.pk = found.pk
+
+    def delete_model(self, request, obj):
+        self.delete_queryset(request, GateDataset.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request, queryset):
+        for agent_id in sorted(set(queryset.values_list("agent_id", flat=True))):
+            rows = GateDataset.objects.filter(agent_id=agent_id).select_related("agent", "dataset")
+            dropped = set(queryset.filter(agent_id=agent_id).values_list("dataset_id", flat=True))
+            agent = rows[0].agent
+            keep = [row.dataset for row in rows if row.dataset_id not in dropped]
+            try:
+                SetGateDatasets(acting_user=request.user, agent=agent, datasets=keep).execute()
+            except ActionError as exc:
+                messages.error(request, str(exc))
