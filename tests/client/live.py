@@ -6,7 +6,7 @@ functions pass or fail at will.
 The dataset `refunds` has `CASES` cases, each expecting the tool `payments.refund` (a
 `tools_used` check, blocking, threshold 1): a task returning `{"tool_calls": [{"name":
 "payments.refund"}]}` passes a case, one returning `[]` fails it. No judge is needed. The
-publishing policy in force (global) gates on that dataset, with no budget and no coverage
+publishing policy in force (the agent's own) gates on that dataset, with no budget and no coverage
 requirement: an errored trial has no billed cost, and a required coverage would fail (exit 1)
 the runs whose errors the tests want to see incomplete (exit 2). The tasks report their cost
 anyway (`cost_usd`).
@@ -85,11 +85,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def policy(dataset_version, admin):
+def policy(agent, dataset_version, admin):
     from governance.models import PublishingPolicy
 
     found = PublishingPolicy.objects.create(
         name="Client tests",
+        agent=agent,
         repetitions=1,
         min_case_pass_rate=1.0,
         max_cost_per_verified_outcome_usd=None,
@@ -103,8 +104,8 @@ def policy(dataset_version, admin):
 @pytest.fixture
 def live_sherlock(live_db, builder, admin_user, tmp_path):
     version = refunds_dataset()
-    policy(version, admin_user)
     agent = factories.agent("refund-bot")
+    policy(agent, version, admin_user)
     key = api_key(builder)
     port = free_port()
     env = {
