@@ -39,7 +39,7 @@ OUTPUT = "Thank you for asking. Your refund was approved and will arrive within 
 
 
 def responder(request):
-    """The judge (a custom rubric) grades every answer 1, quoting it."""
+    """The judge (a custom rubric) grades every answer 1, quoting its start."""
     from tests.support.llm_server import Reply
 
     return Reply(
@@ -132,6 +132,15 @@ def wait_listening(port, timeout=60):
     raise SystemExit("the web server did not start; see /tmp/sherlock-client-bench-web.log")
 
 
+def answer(reference, latency_ms=None):
+    """A transcript whose output differs per trial and per measure: the judge's cache cannot
+    answer the second measure from the first one's questions."""
+    transcript = {"output": f"{OUTPUT} (ref {reference})", "cost_usd": 0.0001}
+    if latency_ms is not None:
+        transcript["latency_ms"] = latency_ms
+    return transcript
+
+
 def scoring_alone(api, args):
     """Measure 1: ready transcripts uploaded as fast as the API takes them, then scored."""
     from sherlock_client import flow
@@ -142,8 +151,7 @@ def scoring_alone(api, args):
     )
     work = list(api.work(run["id"]))
     items = [
-        {"key": w["key"], "transcript": {"output": OUTPUT, "latency_ms": args.latency_ms}}
-        for w in work
+        {"key": w["key"], "transcript": answer(f"alone {w['key']}", args.latency_ms)} for w in work
     ]
     started = time.perf_counter()
     for i in range(0, len(items), 500):
@@ -233,7 +241,7 @@ def main():
 
         def task(input, context):
             time.sleep(latency)
-            return OUTPUT
+            return answer(f"client {context['id']} {context['repetition']}")
 
         started = time.perf_counter()
         result = evaluate(

@@ -140,10 +140,13 @@ class RunOptions:
 
 
 def load_task(task: str | Callable[..., Any]) -> tuple[Callable[..., Any], str | None]:
+    """The function and its entrypoint (`package.module:function`, recorded in the version's
+    config), None for a function no import can name (a lambda, a nested function)."""
     if callable(task):
-        return task, getattr(task, "__module__", None) and (
-            f"{task.__module__}:{getattr(task, '__qualname__', '')}"
-        )
+        module = getattr(task, "__module__", None)
+        name = getattr(task, "__qualname__", "")
+        nameable = module and name and "<" not in name and module != "__main__"
+        return task, f"{module}:{name}" if nameable else None
     try:
         return tasks.load(task), task
     except tasks.TaskNotFound as exc:
