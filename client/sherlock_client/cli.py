@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -106,8 +107,15 @@ def _announce(run: dict) -> None:
     )
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # A cancelled CI job gets SIGTERM: handled as Ctrl-C, so what was done is uploaded before
+    # the process ends (SIGKILL leaves no such chance; `--resume` covers that).
+    signal.signal(signal.SIGTERM, _interrupt)
     key = os.environ.get("SHERLOCK_API_KEY")
     if not args.url or not key:
         print("sherlock: set SHERLOCK_URL (or --url) and SHERLOCK_API_KEY", file=sys.stderr)

@@ -496,3 +496,43 @@ def test_the_key_is_never_taken_from_the_command_line(server):
         timeout=60,
     )
     assert done.returncode == 3 and "SHERLOCK_API_KEY" in done.stderr
+
+
+def test_a_cancelled_job_uploads_what_it_did_before_it_exits_3(server, tmp_path):
+    calls = tmp_path / "calls.log"
+    env = cli_env(
+        server.url, "good-key", SHERLOCK_TEST_TASK_SECONDS="0.2", SHERLOCK_TEST_CALLS=str(calls)
+    )
+    args = [
+        sys.executable,
+        "-m",
+        "sherlock_client",
+        "run",
+        "--agent",
+        "bot",
+        "--dataset",
+        "ds",
+        "--task",
+        f"{TASKS}:slow",
+        "--version",
+        "v1",
+        "--repetitions",
+        "3",
+        "--concurrency",
+        "2",
+    ]
+    job = subprocess.Popen(
+        args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while (not calls.exists() or len(calls.read_text().splitlines()) < 5) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    job.send_signal(signal.SIGTERM)  # what a CI system sends a job it cancels
+    _, stderr = job.communicate(timeout=30)
+    assert job.returncode == 3
+    assert "interrupted" in stderr
+    done = len(calls.read_text().splitlines())
+    # Everything the function returned was sent but the calls in flight (at most 2).
+    assert done - 2 <= len(set(stored_keys(server))) <= done
