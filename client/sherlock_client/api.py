@@ -192,7 +192,7 @@ class Client:
 
     def work(self, run_id: int, *, all: bool = False) -> Iterator[WorkItem]:
         """The run's work items not yet uploaded (`all`: the done ones too)."""
-        return self.session.paginate(
+        return self.session.paginate(  # type: ignore[return-value]
             f"runs/{run_id}/work/", all=1 if all else None, page_size=UPLOAD_MAX_ITEMS
         )
 

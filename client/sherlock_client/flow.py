@@ -57,7 +57,7 @@ def await_verdict(
     deadline = time.monotonic() + wait
     step = [0.5]
     while True:
-        verdict = dict(api.verdict(run_id, policy=policy))
+        verdict: dict[str, Any] = dict(api.verdict(run_id, policy=policy))
         if verdict.get("outcome") != "pending" and verdict.get("exit_code") is not None:
             return verdict
         if not _poll(deadline, step, sleep):
@@ -155,7 +155,7 @@ def load_task(task: str | Callable[..., Any]) -> tuple[Callable[..., Any], str |
 
 def fulfil(api: Client, run: dict, fn: Callable[..., Any], options: RunOptions) -> Stats:
     """Run and upload the work the run still lacks, then finish it (idempotent)."""
-    work = list(api.work(run["id"]))
+    work: list[dict] = [dict(item) for item in api.work(run["id"])]
     if options.on_run:
         options.on_run({**run, "work": len(work)})
     stats = Stats()
@@ -403,7 +403,7 @@ def publication(api: Client, version: dict) -> dict:
             }
         else:
             release = (request.get("decision") or {}).get("release")
-            outcome = {"pass": "passed", "fail": "blocked"}.get(release, request.get("state"))
+            outcome = {"pass": "passed", "fail": "blocked"}.get(str(release), request.get("state"))
             found["decision"] = {"id": request["id"], "outcome": outcome}
     return found
 
