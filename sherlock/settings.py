@@ -453,6 +453,9 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "evaluations.choices.RunStatus",
         "TrialStatusEnum": "evaluations.choices.TrialStatus",
         "CheckStatusEnum": "evaluations.choices.CheckStatus",
+        "RunPurposeEnum": "evaluations.choices.RunPurpose",
+        # `POST /runs/client/`'s purpose (docs/client.md): `manual` is stored as `adhoc`.
+        "ClientRunPurposeEnum": ["manual", "adhoc", "gate"],
     },
     # Every operation documents its error answers in the one error shape.
     "POSTPROCESSING_HOOKS": [

@@ -77,13 +77,25 @@ class AgentVersionSerializer(serializers.ModelSerializer):
         return obj.agent.live_version_id == obj.pk
 
 
-@extend_schema_field(serializers.SlugField())
+@extend_schema_field(serializers.CharField(help_text="The agent's slug, or its id."))
 class VisibleAgentField(VisibleSlugRelatedField):
-    """An agent named by slug, among those the caller may see (others do not exist for them,
-    and naming one is audited: `sherlock.core.hidden`)."""
+    """An agent named by slug (or id), among those the caller may see (others do not exist for
+    them, and naming one is audited: `sherlock.core.hidden`)."""
 
     def get_queryset(self):
         return Agent.objects.for_user(self.context["request"].user, "view")
+
+    def to_internal_value(self, data):
+        # Its id is accepted too (the `sherlock` client may hold either, docs/client.md), when
+        # no agent the caller sees has that slug: a slug of digits is still found first.
+        text = str(data) if isinstance(data, int) and not isinstance(data, bool) else data
+        if isinstance(text, str) and text.isascii() and text.isdigit() and len(text) < 19:
+            visible = self.get_queryset()
+            if not visible.filter(slug=text).exists():
+                found = visible.filter(pk=int(text)).first()
+                if found is not None:
+                    return found
+        return super().to_internal_value(data)
 
 
 class ToolNameField(serializers.SlugRelatedField):

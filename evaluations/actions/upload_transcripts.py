@@ -56,9 +56,12 @@ class UploadTranscripts(Action):
         run = Run.objects.select_for_update().get(pk=self.run.pk)
         _check_open(run)  # a finish may have come in since the run was read
         items = _read_items(self.items)
+        # Only the trials this batch names (their case versions' repetitions): a batch costs
+        # the same however large the run is.
+        case_versions = {_case_version_of(key) for key, _, _ in items} - {None}
         trials = {
             trial.work_key: trial
-            for trial in Trial.objects.filter(run=run).only(
+            for trial in Trial.objects.filter(run=run, case_version_id__in=case_versions).only(
                 "pk", "case_version_id", "repetition", "status", "uploaded_at"
             )
         }
@@ -94,6 +97,15 @@ class UploadTranscripts(Action):
                 after={**result, "errors": sum(1 for trial in accepted if trial.error)},
             )
         return result
+
+
+def _case_version_of(key):
+    """The case version id a work key names (`"<case_version_id>:<repetition>"`), or None for
+    a key of another shape (refused as unknown below)."""
+    head, _, tail = key.partition(":")
+    if head.isascii() and head.isdigit() and len(head) < 19:
+        return int(head)
+    return None
 
 
 def _check_open(run):

@@ -153,7 +153,7 @@ def _missing(request, model, field, message, **lookup):
 def _agent(request, name):
     visible = Agent.objects.for_user(request.user)
     found = visible.filter(slug=name).first()
-    if found is None and name.isdigit() and int(name) <= INT64_MAX:
+    if found is None and name.isascii() and name.isdigit() and int(name) <= INT64_MAX:
         found = visible.filter(pk=int(name)).first()
     if found is None:
         raise _missing(request, Agent, "agent", f"agent: no agent {excerpt(name)}", slug=name)
@@ -163,7 +163,7 @@ def _agent(request, name):
 def _version(request, agent, name):
     versions = AgentVersion.objects.filter(agent=agent).select_related("agent")
     found = versions.filter(name=name).first()
-    if found is None and name.isdigit() and int(name) <= INT64_MAX:
+    if found is None and name.isascii() and name.isdigit() and int(name) <= INT64_MAX:
         found = versions.filter(number=int(name)).first()
     if found is None:
         raise _missing(
@@ -301,7 +301,7 @@ class UploadItemSerializer(serializers.Serializer):
     )
 
 
-class UploadSerializer(serializers.Serializer):
+class TranscriptsUploadSerializer(serializers.Serializer):
     items = UploadItemSerializer(many=True, help_text=f"At most {UPLOAD_MAX_ITEMS} per call.")
 
 
@@ -412,7 +412,7 @@ class ClientRunActions:
         "(`field`: `items[3].transcript.latency_ms`). Idempotent: an item whose key is "
         "already stored counts as a duplicate and changes nothing. An unknown key is 400 "
         "`unknown_key`; a run that is not waiting is 409 `run_closed`.",
-        request=UploadSerializer,
+        request=TranscriptsUploadSerializer,
         responses={200: UploadResultSerializer, **refusals(400, 403, 404, 409, 413)},
         filters=False,
     )

@@ -26,7 +26,10 @@ class RequestPublication(GovernanceAction):
 
     A draft is requested by a Builder. A retired version may be requested again, by a Builder
     or a Publisher: rolling back goes through the same gate. A request still evaluating is not
-    duplicated. The decision is made when the runs finish (`governance.receivers`).
+    duplicated. The decision is made when the runs finish (`governance.receivers`). The gate
+    runs of a `client` version (the team's own code) start `waiting` for the `sherlock`
+    client, which fulfils them (`StartRun`, docs/client.md), instead of queueing for workers
+    that cannot run it.
 
     Asking again for a version whose earlier request was decided supersedes that request (and
     voids its bypasses) and pays for new gate runs, on the gate datasets' latest frozen

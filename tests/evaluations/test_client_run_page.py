@@ -39,3 +39,29 @@ def test_a_run_without_source_shows_no_source_block(builder, logged_in):
     run = client_run(builder, {})
     page = logged_in(builder).get(f"/runs/{run.pk}/").content.decode()
     assert 'id="run-source"' not in page
+
+
+def test_evaluate_refuses_a_client_version_whose_run_would_wait_for_ever(builder):
+    import pytest
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from evaluations.models import Run
+
+    client_run(builder, {})
+    before = Run.objects.count()
+    with pytest.raises(CommandError, match="runs on the client"):
+        call_command("evaluate", "support-bot", "--dataset", "basics", "--user", "builder")
+    assert Run.objects.count() == before
+
+
+def test_a_builder_cancels_a_waiting_client_run(builder, django_capture_on_commit_callbacks):
+    from evaluations.actions.cancel_run import CancelRun
+    from evaluations.choices import RunStatus, TrialStatus
+
+    run = client_run(builder, {})
+    with django_capture_on_commit_callbacks(execute=True):
+        CancelRun(acting_user=builder, run=run).execute()
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED and run.finalized_at is not None
+    assert set(run.trials.values_list("status", flat=True)) == {TrialStatus.CANCELLED}

@@ -372,3 +372,72 @@ def test_a_run_sherlock_executes_is_no_client_run(world, http, django_capture_on
     assert client.post(f"/runs/{run.pk}/finish/").json()["code"] == "not_client_run"
     refused = client.post(f"/runs/{run.pk}/transcripts/", json={"items": [{"key": "1:1"}]})
     assert refused.status_code == 409
+
+
+def test_a_model_check_is_judged_as_in_a_run_sherlock_executed(
+    world, tmp_path, llm_server, judge_settings, django_capture_on_commit_callbacks
+):
+    """The judge scores the client's transcripts exactly as a replay run's: same questions,
+    same verdicts (the loopback judge answers each question the same way every time)."""
+    import json
+
+    from tests.support.llm_server import Reply
+
+    def judge(request):
+        # A judge that grades by what it reads: the refund answer is polite, the others not,
+        # each quoting the output (a quote not in the output is an error).
+        prompt = json.dumps(request["messages"])
+        for text, score in (("Refunded.", 1), ("Hi there", 0), ("not", 0)):
+            if text in prompt:
+                return Reply(content={"score": score, "quotes": [text], "reason": "read it"})
+        return Reply(content={"score": 0, "quotes": [], "reason": "nothing to read"})
+
+    llm_server.responder = judge
+    frozen = factories.dataset_version(
+        factories.dataset("judged"),
+        cases=CASES,
+        checks=[
+            {
+                "label": "Polite",
+                "kind": "custom",
+                "threshold": 0.5,
+                "params": {"criterion": "It is polite.", "anchors": "0 = no, 1 = yes"},
+            }
+        ],
+    )
+    env = {"SHERLOCK_JUDGE_BASE_URL": llm_server.url, "SHERLOCK_JUDGE_MODEL": "judge-test"}
+    with api_server(tmp_path / "server.log", **env) as url:
+        _, secret = api_key(world["builder"])
+        with httpx.Client(
+            base_url=f"{url}/api/v1", headers={"Authorization": f"Token {secret}"}, timeout=60
+        ) as client:
+            ensure_version(client)
+            run = start(client, dataset="judged").json()
+            work = all_work(client, run["work_url"])
+            client.post(run["upload_url"], json={"items": items_for(work)})
+            assert client.post(run["finish_url"]).status_code == 202
+    asked = len(llm_server.requests)
+    assert asked == 3  # one question per trial, asked by the server's engine
+
+    recorded = {item["case"]: [answer(item["case"], 1)] for item in work}
+    replay = AgentVersion.objects.create(
+        agent=world["agent"], number=9, adapter="replay", config={"transcripts": recorded}
+    )
+    replayed = factories.start_run(
+        world["builder"], replay, frozen, django_capture_on_commit_callbacks
+    )
+
+    def verdicts(run_id):
+        return sorted(
+            CheckResult.objects.filter(trial__run_id=run_id).values_list(
+                "trial__case__key", "status", "score", "reason"
+            )
+        )
+
+    judged = verdicts(run["id"])
+    assert judged == verdicts(replayed.pk)
+    assert [(key, status) for key, status, _, _ in judged] == [
+        ("greet", CheckStatus.FAILED),
+        ("refund", CheckStatus.PASSED),
+        ("ship", CheckStatus.FAILED),
+    ]

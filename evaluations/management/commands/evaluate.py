@@ -36,6 +36,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
+from agents.choices import Adapter
 from agents.models import Agent
 from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
@@ -89,6 +90,12 @@ class Command(VerdictCommand):
         user = self.acting_user(options["user"])
         agent_version = self.agent_version(user, agent_slug, options["version"])
         dataset_version = self.dataset_version(user, dataset, options["dataset_version"])
+        if agent_version.adapter == Adapter.CLIENT:
+            # Its run would wait for uploads this command never sends (docs/client.md).
+            raise CommandError(
+                f"{agent_version} runs on the client, not here: run it with `sherlock run`",
+                returncode=ERROR,
+            )
         try:
             run = StartRun(
                 acting_user=user,
