@@ -556,7 +556,7 @@ def _case_pass_rate_gate(runs: list, minimum: float) -> Gate:
 
 
 def _missing(contract: ContractResult, limits: Thresholds, runs: list, evidence: _Evidence):
-    from evaluations.judge.setup import NO_JUDGE_FIX, judge_configured, no_judge_sentence
+    from evaluations.judge.setup import judge_configured, no_judge_sentence
 
     found = []
     t = contract.totals
@@ -586,8 +586,8 @@ def _missing(contract: ContractResult, limits: Thresholds, runs: list, evidence:
         found.append(
             Missing(
                 "judge",
-                f"{judged_skips} blocking model check result(s) skipped. {no_judge_sentence()}",
-                NO_JUDGE_FIX,
+                f"{judged_skips} blocking model check result(s) skipped: no judge is configured",
+                no_judge_sentence(),
                 doc_url("judges"),
                 fails=True,
             )

@@ -111,14 +111,16 @@ MISSING = {
 
 
 def dataset_for(kind):
+    dataset = factories.dataset(kind.replace(" ", "-"))
     if kind in ("verified", "errored trial"):
         case = {"expected_tools": [{"name": "pay.refund"}], "outcome_check": VERIFIER}
         cases = [("small", {"amount": 40}, case), ("medium", {"amount": 30}, case)]
         if kind == "errored trial":
             cases.append(("down", {"amount": 20, "fail": True}, case))
-        return factories.dataset_version(cases=cases, checks=[TOOLS])
+        return factories.dataset_version(dataset, cases=cases, checks=[TOOLS])
     checks = [EXACT, MODEL] if kind == "unscored model check" else [EXACT]
     return factories.dataset_version(
+        dataset,
         cases=[("capital", {"q": "the capital"}, {}), ("sum", {"q": "the sum"}, {})],
         checks=checks,
     )

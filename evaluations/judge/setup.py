@@ -1,9 +1,10 @@
 """What Sherlock says when no judge is configured: one sentence, said the same everywhere.
 
-Saving a blocking model check (admin, API, page), its preview, every estimate (the *Start a
-run* page, the admin, the API, `manage.py evaluate`, schedules), the run banner and the verdict's
-missing evidence all say `NO_JUDGE` with the setting to change, and link to docs/judges.md
-(`judges_docs_url`). Written once here so that they cannot drift apart.
+Saving a blocking model check (the admin's message, the checks API's `warnings`), its preview,
+every estimate (the *Start a run* form on /runs/, the admin's, the API's, `manage.py evaluate`,
+schedules), the run banner, the verdict's missing `judge` evidence and the labelling queue's
+empty state all say `NO_JUDGE`, with the setting to change, and the pages link to
+docs/judges.md (`judges_docs_url`). Written once here so that they cannot drift apart.
 """
 
 from django.conf import settings
@@ -12,10 +13,6 @@ NO_JUDGE = (
     "No judge is configured, so model checks are skipped, never passed: set "
     "SHERLOCK_JUDGE_BASE_URL (and SHERLOCK_JUDGE_MODEL) to an OpenAI-compatible server and "
     "restart Sherlock (docs/judges.md)."
-)
-NO_JUDGE_FIX = (
-    "Set SHERLOCK_JUDGE_BASE_URL (and SHERLOCK_JUDGE_MODEL) to an OpenAI-compatible server "
-    "and restart Sherlock"
 )
 
 

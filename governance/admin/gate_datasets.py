@@ -68,8 +68,12 @@ class GateDatasetAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         form.make_action(request.user).execute()
-        found = GateDataset.objects.get(agent=obj.agent, dataset=obj.dataset)
-        obj.pk = found.pk
+        # The form never fills the instance (ActionForm): the row is the action's.
+        found = GateDataset.objects.get(
+            agent=form.cleaned_data["agent"], dataset=form.cleaned_data["dataset"]
+        )
+        for field in found._meta.concrete_fields:  # what the admin's message and log read
+            setattr(obj, field.attname, getattr(found, field.attname))
 
     def delete_model(self, request, obj):
         self.delete_queryset(request, GateDataset.objects.filter(pk=obj.pk))

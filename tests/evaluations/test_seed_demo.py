@@ -219,3 +219,19 @@ def test_every_demo_dataset_has_an_owner_and_a_creation_entry(seeded):
         )
     )
     assert created == {str(d.pk) for d in datasets}
+
+
+def test_the_bots_gate_dataset_is_chosen_for_it_not_carried_by_the_global_policy(seeded):
+    """Issue 24, point 4: the Default global policy names no gate dataset (no budget, verified
+    outcomes not required: docs/contract.md); support-basics is chosen for support-bot, and the
+    refund agent's own policy names refund-desk."""
+    from governance.models import GateDataset, PublishingPolicy, gate_datasets_for
+
+    default = PublishingPolicy.objects.get(agent__isnull=True)
+    assert not default.gate_datasets.exists()
+    assert not default.requires_verified_outcomes
+    assert default.max_cost_per_verified_outcome_usd is None
+    chosen = GateDataset.objects.select_related("agent", "dataset").get()
+    assert (chosen.agent.slug, chosen.dataset.slug) == ("support-bot", "support-basics")
+    refund = PublishingPolicy.objects.get(agent__slug="refund-agent")
+    assert [d.slug for d in gate_datasets_for(refund.agent, refund)] == ["refund-desk"]
