@@ -6,6 +6,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from evaluations.api import (
+    case_results,
     cases,
     cases_io,
     checks,
@@ -26,6 +27,7 @@ router.register("cases", cases.CaseViewSet, basename="case")
 router.register("check-results", labels.CheckResultLabelViewSet, basename="checkresult")
 router.register("runs", runs.RunViewSet, basename="run")
 router.register("trials", trials.TrialViewSet, basename="trial")
+router.register("case-results", case_results.CaseResultViewSet, basename="caseresult")
 router.register("schedules", schedules.ScheduleViewSet, basename="schedule")
 
 urlpatterns = [

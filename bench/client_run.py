@@ -1,0 +1,296 @@
+"""A client run end to end (issue 25, point 8): N cases x k repetitions of a team's task that
+takes L seconds, C in flight, through `sherlock_client` over HTTP to a local Sherlock (gunicorn,
+two qcluster workers, PostgreSQL), scored by m model checks against the loopback judge.
+
+Two measures, on the same server:
+
+1. **The server's scoring alone**: a client run whose N x k transcripts are ready before it
+   starts: uploaded as fast as the API takes them (batches of 500, one after the other: the
+   upload throughput, transcripts per second), then finished; scoring time = from `finish` to
+   a verdict that is no longer pending.
+2. **The client run**: `sherlock_client.evaluate(task, ...)` with a task that sleeps L, from
+   the call to its Result (version ensured, run created, work read, N x k calls on C threads
+   with the uploads overlapping them, finish, scoring, verdict, the trials read back).
+
+Ideal bound: N x k x L / C (the calls, perfectly packed) + the scoring time measured alone.
+Target: wall / ideal <= 1.25 at N=500, k=3, L=200 ms, C=32. The last line is machine-readable:
+`ratio=R wall_s=W ideal_s=I scoring_s=S upload_tps=T`.
+
+    .venv/bin/python bench/client_run.py [--cases 500] [--reps 3] [--latency-ms 200]
+        [--concurrency 32] [--checks 2] [--judge-latency-ms 20]
+"""
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "client"))
+
+PG = "postgres://postgres@127.0.0.1:5432"
+OUTPUT = "Thank you for asking. Your refund was approved and will arrive within 3 days."
+
+
+def responder(request):
+    """The judge (a custom rubric) grades every answer 1, quoting its start."""
+    from tests.support.llm_server import Reply
+
+    return Reply(
+        content={"quotes": [OUTPUT[:30]], "reason": "It meets the criterion.", "score": 1},
+        usage=(400, 30),
+    )
+
+
+def database(name, action):
+    import psycopg
+
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if action == "create":
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def seed(args):
+    from django.contrib.auth.models import Group, User
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from agents.models import Agent
+    from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion
+
+    builder = User.objects.create_user("bench-builder", is_staff=True)
+    builder.groups.add(Group.objects.get(name="Builder"))
+    Agent.objects.create(slug="bench-bot", name="Bench bot")
+    dataset = Dataset.objects.create(slug="bench", name="Bench")
+    dataset_version = DatasetVersion.objects.create(dataset=dataset, number=1)
+    for i in range(args.checks):
+        Check.objects.create(
+            dataset_version=dataset_version,
+            label=f"Criterion {i + 1}",
+            kind="custom",
+            params={
+                "label": f"Criterion {i + 1}",
+                "criterion": f"The answer meets house rule number {i + 1}.",
+                "anchors": "0 = it does not, 1 = it does",
+            },
+            threshold=0.5,
+            position=i,
+        )
+    cases = Case.objects.bulk_create(
+        Case(dataset=dataset, key=f"case-{i:05}") for i in range(args.cases)
+    )
+    CaseVersion.objects.bulk_create(
+        CaseVersion(dataset_version=dataset_version, case=case, input=f"Where is my refund? (#{i})")
+        for i, case in enumerate(cases)
+    )
+    dataset_version.frozen_at = timezone.now()
+    dataset_version.save(update_fields=["frozen_at"])
+    import io
+
+    out = io.StringIO()
+    call_command("create_api_token", "bench-builder", stdout=out, stderr=io.StringIO())
+    return out.getvalue().strip()
+
+
+def start(command, env, name):
+    log = open(f"/tmp/sherlock-client-bench-{name}.log", "wb")  # noqa: SIM115
+    return subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def stop(process):
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def wait_listening(port, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise SystemExit("the web server did not start; see /tmp/sherlock-client-bench-web.log")
+
+
+def answer(reference, latency_ms=None):
+    """A transcript whose output differs per trial and per measure: the judge's cache cannot
+    answer the second measure from the first one's questions."""
+    transcript = {"output": f"{OUTPUT} (ref {reference})", "cost_usd": 0.0001}
+    if latency_ms is not None:
+        transcript["latency_ms"] = latency_ms
+    return transcript
+
+
+def scoring_alone(api, args):
+    """Measure 1: ready transcripts uploaded as fast as the API takes them, then scored."""
+    from sherlock_client import flow
+
+    api.ensure_version("bench-bot", "bench-scoring", {"entrypoint": "bench:ready"})
+    run = api.create_client_run(
+        agent="bench-bot", version="bench-scoring", dataset="bench", repetitions=args.reps
+    )
+    work = list(api.work(run["id"]))
+    items = [
+        {"key": w["key"], "transcript": answer(f"alone {w['key']}", args.latency_ms)} for w in work
+    ]
+    started = time.perf_counter()
+    for i in range(0, len(items), 500):
+        api.upload(run["id"], items[i : i + 500])
+    upload_s = time.perf_counter() - started
+    started = time.perf_counter()
+    api.finish(run["id"])
+    verdict = flow.await_verdict(api, run["id"], wait=3600)
+    return time.perf_counter() - started, upload_s, len(items), verdict
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=500)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--latency-ms", type=int, default=200, help="the task's time per call")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--checks", type=int, default=2, help="model checks per case")
+    parser.add_argument("--judge-latency-ms", type=int, default=20)
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument("--database", default="sherlock_client_bench")
+    args = parser.parse_args()
+    latency = args.latency_ms / 1000
+
+    from tests.support.llm_server import LLMServer
+
+    database(args.database, "create")
+    judge = LLMServer(
+        latency=args.judge_latency_ms / 1000,
+        responder=responder,
+        record=False,
+        model="bench-judge",
+    )
+    judge.start()
+    port = free_port()
+    env = {
+        "DATABASE_URL": f"{PG}/{args.database}",
+        "SHERLOCK_WORKERS": "1",
+        "SHERLOCK_JUDGE_BASE_URL": judge.url,
+        "SHERLOCK_JUDGE_MODEL": "bench-judge",
+        "SHERLOCK_RUN_CONCURRENCY": "16",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "LOG_LEVEL": "WARNING",
+    }
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sherlock.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    key = seed(args)
+    from django.db import connections
+
+    connections.close_all()
+    child_env = {**os.environ, **env}
+    processes = [
+        start(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "sherlock.wsgi",
+                "-w",
+                str(args.web_workers),
+                "-b",
+                f"127.0.0.1:{port}",
+                "--timeout",
+                "120",
+            ],
+            child_env,
+            "web",
+        ),
+        *(
+            start([sys.executable, str(ROOT / "manage.py"), "qcluster"], child_env, f"q{n}")
+            for n in range(2)
+        ),
+    ]
+    try:
+        wait_listening(port)
+        time.sleep(2.0)  # the clusters' first poll
+        from sherlock_client import Client, evaluate
+
+        url = f"http://127.0.0.1:{port}"
+        with Client(url, key) as api:
+            scoring_s, upload_s, uploaded, alone = scoring_alone(api, args)
+
+        def task(input, context):
+            time.sleep(latency)
+            return answer(f"client {context['id']} {context['repetition']}")
+
+        started = time.perf_counter()
+        result = evaluate(
+            task,
+            agent="bench-bot",
+            dataset="bench",
+            version="bench-client",
+            repetitions=args.reps,
+            concurrency=args.concurrency,
+            url=url,
+            api_key=key,
+        )
+        wall = time.perf_counter() - started
+    finally:
+        for process in processes:
+            stop(process)
+        judge.stop()
+        connections.close_all()
+        database(args.database, "drop")
+    calls = args.cases * args.reps
+    spread = calls * latency / args.concurrency
+    ideal = spread + scoring_s
+    stats = result.stats
+    upload_tps = uploaded / upload_s if upload_s else 0.0
+    print(
+        f"{args.cases} cases x {args.reps} reps, task L={args.latency_ms} ms, "
+        f"C={args.concurrency}, {args.checks} model checks (judge {args.judge_latency_ms} ms), "
+        f"gunicorn x {args.web_workers}, 2 qcluster workers, PostgreSQL"
+    )
+    print(
+        f"scoring alone: {scoring_s:.2f} s for {uploaded} transcripts "
+        f"(verdict {alone.get('outcome')}); upload alone: {upload_s:.2f} s = "
+        f"{upload_tps:.0f} transcripts/s in batches of 500"
+    )
+    print(
+        f"client run {result.run.get('id')}: {result.outcome}, {stats.called} calls, "
+        f"{stats.accepted} accepted, {stats.duplicates} duplicates, {stats.batches} batches, "
+        f"{stats.upload_seconds:.2f} s uploading (overlapped), calls+uploads "
+        f"{stats.wall_seconds:.2f} s, {stats.called / stats.wall_seconds:.0f} transcripts/s"
+    )
+    print(
+        f"wall: {wall:.2f} s; ideal: {ideal:.2f} s = N x k x L / C ({spread:.2f} s) + scoring "
+        f"alone ({scoring_s:.2f} s)"
+    )
+    print(
+        f"ratio={wall / ideal:.3f} wall_s={wall:.2f} ideal_s={ideal:.2f} "
+        f"scoring_s={scoring_s:.2f} upload_tps={upload_tps:.0f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

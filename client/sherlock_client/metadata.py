@@ -1,0 +1,112 @@
+"""Where a run came from: the commit, branch, repository and CI job, stored on the run and shown
+on its page, and the default version name (the commit's short sha, `-dirty` when the work tree
+has uncommitted changes).
+
+CI systems say it in their environment (GitHub Actions' `GITHUB_*`, GitLab's `CI_*`, and the
+generic `CI`); outside CI, `git` is asked. Nothing here fails a run: what cannot be known is left
+out.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+
+def git_dirty() -> bool:
+    """Whether the work tree has changes to tracked files (untracked files do not count)."""
+    return bool(_git("status", "--porcelain", "--untracked-files=no"))
+
+
+def _github(env: Mapping[str, str]) -> dict:
+    server = env.get("GITHUB_SERVER_URL", "https://github.com")
+    repository = env.get("GITHUB_REPOSITORY")
+    run_id = env.get("GITHUB_RUN_ID")
+    pull = None
+    ref = env.get("GITHUB_REF", "")
+    if ref.startswith("refs/pull/"):
+        pull = ref.split("/")[2]
+    return {
+        "ci_provider": "github",
+        "git_commit": env.get("GITHUB_SHA"),
+        # On a pull request GITHUB_REF_NAME is "<n>/merge": the head branch is what a person
+        # recognises.
+        "git_branch": env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME"),
+        "git_repository": f"{server}/{repository}" if repository else None,
+        "ci_run_id": run_id,
+        "ci_job_url": f"{server}/{repository}/actions/runs/{run_id}"
+        if repository and run_id
+        else None,
+        "pull_request": pull,
+    }
+
+
+def _gitlab(env: Mapping[str, str]) -> dict:
+    return {
+        "ci_provider": "gitlab",
+        "git_commit": env.get("CI_COMMIT_SHA"),
+        "git_branch": env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME")
+        or env.get("CI_COMMIT_REF_NAME")
+        or env.get("CI_COMMIT_BRANCH"),
+        "git_repository": env.get("CI_PROJECT_URL"),
+        "ci_run_id": env.get("CI_PIPELINE_ID"),
+        "ci_job_url": env.get("CI_JOB_URL"),
+        "pull_request": env.get("CI_MERGE_REQUEST_IID"),
+    }
+
+
+def _generic(env: Mapping[str, str]) -> dict:
+    """Jenkins, Buildkite, CircleCI and others, by the names they share most."""
+    return {
+        "ci_provider": "ci" if env.get("CI") else None,
+        "git_commit": env.get("GIT_COMMIT")
+        or env.get("BUILDKITE_COMMIT")
+        or env.get("CIRCLE_SHA1"),
+        "git_branch": env.get("GIT_BRANCH")
+        or env.get("BUILDKITE_BRANCH")
+        or env.get("CIRCLE_BRANCH"),
+        "git_repository": env.get("GIT_URL") or env.get("CIRCLE_REPOSITORY_URL"),
+        "ci_run_id": env.get("BUILD_ID") or env.get("BUILDKITE_BUILD_ID"),
+        "ci_job_url": env.get("BUILD_URL")
+        or env.get("BUILDKITE_BUILD_URL")
+        or env.get("CIRCLE_BUILD_URL"),
+        "pull_request": None,
+    }
+
+
+def collect(env: Mapping[str, str] | None = None) -> dict:
+    """The run's `metadata`: from the CI's variables, the rest from `git`."""
+    env = os.environ if env is None else env
+    if env.get("GITHUB_ACTIONS") or env.get("GITHUB_SHA"):
+        found = _github(env)
+    elif env.get("GITLAB_CI") or env.get("CI_COMMIT_SHA"):
+        found = _gitlab(env)
+    else:
+        found = _generic(env)
+    if not found.get("git_commit"):
+        found["git_commit"] = _git("rev-parse", "HEAD")
+    if not found.get("git_branch"):
+        found["git_branch"] = _git("rev-parse", "--abbrev-ref", "HEAD")
+    if not found.get("git_repository"):
+        found["git_repository"] = _git("config", "--get", "remote.origin.url")
+    return {key: str(value) for key, value in found.items() if value}
+
+
+def default_version_name(metadata: Mapping[str, str] | None = None) -> str | None:
+    """The commit's short sha (12 characters), with `-dirty` when tracked files changed; None
+    outside a git repository with no CI commit."""
+    commit = (metadata or {}).get("git_commit") or _git("rev-parse", "HEAD")
+    if not commit:
+        return None
+    return commit[:12] + ("-dirty" if git_dirty() else "")

@@ -1,0 +1,322 @@
+"""A finished run as the client reports it: the server's verdict (the outcome and exit code come
+from `GET /runs/{id}/verdict/`, never from the client), the cases with their repetitions, what
+the client did, and the comparison with the live version, in the four outputs: the terminal,
+JUnit XML, JSON and a pull request's markdown comment."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sherlock_client.runner import Stats
+
+# The exit codes a CI can trust (docs/client-cli.md): the verdict's, 3 for the rest.
+EXIT_PASSED, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2, 3
+OUTCOME_EXIT = {"passed": EXIT_PASSED, "failed": EXIT_FAILED, "incomplete": EXIT_INCOMPLETE}
+
+
+@dataclass
+class Result:
+    """One run's result. `exit_code` is the verdict's (a pending verdict is incomplete: 2)."""
+
+    run: dict
+    verdict: dict
+    agent: str = ""
+    version: str = ""
+    dataset: str = ""
+    cases: list[dict] = field(default_factory=list)
+    stats: Stats | None = None
+    baseline: dict | None = None  # the comparison with the live version's latest run
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        return str(self.verdict.get("outcome") or "pending")
+
+    @property
+    def exit_code(self) -> int:
+        code = self.verdict.get("exit_code")
+        if code in (EXIT_PASSED, EXIT_FAILED, EXIT_INCOMPLETE):
+            return int(code)
+        return OUTCOME_EXIT.get(self.outcome, EXIT_INCOMPLETE)
+
+    @property
+    def url(self) -> str:
+        return str(self.verdict.get("url") or self.run.get("url") or "")
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == EXIT_PASSED
+
+    def as_dict(self) -> dict:
+        return {
+            "run": self.run.get("id"),
+            "url": self.url,
+            "agent": self.agent,
+            "version": self.version,
+            "dataset": self.dataset,
+            "outcome": self.outcome,
+            "exit_code": self.exit_code,
+            "verdict": self.verdict,
+            "cases": self.cases,
+            "client": self.stats.as_dict() if self.stats else None,
+            "baseline": _baseline_brief(self.baseline),
+            "notes": self.notes,
+        }
+
+
+def _baseline_brief(comparison: dict | None) -> dict | None:
+    if not comparison:
+        return None
+    return {
+        "run": comparison.get("a", {}).get("run"),
+        "cases": comparison.get("cases"),
+        "comparable": comparison.get("comparable"),
+        "differences": comparison.get("differences"),
+    }
+
+
+def case_rows(trials: list[dict], case_results: list[dict]) -> list[dict]:
+    """One row per case: its repetitions' statuses and errors from the trials, and whether it
+    passed (and is flaky) as the server judged it (`/case-results/`; None before it has)."""
+    by_case: dict[str, list[dict]] = defaultdict(list)
+    for trial in trials:
+        by_case[str(trial.get("case"))].append(trial)
+    said: dict[str, Any] = {str(r.get("case")): r for r in case_results}
+    rows = []
+    for case in sorted(by_case):
+        repetitions = sorted(by_case[case], key=lambda t: t.get("repetition") or 0)
+        errors = [t.get("error") for t in repetitions if t.get("status") == "error"]
+        judged = said.get(case, {})
+        rows.append(
+            {
+                "case": case,
+                "repetitions": [
+                    {
+                        "repetition": t.get("repetition"),
+                        "status": t.get("status"),
+                        "error": t.get("error") or None,
+                        "latency_ms": t.get("latency_ms"),
+                    }
+                    for t in repetitions
+                ],
+                "errored": len(errors),
+                "error": next((e for e in errors if e), None),
+                "passed": judged.get("passed"),
+                "flaky": judged.get("flaky"),
+                "checks": judged.get("checks") or {},
+            }
+        )
+    return rows
+
+
+def _state(row: dict) -> str:
+    if row["errored"]:
+        return "error"
+    if row["passed"] is True:
+        return "flaky" if row.get("flaky") else "passed"
+    if row["passed"] is False:
+        return "failed"
+    return "done"
+
+
+# --- the terminal ------------------------------------------------------------------------------
+
+
+def print_result(result: Result, stream, *, rich: bool) -> None:
+    """The case table and the contract: rich tables on a terminal, plain lines otherwise."""
+    verdict = result.verdict
+    counts = verdict.get("cases") or {}
+    head = (
+        f"{result.outcome.upper()}: run {result.run.get('id')} of {result.agent} "
+        f"{result.version} on {result.dataset}"
+    )
+    reasons = [r.get("detail") or r.get("code") for r in verdict.get("reasons") or []]
+    if rich:
+        from rich.console import Console
+        from rich.table import Table
+
+        console = Console(file=stream)
+        cases = Table(title="cases")
+        for name in ("case", "result", "repetitions", "error"):
+            cases.add_column(name)
+        for row in result.cases:
+            cases.add_row(
+                row["case"],
+                _state(row),
+                " ".join(str(r["status"]) for r in row["repetitions"]),
+                (row["error"] or "")[:80],
+            )
+        console.print(cases)
+        gates = Table(title="contract")
+        for name in ("gate", "state", "value", "bound", "detail"):
+            gates.add_column(name)
+        for gate in verdict.get("gates") or []:
+            gates.add_row(
+                *(
+                    str(gate.get(k) if gate.get(k) is not None else "")
+                    for k in ("name", "state", "value", "bound", "detail")
+                )
+            )
+        console.print(gates)
+        colour = {"passed": "green", "failed": "red"}.get(result.outcome, "yellow")
+        console.print(f"[bold {colour}]{head}[/]")
+        for reason in reasons:
+            console.print(f"  {reason}")
+        for missing in verdict.get("missing") or []:
+            console.print(f"  missing: {missing.get('detail')} ({missing.get('fix') or ''})")
+        console.print(f"cases: {_counts(counts)}  {result.url}")
+        return
+    for row in result.cases:
+        statuses = ",".join(str(r["status"]) for r in row["repetitions"])
+        error = f" {row['error'][:120]}" if row["error"] else ""
+        print(f"case {row['case']}: {_state(row)} [{statuses}]{error}", file=stream)
+    for gate in verdict.get("gates") or []:
+        print(
+            f"gate {gate.get('name')}: {gate.get('state')} value={gate.get('value')} "
+            f"bound={gate.get('bound')}",
+            file=stream,
+        )
+    print(head, file=stream)
+    for reason in reasons:
+        print(f"  {reason}", file=stream)
+    for missing in verdict.get("missing") or []:
+        print(f"  missing: {missing.get('detail')} ({missing.get('fix') or ''})", file=stream)
+    print(f"cases: {_counts(counts)}", file=stream)
+    print(f"run: {result.url}", file=stream)
+
+
+def _counts(counts: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in counts.items() if not isinstance(v, list | dict))
+
+
+# --- files -------------------------------------------------------------------------------------
+
+
+def junit_xml(result: Result) -> str:
+    """One `<testcase>` per case (its repetitions as properties), an `<error>` when a
+    repetition errored, a `<failure>` when the server judged the case failed; and one
+    `verdict` testcase that fails unless the verdict passed, so a JUnit reader never shows a
+    failed run green."""
+    suite = ET.Element(
+        "testsuite",
+        name=f"sherlock {result.agent} {result.version} on {result.dataset}",
+        tests=str(len(result.cases) + 1),
+    )
+    failures = errors = 0
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("run", result.url), ("outcome", result.outcome)):
+        ET.SubElement(properties, "property", name=name, value=str(value))
+    for row in result.cases:
+        testcase = ET.SubElement(suite, "testcase", classname=result.dataset, name=row["case"])
+        props = ET.SubElement(testcase, "properties")
+        for rep in row["repetitions"]:
+            ET.SubElement(
+                props,
+                "property",
+                name=f"repetition.{rep['repetition']}",
+                value=str(rep["status"]) + (f": {rep['error']}" if rep["error"] else ""),
+            )
+        if row["errored"]:
+            errors += 1
+            node = ET.SubElement(
+                testcase,
+                "error",
+                message=(row["error"] or "agent error")[:500],
+                type="agent_error",
+            )
+            node.text = f"{row['errored']} of {len(row['repetitions'])} repetitions errored"
+        elif row["passed"] is False:
+            failures += 1
+            failed = [
+                label
+                for label, summary in (row.get("checks") or {}).items()
+                if isinstance(summary, dict) and summary.get("status") == "failed"
+            ]
+            ET.SubElement(
+                testcase,
+                "failure",
+                message="failed: " + (", ".join(failed) or "its blocking checks"),
+                type="failed",
+            )
+    verdict_case = ET.SubElement(suite, "testcase", classname="sherlock", name="verdict")
+    if result.exit_code != EXIT_PASSED:
+        failures += 1
+        reasons = "; ".join(
+            str(r.get("detail") or r.get("code")) for r in result.verdict.get("reasons") or []
+        )
+        node = ET.SubElement(
+            verdict_case,
+            "failure",
+            message=f"{result.outcome}: {reasons}"[:500],
+            type=result.outcome,
+        )
+        node.text = result.url
+    suite.set("failures", str(failures))
+    suite.set("errors", str(errors))
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode")
+
+
+def json_text(result: Result) -> str:
+    return json.dumps(result.as_dict(), indent=2, sort_keys=True, default=str)
+
+
+def markdown(result: Result) -> str:
+    """A pull request comment: the outcome and the link, the contract's gates, the table
+    against the live version's latest run on the same dataset and the cases that regressed."""
+    mark = {"passed": "✅", "failed": "❌"}.get(result.outcome, "⚠️")
+    lines = [
+        f"### {mark} Sherlock: {result.outcome.upper()}",
+        "",
+        f"`{result.agent}` version `{result.version}` on `{result.dataset}`: "
+        f"[run {result.run.get('id')}]({result.url})",
+        "",
+    ]
+    for reason in result.verdict.get("reasons") or []:
+        lines.append(f"- {reason.get('detail') or reason.get('code')}")
+    counts = result.verdict.get("cases") or {}
+    if counts:
+        lines += ["", f"Cases: {_counts(counts)}"]
+    gates = result.verdict.get("gates") or []
+    if gates:
+        lines += ["", "| gate | state | value | bound |", "|---|---|---|---|"]
+        for gate in gates:
+            lines.append(
+                f"| {gate.get('name')} | {gate.get('state')} | {_cell(gate.get('value'))} "
+                f"| {_cell(gate.get('bound'))} |"
+            )
+    comparison = result.baseline
+    if comparison:
+        baseline_run = comparison.get("a", {}).get("run", {})
+        lines += [
+            "",
+            f"Against the live version {baseline_run.get('agent_version')}'s latest run "
+            f"{baseline_run.get('id')} on the same dataset:",
+            "",
+            comparison.get("markdown", "").strip(),
+        ]
+        if not comparison.get("comparable", True):
+            lines += ["", "Not comparable: " + "; ".join(comparison.get("differences") or [])]
+        regressed = (comparison.get("cases") or {}).get("regressed") or []
+        if regressed:
+            shown = ", ".join(f"`{c}`" for c in regressed[:50])
+            more = f" and {len(regressed) - 50} more" if len(regressed) > 50 else ""
+            lines += ["", f"**Regressed ({len(regressed)})**: {shown}{more}"]
+        else:
+            lines += ["", "No case regressed."]
+    else:
+        lines += ["", "No live version's run on this dataset to compare with."]
+    errored = [row for row in result.cases if row["errored"]]
+    if errored:
+        lines += ["", f"**Agent errors ({len(errored)} cases)**:"]
+        for row in errored[:20]:
+            lines.append(f"- `{row['case']}`: {(row['error'] or '')[:120]}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value).replace("|", "\\|")

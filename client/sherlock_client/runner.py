@@ -1,0 +1,331 @@
+"""Calling the team's function on every work item of a run, and sending what it returned.
+
+- **A bounded pool**: at most `concurrency` calls at once. Async functions run on one asyncio
+  loop; sync functions each run in a thread of their own (a daemon thread), at most
+  `concurrency` of them working at a time.
+- **A per-case timeout**: a call not done within `timeout` seconds becomes a `timeout` error
+  item. An async call is cancelled. A sync call cannot be: Python has no way to kill a thread,
+  so the hung thread is abandoned (it is a daemon thread, so it never keeps the process from
+  exiting; whatever it returns later is dropped) and its slot in the pool is given to the next
+  case, so a hung function costs its timeout, not the run's concurrency. An async function that
+  blocks the event loop itself (a `time.sleep` inside `async def`) cannot be timed out: keep
+  blocking calls in sync functions.
+- **Uploads in batches**, from one uploader thread while the calls go on: what is done is sent
+  every `flush_seconds` or every `batch` items, whichever comes first (retried by the session,
+  and idempotent on the server, keyed `"<case_version_id>:<repetition>"`), so a job killed
+  halfway loses at most the calls of the last moment. A batch the server refuses because of
+  one item (400 naming `items[i]`) is sent again with that item as an `invalid` error item
+  carrying the server's reason: the batch's other transcripts are not lost.
+
+The work list is read whole before the first call: the server's list shrinks as uploads land,
+so reading its pages meanwhile would skip items.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sherlock_client import tasks
+from sherlock_client.api import UPLOAD_MAX_ITEMS, Client
+from sherlock_client.http import ApiError
+
+ITEM_INDEX = re.compile(r"^items\[(\d+)\]")
+MESSAGE_MAX = 2000
+
+
+@dataclass
+class Stats:
+    """What one execution did: calls by outcome, what the server counted, upload time."""
+
+    called: int = 0
+    ok: int = 0
+    raised: int = 0
+    timeout: int = 0
+    invalid: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    remaining: int | None = None
+    batches: int = 0
+    upload_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    errors: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "called": self.called,
+            "ok": self.ok,
+            "raised": self.raised,
+            "timeout": self.timeout,
+            "invalid": self.invalid,
+            "accepted": self.accepted,
+            "duplicates": self.duplicates,
+            "remaining": self.remaining,
+            "batches": self.batches,
+            "upload_seconds": round(self.upload_seconds, 3),
+            "wall_seconds": round(self.wall_seconds, 3),
+        }
+
+
+def error_item(key: str, kind: str, message: str) -> dict:
+    return {"key": key, "error": {"kind": kind, "message": message[:MESSAGE_MAX]}}
+
+
+class Uploader(threading.Thread):
+    """Sends finished items in batches while the calls go on (see the module's docstring)."""
+
+    def __init__(
+        self, api: Client, run_id: int, stats: Stats, *, batch: int = 200, flush_seconds=0.5
+    ):
+        super().__init__(name="sherlock-uploader", daemon=True)
+        self.api = api
+        self.run_id = run_id
+        self.stats = stats
+        self.batch = min(batch, UPLOAD_MAX_ITEMS)
+        self.flush_seconds = flush_seconds
+        self.items: queue.Queue[dict | None] = queue.Queue()
+        self.failure: ApiError | None = None
+
+    def put(self, item: dict) -> None:
+        self.items.put(item)
+
+    def close(self) -> None:
+        """Send what is left, then stop; raises the upload's failure if there was one."""
+        self.items.put(None)
+        self.join()
+        if self.failure is not None:
+            raise self.failure
+
+    def run(self) -> None:
+        done = False
+        while not done:
+            pending: list[dict] = []
+            deadline = time.monotonic() + self.flush_seconds
+            while len(pending) < self.batch:
+                try:
+                    item = self.items.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if item is None:
+                    done = True
+                    break
+                pending.append(item)
+            if pending and self.failure is None:
+                try:
+                    self.send(pending)
+                except ApiError as exc:
+                    # Kept to raise in the main thread; later items are not sent (the run is
+                    # resumable: what was not stored is still in its work list).
+                    self.failure = exc
+
+    def send(self, items: list[dict]) -> None:
+        started = time.monotonic()
+        for _ in range(len(items) + 1):
+            try:
+                answer = self.api.upload(self.run_id, items)
+            except ApiError as exc:
+                index = _refused_index(exc, len(items))
+                if index is None:
+                    raise
+                refused = items[index]
+                items = list(items)
+                items[index] = error_item(
+                    refused["key"], "invalid", f"refused by the server: {exc.detail}"
+                )
+                self.stats.invalid += 1
+                self.stats.ok -= "transcript" in refused
+                continue
+            self.stats.batches += 1
+            self.stats.accepted += answer.get("accepted", 0)
+            self.stats.duplicates += answer.get("duplicates", 0)
+            self.stats.remaining = answer.get("remaining")
+            break
+        self.stats.upload_seconds += time.monotonic() - started
+
+
+def _refused_index(exc: ApiError, size: int) -> int | None:
+    if exc.status != 400:
+        return None
+    for name in [exc.field, *(e.get("field") for e in exc.errors)]:
+        match = ITEM_INDEX.match(name or "")
+        if match and int(match.group(1)) < size:
+            return int(match.group(1))
+    return None
+
+
+class Progress:
+    """A progress bar on a terminal (rich, on stderr), a plain line every tenth otherwise."""
+
+    def __init__(self, total: int, *, enabled: bool = True, stream=None):
+        self.total = total
+        self.done = 0
+        self.stream = stream or sys.stderr
+        self.enabled = enabled and total > 0
+        self.bar: Any = None
+        self.next_line = 0
+        if self.enabled and self.stream.isatty():
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+            from rich.progress import Progress as Bar
+
+            self.bar = Bar(
+                TextColumn("cases"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(file=self.stream),
+                transient=True,
+            )
+            self.task = self.bar.add_task("cases", total=total)
+            self.bar.start()
+
+    def advance(self) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.advance(self.task)
+        elif self.done >= self.next_line or self.done == self.total:
+            print(f"sherlock: {self.done}/{self.total} done", file=self.stream, flush=True)
+            self.next_line = self.done + max(1, self.total // 10)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+async def _call_sync(fn: Callable[..., Any], args: tuple, timeout: float) -> tuple[bool, Any]:
+    """`fn(*args)` in a daemon thread of its own, awaited at most `timeout` seconds:
+    `(True, value)` or `(False, exception)`; TimeoutError only when the time ran out."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+
+    def settle(outcome: tuple[bool, Any]) -> None:
+        if not future.done():
+            future.set_result(outcome)
+
+    def target() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, fn(*args))
+        except BaseException as exc:  # the team's code may raise anything
+            outcome = (False, exc)
+        # The loop may be gone by the time a hung call returns: nothing waits for it then.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=target, name="sherlock-task", daemon=True).start()
+    return await asyncio.wait_for(future, timeout)
+
+
+async def _call_async(fn: Callable[..., Any], args: tuple, timeout: float) -> tuple[bool, Any]:
+    async def guarded() -> tuple[bool, Any]:
+        try:
+            return True, await fn(*args)
+        except Exception as exc:  # the team's exception, told apart from our timeout
+            return False, exc
+
+    return await asyncio.wait_for(guarded(), timeout)
+
+
+async def _one(fn: Callable[..., Any], item: dict, timeout: float, asynchronous: bool) -> dict:
+    key = item["key"]
+    started = time.perf_counter()
+    try:
+        args = tasks.arguments(fn, item)
+        call = _call_async if asynchronous else _call_sync
+        ok, value = await call(fn, args, timeout)
+    except TimeoutError:
+        return error_item(key, "timeout", f"no answer within {timeout:g} s")
+    if not ok:
+        return error_item(key, "raised", f"{type(value).__name__}: {value}")
+    latency_ms = (time.perf_counter() - started) * 1000
+    try:
+        return {"key": key, "transcript": tasks.transcript(value, latency_ms)}
+    except tasks.InvalidReturn as exc:
+        return error_item(key, "invalid", str(exc))
+
+
+async def _execute(
+    fn: Callable[..., Any],
+    work: list[dict],
+    *,
+    concurrency: int,
+    timeout: float,
+    uploader: Uploader,
+    stats: Stats,
+    progress: Progress,
+) -> None:
+    asynchronous = tasks.is_async(fn)
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(item: dict) -> None:
+        async with slots:
+            if uploader.failure is not None:
+                return  # the server refused an upload: stop calling
+            outcome = await _one(fn, item, timeout, asynchronous)
+        stats.called += 1
+        if "transcript" in outcome:
+            stats.ok += 1
+        else:
+            kind = outcome["error"]["kind"]
+            setattr(stats, kind, getattr(stats, kind) + 1)
+            if len(stats.errors) < 20:
+                stats.errors.append(outcome)
+        uploader.put(outcome)
+        progress.advance()
+
+    await asyncio.gather(*(one(item) for item in work))
+
+
+def execute(
+    api: Client,
+    run_id: int,
+    fn: Callable[..., Any],
+    work: list[dict],
+    *,
+    concurrency: int = 8,
+    timeout: float = 60.0,
+    progress: bool = True,
+    batch: int = 200,
+    flush_seconds: float = 0.5,
+) -> Stats:
+    """Call `fn` on every item of `work` and upload every outcome; the Stats. Raises the
+    ApiError of an upload the server refused."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    stats = Stats()
+    started = time.monotonic()
+    uploader = Uploader(api, run_id, stats, batch=batch, flush_seconds=flush_seconds)
+    uploader.start()
+    bar = Progress(len(work), enabled=progress)
+    try:
+        asyncio.run(
+            _execute(
+                fn,
+                work,
+                concurrency=concurrency,
+                timeout=timeout,
+                uploader=uploader,
+                stats=stats,
+                progress=bar,
+            )
+        )
+    finally:
+        bar.close()
+        # What was done is sent even when the calls were interrupted (Ctrl-C, SIGTERM).
+        uploader.close()
+        stats.wall_seconds = time.monotonic() - started
+    return stats

@@ -1,0 +1,214 @@
+"""The `sherlock` command and the Python API against a live Sherlock over real HTTP
+(tests/client/live.py: the project's web server and a real worker on the test database): the
+exit-code matrix, a server answering 429 and 503 for a while, a job killed halfway and resumed,
+a function that raises, hangs and returns garbage, a wrong key, an unknown dataset, the Python
+API, a gate fulfilled by the client and `sherlock verify` guarding a deploy."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+from sherlock_client import evaluate
+
+from evaluations.choices import TrialStatus
+from evaluations.models import Run, Trial
+from tests.client.conftest import ROOT, cli_env, sherlock
+from tests.client.flaky_proxy import FlakyProxy
+from tests.client.live import CASES
+
+pytestmark = pytest.mark.slow
+TASKS = "tests.client.tasks_under_test"
+
+
+def run_args(task, *extra, version="v1", dataset="refunds"):
+    return [
+        "run",
+        "--agent",
+        "refund-bot",
+        "--dataset",
+        dataset,
+        "--task",
+        f"{TASKS}:{task}",
+        "--version",
+        version,
+        *extra,
+    ]
+
+
+def the_run():
+    return Run.objects.select_related("agent_version").get()
+
+
+@pytest.mark.parametrize(
+    ("task", "code", "outcome"),
+    [("refunds", 0, "passed"), ("no_refund", 1, "failed"), ("raises", 2, "incomplete")],
+)
+def test_the_exit_code_is_the_servers_verdict(live_sherlock, task, code, outcome, tmp_path):
+    out = tmp_path / "result.json"
+    done = sherlock(run_args(task, "--json", str(out)), live_sherlock.url, live_sherlock.key)
+    assert done.returncode == code, done.stdout + done.stderr
+    result = json.loads(out.read_text())
+    assert result["outcome"] == outcome and result["verdict"]["exit_code"] == code
+    run = the_run()
+    assert result["url"].endswith(f"/runs/{run.pk}/")
+    assert run.status == "completed" and run.agent_version.adapter == "client"
+    assert Trial.objects.filter(run=run).count() == CASES
+
+
+def test_a_raise_a_hang_and_garbage_are_agent_errors_of_the_run(live_sherlock, tmp_path):
+    done = sherlock(
+        run_args("refunds_mixed", "--timeout", "1", "--junit", str(tmp_path / "j.xml")),
+        live_sherlock.url,
+        live_sherlock.key,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = dict(Trial.objects.filter(status=TrialStatus.ERROR).values_list("case__key", "error"))
+    assert set(errors) == {"case-1", "case-2", "case-3"}
+    assert "ValueError: bad case" in errors["case-1"]
+    assert "1 s" in errors["case-2"]
+    assert "float" in errors["case-3"]
+    assert Trial.objects.filter(status=TrialStatus.COMPLETED).count() == CASES - 3
+    suite = ET.parse(tmp_path / "j.xml").getroot()
+    assert suite.get("errors") == "3"
+
+
+def test_a_wrong_key_exits_3(live_sherlock):
+    done = sherlock(run_args("refunds"), live_sherlock.url, "not-a-key")
+    assert done.returncode == 3
+    assert "401" in done.stderr or "403" in done.stderr
+    assert not Run.objects.exists()
+
+
+def test_an_unknown_dataset_exits_3_naming_it(live_sherlock):
+    done = sherlock(run_args("refunds", dataset="nope"), live_sherlock.url, live_sherlock.key)
+    assert done.returncode == 3
+    assert "dataset" in done.stderr
+    assert not Run.objects.exists()
+
+
+def test_429_and_503_for_a_while_are_waited_out(live_sherlock):
+    # Six in a row at the start (the CLI retries six times), then every other request, 4 more.
+    faults = [(429, {"Retry-After": "1"}), (503, {}), (503, {}), (429, {"Retry-After": "0"})]
+    faults += [(503, {})] * 2
+    with FlakyProxy(live_sherlock.url, faults, every=2, later=4) as proxy:
+        done = sherlock(run_args("refunds"), proxy.url, live_sherlock.key)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert proxy.refused == 10
+    assert Trial.objects.filter(status=TrialStatus.COMPLETED).count() == CASES
+
+
+def test_a_job_killed_halfway_resumes_without_doing_done_cases_again(live_sherlock, tmp_path):
+    calls = tmp_path / "calls.log"
+    env = cli_env(
+        live_sherlock.url,
+        live_sherlock.key,
+        SHERLOCK_TEST_TASK_SECONDS="0.3",
+        SHERLOCK_TEST_CALLS=str(calls),
+    )
+    args = [
+        sys.executable,
+        "-m",
+        "sherlock_client",
+        *run_args("refunds_slowly", "--repetitions", "3", "--concurrency", "2"),
+    ]
+    job = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def uploaded():
+        return Trial.objects.filter(uploaded_at__isnull=False).count()
+
+    deadline = time.monotonic() + 60
+    while uploaded() < 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    job.send_signal(signal.SIGKILL)  # a CI job killed: no cleanup, no last upload
+    job.wait(timeout=10)
+    before = uploaded()
+    total = CASES * 3
+    assert 4 <= before < total
+    run = the_run()
+    calls.write_text("")
+    resumed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sherlock_client",
+            "run",
+            "--task",
+            f"{TASKS}:refunds_slowly",
+            "--resume",
+            str(run.pk),
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["client"]["duplicates"] == 0
+    assert report["client"]["called"] == total - before
+    assert len(calls.read_text().splitlines()) == total - before
+    assert Trial.objects.filter(run=run).count() == total
+    assert Trial.objects.filter(run=run, status=TrialStatus.COMPLETED).count() == total
+
+
+def test_the_python_api_returns_the_result(live_sherlock):
+    from tests.client.tasks_under_test import refunds
+
+    result = evaluate(
+        refunds,
+        agent="refund-bot",
+        dataset="refunds",
+        version="py-1",
+        repetitions=2,
+        concurrency=4,
+        url=live_sherlock.url,
+        api_key=live_sherlock.key,
+    )
+    assert result.exit_code == 0 and result.outcome == "passed"
+    assert result.url.startswith(live_sherlock.url)
+    assert len(result.cases) == CASES
+    assert all(len(row["repetitions"]) == 2 for row in result.cases)
+    assert result.stats.accepted == 2 * CASES
+
+
+def test_git_and_ci_metadata_are_stored_on_the_run(live_sherlock):
+    env = cli_env(
+        live_sherlock.url,
+        live_sherlock.key,
+        GITHUB_ACTIONS="true",
+        GITHUB_SHA="4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+        GITHUB_REF_NAME="feature/refunds",
+        GITHUB_REPOSITORY="team/refund-bot",
+        GITHUB_RUN_ID="1234",
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sherlock_client",
+            "run",
+            "--agent",
+            "refund-bot",
+            "--dataset",
+            "refunds",
+            "--task",
+            f"{TASKS}:refunds",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = the_run()
+    assert run.agent_version.name.startswith("4b825dc642cb")
+    assert run.source["git_branch"] == "feature/refunds"
+    assert run.source["ci_job_url"] == "https://github.com/team/refund-bot/actions/runs/1234"
