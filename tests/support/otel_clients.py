@@ -41,3 +41,30 @@ def otlp_provider(base_url, secret, resource, encoding="protobuf", **env):
         finally:
             provider.force_flush()
             provider.shutdown()
+
+
+def finished_spans(resource, build):
+    """The spans `build(tracer)` ends, from the SDK (in memory), with `resource`."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create(resource))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    build(provider.get_tracer("team.agent", "1.0"))
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def export_body(spans):
+    """The protobuf body the stock exporter sends for `spans` (its own encoder)."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    return encode_spans(spans).SerializeToString()
+
+
+def export_json(spans):
+    """The JSON body the stock JSON exporter sends for `spans` (its own encoder)."""
+    from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
+
+    return encode_spans(spans).to_json().encode()
