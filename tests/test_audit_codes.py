@@ -17,7 +17,7 @@ from pathlib import Path
 from sherlock.core.actions import Action
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("agents", "evaluations", "governance")
+APPS = ("agents", "evaluations", "governance", "production")
 
 VOCABULARY = """
 agents.agent.create
@@ -106,6 +106,8 @@ governance.webhook.change
 governance.webhook.create
 governance.webhook.delete
 governance.webhook.refused
+production.trace.add_to_dataset
+production.trace.refused
 sherlock.request.refused
 {kind}.refused
 {self._code(...)}

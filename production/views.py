@@ -1,0 +1,123 @@
+"""The production pages: the traces a user may see, and one trace (its state, the trial it
+made, its spans as a tree with their raw attributes, its scores) with "Add to dataset"."""
+
+import json
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
+
+from agents.models import Agent
+from production.actions.add_trace_to_dataset import AddTraceToDataset, default_key
+from production.choices import TraceState
+from production.models import Trace
+from production.reads import PAGE_SIZE, draft_versions_for, span_tree, visible_traces
+from sherlock.core.errors import ActionError
+from sherlock.core.hidden import visible_or_404
+from sherlock.core.htmx import render_page
+
+
+@login_required
+def trace_list(request):
+    """The newest traces first, 50 a page, filtered by agent and state."""
+    agent_slug = request.GET.get("agent", "")
+    state = request.GET.get("state", "")
+    page = Paginator(visible_traces(request.user, agent_slug, state), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    return render_page(
+        request,
+        "production/trace_list.html",
+        {
+            "page": page,
+            "agents": Agent.objects.for_user(request.user).only("slug"),
+            "agent_slug": agent_slug,
+            "state": state,
+            "states": TraceState.choices,
+        },
+    )
+
+
+def _pretty(value):
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@login_required
+def trace_detail(request, pk):
+    trace = visible_or_404(
+        request,
+        Trace.objects.for_user(request.user).select_related("agent", "agent_version"),
+        pk=pk,
+    )
+    spans = span_tree(list(trace.spans.all()))
+    for span in spans:
+        span.attributes_text = _pretty(span.attributes)
+        span.events_text = _pretty(span.events) if span.events else ""
+    transcript = trace.transcript or {}
+    tool_calls = [
+        {
+            **call,
+            "arguments_text": _pretty(call.get("arguments")),
+            "result_text": _pretty(call.get("result")),
+        }
+        for call in transcript.get("tool_calls") or []
+    ]
+    drafts = list(draft_versions_for(request.user))
+    return render_page(
+        request,
+        "production/trace_detail.html",
+        {
+            "trace": trace,
+            "spans": spans,
+            "transcript": transcript,
+            "input_text": _pretty(transcript.get("input")),
+            "output_text": _pretty(transcript.get("output")),
+            "tool_calls": tool_calls,
+            "contexts": transcript.get("contexts") or [],
+            "resource_text": _pretty(trace.resource),
+            "drafts": drafts,
+            "default_key": default_key(trace),
+            "quiet_seconds": f"{settings.SHERLOCK_TRACE_QUIET_SECONDS} s",
+        },
+    )
+
+
+@login_required
+@require_POST
+def add_to_dataset(request, pk):
+    """ "Add to dataset": the trace as a case of the chosen draft version (AddTraceToDataset)."""
+    trace = visible_or_404(
+        request, Trace.objects.for_user(request.user).select_related("agent"), pk=pk
+    )
+    version = visible_or_404(
+        request, draft_versions_for(request.user), pk=request.POST.get("dataset_version") or 0
+    )
+    key = (request.POST.get("key") or "").strip() or None
+    try:
+        case_version = AddTraceToDataset(
+            acting_user=request.user, trace=trace, dataset_version=version, key=key
+        ).execute()
+    except ActionError as exc:
+        messages.error(request, str(exc))
+    else:
+        url = reverse("admin:evaluations_datasetversion_change", args=[version.pk])
+        messages.success(
+            request,
+            format_html(
+                'Case {} added to {}: give it its expected output on <a href="{}">the '
+                "draft's page</a>.",
+                case_version.case.key,
+                version,
+                url,
+            ),
+        )
+    return redirect("production:trace-detail", pk=trace.pk)
