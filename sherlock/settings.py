@@ -143,6 +143,7 @@ INSTALLED_APPS = [
     "agents",
     "evaluations",
     "governance",
+    "production",
 ]
 
 MIDDLEWARE = [
