@@ -17,7 +17,7 @@ from pathlib import Path
 from sherlock.core.actions import Action
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("agents", "evaluations", "governance")
+APPS = ("agents", "evaluations", "governance", "production")
 
 VOCABULARY = """
 agents.agent.create
@@ -91,6 +91,13 @@ governance.webhook.change
 governance.webhook.create
 governance.webhook.delete
 governance.webhook.refused
+production.online_rule.create
+production.online_rule.refused
+production.online_rule.update
+production.rollback_proposal.confirm
+production.rollback_proposal.dismiss
+production.rollback_proposal.open
+production.rollback_proposal.refused
 sherlock.request.refused
 {kind}.refused
 {self._code(...)}

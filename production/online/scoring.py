@@ -96,7 +96,9 @@ def score_traces(trace_ids):
     traces = list(
         Trace.objects.filter(
             pk__in=list(trace_ids), state=TraceState.COMPLETE, online_score__isnull=True
-        ).select_related("agent_version")
+        )
+        .select_related("agent_version")
+        .order_by("completed_at", "pk")  # the oldest first: under a cap, in completion order
     )
     if not traces:
         return 0
