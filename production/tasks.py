@@ -1,6 +1,22 @@
 """django-q2 tasks: thin, idempotent, and taking ids only (STYLE.md item 5)."""
 
+from production import completion, retention
 from production.online import scoring
+
+
+def complete_traces(trace_ids=None):
+    """Decide due traces (those of `trace_ids`, or every open one: the minute's sweep)."""
+    return completion.complete_traces(trace_ids)
+
+
+def sweep_traces():
+    """The schedule's tick: decide every due trace, rebuild stale trials."""
+    return completion.complete_traces()
+
+
+def delete_old_traces():
+    """The daily retention task (`SHERLOCK_TRACE_RETENTION_DAYS`)."""
+    return retention.delete_old_traces()
 
 
 def score_traces(trace_ids):

@@ -6,4 +6,5 @@ urlpatterns = [
     path("", include("agents.api.urls")),
     path("", include("evaluations.api.urls")),
     path("", include("governance.api.urls")),
+    path("", include("production.api.urls")),
 ]

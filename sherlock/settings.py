@@ -290,6 +290,14 @@ SHERLOCK_WEBHOOK_MAX_ATTEMPTS = env_int("SHERLOCK_WEBHOOK_MAX_ATTEMPTS", 5, mini
 SHERLOCK_WEBHOOK_BACKOFF_MS = env_int("SHERLOCK_WEBHOOK_BACKOFF_MS", 2000, minimum=0)
 SHERLOCK_WEBHOOK_MAX_BACKOFF_MS = env_int("SHERLOCK_WEBHOOK_MAX_BACKOFF_MS", 30000, minimum=0)
 
+# Production traces (production, docs/production.md): a trace whose root span has not come is
+# decided SHERLOCK_TRACE_QUIET_SECONDS after its last span was received (complete when every
+# span's parent came, else incomplete); the sweep runs every minute. Traces received more than
+# SHERLOCK_TRACE_RETENTION_DAYS ago are deleted by a daily task (0 keeps them for ever); the
+# audit log is never touched.
+SHERLOCK_TRACE_QUIET_SECONDS = env_int("SHERLOCK_TRACE_QUIET_SECONDS", 30, minimum=1, maximum=86400)
+SHERLOCK_TRACE_RETENTION_DAYS = env_int("SHERLOCK_TRACE_RETENTION_DAYS", 30, minimum=0)
+
 # What user-written configs may send where (sherlock.core.egress, docs/adapters.md "Secrets and
 # destinations"): agent versions (Builders), verifiers (Editors, Builders) and webhook endpoints
 # (Admins) are written by users but run with the workers' environment and network position, so
@@ -404,7 +412,11 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"user": env_str("SHERLOCK_API_RATE", "2000/min")},
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env_str("SHERLOCK_API_RATE", "2000/min"),
+        # OTLP export calls per key (production.api.views): an exporter fleet shares one key.
+        "otlp": env_str("SHERLOCK_OTLP_RATE", "20000/min"),
+    },
     "EXCEPTION_HANDLER": "sherlock.core.api.errors.exception_handler",
     # The API reads JSON only (the case import also takes a file upload): bounded in size and
     # nesting before it is parsed (sherlock.core.api.parsers.JSONParser).

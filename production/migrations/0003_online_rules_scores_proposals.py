@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
         ("django_q", "0019_alter_task_options_alter_ormq_key_alter_ormq_lock_and_more"),
         ('agents', '0001_initial'),
         ('evaluations', '0011_cost_entries_plural'),
-        ('production', '0001_traces_and_spans'),
+        ('production', '0002_trace_schedules'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

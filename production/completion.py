@@ -1,0 +1,171 @@
+"""When a trace is complete, and its trial built at that moment (docs/production.md, "When a
+trace is complete").
+
+A trace is open until one of two things happens:
+
+- its root span came (a span without a parent: the SDK exports a span when it ends, so a root
+  received is the explicit end marker) and every span's parent is in the trace: complete now;
+- `SHERLOCK_TRACE_QUIET_SECONDS` passed since the last span was received: complete when every
+  span's parent came, else incomplete (a child whose parent never came, or no root at all),
+  with the reason on the trace.
+
+The move is the state machine's compare-and-set (`TRACE_STATES`), so a sweep and the task an
+export call enqueued may both look at a trace and only one moves it. The trial is built in the
+same update (`production.normalize`), priced with the model prices when the spans carried no
+cost. A span arriving after that still joins the trace (nothing accepted is dropped): the
+sweep rebuilds the trial of an ended trace that received spans since it was built, and the
+state stays.
+"""
+
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from evaluations.costs import agent_cost, load_prices
+from production.choices import TRACE_STATES, TraceState
+from production.models import Span, Trace
+from production.normalize import NORMALIZER_VERSION, normalize
+from production.online import scoring as online_scoring
+
+BATCH = 500
+SPAN_FIELDS = (
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "kind",
+    "start_unix_nano",
+    "end_unix_nano",
+    "status_code",
+    "status_message",
+    "scope_name",
+    "attributes",
+    "events",
+)
+
+
+def complete_traces(trace_ids=None, now=None):
+    """Decide the open traces that are due (all of them, or those of `trace_ids`), and rebuild
+    the trials of ended traces that received spans after theirs was built. Returns the number
+    of traces that ended."""
+    now = now or timezone.now()
+    quiet_since = now - timedelta(seconds=settings.SHERLOCK_TRACE_QUIET_SECONDS)
+    open_traces = Trace.objects.filter(state=TraceState.OPEN)
+    if trace_ids is not None:
+        open_traces = open_traces.filter(pk__in=trace_ids)
+    ended = 0
+    prices = None
+    pks = list(open_traces.order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(pks), BATCH):
+        prices = prices if prices is not None else load_prices()
+        ended += _decide(pks[start : start + BATCH], quiet_since, now, prices)
+    if trace_ids is None:
+        stale = list(
+            Trace.objects.exclude(state=TraceState.OPEN)
+            .filter(last_received_at__gt=F("normalized_at"))
+            .values_list("pk", flat=True)[:BATCH]
+        )
+        if stale:
+            _rebuild(stale, now, prices if prices is not None else load_prices())
+    return ended
+
+
+def _spans_of(pks):
+    spans = {}
+    for row in Span.objects.filter(trace_id__in=pks).order_by().values(*SPAN_FIELDS):
+        spans.setdefault(row["trace_id"], []).append(row)
+    return spans
+
+
+def _decide(pks, quiet_since, now, prices):
+    ended, complete = 0, []
+    spans = _spans_of(pks)
+    with transaction.atomic():
+        for trace in Trace.objects.filter(pk__in=pks, state=TraceState.OPEN):
+            rows = spans.get(trace.pk, [])
+            state, reason = verdict(rows, quiet=trace.last_received_at <= quiet_since)
+            if state is None:
+                continue
+            if TRACE_STATES.move(
+                trace,
+                state,
+                completed_at=now,
+                state_reason=reason,
+                **_trial(trace, rows, now, prices),
+            ):
+                ended += 1
+                if state == TraceState.COMPLETE:
+                    complete.append(trace.pk)
+        # Online scoring follows on commit (one task for the batch); the minute's sweep of
+        # online scoring catches any trace this misses (production.online.scoring).
+        online_scoring.enqueue(complete)
+    return ended
+
+
+def _rebuild(pks, now, prices):
+    spans = _spans_of(pks)
+    with transaction.atomic():
+        for trace in Trace.objects.filter(pk__in=pks):
+            Trace.objects.filter(pk=trace.pk).update(
+                **_trial(trace, spans.get(trace.pk, []), now, prices)
+            )
+
+
+def verdict(spans, quiet):
+    """(state, reason) a trace's spans make it, or (None, "") while it stays open."""
+    ids = {span["span_id"] for span in spans}
+    roots = [span for span in spans if not span["parent_span_id"]]
+    orphans = {
+        span["parent_span_id"]
+        for span in spans
+        if span["parent_span_id"] and span["parent_span_id"] not in ids
+    }
+    if roots and not orphans:
+        return (
+            TraceState.COMPLETE,
+            "its root span ended" if not quiet else "quiet, every parent came",
+        )
+    if not quiet:
+        return None, ""
+    if orphans:
+        missing = ", ".join(sorted(orphans)[:3]) + (" ..." if len(orphans) > 3 else "")
+        return TraceState.INCOMPLETE, f"quiet with parent spans that never came: {missing}"
+    return TraceState.INCOMPLETE, "quiet and its root span never came"
+
+
+def _trial(trace, spans, now, prices):
+    """The fields a trace's trial sets (`production.normalize`), its cost priced."""
+    result = normalize(spans, trace.trace_id)
+    transcript = result.transcript
+    cost, _coverage = agent_cost(transcript, result.model, prices)
+    starts = [s["start_unix_nano"] for s in spans if s["start_unix_nano"]]
+    ends = [s["end_unix_nano"] for s in spans if s["end_unix_nano"]]
+    root = next((s for s in spans if not s["parent_span_id"]), None)
+    return {
+        "dialect": result.dialect,
+        "normalizer_version": NORMALIZER_VERSION,
+        "normalized_at": now,
+        "transcript": transcript,
+        "input_text": result.input_text[:100_000],
+        "output_text": result.output_text[:100_000],
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "latency_ms": result.latency_ms,
+        "cost_usd": cost.quantize(Decimal("0.000001")) if cost is not None else None,
+        "model": result.model,
+        "has_error": result.has_error,
+        "span_count": len({s["span_id"] for s in spans}),
+        "root_span_id": root["span_id"] if root else "",
+        "first_span_at": _at(min(starts)) if starts else trace.first_span_at,
+        "last_span_at": _at(max(ends)) if ends else None,
+    }
+
+
+def _at(value):
+    from production.otlp import from_nanos
+
+    return from_nanos(value)

@@ -1,0 +1,238 @@
+"""Spans in: one export call's spans attributed, joined to their traces and written, in bulk.
+
+Attribution (docs/production.md, "Which agent and version"): each `ResourceSpans` names its
+agent by the resource attribute `sherlock.agent` (the agent's slug; `service.name` when it is
+absent) and its version by `sherlock.agent.version` (the version's number; absent: the agent's
+live version when the spans are received). The key's user must be a Builder or an Admin of
+that agent (`agents.build_agent`, globally or on the agent): production traces become cases
+and, through the online rules, evidence about a release, which is a Builder's to send. What
+names no agent the user may write to, or a version the agent does not have, is rejected with
+its spans, counted and said in `partial_success`; the same message whether the agent does not
+exist or is not the user's, so a key cannot probe for agent names.
+
+A span is rejected when its trace or span id is not 16 or 8 bytes (or all zeros). Every other
+span is written in the request, before the answer (bulk inserts: one statement for the new
+traces, one for the spans, one update of the touched traces' receipt time), so what the answer
+counts as accepted is in the database. A span already stored (an exporter retrying a call whose
+answer it lost) is not stored twice. Spans join their trace whatever their order or call: the
+trace row is created by the first span of its id, and its state is decided later, by the
+completion task (`production.completion`), which is enqueued once per call that brought a root
+span.
+"""
+
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from agents.models import Agent, AgentVersion
+from production.models import Span, Trace
+from production.otlp import attributes, clean_text, from_nanos, hex_id, nanos
+from sherlock.core.bulk import insert_all
+from sherlock.core.permissions import user_can
+
+AGENT_KEYS = ("sherlock.agent", "service.name")
+VERSION_KEY = "sherlock.agent.version"
+ERRORS_QUOTED = 3  # distinct reasons an answer's error_message names
+
+
+@dataclass
+class Outcome:
+    """What one export call did: spans accepted and rejected, the reasons, the traces touched
+    and the traces that received a root span (to complete)."""
+
+    accepted: int = 0
+    rejected: int = 0
+    reasons: list[str] = field(default_factory=list)
+    trace_ids: set[int] = field(default_factory=set)
+    rooted: set[int] = field(default_factory=set)
+
+    def reject(self, count, reason):
+        self.rejected += count
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+
+    @property
+    def error_message(self):
+        quoted = "; ".join(self.reasons[:ERRORS_QUOTED])
+        more = len(self.reasons) - ERRORS_QUOTED
+        return quoted + (f"; and {more} more reasons" if more > 0 else "")
+
+
+def ingest(request_message, user):
+    """Write the spans of an `ExportTraceServiceRequest` the user may send; an Outcome."""
+    outcome = Outcome()
+    now = timezone.now()
+    targets = _Targets(user)
+    # (agent id, version id or None, trace hex) -> span rows; resource attributes per trace.
+    rows_by_trace = {}
+    resources = {}
+    for resource_spans in request_message.resource_spans:
+        count = sum(len(scope.spans) for scope in resource_spans.scope_spans)
+        if not count:
+            continue
+        resource = attributes(resource_spans.resource.attributes)
+        target, reason = targets.resolve(resource)
+        if target is None:
+            outcome.reject(count, reason)
+            continue
+        for scope_spans in resource_spans.scope_spans:
+            scope_name = clean_text(scope_spans.scope.name)[:300]
+            scope_version = clean_text(scope_spans.scope.version)[:100]
+            for span in scope_spans.spans:
+                trace_hex = hex_id(span.trace_id, 16)
+                span_hex = hex_id(span.span_id, 8)
+                if trace_hex is None or span_hex is None:
+                    outcome.reject(1, "a span's trace_id must be 16 bytes and span_id 8, not zero")
+                    continue
+                key = (*target, trace_hex)
+                resources.setdefault(key, resource)
+                rows_by_trace.setdefault(key, []).append(
+                    _span_row(span, span_hex, scope_name, scope_version, now)
+                )
+    if rows_by_trace:
+        _write(rows_by_trace, resources, now, outcome)
+    return outcome
+
+
+class _Targets:
+    """The (agent, version) a resource names, looked up once per call per name."""
+
+    def __init__(self, user):
+        self.user = user
+        self.agents = {}
+        self.versions = {}
+
+    def resolve(self, resource):
+        slug = next((resource[k] for k in AGENT_KEYS if isinstance(resource.get(k), str)), None)
+        if not slug:
+            return None, "the resource names no agent (set sherlock.agent)"
+        agent = self._agent(slug)
+        if agent is None:
+            return None, f"the resource names no agent this key may write to ({slug[:100]!r})"
+        number = resource.get(VERSION_KEY)
+        if number is None:
+            return (agent.pk, agent.live_version_id), None
+        version_id = self._version(agent, number)
+        if version_id is None:
+            return None, f"agent {agent.slug!r} has no version {str(number)[:40]!r}"
+        return (agent.pk, version_id), None
+
+    def _agent(self, slug):
+        if slug not in self.agents:
+            agent = Agent.objects.filter(slug=slug[:100]).first()
+            allowed = agent is not None and user_can(self.user, "build", agent)
+            self.agents[slug] = agent if allowed else None
+        return self.agents[slug]
+
+    def _version(self, agent, number):
+        key = (agent.pk, str(number))
+        if key not in self.versions:
+            text = str(number).strip().removeprefix("v")
+            found = None
+            if text.isdigit() and len(text) < 10:
+                found = (
+                    AgentVersion.objects.filter(agent=agent, number=int(text))
+                    .values_list("pk", flat=True)
+                    .first()
+                )
+            self.versions[key] = found
+        return self.versions[key]
+
+
+def _span_row(span, span_hex, scope_name, scope_version, now):
+    start, end = nanos(span.start_time_unix_nano), nanos(span.end_time_unix_nano)
+    return {
+        "span_id": span_hex,
+        "parent_span_id": hex_id(span.parent_span_id, 8) or "",
+        "name": clean_text(span.name)[:500],
+        "kind": span.kind if 0 <= span.kind <= 5 else 0,
+        "start_time": from_nanos(start),
+        "end_time": from_nanos(end),
+        "start_unix_nano": start,
+        "end_unix_nano": end,
+        "status_code": span.status.code if 0 <= span.status.code <= 2 else 0,
+        "status_message": clean_text(span.status.message)[:2000],
+        "scope_name": scope_name,
+        "scope_version": scope_version,
+        "attributes": attributes(span.attributes),
+        "events": [
+            {
+                "name": clean_text(event.name),
+                "time_unix_nano": nanos(event.time_unix_nano),
+                "attributes": attributes(event.attributes),
+            }
+            for event in span.events
+        ],
+        "received_at": now,
+    }
+
+
+def _write(rows_by_trace, resources, now, outcome):
+    with transaction.atomic():
+        trace_pks = _trace_rows(rows_by_trace, resources, now)
+        stored = set(
+            Span.objects.filter(trace_id__in=set(trace_pks.values())).values_list(
+                "trace_id", "span_id"
+            )
+        )
+        new_rows = []
+        for key, rows in rows_by_trace.items():
+            pk = trace_pks[key]
+            for row in rows:
+                if (pk, row["span_id"]) in stored:
+                    continue  # sent again: already kept
+                stored.add((pk, row["span_id"]))
+                row["trace_id"] = pk
+                new_rows.append(row)
+                if not row["parent_span_id"]:
+                    outcome.rooted.add(pk)
+            outcome.accepted += len(rows)
+            outcome.trace_ids.add(pk)
+        insert_all(Span, new_rows)
+        # The receipt time the quiescence window is measured from; one statement for all.
+        Trace.objects.filter(pk__in=outcome.trace_ids).update(last_received_at=now)
+
+
+def _trace_rows(rows_by_trace, resources, now):
+    """(agent, version, trace hex) -> Trace pk, creating the traces not stored yet. Two calls
+    creating the same trace at once: the constraint keeps one, and the loser reads it back."""
+    by_agent = {}
+    for agent_id, _version, trace_hex in rows_by_trace:
+        by_agent.setdefault(agent_id, set()).add(trace_hex)
+
+    def existing():
+        found = {}
+        for agent_id, hexes in by_agent.items():
+            for pk, trace_hex in Trace.objects.filter(
+                agent_id=agent_id, trace_id__in=hexes
+            ).values_list("pk", "trace_id"):
+                found[(agent_id, trace_hex)] = pk
+        return found
+
+    found = existing()
+    missing = []
+    for key, rows in rows_by_trace.items():
+        agent_id, version_id, trace_hex = key
+        if (agent_id, trace_hex) in found:
+            continue
+        starts = [r["start_time"] for r in rows if r["start_time"]]
+        missing.append(
+            Trace(
+                agent_id=agent_id,
+                agent_version_id=version_id,
+                trace_id=trace_hex,
+                received_at=now,
+                last_received_at=now,
+                first_span_at=min(starts) if starts else None,
+                resource=resources[key],
+            )
+        )
+    if missing:
+        try:
+            with transaction.atomic():
+                Trace.objects.bulk_create(missing)
+        except IntegrityError:
+            Trace.objects.bulk_create(missing, ignore_conflicts=True)
+        found = existing()
+    return {key: found[(key[0], key[2])] for key in rows_by_trace}

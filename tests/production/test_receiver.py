@@ -1,0 +1,294 @@
+"""The receiver's answers to what an exporter may send: OTLP's own response in the request's
+encoding, partial success naming what was refused and why, and every bad request a 4xx in
+OTLP's Status with nothing written (never a 500)."""
+
+import gzip
+import json
+
+import pytest
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from production.completion import complete_traces
+from production.models import Span, Trace
+from tests.support import factories
+from tests.support.governance import api_key, grant_on
+from tests.support.otel_clients import export_body, export_json, finished_spans
+
+URL = "/api/v1/v1/traces"
+PROTOBUF = "application/x-protobuf"
+
+
+def two_spans(tracer):
+    with tracer.start_as_current_span("invoke_agent"), tracer.start_as_current_span("chat m"):
+        pass
+
+
+def post(client, body, key, content_type=PROTOBUF, **headers):
+    if key:
+        headers["HTTP_AUTHORIZATION"] = f"Token {key}"
+    return client.post(URL, data=body, content_type=content_type, **headers)
+
+
+def answer(response):
+    message = ExportTraceServiceResponse()
+    message.ParseFromString(response.content)
+    return message
+
+
+def status_of(response):
+    if response["Content-Type"].startswith("application/json"):
+        return response.json()
+    message = status_pb2.Status()
+    message.ParseFromString(response.content)
+    return {"code": message.code, "message": message.message}
+
+
+RESOURCE = {"sherlock.agent": "support-bot", "sherlock.agent.version": 1}
+
+
+def test_accepted_spans_answer_an_empty_response_in_protobuf(client, agent, builder_key):
+    response = post(client, export_body(finished_spans(RESOURCE, two_spans)), builder_key)
+    assert response.status_code == 200
+    assert response["Content-Type"] == PROTOBUF
+    assert not answer(response).HasField("partial_success")
+    assert Span.objects.count() == 2 and Trace.objects.count() == 1
+
+
+def test_a_json_request_is_answered_in_json(client, agent, builder_key):
+    body = export_json(finished_spans(RESOURCE, two_spans))
+    response = post(client, body, builder_key, content_type="application/json")
+    assert response.status_code == 200 and response.json() == {}
+    assert Span.objects.count() == 2
+
+
+def test_a_gzip_body_is_read(client, agent, builder_key):
+    body = gzip.compress(export_body(finished_spans(RESOURCE, two_spans)))
+    response = post(client, body, builder_key, HTTP_CONTENT_ENCODING="gzip")
+    assert response.status_code == 200 and Span.objects.count() == 2
+
+
+def test_an_unknown_version_is_refused_in_partial_success(client, agent, builder_key):
+    resource = {**RESOURCE, "sherlock.agent.version": 7}
+    response = post(client, export_body(finished_spans(resource, two_spans)), builder_key)
+    assert response.status_code == 200
+    partial = answer(response).partial_success
+    assert partial.rejected_spans == 2
+    assert "has no version '7'" in partial.error_message
+    assert Span.objects.count() == 0
+
+
+def test_no_version_named_attributes_the_trace_to_the_live_version(client, agent, builder_key):
+    version = agent.versions.get()
+    type(agent).objects.filter(pk=agent.pk).update(live_version=version)
+    post(
+        client, export_body(finished_spans({"service.name": "support-bot"}, two_spans)), builder_key
+    )
+    assert Trace.objects.get().agent_version == version
+
+
+@pytest.mark.parametrize("slug", ["no-such-agent", "other-bot"])
+def test_an_agent_the_key_may_not_write_to_is_refused_the_same_way_whether_it_exists(
+    client, agent, db, slug
+):
+    other = factories.agent("other-bot")
+    someone = factories.user("someone")
+    someone = grant_on(someone, "Builder", agent)  # a Builder of support-bot only
+    key = api_key(someone)[1]
+    resource = {"sherlock.agent": slug}
+    partial = answer(post(client, export_body(finished_spans(resource, two_spans)), key))
+    assert partial.partial_success.rejected_spans == 2
+    assert partial.partial_success.error_message == (
+        f"the resource names no agent this key may write to ({slug!r})"
+    )
+    assert not Trace.objects.filter(agent=other).exists()
+
+
+@pytest.mark.parametrize("role", ["Editor", "Publisher"])
+def test_roles_other_than_builder_and_admin_may_not_send_traces(client, agent, role):
+    user = factories.user(role.lower(), role=role)
+    body = export_body(finished_spans(RESOURCE, two_spans))
+    partial = answer(post(client, body, api_key(user)[1])).partial_success
+    assert partial.rejected_spans == 2 and Span.objects.count() == 0
+
+
+def test_an_admin_may_send_traces(client, agent, admin_user):
+    body = export_body(finished_spans(RESOURCE, two_spans))
+    assert not answer(post(client, body, api_key(admin_user)[1])).HasField("partial_success")
+
+
+def test_one_refused_resource_leaves_the_others_accepted(client, agent, builder_key):
+    good = finished_spans(RESOURCE, two_spans)
+    bad = finished_spans({"sherlock.agent": "nobody"}, two_spans)
+    partial = answer(post(client, export_body(good + bad), builder_key)).partial_success
+    assert partial.rejected_spans == 2 and Span.objects.count() == 2
+
+
+def test_a_span_with_a_zero_trace_id_is_rejected_alone(client, agent, builder_key):
+    message = ExportTraceServiceRequest()
+    message.ParseFromString(export_body(finished_spans(RESOURCE, two_spans)))
+    message.resource_spans[0].scope_spans[0].spans[0].trace_id = bytes(16)
+    partial = answer(post(client, message.SerializeToString(), builder_key)).partial_success
+    assert partial.rejected_spans == 1 and Span.objects.count() == 1
+
+
+def test_a_span_sent_twice_is_kept_once(client, agent, builder_key):
+    body = export_body(finished_spans(RESOURCE, two_spans))
+    post(client, body, builder_key)
+    post(client, body, builder_key)
+    assert Span.objects.count() == 2
+
+
+def test_a_nul_in_an_attribute_is_kept_as_a_replacement_character(client, agent, builder_key):
+    def build(tracer):
+        with tracer.start_as_current_span("a\x00b") as span:
+            span.set_attribute("k", "x\x00y")
+
+    post(client, export_body(finished_spans(RESOURCE, build)), builder_key)
+    span = Span.objects.get()
+    assert span.name == "a\ufffdb" and span.attributes["k"] == "x\ufffdy"
+
+
+# --- refused whole ---------------------------------------------------------------------------
+
+
+def assert_refused(response, status, *, json_body=False):
+    assert response.status_code == status, response.content[:300]
+    body = status_of(response)
+    assert body["message"] and len(response.content) < 2000
+    assert response["Content-Type"].startswith("application/json" if json_body else PROTOBUF)
+    assert Span.objects.count() == 0 and Trace.objects.count() == 0
+    return body
+
+
+def test_no_key_answers_401_in_otlps_status(client, agent):
+    response = post(client, export_body(finished_spans(RESOURCE, two_spans)), None)
+    assert assert_refused(response, 401)["code"] == 16  # UNAUTHENTICATED
+    assert response["WWW-Authenticate"]
+
+
+def test_a_wrong_key_answers_401(client, agent):
+    assert_refused(post(client, b"", "not-a-key"), 401)
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/grpc", "multipart/form-data"])
+def test_a_wrong_content_type_answers_415(client, agent, builder_key, content_type):
+    assert_refused(post(client, b"x", builder_key, content_type=content_type), 415)
+
+
+@pytest.mark.parametrize("body", [b"\xff\xff\xff", b"\x0a\x05abc"])
+def test_a_body_that_is_no_export_request_answers_400(client, agent, builder_key, body):
+    assert assert_refused(post(client, body, builder_key), 400)["code"] == 3
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{",
+        "[]",
+        '{"resourceSpans": 3}',
+        '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "00"}]}]}]}',
+        "[" * 5000 + "]" * 5000,
+        '{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "a\\u0000"}]}]}]}',
+    ],
+)
+def test_a_json_body_that_is_no_export_request_answers_400_in_json(
+    client, agent, builder_key, body
+):
+    response = post(client, body.encode(), builder_key, content_type="application/json")
+    assert assert_refused(response, 400, json_body=True)["code"] == 3
+
+
+def test_a_body_over_the_limit_answers_413(client, agent, builder_key, settings):
+    settings.SHERLOCK_API_MAX_BODY_BYTES = 2048
+    assert_refused(post(client, b"\x0a" * 4096, builder_key), 413)
+
+
+def test_a_gzip_bomb_stops_at_the_limit_and_answers_413(client, agent, builder_key, settings):
+    settings.SHERLOCK_API_MAX_BODY_BYTES = 64 * 1024
+    bomb = gzip.compress(b"\x00" * (50 * 1024 * 1024))  # 50 MB inflated, ~50 KB sent
+    assert len(bomb) < settings.SHERLOCK_API_MAX_BODY_BYTES
+    response = post(client, bomb, builder_key, HTTP_CONTENT_ENCODING="gzip")
+    assert "decompresses to more than" in assert_refused(response, 413)["message"]
+
+
+@pytest.mark.parametrize("body", [b"not gzip at all", gzip.compress(b"abc" * 100)[:-10]])
+def test_a_broken_gzip_body_answers_400(client, agent, builder_key, body):
+    assert_refused(post(client, body, builder_key, HTTP_CONTENT_ENCODING="gzip"), 400)
+
+
+def test_an_unknown_content_encoding_answers_415(client, agent, builder_key):
+    assert_refused(post(client, b"x", builder_key, HTTP_CONTENT_ENCODING="br"), 415)
+
+
+def test_get_is_not_allowed(client, agent, builder_key):
+    response = client.get(URL, HTTP_AUTHORIZATION=f"Token {builder_key}")
+    assert response.status_code == 405
+
+
+# --- completeness ------------------------------------------------------------------------------
+
+
+def test_a_child_before_its_parent_waits_then_the_trace_completes(client, agent, builder_key):
+    spans = finished_spans(RESOURCE, two_spans)  # [child, root]: the child ends first
+    post(client, export_body(spans[:1]), builder_key)
+    complete_traces()
+    trace = Trace.objects.get()
+    assert trace.state == "open"
+    post(client, export_body(spans[1:]), builder_key)
+    complete_traces()
+    trace.refresh_from_db()
+    assert trace.state == "complete" and trace.span_count == 2
+
+
+def test_a_trace_never_finished_is_incomplete_after_the_quiet_window(
+    client, agent, builder_key, settings
+):
+    spans = finished_spans(RESOURCE, two_spans)
+    post(client, export_body(spans[:1]), builder_key)
+    trace = Trace.objects.get()
+    complete_traces(now=trace.last_received_at)
+    trace.refresh_from_db()
+    assert trace.state == "open"
+    later = trace.last_received_at + __import__("datetime").timedelta(
+        seconds=settings.SHERLOCK_TRACE_QUIET_SECONDS + 1
+    )
+    assert complete_traces(now=later) == 1
+    trace.refresh_from_db()
+    assert trace.state == "incomplete"
+    assert "parent spans that never came" in trace.state_reason
+    assert trace.transcript is not None  # what came is still a trial to look at
+
+
+def test_a_span_arriving_after_completion_joins_and_the_trial_is_rebuilt(
+    client, agent, builder_key
+):
+    def three(tracer):
+        with tracer.start_as_current_span("invoke_agent"):
+            with tracer.start_as_current_span("chat m"):
+                pass
+            with tracer.start_as_current_span("execute_tool t") as tool:
+                tool.set_attribute("gen_ai.operation.name", "execute_tool")
+                tool.set_attribute("gen_ai.tool.name", "orders.lookup")
+
+    spans = finished_spans(RESOURCE, three)  # chat, tool, root
+    post(client, export_body([spans[0], spans[2]]), builder_key)
+    complete_traces()
+    trace = Trace.objects.get()
+    assert trace.state == "complete" and trace.transcript["tool_calls"] == []
+    post(client, export_body([spans[1]]), builder_key)
+    complete_traces()
+    trace.refresh_from_db()
+    assert trace.state == "complete" and trace.span_count == 3
+    assert [c["name"] for c in trace.transcript["tool_calls"]] == ["orders.lookup"]
+
+
+def test_the_json_body_may_name_fields_in_either_case(client, agent, builder_key):
+    body = json.loads(export_json(finished_spans(RESOURCE, two_spans)))
+    for span in body["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        span["trace_id"] = span.pop("traceId")
+    response = post(client, json.dumps(body).encode(), builder_key, content_type="application/json")
+    assert response.status_code == 200 and Span.objects.count() == 2
