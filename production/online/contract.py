@@ -237,3 +237,35 @@ def lag_figures(agent, since):
 def _percentile(ordered, p):
     index = max(0, min(len(ordered) - 1, round(p / 100 * len(ordered) + 0.5) - 1))
     return ordered[index]
+
+
+def window_dict(window: Window) -> dict[str, Any]:
+    """One window as the API shows it: the contract's own JSON (`ContractResult.as_dict`),
+    the breaches and the gates it could not judge."""
+    return {
+        "name": window.name,
+        "hours": window.hours,
+        "since": window.since,
+        "contract": window.result.as_dict(),
+        "breaches": window.breaches,
+        "not_judged": window.unjudged,
+    }
+
+
+def production_dict(contract: ProductionContract | None) -> dict[str, Any]:
+    """The production contract of an agent as the API answers it (None: nothing live)."""
+    if contract is None:
+        return {"live_version": None, "thresholds": None, "windows": [], "gate": None}
+    request = contract.gate_request
+    return {
+        "live_version": contract.version.number,
+        "thresholds": contract.applied.as_dict(),
+        "windows": [window_dict(window) for window in contract.windows],
+        "gate": None
+        if contract.gate is None
+        else {
+            "publish_request": request.pk,
+            "runs": sorted(run.pk for run in request.runs.all()),
+            "contract": contract.gate.as_dict(),
+        },
+    }
