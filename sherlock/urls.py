@@ -10,6 +10,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("governance/", include("governance.urls")),
+    path("production/", include("production.urls")),
     path("", include("evaluations.urls")),
 ]
 
