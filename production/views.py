@@ -149,17 +149,20 @@ class OnlineRuleForm(forms.Form):
     verifier (their shapes are in docs/production-online.md). It validates nothing of the
     rule itself: the actions do, and their errors are put back on each field."""
 
-    active = forms.BooleanField(required=False)
+    active = forms.BooleanField(required=False, label="active (scores traces)")
     sampling_rate = forms.CharField(label="sampling rate (0 to 1)")
     filters = forms.CharField(
         required=False,
+        label="filters",
         widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
         help_text='A JSON list, e.g. [{"on": "resource", "key": "deployment.environment", '
         '"op": "equals", "value": "prod"}]; every filter must hold.',
     )
     library_version = forms.ChoiceField(required=False, label="checks of a dataset version")
     library_labels = forms.CharField(
-        required=False, help_text="Labels of that version's checks, comma-separated (empty: all)."
+        required=False,
+        label="checks of it to run",
+        help_text="Labels of that version's checks, comma-separated (empty: all).",
     )
     checks = forms.CharField(
         required=False,
@@ -168,7 +171,9 @@ class OnlineRuleForm(forms.Form):
         help_text='A JSON list of checks, e.g. [{"label": "fast", "kind": "latency", '
         '"params": {"max_ms": 2000}, "threshold": 1}] (docs/checks.md).',
     )
-    quality_check = forms.CharField(required=False, help_text="The check scoring task quality.")
+    quality_check = forms.CharField(
+        required=False, label="quality check", help_text="The check scoring task quality."
+    )
     outcome_check = forms.CharField(
         required=False,
         label="outcome verifier",
@@ -176,7 +181,9 @@ class OnlineRuleForm(forms.Form):
         help_text="A verifier as a case's outcome check (JSON, docs/contract.md).",
     )
     verify_effects = forms.BooleanField(required=False, label="verify the tools' effects")
-    judge_model = forms.CharField(required=False, help_text="Pinned; empty: the configured one.")
+    judge_model = forms.CharField(
+        required=False, label="judge model (pinned)", help_text="Empty: the configured one."
+    )
     daily_cap_usd = forms.CharField(label="daily judge spend cap (USD)")
 
     JSON_FIELDS = ("filters", "checks", "outcome_check")
