@@ -103,19 +103,28 @@ def _collect(trial, transcript) -> dict[str, Any]:
     )
 
 
-def collect_evidence_for(case, outcome_check, agent_version, trial_context, transcript):
+def collect_evidence_for(
+    case, outcome_check, agent_version, trial_context, transcript, *, tools=None, denied=None
+):
     """``collect_evidence`` of a transcript that is not a run's trial (a production trace,
     ``production.online``): the same outcome verifier run, the same tool-effect verifiers and
     the same counts, with the case input, outcome verifier spec and ``trial`` context given
-    (``{"id", "trace_id", "started_at", ...}``, what verifier templates read). Never raises."""
+    (``{"id", "trace_id", "started_at", ...}``, what verifier templates read). ``tools``
+    (name -> Tool, holding at least the tools the transcript calls) and ``denied`` (the
+    version's denied tool names) save ``tool_effects`` its two queries when a caller scoring
+    many transcripts has read them once. Never raises."""
     try:
-        return _evidence(case, outcome_check, agent_version, trial_context, transcript)
+        return _evidence(
+            case, outcome_check, agent_version, trial_context, transcript, tools, denied
+        )
     except Exception as exc:  # noqa: BLE001 -- as in collect_evidence
         log.exception("collecting evidence of %s failed", trial_context.get("id"))
         return _fail_closed(transcript, f"{type(exc).__name__}: {exc}")
 
 
-def _evidence(case, outcome_check, agent_version, trial_context, transcript) -> dict[str, Any]:
+def _evidence(
+    case, outcome_check, agent_version, trial_context, transcript, tools=None, denied=None
+) -> dict[str, Any]:
     context = {"case": case, "trial": trial_context, "transcript": transcript or {}}
     declared = transcript.get("declared_complete") if transcript else None
     fields = {"declared_complete": declared if isinstance(declared, bool) else None}
@@ -138,7 +147,7 @@ def _evidence(case, outcome_check, agent_version, trial_context, transcript) -> 
 
     progress = read_progress(transcript or {})
     wait = read_wait(transcript or {})
-    effects = tool_effects(agent_version, transcript or {}, context)
+    effects = tool_effects(agent_version, transcript or {}, context, tools=tools, denied=denied)
     fields.update(progress=progress, wait=wait, tool_effects=effects)
     fields.update(contract_counts(progress, wait, effects))
     return fields
@@ -220,7 +229,9 @@ def read_wait(transcript: Mapping) -> dict | None:
     return {key: wait.get(key) for key in WAIT_KEYS}
 
 
-def tool_effects(agent_version, transcript: Mapping, context: Mapping) -> list[dict]:
+def tool_effects(
+    agent_version, transcript: Mapping, context: Mapping, *, tools=None, denied=None
+) -> list[dict]:
     """One trial-record effect per effectful (or denied) tool call of the transcript.
 
     Calls are read by ``agents.transcripts.tool_calls``, the reader the checks and the export
@@ -245,8 +256,14 @@ def tool_effects(agent_version, transcript: Mapping, context: Mapping) -> list[d
         return [_unknown_calls(f"the transcript's tool calls are invalid: {exc}")]
     if not calls:
         return []
-    tools = {tool.name: tool for tool in Tool.objects.filter(name__in={c.name for c in calls})}
-    denied_names = set(agent_version.denied_tools.values_list("name", flat=True))
+    if tools is None:
+        names = {c.name for c in calls}
+        tools = {tool.name: tool for tool in Tool.objects.filter(name__in=names)}
+    denied_names = (
+        set(agent_version.denied_tools.values_list("name", flat=True))
+        if denied is None
+        else set(denied)
+    )
     effects = []
     for call in calls:
         effect = {"call": call.name, "call_id": call.id}

@@ -56,6 +56,7 @@ class Migration(migrations.Migration):
                 ('daily_cap_usd', models.DecimalField(decimal_places=4, default=Decimal('1.0000'), max_digits=12, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('updated_at', models.DateTimeField(auto_now=True)),
+                ('breach_checked_at', models.DateTimeField(blank=True, editable=False, null=True)),
                 ('agent', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='online_rule', to='agents.agent')),
                 ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('library_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evaluations.datasetversion')),

@@ -70,6 +70,9 @@ class OnlineRule(models.Model):
         default=Decimal("1.0000"),
         validators=[MinValueValidator(Decimal("0"))],
     )
+    # When scoring last looked at the agent's production contract for a breach (a throttle
+    # shared by the workers, `production.online.scoring`); not part of the rule as written.
+    breach_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -29,6 +29,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluations import costs
@@ -79,7 +80,8 @@ class PinnedJudge:
 
 def sweep():
     """Score every complete trace without a score (oldest first, a bounded batch), after
-    handing back the claims of workers that died. Returns the number of traces looked at."""
+    handing back the claims of workers that died, then look at every active rule's agent for a
+    breach. Returns the number of traces looked at."""
     stale = timezone.now() - CLAIM_TIMEOUT
     TraceScore.objects.filter(state=ScoreState.SCORING, claimed_at__lt=stale).delete()
     pks = list(
@@ -87,7 +89,13 @@ def sweep():
         .order_by("completed_at", "pk")
         .values_list("pk", flat=True)[:SWEEP_BATCH]
     )
-    return score_traces(pks) if pks else 0
+    looked = score_traces(pks) if pks else 0
+    # What the batches' throttle left unlooked at (a burst's last seconds).
+    from production.online.breach import look_for_breach
+
+    for agent_id in OnlineRule.objects.filter(active=True).values_list("agent_id", flat=True):
+        look_for_breach(agent_id)
+    return looked
 
 
 def score_traces(trace_ids):
@@ -121,28 +129,110 @@ def score_traces(trace_ids):
             span_attributes.setdefault(trace_pk, []).append(attributes)
     prices = costs.load_prices()
     checks_by_rule = {rule.pk: rules.rule_checks(rule) for rule in rules_by_agent.values()}
+    judged = {pk for pk, checks in checks_by_rule.items() if rules.uses_model(checks)}
     looked, scored_agents = 0, set()
-    for trace in traces:
-        rule = rules_by_agent.get(trace.agent_id)
-        if rule is None:
-            continue  # no rule, or paused: left for when one is active
-        state = score_trace(
-            trace, rule, checks_by_rule[rule.pk], prices, span_attributes.get(trace.pk, [])
-        )
+
+    def note(trace, state):
+        nonlocal looked
         if state is not None:
             looked += 1
             if state == ScoreState.SCORED:
                 scored_agents.add(trace.agent_id)
+
+    plain = [t for t in traces if t.agent_id in rules_by_agent]
+    cheap = [t for t in plain if rules_by_agent[t.agent_id].pk not in judged]
+    if cheap:
+        # Deterministic checks only: nothing is spent, so no claim first; the batch's scores
+        # are written by one INSERT in their final state, the unique trace leaving out any
+        # another worker wrote meanwhile. The tools and denied tools are read once.
+        known = _known_tools(cheap)
+        rows = []
+        for trace in cheap:
+            rule = rules_by_agent[trace.agent_id]
+            span_sets = span_attributes.get(trace.pk, [])
+            row = _score_at_once(trace, rule, checks_by_rule[rule.pk], prices, span_sets, known)
+            rows.append(row)
+        TraceScore.objects.bulk_create(rows, ignore_conflicts=True)
+        for trace, row in zip(cheap, rows, strict=True):
+            note(trace, row.state)
+    for trace in plain:
+        rule = rules_by_agent[trace.agent_id]
+        if rule.pk in judged:
+            # The judge is asked: claimed first, under the cap, one trace at a time, so the
+            # day's spend and the judge calls are committed as they happen.
+            span_sets = span_attributes.get(trace.pk, [])
+            note(trace, score_trace(trace, rule, checks_by_rule[rule.pk], prices, span_sets))
     if scored_agents:
         from production.online.breach import look_for_breach
 
         for agent_id in sorted(scored_agents):
-            look_for_breach(agent_id)
+            if _breach_due(agent_id):
+                look_for_breach(agent_id)
     return looked
 
 
-def _claim(trace, rule, state, reason=""):
-    """Create the trace's score in `state`; None when another worker has it already."""
+# An agent's production contract is looked at for a breach at most this often, across all
+# workers (the contract is two aggregates per window; at 50 traces a second, every batch need
+# not pay them): a compare-and-set on the rule's `breach_checked_at`. The sweep looks too.
+BREACH_INTERVAL = timedelta(seconds=5)
+
+
+def _breach_due(agent_id, now=None):
+    now = now or timezone.now()
+    due = Q(breach_checked_at__isnull=True) | Q(breach_checked_at__lt=now - BREACH_INTERVAL)
+    return OnlineRule.objects.filter(due, agent_id=agent_id).update(breach_checked_at=now) == 1
+
+
+def _known_tools(traces):
+    """(registered tools by name, {version id: denied tool names}) for these traces' calls:
+    two queries for the batch instead of two per trace (`evaluations.evidence.tool_effects`)."""
+    from agents.models import AgentVersion, Tool
+    from agents.transcripts import tool_calls
+
+    names = set()
+    for trace in traces:
+        try:
+            names.update(call.name for call in tool_calls(trace.transcript or {}) or [])
+        except (ValueError, TypeError):
+            continue  # unreadable calls: tool_effects says so, without any tool
+    tools = {tool.name: tool for tool in Tool.objects.filter(name__in=names)} if names else {}
+    denied = {trace.agent_version_id: set() for trace in traces}
+    through = AgentVersion.denied_tools.through
+    for version_id, name in through.objects.filter(agentversion_id__in=list(denied)).values_list(
+        "agentversion_id", "tool__name"
+    ):
+        denied[version_id].add(name)
+    return tools, denied
+
+
+def _score_at_once(trace, rule, checks, prices, span_attributes, known):
+    """The unsaved score of a trace whose checks ask no judge, in its final state."""
+    tools, denied = known
+    now = timezone.now()
+    row = TraceScore(
+        trace=trace,
+        agent_id=trace.agent_id,
+        agent_version_id=trace.agent_version_id,
+        rule=rule,
+        completed_at=trace.completed_at or now,
+        claimed_at=now,
+    )
+    reason = _left_out(trace, rule, span_attributes)
+    if reason is not None:
+        row.state, row.reason = ScoreState.SKIPPED, reason[:500]
+        return row
+    fields = _scored_fields(
+        trace, rule, checks, None, prices, tools=tools, denied=denied.get(trace.agent_version_id)
+    )
+    row.state = ScoreState.SCORED
+    for name, value in fields.items():
+        setattr(row, name, value)
+    return row
+
+
+def _claim(trace, rule, state, reason="", **fields):
+    """Create the trace's score in `state` (with `fields`); None when another worker has it
+    already."""
     now = timezone.now()
     try:
         with transaction.atomic():
@@ -155,6 +245,7 @@ def _claim(trace, rule, state, reason=""):
                 reason=reason[:500],
                 completed_at=trace.completed_at or now,
                 claimed_at=now,
+                **fields,
             )
     except IntegrityError:
         return None
@@ -218,10 +309,12 @@ def score_trace(trace, rule, checks, prices, span_attributes=()):
     try:
         fields = _scored_fields(trace, rule, checks, judge, prices)
     except Exception:
-        spend.settle(rule, reserved, Decimal(0))
+        if reserved:
+            spend.settle(rule, reserved, Decimal(0))
         TraceScore.objects.filter(pk=score.pk, state=ScoreState.SCORING).delete()
         raise
-    spend.settle(rule, reserved, fields["judge_usd"])
+    if reserved:
+        spend.settle(rule, reserved, fields["judge_usd"])
     SCORE_STATES.move(score, ScoreState.SCORED, **fields)
     return ScoreState.SCORED
 
@@ -231,7 +324,7 @@ def _capped(score, reason):
     return ScoreState.CAPPED
 
 
-def _scored_fields(trace, rule, checks, judge, prices):
+def _scored_fields(trace, rule, checks, judge, prices, *, tools=None, denied=None):
     transcript = trace.transcript
     case = case_of(trace)
     scored = score_transcript(case, transcript, checks, judge)
@@ -243,7 +336,13 @@ def _scored_fields(trace, rule, checks, judge, prices):
         "started_at": trace.received_at.isoformat() if trace.received_at else None,
     }
     evidence = collect_evidence_for(
-        case, rule.outcome_check, trace.agent_version, context, transcript
+        case,
+        rule.outcome_check,
+        trace.agent_version,
+        context,
+        transcript,
+        tools=tools,
+        denied=denied,
     )
     if not rule.verify_effects:
         evidence["tool_effects"] = []
