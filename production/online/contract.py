@@ -75,7 +75,7 @@ class ProductionContract:
 
 
 def window_hours() -> list[int]:
-    return list(getattr(settings, "SHERLOCK_PRODUCTION_WINDOWS_HOURS", (24, 168)))
+    return list(settings.SHERLOCK_PRODUCTION_WINDOWS_HOURS)
 
 
 def window_name(hours: int) -> str:
