@@ -48,6 +48,21 @@ SPAN_FIELDS = (
 )
 
 
+def enqueue_completion(trace_ids):
+    """Complete these traces (which received a root span) in the background now rather than at
+    the next sweep: one task per export call. Called inside the call's transaction: the ORM
+    broker's task row is written in it, a Redis broker is sent the task after the commit."""
+    from django_q.tasks import async_task
+
+    def send():
+        async_task("production.tasks.complete_traces", trace_ids, task_name="complete-traces")
+
+    if "orm" in settings.Q_CLUSTER:
+        send()
+    else:
+        transaction.on_commit(send)
+
+
 def complete_traces(trace_ids=None, now=None):
     """Decide the open traces that are due (all of them, or those of `trace_ids`), and rebuild
     the trials of ended traces that received spans after theirs was built. Returns the number

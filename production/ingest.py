@@ -17,15 +17,19 @@ counts as accepted is in the database. A span already stored (an exporter retryi
 answer it lost) is not stored twice. Spans join their trace whatever their order or call: the
 trace row is created by the first span of its id, and its state is decided later, by the
 completion task (`production.completion`), which is enqueued once per call that brought a root
-span.
+span: in the call's own transaction with django-q2's ORM broker (one write, and the task row
+commits with the spans it is about), after the commit with Redis (a worker must not look
+before the spans are there).
 """
 
+import json
 from dataclasses import dataclass, field
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, models, router, transaction
 from django.utils import timezone
 
 from agents.models import Agent, AgentVersion
+from production.completion import enqueue_completion
 from production.models import Span, Trace
 from production.otlp import attributes, clean_text, from_nanos, hex_id, nanos
 from sherlock.core.bulk import insert_all
@@ -170,11 +174,12 @@ def _span_row(span, span_hex, scope_name, scope_version, now):
 
 def _write(rows_by_trace, resources, now, outcome):
     with transaction.atomic():
-        trace_pks = _trace_rows(rows_by_trace, resources, now)
+        trace_pks, earlier = _trace_rows(rows_by_trace, resources, now)
+        # Only traces that were stored before this call can hold its spans already.
         stored = set(
-            Span.objects.filter(trace_id__in=set(trace_pks.values())).values_list(
-                "trace_id", "span_id"
-            )
+            Span.objects.filter(trace_id__in=earlier).values_list("trace_id", "span_id")
+            if earlier
+            else ()
         )
         new_rows = []
         for key, rows in rows_by_trace.items():
@@ -189,14 +194,18 @@ def _write(rows_by_trace, resources, now, outcome):
                     outcome.rooted.add(pk)
             outcome.accepted += len(rows)
             outcome.trace_ids.add(pk)
-        insert_all(Span, new_rows)
-        # The receipt time the quiescence window is measured from; one statement for all.
-        Trace.objects.filter(pk__in=outcome.trace_ids).update(last_received_at=now)
+        insert_rows(Span, new_rows)
+        if earlier:
+            # The receipt time the quiescence window is measured from (new traces have it).
+            Trace.objects.filter(pk__in=earlier).update(last_received_at=now)
+        if outcome.rooted:
+            enqueue_completion(sorted(outcome.rooted))
 
 
 def _trace_rows(rows_by_trace, resources, now):
-    """(agent, version, trace hex) -> Trace pk, creating the traces not stored yet. Two calls
-    creating the same trace at once: the constraint keeps one, and the loser reads it back."""
+    """(agent, version, trace hex) -> Trace pk, creating the traces not stored yet, and the pks
+    of those stored before. Two calls creating the same trace at once: the constraint keeps one,
+    and the loser reads it back."""
     by_agent = {}
     for agent_id, _version, trace_hex in rows_by_trace:
         by_agent.setdefault(agent_id, set()).add(trace_hex)
@@ -211,28 +220,70 @@ def _trace_rows(rows_by_trace, resources, now):
         return found
 
     found = existing()
-    missing = []
+    earlier = set(found.values())
+    missing = {}
     for key, rows in rows_by_trace.items():
         agent_id, version_id, trace_hex = key
-        if (agent_id, trace_hex) in found:
+        if (agent_id, trace_hex) in found or (agent_id, trace_hex) in missing:
             continue
         starts = [r["start_time"] for r in rows if r["start_time"]]
-        missing.append(
-            Trace(
-                agent_id=agent_id,
-                agent_version_id=version_id,
-                trace_id=trace_hex,
-                received_at=now,
-                last_received_at=now,
-                first_span_at=min(starts) if starts else None,
-                resource=resources[key],
-            )
-        )
+        missing[(agent_id, trace_hex)] = {
+            "agent_id": agent_id,
+            "agent_version_id": version_id,
+            "trace_id": trace_hex,
+            "received_at": now,
+            "last_received_at": now,
+            "first_span_at": min(starts) if starts else None,
+            "resource": resources[key],
+        }
     if missing:
         try:
             with transaction.atomic():
-                Trace.objects.bulk_create(missing)
+                insert_rows(Trace, missing.values())
         except IntegrityError:
-            Trace.objects.bulk_create(missing, ignore_conflicts=True)
+            Trace.objects.bulk_create(
+                [Trace(**row) for row in missing.values()], ignore_conflicts=True
+            )
         found = existing()
-    return {key: found[(key[0], key[2])] for key in rows_by_trace}
+    return {key: found[(key[0], key[2])] for key in rows_by_trace}, earlier
+
+
+def insert_rows(model, rows):
+    """`sherlock.core.bulk.insert_all` (COPY on PostgreSQL), and on SQLite one `executemany`
+    of prepared values: the ORM's `bulk_create` compiles a statement per 50 rows there and
+    spent most of an export call's time doing it (bench/otlp_ingest.py)."""
+    rows = list(rows)
+    connection = connections[router.db_for_write(model)]
+    if connection.vendor != "sqlite" or not rows:
+        insert_all(model, rows)
+        return
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    defaults = {f.attname: f.get_default() for f in fields}
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    marks = ", ".join("%s" for _ in fields)
+    table = connection.ops.quote_name(model._meta.db_table)
+    sql = f"INSERT INTO {table} ({columns}) VALUES ({marks})"
+    prepare = [_sqlite_preparer(f, connection) for f in fields]
+    values = [
+        [p(row.get(f.attname, defaults[f.attname])) for f, p in zip(fields, prepare, strict=True)]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, values)
+
+
+_AS_IS = (models.IntegerField, models.CharField, models.TextField, models.BooleanField)
+
+
+def _sqlite_preparer(field, connection):
+    """One column's value as SQLite takes it: JSON as its text, numbers, text and foreign keys
+    as they are, datetimes as the backend writes them, anything else through the field."""
+    if isinstance(field, models.JSONField):
+        return lambda value: None if value is None else json.dumps(value, cls=field.encoder)
+    target = field.target_field if field.is_relation else field
+    if isinstance(target, _AS_IS):
+        return lambda value: value
+    if isinstance(target, models.DateTimeField):
+        adapt = connection.ops.adapt_datetimefield_value
+        return lambda value: None if value is None else adapt(value)
+    return lambda value: field.get_db_prep_save(value, connection)

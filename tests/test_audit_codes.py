@@ -98,6 +98,8 @@ production.rollback_proposal.confirm
 production.rollback_proposal.dismiss
 production.rollback_proposal.open
 production.rollback_proposal.refused
+production.trace.add_to_dataset
+production.trace.refused
 sherlock.request.refused
 {kind}.refused
 {self._code(...)}

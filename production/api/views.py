@@ -13,7 +13,6 @@ the OpenAPI schema: its contract is OTLP's protobuf definition.
 import logging
 
 from django.conf import settings
-from django.db import transaction
 from django.http import HttpResponse
 from google.rpc import code_pb2
 from rest_framework import exceptions
@@ -69,9 +68,6 @@ class OTLPTracesView(APIView):
         body = otlp.read_body(raw, request.META.get("HTTP_CONTENT_ENCODING"))
         message = otlp.decode_request(body, media)
         outcome = ingest(message, request.user)
-        if outcome.rooted:
-            ids = sorted(outcome.rooted)
-            transaction.on_commit(lambda: _enqueue_completion(ids))
         content, content_type = otlp.encode_response(
             media, outcome.rejected, outcome.error_message if outcome.rejected else ""
         )
@@ -96,11 +92,3 @@ class OTLPTracesView(APIView):
         return HttpResponse(
             content, content_type=content_type, status=error.status, headers=headers
         )
-
-
-def _enqueue_completion(trace_ids):
-    """The traces that received a root span are completed now rather than at the next sweep
-    (one task per export call, not per trace)."""
-    from django_q.tasks import async_task
-
-    async_task("production.tasks.complete_traces", trace_ids, task_name="complete-traces")

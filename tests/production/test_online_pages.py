@@ -113,3 +113,15 @@ def test_the_index_lists_agents_with_rule_and_proposal(client, builder, live):
     client.force_login(builder)
     page = client.get(reverse("production:index"))
     assert page.status_code == 200 and b"refund-agent" in page.content
+
+
+def test_a_trace_page_shows_its_online_scores(client, builder, live):
+    agent, _, version = live
+    client.force_login(builder)
+    client.post(reverse("production:online-rule", kwargs={"slug": agent.slug}), FORM)
+    row = online.trace(agent, version, {"input": "hi", "output": "hello"})
+    url = reverse("production:trace-detail", kwargs={"pk": row.pk})
+    assert b"No online rule has scored this trace." in client.get(url).content
+    scoring.score_traces([row.pk])
+    text = client.get(url).content.decode()
+    assert 'id="trace-checks"' in text and "shape" in text and "scored" in text

@@ -1,0 +1,239 @@
+"""OTLP ingest under load: several exporter processes send traces of 5 spans to gunicorn over
+loopback for D seconds; accepted spans per second, latency per export call, and 0 lost (issue 26,
+point 8).
+
+Seeds its own database (PostgreSQL `sherlock_bench_otlp`, created and dropped here; `--sqlite`
+uses a fresh SQLite file instead): one agent with a version, a Builder and an API key. Starts
+`gunicorn sherlock.wsgi` with W sync workers on a loopback port, then P exporter processes,
+each a real client: the OpenTelemetry SDK makes T traces of 5 spans (an `invoke_agent` root,
+two `chat` spans with GenAI 1.37 messages and usage, two `execute_tool` spans with arguments
+and results, about 2.5 KB of attributes a trace), and the stock protobuf exporter
+(`opentelemetry-exporter-otlp-proto-http`, configured by `OTEL_EXPORTER_OTLP_ENDPOINT` and
+`OTEL_EXPORTER_OTLP_HEADERS` like a team's) sends them in one export call, as its batch
+processor does with up to 512 spans. Only the export call is timed; making the spans is the
+client's own work and is not counted against the server.
+
+Accepted spans are those of calls the exporter reports SUCCESS (the receiver answers 200 only
+once its spans are in the database); lost = accepted - the spans the database holds at the end.
+The traces' completion task is enqueued per call (the ORM broker's row); no worker runs here.
+
+Targets on the 2-core machine: >= 2,000 spans/s, p99 < 200 ms per export call, 0 lost. The
+last line is machine-readable: `spans_per_s=.. p50_ms=.. p99_ms=.. max_ms=.. calls=..
+failed_calls=.. accepted=.. stored=.. lost=..`.
+
+    .venv/bin/python bench/otlp_ingest.py [--duration 60] [--exporters 4] [--workers 3]
+        [--traces-per-call 100] [--sqlite]
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.api_load import free_port, start_server, stop_server  # noqa: E402
+from bench.run_throughput import PG, drop_database, recreate_database  # noqa: E402
+
+DATABASE = "sherlock_bench_otlp"
+SPANS_PER_TRACE = 5
+
+
+def seed():
+    """The agent the traces name, and a Builder's API key (its secret)."""
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from agents.models import Agent, AgentVersion
+    from governance.models import APIKey, RoleGrant
+
+    agent = Agent.objects.create(slug="support-bot", name="Support bot")
+    AgentVersion.objects.create(agent=agent, number=1, adapter="python", config={})
+    user = get_user_model().objects.create_user("bench-builder", password="x")
+    RoleGrant.objects.create(user=user, role="Builder", scope="global", reason="bench")
+    user.groups.add(Group.objects.get(name="Builder"))
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    expiry = timezone.now() + timedelta(days=1)
+    return APIKey.objects.create_key(user=user, name="bench exporter", expiry_date=expiry)[1]
+
+
+def stored_spans():
+    from production.models import Span
+
+    return Span.objects.count()
+
+
+def messages(role, text):
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
+
+
+def build_traces(tracer, count, n):
+    """`count` agent turns of 5 spans, as an instrumented agent writes them."""
+    for i in range(count):
+        question = f"Where is order A{n}-{i}? It was due yesterday and I need it for Friday."
+        with tracer.start_as_current_span("invoke_agent support-bot") as root:
+            root.set_attribute("gen_ai.operation.name", "invoke_agent")
+            root.set_attribute("gen_ai.agent.name", "support-bot")
+            for step in range(2):
+                with tracer.start_as_current_span("chat small") as chat:
+                    chat.set_attribute("gen_ai.operation.name", "chat")
+                    chat.set_attribute("gen_ai.provider.name", "openai")
+                    chat.set_attribute("gen_ai.request.model", "small")
+                    chat.set_attribute("gen_ai.input.messages", messages("user", question))
+                    chat.set_attribute(
+                        "gen_ai.output.messages",
+                        messages("assistant", "Let me look that up for you." * (step + 1)),
+                    )
+                    chat.set_attribute("gen_ai.usage.input_tokens", 120 + step * 40)
+                    chat.set_attribute("gen_ai.usage.output_tokens", 20)
+                with tracer.start_as_current_span("execute_tool orders.lookup") as tool:
+                    tool.set_attribute("gen_ai.operation.name", "execute_tool")
+                    tool.set_attribute("gen_ai.tool.name", "orders.lookup")
+                    tool.set_attribute("gen_ai.tool.call.id", f"call_{i}_{step}")
+                    tool.set_attribute("gen_ai.tool.call.arguments", json.dumps({"order": i}))
+                    tool.set_attribute(
+                        "gen_ai.tool.call.result", json.dumps({"status": "shipped", "eta": "Fri"})
+                    )
+
+
+def exporter_process(n, base_url, secret, deadline, traces_per_call, results):
+    """One exporter: make a batch of traces, export it, time the call, until the deadline."""
+    os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"{base_url}/api/v1"
+    os.environ["OTEL_EXPORTER_OTLP_HEADERS"] = f"Authorization={quote('Token ' + secret)}"
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "support-bot", "sherlock.agent.version": 1})
+    )
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("bench.agent")
+    exporter = OTLPSpanExporter(timeout=30)
+    latencies, accepted, failed = [], 0, 0
+    first = time.time()
+    while time.time() < deadline:
+        memory.clear()
+        build_traces(tracer, traces_per_call, n)
+        spans = memory.get_finished_spans()
+        started = time.perf_counter()
+        outcome = exporter.export(spans)
+        latencies.append((time.perf_counter() - started) * 1000)
+        if outcome == SpanExportResult.SUCCESS:
+            accepted += len(spans)
+        else:
+            failed += 1
+    exporter.shutdown()
+    results.put(
+        {
+            "latencies": latencies,
+            "accepted": accepted,
+            "failed": failed,
+            "first": first,
+            "last": time.time(),
+        }
+    )
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=60, help="seconds of load")
+    parser.add_argument("--exporters", type=int, default=4, help="exporter processes")
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn sync workers")
+    parser.add_argument("--traces-per-call", type=int, default=100, help="5 spans each")
+    parser.add_argument("--sqlite", action="store_true", help="a fresh SQLite file, not PG")
+    args = parser.parse_args()
+
+    if args.sqlite:
+        path = Path(tempfile.mkdtemp(prefix="sherlock-bench-otlp-")) / "db.sqlite3"
+        database_url = f"sqlite:///{path}"
+    else:
+        recreate_database(DATABASE)
+        database_url = f"{PG}/{DATABASE}"
+    os.environ["DATABASE_URL"] = database_url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sherlock.settings")
+    env = {**os.environ, "DATABASE_URL": database_url, "DB_CONN_MAX_AGE": "60"}
+    server = None
+    try:
+        secret = seed()
+        port = free_port()
+        server = start_server(args, port, env)
+        base_url = f"http://127.0.0.1:{port}"
+        context = multiprocessing.get_context("spawn")
+        results = context.Queue()
+        deadline = time.time() + args.duration + 3  # the processes start within ~3 s
+        processes = [
+            context.Process(
+                target=exporter_process,
+                args=(n, base_url, secret, deadline, args.traces_per_call, results),
+            )
+            for n in range(args.exporters)
+        ]
+        load_before = os.getloadavg()[0]
+        for process in processes:
+            process.start()
+        outcomes = [results.get(timeout=args.duration + 120) for _ in processes]
+        for process in processes:
+            process.join()
+        load_after = os.getloadavg()[0]
+        stored = stored_spans()
+    finally:
+        if server is not None:
+            stop_server(server)
+        if not args.sqlite:
+            from django.db import connections
+
+            connections.close_all()
+            drop_database(DATABASE)
+
+    latencies = [ms for outcome in outcomes for ms in outcome["latencies"]]
+    accepted = sum(outcome["accepted"] for outcome in outcomes)
+    failed = sum(outcome["failed"] for outcome in outcomes)
+    busy_seconds = sum(sum(outcome["latencies"]) / 1000 for outcome in outcomes)
+    window = max(o["last"] for o in outcomes) - min(o["first"] for o in outcomes)
+    rate = accepted / window
+    print(
+        f"OTLP ingest: {args.exporters} exporter processes -> gunicorn, {args.workers} sync "
+        f"workers, {'SQLite' if args.sqlite else 'PostgreSQL'}, {args.traces_per_call} traces x "
+        f"{SPANS_PER_TRACE} spans per export call, {args.duration:.0f} s; load average "
+        f"before/after {load_before:.2f}/{load_after:.2f}"
+    )
+    print(
+        f"  {len(latencies)} export calls ({failed} failed), {accepted} spans accepted, "
+        f"{stored} stored; export call p50 {statistics.median(latencies):.1f} ms, "
+        f"p99 {percentile(latencies, 0.99):.1f} ms, max {max(latencies):.1f} ms; "
+        f"exporters spent {busy_seconds:.1f} s waiting on calls"
+    )
+    print(
+        f"spans_per_s={rate:.0f} p50_ms={statistics.median(latencies):.1f} "
+        f"p99_ms={percentile(latencies, 0.99):.1f} max_ms={max(latencies):.1f} "
+        f"calls={len(latencies)} failed_calls={failed} accepted={accepted} stored={stored} "
+        f"lost={accepted - stored}"
+    )
+
+
+if __name__ == "__main__":
+    main()
