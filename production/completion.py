@@ -22,7 +22,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from evaluations.costs import agent_cost, load_prices
@@ -72,6 +72,11 @@ def complete_traces(trace_ids=None, now=None):
     open_traces = Trace.objects.filter(state=TraceState.OPEN)
     if trace_ids is not None:
         open_traces = open_traces.filter(pk__in=trace_ids)
+    else:
+        # The sweep reads only traces that may be due: quiet, or holding a root span (one
+        # whose parent was missing when its call enqueued it).
+        rooted = Span.objects.filter(trace=OuterRef("pk"), parent_span_id="")
+        open_traces = open_traces.filter(Q(last_received_at__lte=quiet_since) | Exists(rooted))
     ended = 0
     prices = None
     pks = list(open_traces.order_by("pk").values_list("pk", flat=True))
