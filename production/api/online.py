@@ -74,7 +74,9 @@ class ProposalSerializer(serializers.ModelSerializer):
     to_version = serializers.IntegerField(
         source="to_version.number", read_only=True, allow_null=True
     )
-    decided_by = serializers.CharField(source="decided_by.username", read_only=True, default=None)
+    decided_by = serializers.CharField(
+        source="decided_by.username", read_only=True, default=None, allow_null=True
+    )
 
     class Meta:
         model = RollbackProposal
