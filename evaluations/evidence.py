@@ -88,38 +88,66 @@ def _started_at(trial):
 def _collect(trial, transcript) -> dict[str, Any]:
     case_version = trial.case_version
     started_at = _started_at(trial)
-    context = {
-        "case": case_version.as_check_input(),
-        "trial": {
-            "id": trial.pk,
-            "run_id": trial.run_id,
-            "repetition": trial.repetition,
-            "started_at": started_at.isoformat() if started_at else None,
-        },
-        "transcript": transcript or {},
+    trial_context = {
+        "id": trial.pk,
+        "run_id": trial.run_id,
+        "repetition": trial.repetition,
+        "started_at": started_at.isoformat() if started_at else None,
     }
+    return _evidence(
+        case_version.as_check_input(),
+        case_version.outcome_check,
+        trial.run.agent_version,
+        trial_context,
+        transcript,
+    )
+
+
+def collect_evidence_for(
+    case, outcome_check, agent_version, trial_context, transcript, *, tools=None, denied=None
+):
+    """``collect_evidence`` of a transcript that is not a run's trial (a production trace,
+    ``production.online``): the same outcome verifier run, the same tool-effect verifiers and
+    the same counts, with the case input, outcome verifier spec and ``trial`` context given
+    (``{"id", "trace_id", "started_at", ...}``, what verifier templates read). ``tools``
+    (name -> Tool, holding at least the tools the transcript calls) and ``denied`` (the
+    version's denied tool names) save ``tool_effects`` its two queries when a caller scoring
+    many transcripts has read them once. Never raises."""
+    try:
+        return _evidence(
+            case, outcome_check, agent_version, trial_context, transcript, tools, denied
+        )
+    except Exception as exc:  # noqa: BLE001 -- as in collect_evidence
+        log.exception("collecting evidence of %s failed", trial_context.get("id"))
+        return _fail_closed(transcript, f"{type(exc).__name__}: {exc}")
+
+
+def _evidence(
+    case, outcome_check, agent_version, trial_context, transcript, tools=None, denied=None
+) -> dict[str, Any]:
+    context = {"case": case, "trial": trial_context, "transcript": transcript or {}}
     declared = transcript.get("declared_complete") if transcript else None
     fields = {"declared_complete": declared if isinstance(declared, bool) else None}
 
     if transcript is None:
         verdict, evidence = (
             (OutcomeVerdict.UNAVAILABLE.value, {"reason": "the agent call failed; no transcript"})
-            if case_version.outcome_check
+            if outcome_check
             else ("", {})
         )
-    elif not case_version.outcome_check:
+    elif not outcome_check:
         verdict, evidence = (
             OutcomeVerdict.UNAVAILABLE.value,
             {"reason": "the case names no outcome verifier"},
         )
     else:
-        verdict, evidence = run_verifier(case_version.outcome_check, context, OUTCOME)
+        verdict, evidence = run_verifier(outcome_check, context, OUTCOME)
     fields["outcome_verdict"] = verdict
     fields["outcome_evidence"] = evidence
 
     progress = read_progress(transcript or {})
     wait = read_wait(transcript or {})
-    effects = tool_effects(trial.run.agent_version, transcript or {}, context)
+    effects = tool_effects(agent_version, transcript or {}, context, tools=tools, denied=denied)
     fields.update(progress=progress, wait=wait, tool_effects=effects)
     fields.update(contract_counts(progress, wait, effects))
     return fields
@@ -201,7 +229,9 @@ def read_wait(transcript: Mapping) -> dict | None:
     return {key: wait.get(key) for key in WAIT_KEYS}
 
 
-def tool_effects(agent_version, transcript: Mapping, context: Mapping) -> list[dict]:
+def tool_effects(
+    agent_version, transcript: Mapping, context: Mapping, *, tools=None, denied=None
+) -> list[dict]:
     """One trial-record effect per effectful (or denied) tool call of the transcript.
 
     Calls are read by ``agents.transcripts.tool_calls``, the reader the checks and the export
@@ -226,8 +256,14 @@ def tool_effects(agent_version, transcript: Mapping, context: Mapping) -> list[d
         return [_unknown_calls(f"the transcript's tool calls are invalid: {exc}")]
     if not calls:
         return []
-    tools = {tool.name: tool for tool in Tool.objects.filter(name__in={c.name for c in calls})}
-    denied_names = set(agent_version.denied_tools.values_list("name", flat=True))
+    if tools is None:
+        names = {c.name for c in calls}
+        tools = {tool.name: tool for tool in Tool.objects.filter(name__in=names)}
+    denied_names = (
+        set(agent_version.denied_tools.values_list("name", flat=True))
+        if denied is None
+        else set(denied)
+    )
     effects = []
     for call in calls:
         effect = {"call": call.name, "call_id": call.id}

@@ -88,6 +88,9 @@ class WebhookEvent(models.TextChoices):
     BYPASS_USED = "bypass.used", "bypass used"
     SCHEDULE_FAILED = "schedule.failed", "schedule failed"
     AUDIT_CHECKPOINT = "audit.checkpoint", "audit checkpoint"
+    # A live version breached the publishing policy over production traces with enough
+    # evidence (`production.online.breach`); a rollback proposal was opened.
+    PRODUCTION_BREACH = "production.breach", "production breach"
 
 
 class APIKeyState(models.TextChoices):

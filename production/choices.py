@@ -48,3 +48,33 @@ class SpanStatus(models.IntegerChoices):
     UNSET = 0, "unset"
     OK = 1, "ok"
     ERROR = 2, "error"
+
+
+class ScoreState(models.TextChoices):
+    """What online scoring made of a complete trace (`production.TraceScore`)."""
+
+    SCORING = "scoring", "being scored"
+    SCORED = "scored", "scored"
+    CAPPED = "capped", "not scored: daily judge spend cap reached"
+    SKIPPED = "skipped", "not scored: left out by the rule"
+
+
+class ProposalState(models.TextChoices):
+    OPEN = "open", "open"
+    CONFIRMED = "confirmed", "confirmed"
+    DISMISSED = "dismissed", "dismissed"
+
+
+# Enforced by `PROPOSAL_STATES`, the only writer of a proposal's state after it is opened (the
+# Publisher's two verbs: `ConfirmRollbackProposal`, `DismissRollbackProposal`).
+PROPOSAL_TRANSITIONS = {
+    ProposalState.OPEN: {ProposalState.CONFIRMED, ProposalState.DISMISSED},
+}
+PROPOSAL_STATES = StateMachine("RollbackProposal", "state", PROPOSAL_TRANSITIONS)
+
+# A score is created `scoring` (the worker's claim) or directly in its final state; `scoring`
+# ends once, by `SCORE_STATES` (`production.online.scoring`).
+SCORE_TRANSITIONS = {
+    ScoreState.SCORING: {ScoreState.SCORED, ScoreState.CAPPED, ScoreState.SKIPPED},
+}
+SCORE_STATES = StateMachine("TraceScore", "state", SCORE_TRANSITIONS)

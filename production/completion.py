@@ -29,6 +29,7 @@ from evaluations.costs import agent_cost, load_prices
 from production.choices import TRACE_STATES, TraceState
 from production.models import Span, Trace
 from production.normalize import NORMALIZER_VERSION, normalize
+from production.online import scoring as online_scoring
 
 BATCH = 500
 SPAN_FIELDS = (
@@ -101,7 +102,7 @@ def _spans_of(pks):
 
 
 def _decide(pks, quiet_since, now, prices):
-    ended = 0
+    ended, complete = 0, []
     spans = _spans_of(pks)
     with transaction.atomic():
         for trace in Trace.objects.filter(pk__in=pks, state=TraceState.OPEN):
@@ -117,6 +118,11 @@ def _decide(pks, quiet_since, now, prices):
                 **_trial(trace, rows, now, prices),
             ):
                 ended += 1
+                if state == TraceState.COMPLETE:
+                    complete.append(trace.pk)
+        # Online scoring follows on commit (one task for the batch); the minute's sweep of
+        # online scoring catches any trace this misses (production.online.scoring).
+        online_scoring.enqueue(complete)
     return ended
 
 

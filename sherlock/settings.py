@@ -311,6 +311,25 @@ SHERLOCK_WEBHOOK_MAX_BACKOFF_MS = env_int("SHERLOCK_WEBHOOK_MAX_BACKOFF_MS", 300
 SHERLOCK_TRACE_QUIET_SECONDS = env_int("SHERLOCK_TRACE_QUIET_SECONDS", 30, minimum=1, maximum=86400)
 SHERLOCK_TRACE_RETENTION_DAYS = env_int("SHERLOCK_TRACE_RETENTION_DAYS", 30, minimum=0)
 
+
+def _window_hours(name, default):
+    """Hours of each sliding window, comma-separated, each from 1 to 90 days' worth."""
+    hours = []
+    for item in env_list(name, default):
+        if not item.isdigit() or not 1 <= int(item) <= 2160:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not a number of hours (1 to 2160)")
+        hours.append(int(item))
+    if not hours:
+        raise ImproperlyConfigured(f"{name} names no window")
+    return sorted(set(hours))
+
+
+# The contract over production (docs/production-online.md): the live version's five measures
+# over each of these sliding windows, in hours (24 h and 7 d by default).
+SHERLOCK_PRODUCTION_WINDOWS_HOURS = _window_hours(
+    "SHERLOCK_PRODUCTION_WINDOWS_HOURS", ["24", "168"]
+)
+
 # What user-written configs may send where (sherlock.core.egress, docs/adapters.md "Secrets and
 # destinations"): agent versions (Builders), verifiers (Editors, Builders) and webhook endpoints
 # (Admins) are written by users but run with the workers' environment and network position, so

@@ -106,6 +106,13 @@ governance.webhook.change
 governance.webhook.create
 governance.webhook.delete
 governance.webhook.refused
+production.online_rule.create
+production.online_rule.refused
+production.online_rule.update
+production.rollback_proposal.confirm
+production.rollback_proposal.dismiss
+production.rollback_proposal.open
+production.rollback_proposal.refused
 production.trace.add_to_dataset
 production.trace.refused
 sherlock.request.refused

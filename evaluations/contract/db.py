@@ -101,6 +101,15 @@ def _trial_aggregates(unpriced) -> dict[str, Any]:
     return {f"total_{name}": aggregate for name, aggregate in aggregates.items()}
 
 
+def record_aggregates(unpriced=()) -> dict[str, Any]:
+    """The aggregates `trial_totals_of` counts a run's trials with, for any rows that carry
+    `Trial`'s contract columns (`declared_complete`, `outcome_verdict`, the `COUNT_FIELDS`,
+    `cost_usd`, `billing_coverage`): production traces' scores are counted by the same
+    judgements (`production.online.contract`). Keys are `total_<VariantTotals field>`; the
+    caller sets `missing_cost_runs` (runs less billed and estimated), as `trial_totals_of` does."""
+    return _trial_aggregates(list(unpriced))
+
+
 def trial_totals(run) -> VariantTotals:
     """The run's ``VariantTotals`` from its trials and their judge spend, in two aggregate
     queries whatever the number of trials; quality (``quality_totals``) and the judge spend

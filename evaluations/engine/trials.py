@@ -247,11 +247,66 @@ async def _evaluate_blocking(kind, params, case, transcript, judge=None):
 
 
 async def _score(trial, transcript, checks, judge, uncalibrated, evaluate):
+    scored = await _score_checks(
+        trial.case_version.as_check_input(),
+        trial.case_version.overrides,
+        transcript,
+        checks,
+        judge,
+        uncalibrated,
+        evaluate,
+        error=trial.error,
+    )
+    results = []
+    for item in scored:
+        result = CheckResult(
+            trial=trial,
+            check_config=item.check,
+            score=item.score,
+            status=item.status,
+            blocking=item.blocking,
+            threshold=item.threshold,
+            reason=item.reason,
+            evidence=item.evidence,
+        )
+        # The JudgeCall instances it rests on; their ids go in `judge_call_ids` once written.
+        result.calls = item.calls
+        results.append(result)
+    return results
+
+
+@dataclass
+class ScoredCheck:
+    """One check's result on one transcript, before it is stored: a run's `CheckResult` or a
+    production trace's score (`production.online`) are made from it."""
+
+    check: object
+    score: float | None
+    status: str
+    blocking: bool
+    threshold: float | None
+    reason: str
+    evidence: dict
+    calls: list
+
+
+def score_transcript(case, transcript, checks, judge, *, overrides=None, uncalibrated=None):
+    """Score `checks` on one transcript for one case input (`CaseVersion.as_check_input()`
+    shape), exactly as a run's trial is scored: the same effective checks (overrides), the
+    same statuses, the same calibration rule; returns `ScoredCheck`s. A check only needs
+    `label`, `kind`, `params`, `threshold`, `mode` and `judge_model`. Blocks on the judge.
+    Production traces are scored through this (`production.online`), never a second scorer."""
+    return run_unsuspended(
+        _score_checks(case, overrides, transcript, checks, judge, uncalibrated, _evaluate_blocking)
+    )
+
+
+async def _score_checks(
+    case_input, overrides, transcript, checks, judge, uncalibrated, evaluate, *, error=None
+):
     # In order: a check may reuse an earlier one's judge failure within the trial
     # (`JudgeClient.bind`), and the RAG checks share the claim extraction through the cache.
     uncalibrated = uncalibrated or {}
-    case_input = trial.case_version.as_check_input()
-    overrides = trial.case_version.overrides
     results = []
     for check in checks:
         eff = scoring.effective_check(check, overrides)
@@ -267,7 +322,7 @@ async def _score(trial, transcript, checks, judge, uncalibrated, evaluate):
             score, outcome, reason, evidence = (
                 None,
                 CheckStatus.ERROR,
-                f"the agent call failed: {trial.error}",
+                f"the agent call failed: {error}",
                 {},
             )
         else:
@@ -284,19 +339,18 @@ async def _score(trial, transcript, checks, judge, uncalibrated, evaluate):
             blocking = False
             gate = uncalibrated[check.label]
             reason = f"{reason} ({gate})" if reason else gate
-        result = CheckResult(
-            trial=trial,
-            check_config=check,
-            score=score if status != CheckStatus.ERROR else None,
-            status=status,
-            blocking=blocking,
-            threshold=eff.threshold,
-            reason=reason,
-            evidence=evidence or {},
+        results.append(
+            ScoredCheck(
+                check=check,
+                score=score if status != CheckStatus.ERROR else None,
+                status=status,
+                blocking=blocking,
+                threshold=eff.threshold,
+                reason=reason,
+                evidence=evidence or {},
+                calls=[c for c in calls or [] if c is not None],
+            )
         )
-        # The JudgeCall instances it rests on; their ids go in `judge_call_ids` once written.
-        result.calls = [c for c in calls or [] if c is not None]
-        results.append(result)
     return results
 
 

@@ -9,7 +9,7 @@ from django.apps import apps
 from drf_spectacular.generators import SchemaGenerator
 
 ERROR_KEYS = {"detail", "code", "field", "errors"}
-FAMILIES = ("agents", "evaluations", "governance")
+FAMILIES = ("agents", "evaluations", "governance", "production")
 LONG_ECHO = 2_000  # bytes: an answer longer than this echoes input
 
 

@@ -55,6 +55,11 @@ def seed_every_kind(admin, author):
         acting_user=admin, agent=agent, dataset=gate, repetitions=1, interval_minutes=60
     ).execute()
     key, _ = api_key(admin, name="seeded")
+    from production.models import RollbackProposal
+
+    proposal = RollbackProposal.objects.create(
+        agent=agent, from_version=good, to_version=bad, breach={"detail": "seeded breach"}
+    )
     return {
         "agents": {"slug": agent.slug},
         "versions": {"id": good.pk},
@@ -70,6 +75,7 @@ def seed_every_kind(admin, author):
         "api-keys": {"prefix": key.prefix},
         "publish-requests": {"id": passed.pk},
         "bypasses": {"id": bypass.pk},
+        "rollback-proposals": {"id": proposal.pk},
         "audit": {"sequence": AuditEntry.objects.order_by("-sequence").first().sequence},
         "_frozen": DatasetVersion.objects.get(pk=frozen.pk),
     }

@@ -1,0 +1,179 @@
+"""The fields of an online rule as its two verbs read them: validated once, every error at
+once on its field (`InvalidFields`), and the snapshot the audit entry records."""
+
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+
+from agents.verifiers.spec import validate_verifier_spec
+from evaluations.models import DatasetVersion
+from production.online.rules import RuleError, validate_checks, validate_filters
+from sherlock.core.errors import ActionDenied, ActionInvalid, InvalidFields
+from sherlock.core.permissions import user_can
+
+FIELDS = (
+    "active",
+    "sampling_rate",
+    "filters",
+    "library_version",
+    "library_labels",
+    "checks",
+    "quality_check",
+    "outcome_check",
+    "verify_effects",
+    "judge_model",
+    "daily_cap_usd",
+)
+MAX_CAP_USD = Decimal("100000")
+
+
+def check_may_write(user, agent):
+    """A Builder or an Admin of the agent writes its online rule."""
+    if not user_can(user, "build", agent):
+        raise ActionDenied(
+            "You may not change the online rule of this agent (Builder or Admin role needed)."
+        )
+
+
+def apply(rule, changes):
+    """Set `changes` (field -> value, names of `FIELDS`) on `rule`, validated: raises
+    `InvalidFields` naming every bad field, and leaves nothing half-set that is saved."""
+    unknown = set(changes) - set(FIELDS)
+    errors = [
+        ActionInvalid(f"{name} is not a field of an online rule", field=name)
+        for name in sorted(unknown)
+    ]
+    for name in FIELDS:
+        if name not in changes:
+            continue
+        try:
+            setattr(rule, name, _clean(name, changes[name]))
+        except ActionInvalid as exc:
+            errors.append(exc)
+    if not errors:
+        errors.extend(_cross_checks(rule))
+    if errors:
+        raise InvalidFields(errors)
+    if not rule.judge_model:
+        rule.judge_model = settings.SHERLOCK_JUDGE_MODEL
+
+
+def _clean(name, value):
+    try:
+        if name in ("active", "verify_effects"):
+            if not isinstance(value, bool):
+                raise ActionInvalid("must be true or false", field=name)
+            return value
+        if name == "sampling_rate":
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                raise ActionInvalid("must be a number from 0 to 1", field=name)
+            return float(value)
+        if name == "filters":
+            return validate_filters(value)
+        if name == "checks":
+            return validate_checks(value)
+        if name == "library_labels":
+            if value in (None, ""):
+                return []
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ActionInvalid("must be a list of check labels", field=name)
+            return sorted(set(value))
+        if name == "library_version":
+            return _library_version(value)
+        if name == "quality_check":
+            if not isinstance(value, str) or len(value) > 100:
+                raise ActionInvalid("must be a check label", field=name)
+            return value.strip()
+        if name == "judge_model":
+            if not isinstance(value, str) or len(value) > 200:
+                raise ActionInvalid("must be a model name of at most 200 characters", field=name)
+            return value.strip()
+        if name == "outcome_check":
+            if value in (None, "", {}):
+                return {}
+            try:
+                validate_verifier_spec(value)
+            except ValueError as exc:
+                raise ActionInvalid(f"outcome verifier: {exc}", field=name) from None
+            return value
+        if name == "daily_cap_usd":
+            if isinstance(value, bool):
+                raise ActionInvalid("must be an amount in USD", field=name)
+            try:
+                amount = Decimal(str(value))
+            except InvalidOperation:
+                raise ActionInvalid("must be an amount in USD", field=name) from None
+            if not amount.is_finite() or amount < 0 or amount > MAX_CAP_USD:
+                raise ActionInvalid(f"must be from 0 to {MAX_CAP_USD} USD", field=name)
+            return amount.quantize(Decimal("0.0001"))
+    except RuleError as exc:
+        raise ActionInvalid(str(exc), field=exc.field) from None
+    raise ActionInvalid(f"{name} is not a field of an online rule", field=name)
+
+
+def _library_version(value):
+    if value in (None, ""):
+        return None
+    if isinstance(value, DatasetVersion):
+        version = value
+    else:
+        if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit():
+            raise ActionInvalid(
+                "must be the id of a frozen dataset version", field="library_version"
+            )
+        version = DatasetVersion.objects.filter(pk=int(value)).first()
+        if version is None:
+            raise ActionInvalid("no such dataset version", field="library_version")
+    if version.frozen_at is None:
+        raise ActionInvalid(
+            "must be a frozen dataset version: a draft's checks may still change",
+            field="library_version",
+        )
+    return version
+
+
+def _cross_checks(rule):
+    errors = []
+    library = []
+    if rule.library_version is not None:
+        library = list(rule.library_version.checks.values_list("label", flat=True))
+        missing = sorted(set(rule.library_labels or ()) - set(library))
+        if missing:
+            errors.append(
+                ActionInvalid(
+                    f"not checks of that dataset version: {', '.join(missing)}",
+                    field="library_labels",
+                )
+            )
+    elif rule.library_labels:
+        errors.append(ActionInvalid("names checks but no library version", field="library_labels"))
+    chosen = set(rule.library_labels or library)
+    own = {check["label"] for check in rule.checks or []}
+    clash = sorted(chosen & own)
+    if clash:
+        errors.append(
+            ActionInvalid(
+                f"labels also used by the library's checks: {', '.join(clash)}", field="checks"
+            )
+        )
+    if rule.quality_check and rule.quality_check not in chosen | own:
+        errors.append(ActionInvalid("must name one of the rule's checks", field="quality_check"))
+    return errors
+
+
+def snapshot(rule):
+    """The rule as the audit log records it."""
+    return {
+        "agent": rule.agent_id,
+        "active": rule.active,
+        "sampling_rate": rule.sampling_rate,
+        "filters": rule.filters,
+        "library_version": rule.library_version_id,
+        "library_labels": rule.library_labels,
+        "checks": rule.checks,
+        "quality_check": rule.quality_check,
+        "outcome_check": rule.outcome_check,
+        "verify_effects": rule.verify_effects,
+        "judge_model": rule.judge_model,
+        "daily_cap_usd": str(rule.daily_cap_usd),
+    }
