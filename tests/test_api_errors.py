@@ -296,7 +296,7 @@ def test_the_log_line_of_a_100000_character_path_is_cut(client):
 
     from sherlock.core.limits import LOG_LINE_MAX, ClipLogRecords
 
-    assert django_settings.LOGGING["handlers"]["console"]["filters"] == ["clip"]
+    assert "clip" in django_settings.LOGGING["handlers"]["console"]["filters"]
     record = logging.LogRecord("django.request", logging.WARNING, "", 0, "Not Found: %s", (), None)
     record.args = (f"/api/v1/runs/{LONG_SLUG}/",)
     whole = len(record.getMessage())

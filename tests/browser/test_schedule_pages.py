@@ -54,3 +54,33 @@ def test_a_builder_schedules_a_run_after_seeing_its_estimate(server, browser, sh
     page.click("#schedules button >> text=Pause")
     page.wait_for_selector("text=paused.")
     assert "paused" in page.inner_text("#schedules tbody tr")
+
+
+def test_a_schedule_above_the_monthly_limit_is_saved_only_once_confirmed(
+    server, browser, shot, demo
+):
+    """Every minute, the demo's support-bot costs thousands of dollars a month, above the
+    default SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD (100): the page says so in a warning, refuses
+    a save without the box ticked, on the box, and saves once it is (issue 24). Screenshot:
+    `schedule-confirm-cost`."""
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    sign_in(page, server, "builder")
+    page.select_option("#id_agent", label="support-bot")
+    dataset = page.locator("#id_dataset option").nth(1).inner_text()
+    page.select_option("#id_dataset", label=dataset)
+    page.fill("#id_interval_minutes", "1")
+    page.click("button[name=estimate]")
+    page.wait_for_selector("#confirm-cost")
+    warning = page.inner_text("#confirm-cost")
+    assert "a month, more than the $100.0000 that needs a confirmation" in warning
+    month = page.locator("#schedule-estimate td").all_inner_texts()[5]
+    assert month.startswith("$") and "," in month  # "$2,592.0000": thousands grouped
+    page.click("button[name=save]")
+    page.wait_for_selector("#confirm-cost .status.error")
+    assert "confirm the cost to save it" in page.inner_text("#confirm-cost")
+    assert not RunSchedule.objects.exists()
+    shot(page, "schedule-confirm-cost")
+    page.check("#id_confirm_cost")
+    page.click("button[name=save]")
+    page.wait_for_selector("text=Schedule saved.")
+    assert RunSchedule.objects.get().interval_minutes == 1
