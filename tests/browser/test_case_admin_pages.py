@@ -142,7 +142,7 @@ def test_a_frozen_version_says_it_is_read_only(server, browser, shot):
     banner = page.inner_text(".frozen-banner")
     assert "is frozen" in banner and "read-only" in banner
     assert page.locator("a.addlink", has_text="Add case").count() == 0
-    page.locator("[id^=case_versions] a.inlineviewlink").click()  # the case, from the inline
+    page.locator(".field-cases td a[href*='/caseversion/']").first.click()  # a case, from the list
     page.wait_for_url("**/caseversion/**")
     assert "greeting" in page.inner_text("#content")
     assert "read-only" in page.inner_text(".frozen-banner")

@@ -5,7 +5,7 @@ import pytest
 
 from agents.models import AgentVersion
 from governance.actions.request_publication import RequestPublication
-from governance.models import PublishingPolicy
+from governance.models import GateDataset, PublishingPolicy
 from tests.support import factories
 from tests.support.browser import log_in
 from tests.support.governance import TOOLS_CHECK, tool_case
@@ -33,6 +33,7 @@ def test_a_builder_sees_a_gate_run_waiting_for_the_client(server, browser, shot)
         adapter="client",
         config={"entrypoint": "bot.main:answer"},
     )
+    GateDataset.objects.create(agent=version.agent, dataset=gate)
     request = RequestPublication(acting_user=builder, agent_version=version).execute()
     run = request.runs.get()
     run.source = {

@@ -13,7 +13,7 @@ import pytest
 from evaluations.choices import RunStatus
 from evaluations.models import Run
 from governance.choices import RequestState
-from governance.models import PublishingPolicy, PublishRequest
+from governance.models import GateDataset, PublishingPolicy, PublishRequest
 from tests.support import factories
 from tests.support.api_server import api_server
 from tests.support.governance import REASON, TOOLS_CHECK, api_key, finish_gate_runs, tool_case
@@ -40,7 +40,7 @@ def world(live_db):
         name="Default", repetitions=2, min_case_pass_rate=1.0, created_by=admin
     )
     policy.gate_datasets.add(gate)
-    factories.agent("support-bot")
+    GateDataset.objects.create(agent=factories.agent("support-bot"), dataset=gate)
     return {
         "admin": admin,
         "builder": factories.user("builder", role="Builder"),
@@ -61,7 +61,7 @@ def test_publication_names_the_decision_that_published_a_version(world, client):
     from governance.actions.request_publication import RequestPublication
 
     version = AgentVersion.objects.create(
-        agent=factories.agent("other-bot"), number=1, adapter="client", config={}
+        agent=_gated(factories.agent("other-bot")), number=1, adapter="client", config={}
     )
     request = RequestPublication(acting_user=world["builder"], agent_version=version).execute()
     finish_gate_runs(request)
@@ -167,7 +167,7 @@ def test_the_publish_page_and_next_step_say_the_gate_waits_for_the_client(world,
     from governance.next_step import next_step
 
     version = AgentVersion.objects.create(
-        agent=factories.agent("other-bot"), number=1, adapter="client", config={}
+        agent=_gated(factories.agent("other-bot")), number=1, adapter="client", config={}
     )
     request = RequestPublication(acting_user=world["builder"], agent_version=version).execute()
     step = next_step(version, request, request.policy)
@@ -176,3 +176,11 @@ def test_the_publish_page_and_next_step_say_the_gate_waits_for_the_client(world,
     page = client.get(f"/governance/versions/{version.pk}/")
     assert page.status_code == 200
     assert "Waiting for the client" in page.content.decode()
+
+
+def _gated(agent):
+    """`agent` with the global policy's gate datasets chosen for it, as an Admin would."""
+    from tests.support.online import choose_global_gates
+
+    choose_global_gates(agent)
+    return agent

@@ -43,9 +43,21 @@ def trace(agent, version, transcript, *, trace_id=None, completed_at=None, resou
     return row
 
 
+def choose_global_gates(agent):
+    """Choose the global policy's gate datasets for `agent`, as an Admin would."""
+    from governance.models import GateDataset, PublishingPolicy
+
+    for policy in PublishingPolicy.objects.filter(agent__isnull=True):
+        for dataset in policy.gate_datasets.all():
+            GateDataset.objects.get_or_create(agent=agent, dataset=dataset)
+
+
 def live_after(agent, author, publisher):
     """(previous, live): two versions of `agent` published in turn through the gate, the
-    previous one retired by the second's publication. A policy and gate dataset must exist."""
+    previous one retired by the second's publication. A policy and gate dataset must exist;
+    the global policy's gate datasets are chosen for `agent` (a global list gates no agent by
+    itself)."""
+    choose_global_gates(agent)
     previous = make_version(agent, author)
     finish_gate_runs(RequestPublication(acting_user=author, agent_version=previous).execute())
     PublishVersion(acting_user=publisher, agent_version=previous).execute()
