@@ -2,17 +2,10 @@
 first walk through Sherlock in chromium, on a database seeded
 as `make run` seeds it (`seed_demo`), every step through the pages a person uses.
 
-The seeded Admin invites three people on /people/ (each opens the link and sets a password):
-an Editor, a Builder and a Publisher, plus an outsider with no role. The Editor creates a
-dataset, adds a case by hand and two by import, adds checks of three groups (a behavioural
-`tools_used`, a RAG `context_recall_overlap`, a custom model check, informative since no judge
-is configured) and freezes the draft after its confirmation. The Builder registers an agent
-with the `http` adapter (its own form) pointed at a loopback agent and starts a run on /runs/;
-the page server runs tasks in-process (SHERLOCK_Q_SYNC), so the run has finished when the run's
-page opens. The Admin chooses the dataset as the agent's gate dataset; the Builder requests
-publication, the gate run passes and the Publisher publishes. The outsider sees empty pages that
-say it is their roles, and no Publish button. Screenshots go to /tmp/walk/ (or
-SHERLOCK_SCREENSHOTS).
+What it does now: the seeded Admin invites an Editor, a Builder, a Publisher and an outsider
+with no role on /people/; each opens the link, sets a password and signs in. Still to write
+(the dataset, the http agent and run, the gate dataset, publication, the outsider's pages):
+the walk's plan is in the commit that adds this file. Screenshots go to /tmp/walk/.
 
 The SSO half of point 2 is tested in tests/browser/test_people_sso.py; here everyone is invited.
 """
