@@ -164,6 +164,15 @@ def run_detail(request, pk):
         unscored = unscored_checks(run)
         context.update(
             verdict=verdict,
+            # The progress card's "fail: <gate>" (the contract's first failing gate, named).
+            verdict_gate=next(
+                (
+                    g.label
+                    for g in verdict.gates
+                    if contract and g.name == contract.first_failing_gate
+                ),
+                "",
+            ),
             contract=contract,
             applied=verdict.applied,
             contract_cells=[
