@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from agents.models import Agent
-from evaluations.contract import GATE_LABELS, TABLE_COLUMNS, format_cells
+from evaluations.contract import GATE_LABELS, TABLE_COLUMNS, format_cells, page_columns
 from evaluations.models import DatasetVersion
 from production.actions.confirm_rollback_proposal import ConfirmRollbackProposal
 from production.actions.create_online_rule import CreateOnlineRule
@@ -103,7 +103,7 @@ def production_page(request, slug, refusal=None, status=200):
         "windows": windows,
         "gate_row": _row(contract.gate) if contract and contract.gate else None,
         "gate_gates": _gates(contract.gate) if contract and contract.gate else [],
-        "columns": TABLE_COLUMNS,
+        "columns": page_columns(),  # the pages' heads: every figure says its unit
         "rule": rule,
         "rule_checks": [c.label for c in rule_checks(rule)] if rule else [],
         "may_edit": user_can(request.user, "build", agent),

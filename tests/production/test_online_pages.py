@@ -88,6 +88,8 @@ def test_the_production_page_shows_windows_the_gate_the_cap_and_the_lag(client, 
     assert "production, last 24 h" in text and "production, last 7 d" in text
     assert "gate runs" in text and "Scoring stopped at" in text and "3 traces left unscored" in text
     assert "p95" in text
+    # The table's heads say each figure's unit, as the run page's do.
+    assert "<th>cost per trial</th>" in text and "cost/run" not in text
 
 
 def test_a_publisher_dismisses_on_the_page_and_a_builder_sees_no_verbs(
