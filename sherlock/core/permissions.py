@@ -100,5 +100,5 @@ def missing_role_text(what):
     return (
         f"You see no {what} because your roles cover no agent: {what} are shown for the agents "
         f"a role of yours (Editor, Builder, Publisher or Admin) covers. Ask {who} to grant you "
-        "one, globally or for an agent, on your user's Roles page in the admin."
+        "one, globally or for an agent, on the People page (/people/)."
     )

@@ -22,6 +22,7 @@ def test_an_outsiders_runs_page_says_it_is_their_roles_and_who_grants_them(
     assert "No runs yet." not in body
     assert "You see no runs because your roles cover no agent" in body
     assert f"Ask an Admin ({admin_user.username}) to grant you" in body
+    assert "on the People page (/people/)" in body  # where an Admin grants it since issue 24
 
 
 def test_an_outsiders_costs_page_says_the_same(logged_in, outsider, admin_user, a_run):
