@@ -2,7 +2,6 @@
 `GrantRole`/`RevokeRole`; groups, permissions and the superuser flag are shown read-only (see
 `governance.admin`)."""
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
@@ -14,39 +13,15 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from agents.models import Agent
-from evaluations.models import Dataset
 from governance.actions.grant_role import GrantRole
 from governance.actions.revoke_role import RevokeRole
-from governance.choices import Role
 from governance.models import (
     RoleGrant,
 )
+from governance.role_forms import RoleForm
 from governance.roles import holds_admin_rights, is_global_admin, role_grants
 from sherlock.core.admin import ReadOnlyMixin
 from sherlock.core.errors import ActionError
-
-
-class RoleForm(forms.Form):
-    role = forms.ChoiceField(choices=Role.choices)
-    agent = forms.ModelChoiceField(
-        Agent.objects.all(), required=False, to_field_name="slug", help_text="Only this agent."
-    )
-    dataset = forms.ModelChoiceField(
-        Dataset.objects.all(), required=False, to_field_name="slug", help_text="Only this dataset."
-    )
-    reason = forms.CharField(required=False)
-
-    def clean(self):
-        cleaned = super().clean()
-        if cleaned.get("agent") and cleaned.get("dataset"):
-            raise forms.ValidationError("Choose an agent or a dataset, not both.")
-        return cleaned
-
-    @property
-    def scope(self):
-        return self.cleaned_data.get("agent") or self.cleaned_data.get("dataset")
-
 
 User = get_user_model()
 admin.site.unregister(User)

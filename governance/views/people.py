@@ -20,8 +20,6 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from agents.models import Agent
-from evaluations.models import Dataset
 from governance.actions.accept_invite import AcceptInvite
 from governance.actions.deactivate_user import DeactivateUser
 from governance.actions.grant_role import GrantRole
@@ -35,6 +33,7 @@ from governance.actions.update_sso_provider import UpdateSSOProvider
 from governance.choices import Role
 from governance.invites import invite_url, make_token, user_for_token
 from governance.models import RoleGrant, SSOGroupRole, SSOProvider
+from governance.role_forms import RoleForm, ScopeForm
 from governance.roles import is_global_admin
 from sherlock.core.errors import ActionError
 from sherlock.core.inputs import parse_id
@@ -47,34 +46,12 @@ def _require_admin(request):
         raise PermissionDenied("only an Admin manages people and their roles")
 
 
-class ScopeForm(forms.Form):
-    """A role and where it holds: everywhere, or one agent or one dataset (by slug)."""
-
-    role = forms.ChoiceField(choices=Role.choices)
-    agent = forms.ModelChoiceField(Agent.objects.all(), required=False, to_field_name="slug")
-    dataset = forms.ModelChoiceField(Dataset.objects.all(), required=False, to_field_name="slug")
-
-    def clean(self):
-        cleaned = super().clean()
-        if cleaned.get("agent") and cleaned.get("dataset"):
-            raise forms.ValidationError("Choose an agent or a dataset, not both.")
-        return cleaned
-
-    @property
-    def scope(self):
-        return self.cleaned_data.get("agent") or self.cleaned_data.get("dataset")
-
-
 class InviteForm(forms.Form):
     username = forms.CharField(max_length=150)
     email = forms.EmailField(required=False)
     first_name = forms.CharField(max_length=150, required=False)
     last_name = forms.CharField(max_length=150, required=False)
     role = forms.ChoiceField(choices=[("", "no role yet"), *Role.choices], required=False)
-
-
-class GrantForm(ScopeForm):
-    reason = forms.CharField(required=False, max_length=2000)
 
 
 class MapForm(ScopeForm):
@@ -156,7 +133,7 @@ def people_page(request):
 def person_page(request, pk):
     _require_admin(request)
     person = get_object_or_404(User, pk=pk)
-    form = GrantForm(request.POST or None)
+    form = RoleForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         verb = RevokeRole if "revoke" in request.POST else GrantRole
         try:
@@ -186,7 +163,7 @@ def _render_person(request, person, link=None):
         {
             "person": person,
             "grants": sorted(grants, key=lambda g: (g.scope != "global", g.scope, g.role)),
-            "form": GrantForm(),
+            "form": RoleForm(),
             "sso_accounts": list(person.socialaccount_set.all()),
             "may_reinvite": not person.has_usable_password() and person.last_login is None,
             "link": link,
