@@ -247,6 +247,9 @@ def test_sign_ins_are_listed_apart_not_among_the_governance_events(admin_client,
     assert {e.sequence for e in sign_ins} <= {e.sequence for e in apart["rows"]}
     body = response.content.decode()
     assert 'id="sign-ins"' in body and "mix them in" in body
+    # In the page's body, once, not inside its <title> (the section had landed in the title block).
+    title = body[body.index("<title>") : body.index("</title>")]
+    assert "sign-ins" not in title and body.count('id="sign-ins-apart"') == 1
 
 
 def test_sign_ins_can_be_mixed_in_or_shown_alone(admin_client, entries, sign_ins):
