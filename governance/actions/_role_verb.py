@@ -21,6 +21,17 @@ def change_entry(added, removed, own):
     return extra
 
 
+def check_grantable(role, obj):
+    """`role` is a role, and one that may hold on `obj` (None: everywhere), else ActionInvalid on
+    the `role` field: the rule of every verb that grants (by hand or from single sign-on)."""
+    if role not in Role.values:
+        raise ActionInvalid(f"{role!r} is not a role", field="role")
+    if obj is not None and scoped_perms(role, obj) is None:
+        raise ActionInvalid(
+            f"A {role} cannot be granted for a {obj._meta.verbose_name}.", field="role"
+        )
+
+
 class RoleVerb(GovernanceAction):
     """Grant or revoke `role` for `user`, globally (`obj` None) or for one agent or dataset.
     Only a global Admin changes roles; a refusal is recorded against the user. A role with no
@@ -51,13 +62,7 @@ class RoleVerb(GovernanceAction):
 
     def check(self):
         self.check_role()
-        if self.role not in Role.values:
-            raise ActionInvalid(f"{self.role!r} is not a role", field="role")
-        if self.obj is not None and scoped_perms(self.role, self.obj) is None:
-            raise ActionInvalid(
-                f"A {self.role} cannot be granted for a {self.obj._meta.verbose_name}.",
-                field="role",
-            )
+        check_grantable(self.role, self.obj)
         self.check_held()
 
     def held(self):

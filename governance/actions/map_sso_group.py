@@ -1,9 +1,10 @@
 """MapSSOGroup: an Admin maps one provider group to one role, globally or on one object."""
 
+from governance.actions._role_verb import check_grantable
 from governance.actions.sso_fields import SSOVerb
 from governance.choices import Role
 from governance.models import SSOGroupRole, SSOProvider
-from governance.roles import describe_scope, scoped_perms
+from governance.roles import describe_scope
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionInvalid
 
@@ -30,13 +31,7 @@ class MapSSOGroup(SSOVerb):
         self.check_provider(self.provider_id)
         if not self.group:
             raise ActionInvalid("Name the provider's group.", field="group")
-        if self.role not in Role.values:
-            raise ActionInvalid(f"{self.role!r} is not a role", field="role")
-        if self.obj is not None and scoped_perms(self.role, self.obj) is None:
-            raise ActionInvalid(
-                f"A {self.role} cannot be granted for a {self.obj._meta.verbose_name}.",
-                field="role",
-            )
+        check_grantable(self.role, self.obj)
         if self.role == Role.ADMIN and not self.allow_bypass:
             raise ActionInvalid(
                 "An Admin approves bypasses of the publish gate: tick 'may approve bypasses' "

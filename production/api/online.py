@@ -16,6 +16,7 @@ from agents.models import Agent
 from production.actions.confirm_rollback_proposal import ConfirmRollbackProposal
 from production.actions.create_online_rule import CreateOnlineRule
 from production.actions.dismiss_rollback_proposal import DismissRollbackProposal
+from production.actions.online_rule_fields import FIELDS
 from production.actions.update_online_rule import UpdateOnlineRule
 from production.models import OnlineRule, RollbackProposal
 from production.online.contract import lag_figures, production_contract, production_dict
@@ -32,22 +33,7 @@ class OnlineRuleSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = OnlineRule
-        fields = [
-            "agent",
-            "active",
-            "sampling_rate",
-            "filters",
-            "library_version",
-            "library_labels",
-            "checks",
-            "quality_check",
-            "outcome_check",
-            "verify_effects",
-            "judge_model",
-            "daily_cap_usd",
-            "created_at",
-            "updated_at",
-        ]
+        fields = ["agent", *FIELDS, "created_at", "updated_at"]  # the actions' own fields
         read_only_fields = fields
 
 
