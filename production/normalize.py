@@ -6,7 +6,8 @@ OpenInference and whose model client writes GenAI spans still makes one trial:
 
 - the GenAI semantic conventions from 1.37 (`gen_ai.input.messages`, `gen_ai.output.messages`
   and `gen_ai.system_instructions` as JSON parts, `gen_ai.provider.name`, `execute_tool` spans
-  with `gen_ai.tool.name`, `gen_ai.tool.call.id`, `.arguments`, `.result`, `gen_ai.usage.*`);
+  with `gen_ai.tool.name`, `gen_ai.tool.call.id`, `.arguments`, `.result`, `gen_ai.usage.*`,
+  `retrieval` spans with `gen_ai.retrieval.documents`);
 - the GenAI conventions up to 1.36 (`gen_ai.system`, `gen_ai.prompt`/`gen_ai.completion` as
   JSON or text, the indexed `gen_ai.prompt.N.*`/`gen_ai.completion.N.*` OpenLLMetry writes,
   the per-message span events `gen_ai.user.message`, `gen_ai.choice`, ...);
@@ -30,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-NORMALIZER_VERSION = 1
+NORMALIZER_VERSION = 2  # 2: GenAI retrieval spans (gen_ai.retrieval.documents) give contexts
 
 GENAI, GENAI_LEGACY, OPENINFERENCE = "genai", "genai_legacy", "openinference"
 
@@ -42,6 +43,8 @@ _GENAI_MARKS = (
     "gen_ai.provider.name",
     "gen_ai.tool.call.arguments",
     "gen_ai.tool.call.result",
+    "gen_ai.retrieval.documents",
+    "gen_ai.retrieval.query.text",
 )
 _LEGACY_EVENTS = (
     "gen_ai.system.message",
@@ -238,6 +241,15 @@ def _genai(span, attrs, events, dialect):
             ),
         }
         return step
+    if (
+        operation == "retrieval"
+        or name.startswith("retrieval")
+        or "gen_ai.retrieval.documents" in merged
+    ):
+        step.kind = "retrieval"
+        step.input_value = _json(merged.get("gen_ai.retrieval.query.text"))
+        step.documents = _retrieved(_json(merged.get("gen_ai.retrieval.documents")))
+        return step
     # Messages: 1.37's parts first, then the older forms.
     step.system = _parts_text(_json(merged.get("gen_ai.system_instructions")))
     step.input_messages = _parts_messages(_json(merged.get("gen_ai.input.messages")))
@@ -305,6 +317,20 @@ def _openinference(attrs):
     elif kind in ("AGENT", "CHAIN"):
         step.kind = "agent"
     return step
+
+
+def _retrieved(documents):
+    """The texts of `gen_ai.retrieval.documents` (a JSON list of `{id, score, content, ...}`);
+    a document recorded without its content (ids and scores only, the conventions' minimum)
+    is no context a check can read, so it is left out rather than made an empty string."""
+    if not isinstance(documents, list):
+        return []
+    texts = []
+    for document in documents:
+        content = document.get("content") if isinstance(document, dict) else document
+        if content is not None and not isinstance(content, dict | list):
+            texts.append(_text(content))
+    return texts
 
 
 # --- messages in each dialect's shape -----------------------------------------------------------

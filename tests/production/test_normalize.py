@@ -8,6 +8,7 @@ import pytest
 
 from production.completion import complete_traces
 from production.models import Trace
+from production.normalize import NORMALIZER_VERSION
 from tests.support.otel_clients import export_body, finished_spans
 
 RESOURCE = {"sherlock.agent": "support-bot", "sherlock.agent.version": 1}
@@ -32,7 +33,7 @@ def trial_of(client, key, build):
     transcript = dict(trace.transcript)
     assert transcript.pop("latency_ms") >= 0
     meta = transcript.pop("trace")
-    assert meta["trace_id"] == trace.trace_id and meta["normalizer_version"] == 1
+    assert meta["trace_id"] == trace.trace_id and meta["normalizer_version"] == NORMALIZER_VERSION
     return trace, transcript
 
 
@@ -258,6 +259,42 @@ def test_openinference(client, agent, builder_key):
         "model": "small",
     }
     assert str(trace.cost_usd) == "0.000200"  # billed by the spans, not priced
+
+
+def genai_retrieval(tracer):
+    """The GenAI conventions' retrieval span (`gen_ai.operation.name` `retrieval`): the query
+    and the documents as JSON objects; one document recorded by id and score only, as an
+    instrumentation that does not capture content writes it."""
+    with tracer.start_as_current_span("invoke_agent support-bot") as agent:
+        agent.set_attribute("gen_ai.operation.name", "invoke_agent")
+        with tracer.start_as_current_span("retrieval kb") as retrieval:
+            retrieval.set_attribute("gen_ai.operation.name", "retrieval")
+            retrieval.set_attribute("gen_ai.data_source.id", "kb")
+            retrieval.set_attribute("gen_ai.retrieval.query.text", QUESTION)
+            documents = [
+                {"id": "d1", "score": 0.9, "content": CONTEXT},
+                {"id": "d2", "score": 0.4},
+                {"id": "d3", "score": 0.3, "content": "Refunds: 5 days."},
+            ]
+            retrieval.set_attribute("gen_ai.retrieval.documents", json.dumps(documents))
+        with tracer.start_as_current_span("chat small") as chat:
+            chat.set_attribute("gen_ai.operation.name", "chat")
+            chat.set_attribute("gen_ai.provider.name", "openai")
+            chat.set_attribute("gen_ai.input.messages", genai_messages(("user", text(QUESTION))))
+            chat.set_attribute(
+                "gen_ai.output.messages", genai_messages(("assistant", text(ANSWER)))
+            )
+
+
+def test_genai_retrieval_spans_give_the_contexts(client, agent, builder_key):
+    trace, transcript = trial_of(client, builder_key, genai_retrieval)
+    assert trace.dialect == "genai"
+    assert transcript == {
+        "input": QUESTION,
+        "output": ANSWER,
+        "tool_calls": [],
+        "contexts": [CONTEXT, "Refunds: 5 days."],
+    }
 
 
 def test_a_trace_mixing_dialects_is_one_trial_said_mixed(client, agent, builder_key):
