@@ -104,3 +104,18 @@ def test_the_admin_says_sherlock_in_its_header_and_title(client):
     assert "Django administration" not in body and "Django site admin" not in body
     assert "<title>Sherlock administration | Sherlock admin</title>" in body
     assert '<a href="/admin/">Sherlock</a>' in body
+
+
+@pytest.mark.django_db
+def test_the_nav_shows_admin_only_to_those_whose_roles_open_it(client):
+    from governance.roles import derive_staff
+
+    nobody, builder = factories.user("nobody"), factories.user("bob", role="Builder")
+    for person in (nobody, builder):
+        derive_staff(person)  # is_staff as the role grants leave it
+    client.force_login(nobody)
+    body = client.get("/runs/").content.decode()
+    assert 'href="/admin/"' not in body and 'href="/runs/"' in body
+    assert client.get("/admin/").status_code == 302  # the door the link would lead to is shut
+    client.force_login(builder)
+    assert 'href="/admin/"' in client.get("/runs/").content.decode()
