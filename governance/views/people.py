@@ -210,9 +210,13 @@ def sso_page(request):
         )
     }
     providers = [
-        {"id": pid, "mapping": stored.get(pid), "rules": list(stored[pid].rules.all())}
-        if pid in stored
-        else {"id": pid, "mapping": None, "rules": []}
+        {
+            "id": pid,
+            "mapping": stored.get(pid),
+            "rules": list(stored[pid].rules.all()) if pid in stored else [],
+            # One form per provider, its ids apart (the pickers are found by id).
+            "form": MapForm(auto_id=f"id_{pid}_%s"),
+        }
         for pid in configured
     ]
     return render(
@@ -221,6 +225,7 @@ def sso_page(request):
         {
             "providers": providers,
             "roles": Role.choices,
+            "media": MapForm().media,
             "password_login": settings.SHERLOCK_PASSWORD_LOGIN,
         },
     )
