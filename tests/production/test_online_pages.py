@@ -59,7 +59,9 @@ def test_bad_fields_come_back_on_their_fields_with_the_input(client, builder, li
     answer = client.post(url, {**FORM, "sampling_rate": "2", "checks": "[{oops"})
     assert answer.status_code == 400
     form = answer.context["form"]
-    assert set(form.errors) == {"checks"}  # JSON first: the rule is not asked until it parses
+    # Every error at once: the JSON that does not parse and the rate out of range.
+    assert set(form.errors) == {"checks", "sampling_rate"}
+    assert "must be a number from 0 to 1" in answer.content.decode()
     answer = client.post(url, {**FORM, "sampling_rate": "2", "daily_cap_usd": "-3"})
     assert answer.status_code == 400
     assert set(answer.context["form"].errors) == {"sampling_rate", "daily_cap_usd"}
