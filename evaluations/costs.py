@@ -237,8 +237,8 @@ def _calls(n):
 
 
 def format_usd(amount, missing_calls=0):
-    """Money as every page, the admin and the commands show it (issue 12): "$0.0123", thousands
-    grouped ("$13,967.0880", `sherlock.core.money.usd`); with
+    """Money as every page, the admin and the commands show it (issue 12): "$0.0123", "$1.89",
+    thousands grouped ("$13,967.09"; the rule is `sherlock.core.money`'s); with
     calls whose price is missing, "price missing (3 calls)" when nothing is priced, or
     "$0.0123 + price missing (3 calls)"; an amount of None is "price missing". Never $0.0000
     for an unknown cost. Templates use it as ``{{ amount|usd:missing_calls }}``

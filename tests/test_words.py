@@ -8,7 +8,6 @@ from decimal import Decimal
 
 import pytest
 
-from evaluations.contract.measures import _usd
 from evaluations.costs import format_usd
 from evaluations.templatetags.money import usd as usd_filter
 from sherlock.core.log import OneLineRefusals
@@ -17,17 +16,22 @@ from tests.support import factories
 
 
 def test_money_groups_thousands_in_the_kernel_the_costs_and_the_filter():
-    assert usd(Decimal("13967.088")) == "$13,967.0880"
-    assert usd(Decimal("0.52"), None) == "$0.52"
-    assert usd(Decimal("-1200")) == "-$1,200.0000"
-    assert format_usd(Decimal("13967.088")) == "$13,967.0880"
-    assert format_usd(Decimal("1234567.5"), 3) == "$1,234,567.5000 + price missing (3 calls)"
-    assert usd_filter(Decimal("2500")) == "$2,500.0000"
-    assert _usd(Decimal("12500.0000")) == "$12,500.00"  # a policy's limit, to the cent
+    assert usd(Decimal("13967.088")) == "$13,967.09"
+    assert usd(Decimal("-1200")) == "-$1,200.00"
+    assert usd(Decimal("12500"), 2) == "$12,500.00"
+    assert format_usd(Decimal("13967.088")) == "$13,967.09"
+    assert format_usd(Decimal("1234567.5"), 3) == "$1,234,567.50 + price missing (3 calls)"
+    assert usd_filter(Decimal("2500")) == "$2,500.00"
 
 
-def test_money_below_a_thousand_reads_as_before():
-    assert format_usd(Decimal("0.0123")) == "$0.0123"
+def test_money_reads_to_the_cent_from_a_dollar_and_keeps_small_costs_readable():
+    assert usd(Decimal("1.8900")) == "$1.89"  # not "$1.8900"
+    assert usd(Decimal("1.125")) == "$1.13"  # halves up, as the contract rounds
+    assert usd(Decimal("0.5200")) == "$0.52"
+    assert usd(Decimal("0.0123")) == "$0.0123"  # a trial's cost keeps its digits
+    assert usd(Decimal("0.00123")) == "$0.0012"
+    assert usd(Decimal("0.00004")) == "<$0.0001"  # not zero, so never "$0.0000"
+    assert usd(Decimal("0")) == "$0.00"
     assert format_usd(None) == "price missing"
 
 
@@ -104,3 +108,18 @@ def test_the_admin_says_sherlock_in_its_header_and_title(client):
     assert "Django administration" not in body and "Django site admin" not in body
     assert "<title>Sherlock administration | Sherlock admin</title>" in body
     assert '<a href="/admin/">Sherlock</a>' in body
+
+
+@pytest.mark.django_db
+def test_the_nav_shows_admin_only_to_those_whose_roles_open_it(client):
+    from governance.roles import derive_staff
+
+    nobody, builder = factories.user("nobody"), factories.user("bob", role="Builder")
+    for person in (nobody, builder):
+        derive_staff(person)  # is_staff as the role grants leave it
+    client.force_login(nobody)
+    body = client.get("/runs/").content.decode()
+    assert 'href="/admin/"' not in body and 'href="/runs/"' in body
+    assert client.get("/admin/").status_code == 302  # the door the link would lead to is shut
+    client.force_login(builder)
+    assert 'href="/admin/"' in client.get("/runs/").content.decode()

@@ -193,14 +193,6 @@ class ContractResult:
         }
 
 
-def _usd(value: Decimal) -> str:
-    """A money limit to the cent, or to its last significant digit below one: a policy's
-    limit comes from a four-decimal column ($0.6000 -> $0.60, $0.0525 -> $0.0525)."""
-    value = value.normalize()
-    exponent = value.as_tuple().exponent  # an int for a finite limit ('n', 'N', 'F' are not)
-    return usd(value.quantize(CENT) if isinstance(exponent, int) and exponent > -2 else value, None)
-
-
 def _float(value: Decimal | None) -> float | None:
     return None if value is None else float(value)
 
@@ -384,15 +376,15 @@ def _budget_gate(cost: Decimal | None, t: VariantTotals, limits: Thresholds) -> 
         return GateResult(
             "budget",
             FAIL,
-            f"cost per verified outcome unavailable ({reason}) against a budget of {_usd(maximum)}",
+            f"cost per verified outcome unavailable ({reason}) against a budget of {usd(maximum)}",
         )
     if maximum is None:
-        return GateResult("budget", PASS, f"{usd(cost, None)} per verified outcome; no budget set")
+        return GateResult("budget", PASS, f"{usd(cost)} per verified outcome; no budget set")
     ok = cost <= maximum
     return GateResult(
         "budget",
         PASS if ok else FAIL,
-        f"{usd(cost, None)} per verified outcome {'<=' if ok else '>'} max {_usd(maximum)}",
+        f"{usd(cost)} per verified outcome {'<=' if ok else '>'} max {usd(maximum)}",
     )
 
 

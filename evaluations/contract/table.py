@@ -47,7 +47,7 @@ def page_columns() -> list[str]:
 def _money(value: Decimal | None, unit: str = "") -> str:
     if value is None:
         return "unavailable"
-    return usd(value, None) + (f" {unit}" if unit else "")
+    return usd(value) + (f" {unit}" if unit else "")
 
 
 def _counted(ratio: Ratio) -> str:

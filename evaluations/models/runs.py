@@ -14,6 +14,7 @@ from evaluations.choices import (
     RunStatus,
     TrialStatus,
 )
+from evaluations.judge.setup import NO_JUDGE, judge_configured
 from sherlock.core.permissions import within
 
 
@@ -124,8 +125,8 @@ class Run(models.Model):
         `evaluations.actions.summarize_run` (the engine imports models, never the actions)."""
         if self.status != RunStatus.COMPLETED:
             return "Only a completed run can be summarised."
-        if not settings.SHERLOCK_JUDGE_BASE_URL:
-            return "No judge is configured (SHERLOCK_JUDGE_BASE_URL), so no summary can be written."
+        if not judge_configured():
+            return NO_JUDGE  # the one sentence every no-judge place says (issue 24)
         return None
 
     @property

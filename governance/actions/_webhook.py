@@ -13,7 +13,13 @@ from django.core.validators import URLValidator
 from governance.choices import WebhookEvent
 from governance.roles import is_global_admin
 from sherlock.core.egress import EgressRefused, check_destination
-from sherlock.core.errors import ActionDenied, ActionInvalid, ActionRefused
+from sherlock.core.errors import (
+    ActionDenied,
+    ActionError,
+    ActionInvalid,
+    ActionRefused,
+    raise_invalid,
+)
 
 _URL = URLValidator(schemes=["http", "https"])
 
@@ -46,6 +52,20 @@ def clean_events(events):
     if not chosen:
         raise ActionInvalid("Choose at least one event.", field="events")
     return chosen
+
+
+def clean_fields(changes):
+    """`changes` ("url", "events" among them) cleaned in place, every bad one reported at once
+    (issue 24): a bad URL and no event are two errors of one submit."""
+    errors = []
+    for name, clean in (("url", clean_url), ("events", clean_events)):
+        if name in changes:
+            try:
+                changes[name] = clean(changes[name])
+            except ActionError as exc:
+                errors.append(exc)
+    raise_invalid(errors)
+    return changes
 
 
 def snapshot(endpoint):

@@ -9,7 +9,7 @@ from governance.actions.base import GovernanceAction
 from governance.models import APIKey
 from governance.roles import is_global_admin
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, raise_invalid
 
 NAME_MAX_LENGTH = APIKey._meta.get_field("name").max_length
 
@@ -42,20 +42,33 @@ class CreateAPIKey(GovernanceAction):
             raise ActionDenied("Only an Admin may issue an API key to another user.")
         if not self.user.is_active:
             raise ActionConflict(f"{self.user} is inactive.", code="inactive_user")
+        errors = []  # the name's and the days' at once (issue 24)
         self.name = " ".join((self.name or "").split())
         if not self.name:
-            raise ActionInvalid("A key needs a name (what or who will use it).", field="name")
-        if len(self.name) > NAME_MAX_LENGTH:
-            raise ActionInvalid(
-                f"A key's name is at most {NAME_MAX_LENGTH} characters.", field="name"
+            errors.append(
+                ActionInvalid("A key needs a name (what or who will use it).", field="name")
+            )
+        elif len(self.name) > NAME_MAX_LENGTH:
+            errors.append(
+                ActionInvalid(
+                    f"A key's name is at most {NAME_MAX_LENGTH} characters.", field="name"
+                )
             )
         maximum = settings.SHERLOCK_API_KEY_MAX_DAYS
         if self.days is None:
             self.days = settings.SHERLOCK_API_KEY_DAYS
-        if not isinstance(self.days, int) or not 1 <= self.days <= maximum:
-            raise ActionInvalid(
-                f"A key lives from 1 to {maximum} days (SHERLOCK_API_KEY_MAX_DAYS).", field="days"
+        if (
+            isinstance(self.days, bool)
+            or not isinstance(self.days, int)
+            or not 1 <= self.days <= maximum
+        ):
+            errors.append(
+                ActionInvalid(
+                    f"A key lives from 1 to {maximum} days (SHERLOCK_API_KEY_MAX_DAYS).",
+                    field="days",
+                )
             )
+        raise_invalid(errors)
 
     def perform(self):
         api_key, secret = APIKey.objects.create_key(

@@ -1,6 +1,6 @@
 """CreateWebhook: an Admin registers an endpoint for some events; a fresh secret is drawn."""
 
-from governance.actions._webhook import clean_events, clean_url, require_admin, snapshot
+from governance.actions._webhook import clean_fields, require_admin, snapshot
 from governance.actions.base import GovernanceAction
 from governance.models import WebhookEndpoint
 from governance.models.webhooks import new_secret
@@ -17,8 +17,8 @@ class CreateWebhook(GovernanceAction):
 
     def check(self):
         require_admin(self.acting_user)
-        self.url = clean_url(self.url)
-        self.events = clean_events(self.events)
+        cleaned = clean_fields({"url": self.url, "events": self.events})
+        self.url, self.events = cleaned["url"], cleaned["events"]
 
     def perform(self):
         endpoint = WebhookEndpoint.objects.create(

@@ -10,7 +10,7 @@ from governance.actions.base import GovernanceAction
 from governance.invites import make_token
 from governance.roles import is_global_admin
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, raise_invalid
 
 
 class InviteUser(GovernanceAction):
@@ -42,21 +42,26 @@ class InviteUser(GovernanceAction):
                 "sign-on, at their first sign-in.",
                 code="password_login_off",
             )
+        errors = []  # the username's and the e-mail's at once (issue 24)
         if not self.username:
-            raise ActionInvalid("A username is required.", field="username")
-        try:
-            UnicodeUsernameValidator()(self.username)
-        except ValidationError:
-            raise ActionInvalid(
-                "A username has letters, digits and @ . + - _ only.", field="username"
-            ) from None
+            errors.append(ActionInvalid("A username is required.", field="username"))
+        else:
+            try:
+                UnicodeUsernameValidator()(self.username)
+            except ValidationError:
+                errors.append(
+                    ActionInvalid(
+                        "A username has letters, digits and @ . + - _ only.", field="username"
+                    )
+                )
         if self.email:
             try:
                 validate_email(self.email)
             except ValidationError:
-                raise ActionInvalid(
-                    f"{self.email!r} is not an e-mail address.", field="email"
-                ) from None
+                errors.append(
+                    ActionInvalid(f"{self.email!r} is not an e-mail address.", field="email")
+                )
+        raise_invalid(errors)
         if get_user_model().objects.filter(username__iexact=self.username).exists():
             raise ActionConflict(f"{self.username} already exists.", code="exists")
 

@@ -6,7 +6,7 @@ from governance.choices import Role
 from governance.models import SSOGroupRole, SSOProvider
 from governance.roles import describe_scope
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionConflict, ActionInvalid
+from sherlock.core.errors import ActionConflict, ActionInvalid, raise_invalid
 
 
 class MapSSOGroup(SSOVerb):
@@ -29,15 +29,22 @@ class MapSSOGroup(SSOVerb):
     def check(self):
         self.check_role()
         self.check_provider(self.provider_id)
+        errors = []  # every problem of the mapping at once (issue 24)
         if not self.group:
-            raise ActionInvalid("Name the provider's group.", field="group")
-        check_grantable(self.role, self.obj)
+            errors.append(ActionInvalid("Name the provider's group.", field="group"))
+        try:
+            check_grantable(self.role, self.obj)
+        except ActionInvalid as exc:
+            errors.append(exc)
         if self.role == Role.ADMIN and not self.allow_bypass:
-            raise ActionInvalid(
-                "An Admin approves bypasses of the publish gate: tick 'may approve bypasses' "
-                "to map a group to the Admin role.",
-                field="allow_bypass",
+            errors.append(
+                ActionInvalid(
+                    "An Admin approves bypasses of the publish gate: tick 'may approve "
+                    "bypasses' to map a group to the Admin role.",
+                    field="allow_bypass",
+                )
             )
+        raise_invalid(errors)
         if self.existing().exists():
             raise ActionConflict(f"{self.group} already maps to {self.role} there.", code="exists")
 

@@ -9,7 +9,7 @@ what `policy_thresholds` reads), not a second copy.
 from django.core.exceptions import ValidationError
 
 from evaluations.contract import POLICY_FIELDS as THRESHOLD_FIELDS
-from sherlock.core.errors import ActionInvalid
+from sherlock.core.errors import ActionInvalid, raise_invalid
 
 # Every rule a policy carries; `agent` (the scope) and `version` are not edited, they are the
 # row's identity.
@@ -36,15 +36,28 @@ def snapshot(policy, gate_datasets):
 
 
 def validate(policy, fields):
-    """Reject unknown fields and whatever the model's own validation refuses (ActionInvalid)."""
+    """Reject unknown fields and whatever the model's own validation refuses: every problem at
+    once (issue 24), each an ActionInvalid on its field (`raise_invalid`)."""
     unknown = set(fields) - set(POLICY_FIELDS)
     if unknown:
-        name = sorted(unknown)[0]
-        raise ActionInvalid(f"{name} is not a policy field", field=name)
+        raise_invalid(
+            ActionInvalid(f"{name} is not a policy field", field=name) for name in sorted(unknown)
+        )
+    errors = []
     try:
         policy.full_clean(exclude=["scope_key", "agent", "created_by"], validate_unique=False)
     except ValidationError as exc:
-        field, messages = next(iter(exc.message_dict.items()))
-        raise ActionInvalid(f"{field}: {' '.join(messages)}", field=field) from None
-    if policy.bypass_expiry_hours < 1:
-        raise ActionInvalid("a bypass must live at least one hour", field="bypass_expiry_hours")
+        errors = [
+            ActionInvalid(f"{field}: {' '.join(messages)}", field=field)
+            for field, messages in exc.message_dict.items()
+        ]
+    hours = policy.bypass_expiry_hours
+    if (
+        isinstance(hours, int)
+        and hours < 1
+        and not any(e.field == "bypass_expiry_hours" for e in errors)
+    ):
+        errors.append(
+            ActionInvalid("a bypass must live at least one hour", field="bypass_expiry_hours")
+        )
+    raise_invalid(errors)

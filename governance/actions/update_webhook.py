@@ -1,7 +1,7 @@
 """UpdateWebhook: an Admin changes an endpoint's URL, events or active flag, or draws a new
 secret (`rotate_secret`); the audit entry has the before and after, never the secret."""
 
-from governance.actions._webhook import clean_events, clean_url, require_admin, snapshot
+from governance.actions._webhook import clean_fields, require_admin, snapshot
 from governance.actions.base import GovernanceAction
 from governance.models import WebhookEndpoint
 from governance.models.webhooks import new_secret
@@ -29,10 +29,7 @@ class UpdateWebhook(GovernanceAction):
 
     def check(self):
         require_admin(self.acting_user)
-        if "url" in self.changes:
-            self.changes["url"] = clean_url(self.changes["url"])
-        if "events" in self.changes:
-            self.changes["events"] = clean_events(self.changes["events"])
+        clean_fields(self.changes)
         if "active" in self.changes:
             self.changes["active"] = bool(self.changes["active"])
         before = snapshot(self.endpoint)

@@ -39,6 +39,8 @@ class APIKeyForm(ActionForm):
         super().__init__(*args, **kwargs)
         self.fields["days"].initial = settings.SHERLOCK_API_KEY_DAYS
 
+    checks_partial = True  # the fields are read with defaults
+
     def make_action(self, user):
         return CreateAPIKey(
             acting_user=user,

@@ -7,7 +7,7 @@ from django.contrib import admin
 
 from agents.models import Agent
 from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin
-from sherlock.core.errors import ActionError, ActionRefused
+from sherlock.core.errors import ActionError, ActionRefused, each_error, refusal_in
 
 
 class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
@@ -56,20 +56,31 @@ class ActionForm(forms.ModelForm):
     """A form whose row is written by an action (`make_action(user)`, set by the subclass):
     `clean` asks the action's `check()`, so a refusal is shown on its field (or the form)
     instead of failing inside the admin's transaction, and the form never touches the
-    instance itself."""
+    instance itself. Every error comes at once (issue 24): each of the action's on its field,
+    and, when `make_action` takes a partly cleaned form (`checks_partial`: it reads the fields
+    with defaults), the action's errors on the fields that passed beside the fields' own."""
+
+    checks_partial = False
 
     def clean(self):
         cleaned = super().clean()
-        if self.errors:
+        failed = bool(self.errors)
+        if failed and not self.checks_partial:
             return cleaned
         action = self.make_action(self.user)
         try:
             action.check()
         except ActionError as exc:
-            if isinstance(exc, ActionRefused):  # audited as `execute()` would: it is evidence
-                action.audit_refusal(exc)
-            field = getattr(exc, "field", None)
-            self.add_error(field if field in self.fields else None, str(exc))
+            refusal = refusal_in(exc)
+            if isinstance(refusal, ActionRefused):  # audited as `execute()` would: evidence
+                action.audit_refusal(refusal)
+            for error in each_error(exc):
+                field = error.field if error.field in self.fields else None
+                # A field already wrong says so once; a refusal of the whole form waits until
+                # the fields are right (it may come from a field left out).
+                if field in self.errors or (failed and field is None):
+                    continue
+                self.add_error(field, str(error))
         return cleaned
 
     def _post_clean(self):

@@ -22,6 +22,8 @@ class PolicyForm(ActionForm):
         model = PublishingPolicy
         fields = ["agent", *POLICY_FIELDS, "gate_datasets"]
 
+    checks_partial = True  # every field is read with `in cleaned_data`
+
     def make_action(self, user):
         fields = {
             name: self.cleaned_data[name] for name in POLICY_FIELDS if name in self.cleaned_data

@@ -33,6 +33,8 @@ class WebhookForm(ActionForm):
         model = WebhookEndpoint
         fields = ["url", "events", "active"]
 
+    checks_partial = True  # the fields are read with defaults
+
     def make_action(self, user):
         changes = {name: self.cleaned_data.get(name) for name in ("url", "events", "active")}
         if self.instance.pk is None:

@@ -35,7 +35,7 @@ from governance.invites import invite_url, make_token, user_for_token
 from governance.models import RoleGrant, SSOGroupRole, SSOProvider
 from governance.role_forms import RoleForm, ScopeForm
 from governance.roles import is_global_admin
-from sherlock.core.errors import ActionError
+from sherlock.core.errors import ActionError, each_error
 from sherlock.core.inputs import parse_id
 
 User = get_user_model()
@@ -48,7 +48,7 @@ def _require_admin(request):
 
 class InviteForm(forms.Form):
     username = forms.CharField(max_length=150)
-    email = forms.EmailField(required=False)
+    email = forms.CharField(required=False, max_length=254)  # InviteUser checks it, with the rest
     first_name = forms.CharField(max_length=150, required=False)
     last_name = forms.CharField(max_length=150, required=False)
     role = forms.ChoiceField(choices=[("", "no role yet"), *Role.choices], required=False)
@@ -108,7 +108,8 @@ def people_page(request):
                     acting_user=request.user, user=user, role=data["role"], reason="invited"
                 ).execute()
         except ActionError as exc:
-            form.add_error(getattr(exc, "field", None) or None, str(exc))
+            for error in each_error(exc):  # every one on its field (issue 24)
+                form.add_error(error.field if error.field in form.fields else None, str(error))
         else:
             link = invite_url(request, token)
             invited = {"user": user, "link": link, "mailed": _send_invite(user, link)}
@@ -210,9 +211,13 @@ def sso_page(request):
         )
     }
     providers = [
-        {"id": pid, "mapping": stored.get(pid), "rules": list(stored[pid].rules.all())}
-        if pid in stored
-        else {"id": pid, "mapping": None, "rules": []}
+        {
+            "id": pid,
+            "mapping": stored.get(pid),
+            "rules": list(stored[pid].rules.all()) if pid in stored else [],
+            # One form per provider, its ids apart (the pickers are found by id).
+            "form": MapForm(auto_id=f"id_{pid}_%s"),
+        }
         for pid in configured
     ]
     return render(
@@ -221,6 +226,7 @@ def sso_page(request):
         {
             "providers": providers,
             "roles": Role.choices,
+            "media": MapForm().media,
             "password_login": settings.SHERLOCK_PASSWORD_LOGIN,
         },
     )

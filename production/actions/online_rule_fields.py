@@ -58,6 +58,19 @@ def apply(rule, changes):
         rule.judge_model = settings.SHERLOCK_JUDGE_MODEL
 
 
+def field_errors(changes):
+    """The errors of each field of `changes` taken alone, no check across fields: what a form
+    whose other fields do not parse yet still says, so that one submit shows every error."""
+    errors = []
+    for name in FIELDS:
+        if name in changes:
+            try:
+                _clean(name, changes[name])
+            except ActionInvalid as exc:
+                errors.append(exc)
+    return errors
+
+
 def _clean(name, value):
     try:
         if name in ("active", "verify_effects"):

@@ -301,9 +301,8 @@ def score_trace(trace, rule, checks, prices, span_attributes=()):
                     "daily spend cap cannot be enforced",
                 )
             if not spend.reserve(rule, amount):
-                return _capped(
-                    score, f"the daily judge spend cap of ${rule.daily_cap_usd} was reached"
-                )
+                cap = costs.format_usd(rule.daily_cap_usd)
+                return _capped(score, f"the daily judge spend cap of {cap} was reached")
             reserved = amount
             judge = PinnedJudge(judge, rule.judge_model)
     try:

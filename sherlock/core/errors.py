@@ -64,6 +64,12 @@ def raise_invalid(errors):
         raise InvalidFields(errors)
 
 
+def each_error(exc):
+    """The errors `exc` holds, each naming its field: every one of `InvalidFields`, else `exc`
+    itself. What a form puts on its fields, one by one."""
+    return list(exc.errors) if isinstance(exc, InvalidFields) else [exc]
+
+
 def refusal_in(exc):
     """The denial or refusal `exc` is (ActionDenied, ActionRefused) or holds (the first among
     InvalidFields' errors, or the one an error of its own kind keeps as `refusal`: an import's

@@ -72,9 +72,9 @@ def test_a_schedule_above_the_monthly_limit_is_saved_only_once_confirmed(
     page.click("button[name=estimate]")
     page.wait_for_selector("#confirm-cost")
     warning = page.inner_text("#confirm-cost")
-    assert "a month, more than the $100.0000 that needs a confirmation" in warning
+    assert "a month, more than the $100.00 that needs a confirmation" in warning
     month = page.locator("#schedule-estimate td").all_inner_texts()[5]
-    assert month.startswith("$") and "," in month  # "$2,592.0000": thousands grouped
+    assert month.startswith("$") and "," in month  # "$2,592.00": thousands grouped
     page.click("button[name=save]")
     page.wait_for_selector("#confirm-cost .status.error")
     assert "confirm the cost to save it" in page.inner_text("#confirm-cost")

@@ -102,7 +102,7 @@ def test_the_start_page_warns_of_an_unpriced_judge_and_the_list_gives_verdicts(
     page.select_option("#start-run select[name=dataset_version]", str(dataset_version.pk))
     page.click("#start-run button[name=estimate]")
     page.wait_for_selector("#start-estimate")
-    assert "$0.2000 + price missing (2 calls)" in page.inner_text("#start-estimate")
+    assert "$0.20 + price missing (2 calls)" in page.inner_text("#start-estimate")
     warning = page.inner_text("#start-coverage-warning")
     assert "Judge calls without a price (unpriced-judge)" in warning
     assert "coverage gate will fail" in warning and "Model prices" in warning

@@ -66,7 +66,7 @@ def test_a_working_judge_answers_every_family_and_exits_0(judge_settings, llm_se
     for family in rubrics.FAMILIES:
         assert f"  {family} " in out
     assert "FAILED" not in out
-    assert "price: $0.000000/M in" in out
+    assert "price: $0.00/M in" in out
     assert len(llm_server.requests) == len(rubrics.FAMILIES)  # one question per family
     assert all("max_tokens" in request for request in llm_server.requests)
     probe = JudgeProbe.objects.get()

@@ -87,7 +87,7 @@ def test_agent_cost_is_billed_estimated_or_missing():
 def test_the_estimate_reads_as_calls_and_what_is_missing_a_price():
     assert costs.describe_estimate({}) == "-"
     assert costs.describe_estimate({"calls": 3, "judge_calls": 1, "usd": 0.25}) == (
-        "3 calls (1 judge), $0.2500"
+        "3 calls (1 judge), $0.25"
     )
     # Issue 12: a missing price reads "price missing (N calls)", never "$0.0000 known".
     missing = {
@@ -113,16 +113,16 @@ def test_the_estimate_reads_as_calls_and_what_is_missing_a_price():
         "checks": {"Faithful": {"calls": 3, "usd": None}, "Relevant": {"calls": 0, "usd": 0}},
     }
     assert costs.describe_estimate(judged) == (
-        "5 calls (3 judge), $0.0200 + price missing (3 calls) for judge-model"
+        "5 calls (3 judge), $0.02 + price missing (3 calls) for judge-model"
     )
 
 
 def test_money_reads_price_missing_with_the_calls_never_zero_dollars():
     assert costs.format_usd(Decimal("0.01234")) == "$0.0123"
-    assert costs.format_usd(Decimal(0)) == "$0.0000"  # known and free (a cache hit)
+    assert costs.format_usd(Decimal(0)) == "$0.00"  # known and free (a cache hit)
     assert costs.format_usd(Decimal(0), 4) == "price missing (4 calls)"
     assert costs.format_usd(Decimal(0), 1) == "price missing (1 call)"
-    assert costs.format_usd(Decimal("0.5"), 2) == "$0.5000 + price missing (2 calls)"
+    assert costs.format_usd(Decimal("0.5"), 2) == "$0.50 + price missing (2 calls)"
     assert costs.format_usd(None) == "price missing"
     assert costs.format_usd(None, 3) == "price missing (3 calls)"
 
@@ -134,4 +134,4 @@ def test_templates_show_money_through_the_usd_filter():
     assert template.render(Context({"amount": Decimal(0), "missing": 2})) == (
         "price missing (2 calls)"
     )
-    assert template.render(Context({"amount": Decimal("1.5"), "missing": 0})) == "$1.5000"
+    assert template.render(Context({"amount": Decimal("1.5"), "missing": 0})) == "$1.50"

@@ -114,7 +114,7 @@ def test_a_run_whose_cases_and_contract_pass_exits_0_with_its_tables(
         "usd": "0.02000000",
         "usd_known": "0.02000000",
         "price_missing_calls": 0,
-        "text": "$0.0200",
+        "text": "$0.02",
     }
 
 

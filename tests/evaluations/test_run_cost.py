@@ -210,7 +210,7 @@ def test_the_admin_shows_progress_spend_and_estimate(
     page = client.get(f"/admin/evaluations/run/{run.pk}/change/").content.decode()
     assert "2/2" in page
     # Issue 12: one money text everywhere, "price missing (N calls)" (evaluations.costs).
-    assert "$0.0200 + price missing (1 call)" in page
+    assert "$0.02 + price missing (1 call)" in page
     assert "2 calls (0 judge), price missing (2 calls) for agent support-bot v" in page
     listing = client.get("/admin/evaluations/run/").content.decode()
     assert "price missing (1 call)" in listing

@@ -3,9 +3,11 @@ statement citing an unknown case is dropped, a summary citing none is refused (i
 recorded, kind `summary`), and with no judge the refusal says why."""
 
 import pytest
+from django.utils.html import escape
 
 from evaluations.actions.summarize_run import SummarizeRun, run_facts, summary_unavailable
 from evaluations.choices import CostKind
+from evaluations.judge.setup import NO_JUDGE
 from evaluations.models import CostEntry
 from governance.models import AuditEntry
 from sherlock.core.errors import ActionConflict, ActionDenied
@@ -74,7 +76,7 @@ def test_a_summary_citing_no_case_of_the_run_is_refused(
 def test_without_a_judge_it_says_why(settings, builder, finished):
     settings.SHERLOCK_JUDGE_BASE_URL = ""
     _, run = finished
-    assert "No judge is configured" in summary_unavailable(run)
+    assert summary_unavailable(run) == NO_JUDGE  # the one sentence, not words of its own
     with pytest.raises(ActionConflict, match="No judge is configured"):
         SummarizeRun(acting_user=builder, run=run).execute()
 
@@ -105,4 +107,5 @@ def test_the_run_page_button(judge_settings, llm_server, logged_in, builder, fin
 def test_the_run_page_says_why_without_a_judge(settings, logged_in, builder, finished):
     settings.SHERLOCK_JUDGE_BASE_URL = ""
     page = logged_in(builder).get(f"/runs/{finished[1].pk}/").content.decode()
-    assert 'id="summary-unavailable"' in page and "No judge is configured" in page
+    assert 'id="summary-unavailable"' in page and escape(NO_JUDGE) in page
+    assert "Judge settings" in page.split('id="summary-unavailable"')[1].split("</p>")[0]

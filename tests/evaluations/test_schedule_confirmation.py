@@ -97,8 +97,8 @@ def test_a_month_above_the_limit_asks_for_a_confirmation_on_the_page(logged_in, 
     shown = client.post("/schedules/", {**form(priced, interval_minutes=5), "estimate": ""})
     body = shown.content.decode()
     assert 'id="confirm-cost"' in body
-    assert "This schedule costs $1,728.0000 a month" in body  # grouped thousands
-    assert "SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD" in body and "$100.0000" in body
+    assert "This schedule costs $1,728.00 a month" in body  # grouped thousands
+    assert "SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD" in body and "$100.00" in body
     key = shown.context["estimated_key"]
     refused = client.post(
         "/schedules/", {**form(priced, interval_minutes=5), "estimated": key, "save": ""}

@@ -253,7 +253,7 @@ def test_an_unpriced_judge_shows_the_known_cost_too_and_warns_of_the_coverage_ga
     page = estimate_of(client, version, dataset_version)
     cost = page.split('id="start-estimate"', 1)[1].split("</table>", 1)[0]
     # The known part, as the run's own page will show it, not only "price missing".
-    assert "$0.2000 + price missing (2 calls)" in cost
+    assert "$0.20 + price missing (2 calls)" in cost
     warning = page.split('id="start-coverage-warning"', 1)[1].split("</p>", 1)[0]
     assert "Judge calls without a price (unpriced-judge)" in warning
     assert "the contract's coverage gate will fail" in warning

@@ -177,7 +177,7 @@ def test_roles_are_granted_on_the_roles_page_by_a_global_admin(client, admin_use
     someone = factories.user("someone")
     logged_in(client, admin_user)
     url = f"/admin/auth/user/{someone.pk}/roles/"
-    client.post(url, {"role": "Publisher", "agent": "support-bot", "grant": "1"})
+    client.post(url, {"role": "Publisher", "agent": agent.pk, "grant": "1"})
     assert someone.has_perm("agents.publish_agent", agent)
     assert AuditEntry.objects.get(action="governance.role.grant").actor_id == admin_user.pk
     assert "Publisher (agent support-bot)" in client.get(url).content.decode()

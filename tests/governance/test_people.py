@@ -190,17 +190,16 @@ def test_roles_decide_staff(admin_user):
 def test_the_person_page_grants_and_revokes_a_scoped_role(client, admin_user, editor):
     from tests.support import factories
 
-    factories.agent("billing-bot")
+    bot = factories.agent("billing-bot")
     client.force_login(admin_user)
-    client.post(f"/people/{editor.pk}/", {"role": "Builder", "agent": "billing-bot", "grant": "1"})
+    client.post(f"/people/{editor.pk}/", {"role": "Builder", "agent": bot.pk, "grant": "1"})
     assert editor.role_grants.filter(role="Builder", agent__slug="billing-bot").exists()
     page = client.get(f"/people/{editor.pk}/").content.decode()
     assert "Roles changed." in page and "agent billing-bot" in page
-    client.post(f"/people/{editor.pk}/", {"role": "Builder", "agent": "billing-bot", "revoke": "1"})
+    assert f'name="agent" value="{bot.pk}"' in page  # the revoke button names what it takes
+    client.post(f"/people/{editor.pk}/", {"role": "Builder", "agent": bot.pk, "revoke": "1"})
     assert not editor.role_grants.filter(role="Builder").exists()
-    refused = client.post(
-        f"/people/{editor.pk}/", {"role": "Editor", "agent": "billing-bot"}, follow=True
-    )
+    refused = client.post(f"/people/{editor.pk}/", {"role": "Editor", "agent": bot.pk}, follow=True)
     assert "cannot be granted for a agent" in refused.content.decode()
 
 
@@ -283,3 +282,58 @@ def test_bad_addresses_and_ids_answer_4xx_not_500(client, admin_user, method, ur
     client.force_login(admin_user)
     answer = getattr(client, method)(url, data or {})
     assert 400 <= answer.status_code < 500
+
+
+# --- the scope pickers: the admin's autocomplete, never a list of every agent -----------------
+
+
+@pytest.mark.parametrize("page", ["person", "roles", "sso"])
+def test_the_role_forms_pick_the_agent_and_dataset_by_autocomplete(
+    client, settings, admin_user, editor, page
+):
+    from tests.support import factories
+
+    settings.SHERLOCK_OIDC_APPS = [
+        {"provider_id": "corp", "name": "Corp", "client_id": "c", "settings": {}}
+    ]
+    for n in range(30):
+        factories.agent(f"bot-{n:02}")
+        factories.dataset(f"set-{n:02}")
+    client.force_login(admin_user)
+    url = {
+        "person": f"/people/{editor.pk}/",
+        "roles": f"/admin/auth/user/{editor.pk}/roles/",
+        "sso": "/people/sso/",
+    }[page]
+    body = client.get(url).content.decode()
+    for field in ("agent", "dataset"):
+        assert f'data-field-name="{field}"' in body and 'data-model-name="rolegrant"' in body
+    assert 'class="admin-autocomplete"' in body and "admin/js/autocomplete.js" in body
+    assert "bot-07" not in body and "set-07" not in body  # nothing listed until typed
+
+
+def test_the_autocomplete_finds_agents_and_datasets_for_an_admin(client, admin_user, editor):
+    from tests.support import factories
+
+    bot = factories.agent("billing-bot", name="Billing")
+    factories.agent("support-bot")
+    basics = factories.dataset("billing-qa")
+    client.force_login(admin_user)
+    found = {}
+    for field, term in (("agent", "billing"), ("dataset", "billing")):
+        answer = client.get(
+            "/admin/autocomplete/",
+            {
+                "app_label": "governance",
+                "model_name": "rolegrant",
+                "field_name": field,
+                "term": term,
+            },
+        )
+        assert answer.status_code == 200
+        found[field] = answer.json()["results"]
+    assert found["agent"] == [{"id": str(bot.pk), "text": str(bot)}]
+    assert found["dataset"] == [{"id": str(basics.pk), "text": str(basics)}]
+    # What the picker posts is what the form takes.
+    client.post(f"/people/{editor.pk}/", {"role": "Editor", "dataset": basics.pk, "grant": "1"})
+    assert editor.role_grants.filter(role="Editor", dataset=basics).exists()

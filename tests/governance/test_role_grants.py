@@ -322,11 +322,11 @@ def test_the_roles_page_lists_the_grants_and_revokes_exactly(client, admin_user,
     url = f"/admin/auth/user/{someone.pk}/roles/"
     body = client.get(url).content.decode()
     assert "Editor (dataset support-basics)" in body and "Admin (dataset" not in body
-    response = client.post(url, {"role": "Editor", "dataset": dataset.slug, "revoke": "Revoke"})
+    response = client.post(url, {"role": "Editor", "dataset": dataset.pk, "revoke": "Revoke"})
     assert response.status_code == 302
     assert get_user_perms(someone, dataset).count() == 0
     again = client.post(
-        url, {"role": "Editor", "dataset": dataset.slug, "revoke": "Revoke"}, follow=True
+        url, {"role": "Editor", "dataset": dataset.pk, "revoke": "Revoke"}, follow=True
     )
     assert "is not a Editor of" in again.content.decode()
 

@@ -59,7 +59,9 @@ def test_bad_fields_come_back_on_their_fields_with_the_input(client, builder, li
     answer = client.post(url, {**FORM, "sampling_rate": "2", "checks": "[{oops"})
     assert answer.status_code == 400
     form = answer.context["form"]
-    assert set(form.errors) == {"checks"}  # JSON first: the rule is not asked until it parses
+    # Every error at once: the JSON that does not parse and the rate out of range.
+    assert set(form.errors) == {"checks", "sampling_rate"}
+    assert "must be a number from 0 to 1" in answer.content.decode()
     answer = client.post(url, {**FORM, "sampling_rate": "2", "daily_cap_usd": "-3"})
     assert answer.status_code == 400
     assert set(answer.context["form"].errors) == {"sampling_rate", "daily_cap_usd"}
@@ -77,7 +79,10 @@ def test_a_publisher_sees_why_they_may_not_change_the_rule(client, publisher, li
 def test_the_production_page_shows_windows_the_gate_the_cap_and_the_lag(client, builder, live):
     agent, _, version = live
     client.force_login(builder)
-    client.post(reverse("production:online-rule", kwargs={"slug": agent.slug}), FORM)
+    client.post(
+        reverse("production:online-rule", kwargs={"slug": agent.slug}),
+        {**FORM, "daily_cap_usd": "1500"},
+    )
     scoring.score_traces([online.trace(agent, version, {"output": "hi"}).pk])
     # The day's spend as the cap leaves it once reached (spend.reserve's refusals).
     OnlineSpend.objects.create(
@@ -88,6 +93,8 @@ def test_the_production_page_shows_windows_the_gate_the_cap_and_the_lag(client, 
     assert "production, last 24 h" in text and "production, last 7 d" in text
     assert "gate runs" in text and "Scoring stopped at" in text and "3 traces left unscored" in text
     assert "p95" in text
+    # Money from the one formatter (sherlock.core.money), thousands grouped.
+    assert "of a $1,500.00 cap" in text and "spend cap of $1,500.00 was reached" in text
     # The table's heads say each figure's unit, as the run page's do.
     assert "<th>cost per trial</th>" in text and "cost/run" not in text
 

@@ -18,6 +18,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluations.checks import rubrics
+from evaluations.costs import format_usd
 
 USAGE_ERROR = 2
 
@@ -118,5 +119,6 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(
-                f"price: ${price.usd_per_million_input}/M in, ${price.usd_per_million_output}/M out"
+                f"price: {format_usd(price.usd_per_million_input)}/M in, "
+                f"{format_usd(price.usd_per_million_output)}/M out"
             )

@@ -1,0 +1,62 @@
+"""Issue 24 in chromium, the pickers and the words: an Admin grants a role on one agent from a
+person's page by typing its name into the admin's autocomplete (no list of every agent), and
+on the admin's Roles page the same way; a user with no role sees no Admin link. Screenshots:
+`person-pick-agent`, `person-granted`, `admin-roles-pick-dataset`, `nav-no-role`.
+"""
+
+import pytest
+
+from governance.roles import derive_staff
+from tests.support import factories
+from tests.support.browser import log_in, pick
+
+pytestmark = [pytest.mark.slow]
+
+
+def test_an_admin_grants_a_role_on_an_agent_picked_by_name(server, browser, shot, live_db):
+    factories.user("admin", role="Admin")
+    dana = factories.user("dana")
+    for n in range(30):
+        factories.agent(f"bot-{n:02}")
+    billing = factories.agent("billing-bot", name="Billing bot")
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    log_in(page, server, "admin", next_url=f"/people/{dana.pk}/")
+    page.wait_for_selector("#grant")
+    assert page.locator("#id_agent option").count() <= 1  # nothing listed until typed
+    page.select_option("#id_grant_role", "Builder")
+    page.click("#id_agent + .select2 .select2-selection")
+    page.fill(".select2-container--open .select2-search__field", "billing")
+    page.wait_for_selector(".select2-results__option >> text=billing-bot")
+    shot(page, "person-pick-agent")
+    page.click(".select2-results__option >> text=billing-bot")
+    page.click("#grant button[name=grant]")
+    page.wait_for_selector("#grants")
+    assert "agent billing-bot" in page.inner_text("#grants")
+    shot(page, "person-granted")
+    assert dana.role_grants.filter(role="Builder", agent=billing).exists()
+
+
+def test_the_admin_roles_page_picks_the_dataset_by_name(server, browser, shot, live_db):
+    factories.user("admin", role="Admin")
+    dana = factories.user("dana")
+    qa = factories.dataset("billing-qa")
+    factories.dataset("support-basics")
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    log_in(page, server, "admin", next_url=f"/admin/auth/user/{dana.pk}/roles/")
+    page.wait_for_selector("#id_role")
+    page.select_option("#id_role", "Editor")
+    pick(page, "dataset", "billing", "billing-qa")
+    shot(page, "admin-roles-pick-dataset")
+    page.click("input[name=grant]")
+    page.wait_for_selector(".messagelist")
+    assert "Roles changed." in page.inner_text(".messagelist")
+    assert dana.role_grants.filter(role="Editor", dataset=qa).exists()
+
+
+def test_a_user_with_no_role_sees_no_admin_link(server, browser, shot, live_db):
+    derive_staff(factories.user("nobody"))
+    page = browser.new_page(viewport={"width": 1366, "height": 700})
+    log_in(page, server, "nobody", next_url="/runs/")
+    page.wait_for_selector("header nav")
+    assert "Admin" not in page.inner_text("header nav")
+    shot(page, "nav-no-role")
