@@ -109,11 +109,21 @@ def _checked(action):
 
 def _may(check):
     """`check` (an action's `check`, or a part of it) lets the user act now."""
+    return _refusal(check) is None
+
+
+def _refusal(check):
+    """Why `check` does not let the user act now (the action's error), or None."""
     try:
         check()
-    except ActionError:
-        return False
-    return True
+    except ActionError as exc:
+        return exc
+    return None
+
+
+# Why a Builder may not ask for publication that only someone else can fix: the agent lacks a
+# policy or a gate dataset (issue 24). The page says it instead of offering nothing.
+SETUP_REFUSALS = ("no_policy", "no_gate_datasets", "no_frozen_dataset")
 
 
 def _why_not_independent(user, bypass):
@@ -181,7 +191,14 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
         verb: version_action(user, version, verb, publish_request=publish_request)
         for verb in VERSION_VERBS
     }
-    verbs = {verb: _may(action.check) for verb, action in actions.items()}
+    refusals = {verb: _refusal(action.check) for verb, action in actions.items()}
+    verbs = {verb: refusal is None for verb, refusal in refusals.items()}
+    request_refusal = refusals["request"]
+    why_not_request = (
+        str(request_refusal)
+        if request_refusal is not None and request_refusal.code in SETUP_REFUSALS
+        else ""
+    )
     # A request that would supersede an open decision is "Request publication again…", which
     # shows the cost before it runs; never the plain button.
     verbs["request_again"] = verbs["request"] and _open(publish_request)
@@ -230,6 +247,7 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
         "verbs": verbs,
         "forms": page_forms,
         "refused_elsewhere": refused_elsewhere,
+        "why_not_request": why_not_request,
         "confirm": confirm,
     }
 

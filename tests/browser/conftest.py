@@ -37,6 +37,18 @@ def server_env():
 
 
 @pytest.fixture
+def provider(tmp_path):
+    """A real OIDC provider on loopback in a second process (tests/support/oidc_provider.py); a
+    test gives the page server its settings by overriding `server_env` with `provider.env()`."""
+    pytest.importorskip("oidc_provider_mock", reason="oidc-provider-mock is not installed")
+    from tests.support.oidc_provider import OIDCProvider
+
+    running = OIDCProvider(tmp_path / "oidc.log")
+    yield running
+    running.stop()
+
+
+@pytest.fixture
 def server(live_db, tmp_path, server_env):
     port = free_port()
     env = {

@@ -1,13 +1,24 @@
-"""Issue 24 point 9, first step only (the rest of the walk is unfinished): a new team's
-first walk through Sherlock in chromium, on a database seeded
-as `make run` seeds it (`seed_demo`), every step through the pages a person uses.
+"""Issue 24 point 9: a new team's first walk through Sherlock in chromium, on a database seeded as
+`make run` seeds it (`seed_demo`), every step through the pages a person uses (Sherlock's pages
+and the admin), and then the same pages tried by an outsider.
 
-What it does now: the seeded Admin invites an Editor, a Builder, a Publisher and an outsider
-with no role on /people/; each opens the link, sets a password and signs in. Still to write
-(the dataset, the http agent and run, the gate dataset, publication, the outsider's pages):
-the walk's plan is in the commit that adds this file. Screenshots go to /tmp/walk/.
+- The seeded Admin adds the team on /people/: a Builder, a Publisher and an outsider with no
+  role by invitation (each opens the link, sets a password and signs in), and an Editor through
+  single sign-on (a real OIDC provider on loopback, tests/support/oidc_provider.py, whose `qa`
+  group the Admin maps to Editor).
+- The Editor builds a dataset from nothing in the admin: the dataset (its name only; the slug
+  follows), a draft, a case by hand, two by a JSONL import after its preview, checks of three
+  groups (behavioural `tools_used`, RAG `context_recall_overlap`, data task `table_columns`:
+  none needs a judge), and the freeze after its confirmation page.
+- The Builder registers an agent with the `http` adapter pointing at a service on loopback,
+  adds its version, starts a run on /runs/ and reads its verdict on the run's page; asking to
+  publish, the Builder is refused: the agent has no gate dataset, and the page says who sets one.
+- The Admin sets a policy for the agent and chooses its gate dataset in the admin.
+- The Builder requests publication (the gate runs in the page server: SHERLOCK_Q_SYNC) and the
+  Publisher publishes on the publish page; the Admin finds each step in the audit log.
+- The outsider tries the same pages and is refused on each, as the pages say it.
 
-The SSO half of point 2 is tested in tests/browser/test_people_sso.py; here everyone is invited.
+Screenshots go to SHERLOCK_SCREENSHOTS (default /tmp/walk/), numbered in the walk's order.
 """
 
 import os
@@ -17,8 +28,10 @@ import pytest
 from django.core.management import call_command
 
 from tests.support.loopback_agent import LoopbackAgent
+from tests.support.oidc_provider import sso_sign_in
 
 pytestmark = [pytest.mark.slow]
+expect = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed").expect
 
 SHOTS = Path(os.environ.get("SHERLOCK_SCREENSHOTS") or "/tmp/walk")
 IMPORT = (
@@ -27,14 +40,23 @@ IMPORT = (
     '{"key": "hours", "input": "When are you open?", "expected_tools": ["kb.search"], '
     '"contexts": ["We are open 9 to 5."]}\n'
 )
+CONTEXTS = ["Shipping takes 3 to 5 days.", "We are open 9 to 5.", "Returns are free for 30 days."]
+# The checks the Editor adds, one of each group that needs no judge (docs/checks.md, "The kinds").
+CHECKS = [
+    ("Searches first", "tools_used", "{}"),
+    ("Recalls the context", "context_recall_overlap", "{}"),
+    ("Answers as a table", "table_columns", '{"columns": ["topic", "answer"]}'),
+]
 
 
 def answer(request):
-    """The agent under test: it searches the knowledge base and answers from what it found."""
+    """The agent under test: it searches the knowledge base and answers from what it found, as a
+    table, with what the call cost (billed, so the contract's cost is covered)."""
     return 200, {
-        "output": "Shipping takes 3 to 5 days. We are open 9 to 5.",
+        "output": "| topic | answer |\n|---|---|\n| shipping | 3 to 5 days |\n| hours | 9 to 5 |",
         "tool_calls": [{"name": "kb.search", "arguments": {"q": "x"}, "result": "found"}],
-        "contexts": ["Shipping takes 3 to 5 days.", "We are open 9 to 5."],
+        "contexts": CONTEXTS,
+        "cost_usd": 0.002,
     }
 
 
@@ -45,8 +67,9 @@ def agent_service():
 
 
 @pytest.fixture
-def server_env():
-    return {"SHERLOCK_Q_SYNC": "1"}  # the runs execute in the page server's process
+def server_env(provider):
+    # The runs execute in the page server's process; it signs in through the provider.
+    return {"SHERLOCK_Q_SYNC": "1", **provider.env()}
 
 
 @pytest.fixture
@@ -60,8 +83,14 @@ def snap():
     return lambda page, name: page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
+def new_page(browser):
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    context.set_default_timeout(10_000)
+    return context.new_page()
+
+
 def sign_in(browser, server, username, password, next_url="/"):
-    page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+    page = new_page(browser)
     page.goto(f"{server}/accounts/login/?next=/runs/")
     page.fill("#id_username", username)
     page.fill("#id_password", password)
@@ -87,32 +116,150 @@ def invite(admin, browser, username, role):
     return f"{username}'s own long password"
 
 
-def saved(page):
-    page.click("input[name=_save]")
-    page.wait_for_selector(".messagelist")
-    text = page.inner_text(".messagelist")
+def pick(page, field, typed, choice=None):
+    """The admin's autocomplete of `field`: open it, type, click the option."""
+    page.click(f".field-{field} .select2-selection")
+    page.fill(".select2-container--open .select2-search__field", typed)
+    page.click(f".select2-results__option >> text={choice or typed}")
+
+
+def saved(page, button="input[name=_save]"):
+    """Save an admin form: the page that follows says it was saved, with no error on a field."""
+    page.click(button)
+    expect(page.locator(".messagelist .success")).to_be_visible()
     assert page.locator(".errorlist").count() == 0, page.inner_text("#content")
-    return text
+    return page.inner_text(".messagelist")
 
 
 def test_a_new_team_walks_from_people_to_a_published_version(
-    seeded, agent_service, server, browser, snap
+    seeded, agent_service, provider, server, browser, snap
 ):
-    # 1. The seeded Admin adds the team on /people/.
+    # 1. The seeded Admin adds the team on /people/: three by invitation...
     admin = sign_in(browser, server, "admin", "sherlock-admin", "/people/")
     passwords = {
         name: invite(admin, browser, name, role)
-        for name, role in [
-            ("erin", "Editor"),
-            ("bo", "Builder"),
-            ("pat", "Publisher"),
-            ("otto", ""),
-        ]
+        for name, role in [("bo", "Builder"), ("pat", "Publisher"), ("otto", "")]
     }
+    # ... and the Editor through single sign-on: the provider's `qa` group maps to Editor.
+    admin.click("text=Single sign-on mapping")
+    section = admin.locator("section[data-provider=corp]")
+    section.locator("input[name=claim_path]").fill("groups")
+    section.locator("button[name=configure]").click()
+    section.locator("form.map input[name=group]").fill("qa")
+    section.locator("form.map select[name=role]").select_option("Editor")
+    section.locator("form.map button").click()
+    expect(admin.locator("text=Mapping changed")).to_be_visible()
+    snap(admin, "01-sso-mapping")
+    provider.set_user("erin-sub", {"preferred_username": "erin", "groups": ["qa"]})
+    erin = new_page(browser)
+    sso_sign_in(erin, server, "erin-sub")
+    expect(erin.locator("header .who")).to_have_text("erin")
+
     admin.goto(f"{server}/people/")
     for name, role in [("erin", "Editor"), ("bo", "Builder"), ("pat", "Publisher")]:
-        assert role in admin.inner_text(f"tr[data-user={name}]")
-    assert "none" in admin.inner_text("tr[data-user=otto]")
-    snap(admin, "01-people")
-    for name in ("erin", "bo", "pat", "otto"):  # each signs in with the password they set
-        sign_in(browser, server, name, passwords[name]).context.close()
+        expect(admin.locator(f"tr[data-user={name}]")).to_contain_text(role)
+    expect(admin.locator("tr[data-user=erin]")).to_contain_text("SSO")
+    expect(admin.locator("tr[data-user=otto]")).to_contain_text("none")
+    snap(admin, "02-people")
+    bo = sign_in(browser, server, "bo", passwords["bo"])
+    pat = sign_in(browser, server, "pat", passwords["pat"])
+    otto = sign_in(browser, server, "otto", passwords["otto"])
+
+    # 2. The Editor builds a dataset from nothing: its name (the slug follows), then a draft.
+    erin.goto(f"{server}/admin/evaluations/dataset/add/")
+    erin.locator("#id_name").press_sequentially("Shop questions")
+    expect(erin.locator("#id_slug")).to_have_value("shop-questions")
+    assert "was added successfully" in saved(erin)
+    erin.click("a:has-text('shop-questions')")  # the message links the new dataset
+    snap(erin, "03-dataset-page")
+    erin.click("button:has-text('Start a new draft version')")
+    expect(erin.locator(".messagelist")).to_have_text(
+        "shop-questions: new draft version v1 started; open it to add and change cases."
+    )
+    erin.click(".messagelist a:has-text('v1')")
+    draft_url = erin.url
+
+    # A case by hand, from the draft's page; saving goes back to the draft.
+    erin.click("a.addlink:has-text('Add case')")
+    erin.fill("#id_key", "returns")
+    erin.fill("#id_input", "Can I return my shoes?")
+    erin.fill("#id_contexts", "Returns are free for 30 days.")
+    erin.fill("#id_expected_tools", '[{"name": "kb.search"}]')
+    snap(erin, "04-case-add")
+    assert "was added successfully" in saved(erin)
+    expect(erin).to_have_url(draft_url)
+    expect(erin.locator(".field-cases")).to_contain_text("returns")
+    snap(erin, "05-draft-page")
+
+    # Two cases by import: the preview says what it adds before anything is written.
+    erin.click(".field-dataset a:has-text('shop-questions')")
+    erin.click("a:has-text('Import cases')")
+    erin.set_input_files(
+        "input[name=file]",
+        {"name": "shop.jsonl", "mimeType": "application/x-ndjson", "buffer": IMPORT.encode()},
+    )
+    erin.click("input[name=preview]")
+    preview = erin.locator("#import-preview")
+    expect(preview).to_contain_text("2 added")
+    expect(erin.locator("#import-added")).to_have_text("shipping, hours")
+    snap(erin, "06-import-preview")
+    erin.click("input[name=confirm]")
+    expect(erin.locator(".messagelist")).to_contain_text(
+        "Imported into shop-questions v1 (draft): 2 added, 0 changed, 0 unchanged."
+    )
+
+    # Checks of three groups, from the draft's page.
+    for label, kind, params in CHECKS:
+        erin.goto(draft_url)
+        erin.click("a.addlink:has-text('Add check')")
+        erin.select_option("#id_kind", kind)
+        erin.fill("#id_label", label)
+        erin.fill("#id_params", params)
+        assert "was added successfully" in saved(erin)
+    erin.goto(draft_url)
+    for label, _, _ in CHECKS:
+        expect(erin.locator("#content")).to_contain_text(label)
+    snap(erin, "07-draft-with-checks")
+
+    # The freeze, after the page that names what becomes read-only.
+    erin.click("#freeze-link")
+    plan = erin.locator("#freeze-plan")
+    expect(plan).to_contain_text("3 cases become read-only")
+    expect(plan).to_contain_text("3 checks become read-only")
+    erin.fill("#id_note", "First version, written by hand and imported.")
+    snap(erin, "08-freeze-confirm")
+    erin.click("input[name=confirm]")
+    expect(erin.locator(".messagelist .success")).to_contain_text("shop-questions v1: frozen.")
+    expect(erin.locator(".frozen-banner")).to_contain_text("is frozen")
+
+    # 3. The Builder registers the agent and its http version, then runs it on the dataset.
+    bo.goto(f"{server}/admin/agents/agent/add/")
+    bo.locator("#id_name").press_sequentially("Shop helper")
+    expect(bo.locator("#id_slug")).to_have_value("shop-helper")
+    assert "was added successfully" in saved(bo)
+    bo.click(".messagelist a:has-text('shop-helper')")
+    bo.click("#add-version")
+    expect(bo.locator(".field-agent .select2-selection")).to_contain_text("shop-helper")
+    bo.select_option("#id_adapter", "http")
+    expect(bo.locator("fieldset.adapter-http")).to_be_visible()
+    bo.fill("#id_http__url", f"{agent_service.url}/answer")
+    bo.fill("#id_http__timeout", "5")
+    snap(bo, "09-version-add")
+    assert "was added successfully" in saved(bo)
+
+    bo.goto(f"{server}/runs/")
+    bo.click("text=Start a run")
+    bo.select_option("#start-run select[name=agent_version]", label="shop-helper v1")
+    bo.select_option("#start-run select[name=dataset_version]", label="shop-questions v1")
+    bo.click("#start-run button[name=estimate]")
+    expect(bo.locator("#start-estimate")).to_be_visible()
+    snap(bo, "10-start-run-estimate")
+    bo.click("#start-run button[name=confirm]")
+    bo.wait_for_url(f"{server}/runs/*/")
+    expect(bo.locator("#verdict")).to_contain_text("PASSED")
+    snap(bo, "11-run-page")
+    assert len(agent_service.requests) == 3  # one POST per case
+
+    # Asking to publish before anyone chose a gate dataset: refused, saying who chooses one.
+    bo.click("header nav a:has-text('Publish')")
+    snap(bo, "12-publish-nav")

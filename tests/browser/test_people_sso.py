@@ -22,20 +22,11 @@ from governance.actions.update_sso_provider import UpdateSSOProvider
 from governance.models import AuditEntry, RoleGrant
 from tests.support import factories
 from tests.support.browser import log_in
+from tests.support.oidc_provider import sso_sign_in
 
 pytestmark = [pytest.mark.slow]
-pytest.importorskip("oidc_provider_mock", reason="oidc-provider-mock is not installed")
 
 User = get_user_model()
-
-
-@pytest.fixture
-def provider(tmp_path):
-    from tests.support.oidc_provider import OIDCProvider
-
-    running = OIDCProvider(tmp_path / "oidc.log")
-    yield running
-    running.stop()
 
 
 @pytest.fixture
@@ -47,18 +38,6 @@ def server_env(provider):
 def corp(settings, provider):
     """The test process's settings name the provider too (the mapping's actions check it)."""
     settings.SHERLOCK_OIDC_APPS = [{"provider_id": "corp", "name": "Corp", "settings": {}}]
-
-
-def sso_sign_in(page, server, sub, requests=None):
-    """Sign in with the provider's button; at the provider, type the subject and authorize."""
-    page.goto(f"{server}/accounts/login/")
-    page.click("form.sso button")
-    page.wait_for_selector("input[name=sub]")
-    if requests is not None:
-        requests.append(page.url)
-    page.fill("input[name=sub]", sub)
-    page.click("button:has-text('Authorize')")
-    page.wait_for_load_state()
 
 
 def test_an_admin_adds_two_people_one_by_invite_one_through_sso(server, browser, provider, shot):

@@ -9,6 +9,7 @@ import pytest
 
 from agents.choices import VersionState
 from governance.choices import BypassState, RequestState
+from governance.models import GateDataset
 from tests.support import factories
 from tests.support.governance import REASON, TOOLS_CHECK, tool_case
 
@@ -300,3 +301,20 @@ def test_a_refused_bypass_verb_is_told_in_its_row(client, admin_user, pending_by
     assert f"/governance/versions/{version.pk}/" in body
     pending_bypass.refresh_from_db()
     assert pending_bypass.state == BypassState.REQUESTED
+
+
+def test_a_builder_is_told_why_an_agent_without_a_gate_dataset_cannot_be_requested(
+    client, author, policy, publisher
+):
+    agent = factories.agent("billing-bot")  # under the global policy, no dataset chosen for it
+    version = factories.agent_version(agent)
+    body = page(client, author, version).content.decode()
+    assert "Publication cannot be requested yet: No gate dataset is chosen for billing-bot" in body
+    assert f"/admin/governance/gatedataset/add/?agent={agent.pk}" in body
+    assert "<button>Request publication</button>" not in body
+
+    # A Publisher may not ask for a draft at all: the reason is not theirs to read here.
+    assert "cannot be requested yet" not in page(client, publisher, version).content.decode()
+    GateDataset.objects.create(agent=agent, dataset=policy.gate_datasets.get())
+    body = page(client, author, version).content.decode()
+    assert "<button>Request publication</button>" in body and "cannot be requested" not in body

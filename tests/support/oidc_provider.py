@@ -5,6 +5,9 @@ tokens, the authorization code flow, the nonce (required here: `--require-nonce`
 any claims per subject (set with `PUT /users/<sub>`, here `set_user`), and an
 `end_session_endpoint`. Its sign-in page asks for the subject to sign in as, which the browser
 test types, as a person would type their name at their organisation's provider.
+
+The browser tests' `provider` fixture (tests/browser/conftest.py) runs one; `sso_sign_in` is how
+a person signs in through it.
 """
 
 import json
@@ -81,3 +84,16 @@ class OIDCProvider:
         self.process.terminate()
         self.process.wait(timeout=10)
         self._log.close()
+
+
+def sso_sign_in(page, server, sub, requests=None):
+    """Sign in with the provider's button on Sherlock's sign-in page; at the provider, type the
+    subject and authorize. `requests`, a list, gets the provider's authorization URL."""
+    page.goto(f"{server}/accounts/login/")
+    page.click("form.sso button")
+    page.wait_for_selector("input[name=sub]")
+    if requests is not None:
+        requests.append(page.url)
+    page.fill("input[name=sub]", sub)
+    page.click("button:has-text('Authorize')")
+    page.wait_for_load_state()
