@@ -104,6 +104,7 @@ def build_run(agent_version, dataset_version, reps, salt):
     """A finished-but-not-finalized run: every trial done, case results not yet computed."""
     from django.utils import timezone
 
+    from evaluations.costs import rebuild_daily_costs
     from evaluations.models import CaseVersion, Check, CheckResult, CostEntry, Run, Trial
     from sherlock.core.bulk import insert_all
 
@@ -204,6 +205,7 @@ def build_run(agent_version, dataset_version, reps, salt):
                 }
 
     insert_all(CostEntry, costs())
+    rebuild_daily_costs([run])  # the cost page's totals of the lines COPYed above
     return run
 
 

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from evaluations.checks.rubrics import RUN_SUMMARY
 from evaluations.choices import CheckStatus, CostKind, RunStatus
+from evaluations.costs import rekind_cost_lines
 from evaluations.judge.client import get_default_judge
 from evaluations.models import CaseResult, CheckResult, CostEntry, Run
 from sherlock.core.actions import Action
@@ -151,7 +152,9 @@ class SummarizeRun(Action):
         facts, keys = run_facts(run)
         judge = get_default_judge(run=run.pk, agent=run.agent_version.agent_id)
         answer = judge.ask(RUN_SUMMARY, {"facts": json.dumps(facts, indent=1)}, cache=False)
-        CostEntry.objects.filter(judge_call_id__in=answer.call_ids).update(kind=CostKind.SUMMARY)
+        rekind_cost_lines(
+            CostEntry.objects.filter(judge_call_id__in=answer.call_ids), CostKind.SUMMARY
+        )
         return answer, facts, keys
 
     def perform(self):

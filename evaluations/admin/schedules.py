@@ -16,6 +16,7 @@ from evaluations.models import (
 )
 from evaluations.schedules import estimate_schedule
 from sherlock.core.admin import (
+    any_row,
     verb_action,
 )
 from sherlock.core.permissions import user_can
@@ -77,9 +78,8 @@ class RunScheduleAdmin(RefusalsMixin, admin.ModelAdmin):
 
     def _may_some(self, request):
         user = request.user
-        return (
-            Agent.objects.for_user(user, "build").exists()
-            or Dataset.objects.for_user(user, "edit").exists()
+        return any_row(request, Agent.objects.for_user(user, "build")) or any_row(
+            request, Dataset.objects.for_user(user, "edit")
         )
 
     def has_module_permission(self, request):
@@ -87,7 +87,7 @@ class RunScheduleAdmin(RefusalsMixin, admin.ModelAdmin):
 
     def has_view_permission(self, request, obj=None):
         if obj is None:
-            return self._may_some(request) or self.get_queryset(request).exists()
+            return self._may_some(request) or any_row(request, self.get_queryset(request))
         return user_can(request.user, "view", obj.agent)
 
     def has_add_permission(self, request):

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from evaluations.choices import TrialStatus
+from evaluations.costs import write_cost_lines
 from evaluations.models import CheckResult, CostEntry, JudgeCall, Run, Trial
 from sherlock.core.bulk import insert_objects
 
@@ -42,7 +43,7 @@ def write_finished(batch):
         if not kept:
             return 0
         store_judge_calls([call for item in kept for call in item.judge_calls])
-        _insert(CostEntry, [cost for item in kept for cost in item.costs])
+        write_cost_lines([cost for item in kept for cost in item.costs])
         results = [result for item in kept for result in item.results]
         for result in results:
             result.judge_call_ids = [call.pk for call in result.calls if call.pk is not None]

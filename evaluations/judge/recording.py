@@ -56,12 +56,13 @@ def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
     $0). A cache hit (`cached=True`) costs nothing and gets no cost entry: its `usd` stays null
     too, which the `cached` flag tells apart from a missing price (`JudgeCall.price_missing`).
 
-    One transaction per ask, with `bulk_create`: an ask costs one price lookup and two INSERTs
-    whatever its number of attempts (plus one lookup of the run's agent when the judge was
-    bound to a bare run id without `agent=`).
+    One transaction per ask: an ask costs one price lookup, the calls' INSERT (`bulk_create`)
+    and the lines' (`evaluations.costs.write_cost_lines`, which adds them to the daily totals
+    the cost page reads) whatever its number of attempts (plus one lookup of the run's agent
+    when the judge was bound to a bare run id without `agent=`).
     """
-    from evaluations.costs import judge_cost_lines, price_judge_calls
-    from evaluations.models import CostEntry, JudgeCall, Run
+    from evaluations.costs import judge_cost_lines, price_judge_calls, write_cost_lines
+    from evaluations.models import JudgeCall, Run
 
     if not calls:
         return
@@ -88,8 +89,7 @@ def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
             run_id=context.run_id,
             trial_id=context.trial_id,
         )
-        if lines:
-            CostEntry.objects.using(alias).bulk_create(lines)
+        write_cost_lines(lines)
 
 
 def lookup_cached(cache_key: str) -> CachedAnswer | None:

@@ -1,7 +1,7 @@
 """Models of the evaluations app, re-exported here: import from `evaluations.models`."""
 
 from evaluations.models.datasets import Case, CaseVersion, Check, Dataset, DatasetVersion
-from evaluations.models.judging import CostEntry, JudgeCall, JudgeProbe, ModelPrice
+from evaluations.models.judging import CostEntry, DailyCost, JudgeCall, JudgeProbe, ModelPrice
 from evaluations.models.runs import CaseResult, CheckResult, HumanLabel, Run, Trial
 from evaluations.models.schedules import RunSchedule
 
@@ -12,6 +12,7 @@ __all__ = [
     "Check",
     "CheckResult",
     "CostEntry",
+    "DailyCost",
     "Dataset",
     "DatasetVersion",
     "HumanLabel",

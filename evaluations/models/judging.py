@@ -4,6 +4,7 @@ from decimal import Decimal
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 
 from evaluations.choices import CostKind
 from sherlock.core.money import usd as money
@@ -166,3 +167,50 @@ class CostEntry(models.Model):
     def __str__(self):
         price = "price missing" if self.usd is None else money(self.usd)
         return f"{self.kind} {self.day} {price}"
+
+
+class DailyCost(models.Model):
+    """The cost ledger summed per day, kind, agent and run: what the cost page reads instead of
+    every line (a month of a busy ledger holds a million lines; summing them took over a
+    second per request, `bench/pages_scale.py`).
+
+    Kept by the code that writes or re-kinds lines (`evaluations.costs.write_cost_lines`,
+    `rekind_cost_lines`), in the lines' own transaction, so a total and its lines are committed
+    together; `evaluations.costs.rebuild_daily_costs` computes it anew from the lines. A line's
+    agent is its own, else its run's; a line bound to neither is on no cost page and in no row.
+    `priced` counts the lines with a price, so that a sum of lines none of which has a price
+    stays "price missing" (`usd` is then no amount), and `missing` the lines without one that
+    were not answers from the judge's cache. Rows go with their run or agent when those are
+    deleted, as the lines do (the lines' agent is set null, which takes a line bound to no run
+    off the cost page).
+    """
+
+    day = models.DateField()
+    kind = models.CharField(max_length=10, choices=CostKind.choices)
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(
+        "evaluations.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    entries = models.PositiveIntegerField(default=0)
+    priced = models.PositiveIntegerField(default=0)
+    missing = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    usd = models.DecimalField(max_digits=18, decimal_places=8, default=Decimal(0))
+
+    class Meta:
+        ordering = ["-day", "agent", "kind"]
+        constraints = [
+            # One row per key; a line bound to no run counts under run 0, as NULLs are all
+            # distinct to a unique index.
+            models.UniqueConstraint(
+                "day",
+                "kind",
+                "agent",
+                Coalesce("run", 0, output_field=models.BigIntegerField()),
+                name="dailycost_one_row_per_key",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.day} {self.kind}: {self.entries} lines"

@@ -8,11 +8,10 @@ from rest_framework_api_key.models import APIKey as LibraryAPIKey
 
 from governance.actions.create_api_key import CreateAPIKey
 from governance.actions.revoke_api_key import RevokeAPIKey
-from governance.admin.base import ActionForm, ActionFormAdmin
+from governance.admin.base import ActionForm, ActionFormAdmin, global_admin
 from governance.models import (
     APIKey,
 )
-from governance.roles import is_global_admin
 from sherlock.core.admin import run_verb
 
 # The library's own key model is not used (Sherlock's keys belong to a user): no screen for it.
@@ -83,12 +82,12 @@ class APIKeyAdmin(ActionFormAdmin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         keys = super().get_queryset(request)
-        return keys if is_global_admin(request.user) else keys.filter(user=request.user)
+        return keys if global_admin(request) else keys.filter(user=request.user)
 
     def get_fields(self, request, obj=None):
         if obj is not None:
             return self.readonly_fields
-        return ["user", "name", "days"] if is_global_admin(request.user) else ["name", "days"]
+        return ["user", "name", "days"] if global_admin(request) else ["name", "days"]
 
     def get_readonly_fields(self, request, obj=None):
         return self.readonly_fields if obj is not None else []

@@ -9,9 +9,8 @@ from django.contrib import admin, messages
 
 from evaluations.models import Dataset
 from governance.actions.set_gate_datasets import SetGateDatasets
-from governance.admin.base import ActionForm
+from governance.admin.base import ActionForm, global_admin
 from governance.models import GateDataset
-from governance.roles import is_global_admin
 from sherlock.core.errors import ActionError
 
 
@@ -58,13 +57,13 @@ class GateDatasetAdmin(admin.ModelAdmin):
         return request.user.is_active and request.user.is_staff
 
     def has_add_permission(self, request):
-        return is_global_admin(request.user)
+        return global_admin(request)
 
     def has_change_permission(self, request, obj=None):
         return False  # a choice is added or dropped, not edited
 
     def has_delete_permission(self, request, obj=None):
-        return is_global_admin(request.user)
+        return global_admin(request)
 
     def save_model(self, request, obj, form, change):
         form.make_action(request.user).execute()

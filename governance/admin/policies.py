@@ -7,11 +7,11 @@ from governance.actions.policy_fields import POLICY_FIELDS
 from governance.actions.update_policy import UpdatePolicy
 from governance.admin.base import (
     ActionForm,
+    global_admin,
 )
 from governance.models import (
     PublishingPolicy,
 )
-from governance.roles import is_global_admin
 
 
 class PolicyForm(ActionForm):
@@ -63,10 +63,10 @@ class PublishingPolicyAdmin(admin.ModelAdmin):
         return [*self.readonly_fields, "agent"] if obj is not None else self.readonly_fields
 
     def has_add_permission(self, request):
-        return is_global_admin(request.user)
+        return global_admin(request)
 
     def has_change_permission(self, request, obj=None):
-        if not is_global_admin(request.user):
+        if not global_admin(request):
             return False
         return obj is None or PublishingPolicy.objects.current(obj.scope_key).pk == obj.pk
 

@@ -7,13 +7,12 @@ from django.contrib import admin
 from governance.actions.create_webhook import CreateWebhook
 from governance.actions.delete_webhook import DeleteWebhook
 from governance.actions.update_webhook import UpdateWebhook
-from governance.admin.base import ActionForm, ActionFormAdmin, ReadOnlyAdmin
+from governance.admin.base import ActionForm, ActionFormAdmin, ReadOnlyAdmin, global_admin
 from governance.choices import WebhookEvent
 from governance.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from governance.roles import is_global_admin
 from sherlock.core.admin import run_verb
 
 
@@ -67,18 +66,18 @@ class WebhookEndpointAdmin(ActionFormAdmin, admin.ModelAdmin):
         return super().get_form(request, obj, change=change, **kwargs)
 
     def has_module_permission(self, request):
-        return is_global_admin(request.user)
+        return global_admin(request)
 
     def has_view_permission(self, request, obj=None):
-        return is_global_admin(request.user)
+        return global_admin(request)
 
     has_add_permission = has_module_permission
 
     def has_change_permission(self, request, obj=None):
-        return is_global_admin(request.user)
+        return global_admin(request)
 
     def has_delete_permission(self, request, obj=None):
-        return is_global_admin(request.user)
+        return global_admin(request)
 
     def save_model(self, request, obj, form, change):
         saved = form.make_action(request.user).execute()
@@ -116,7 +115,7 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     list_select_related = ["endpoint"]
 
     def has_module_permission(self, request):
-        return is_global_admin(request.user)
+        return global_admin(request)
 
     def has_view_permission(self, request, obj=None):
-        return is_global_admin(request.user)
+        return global_admin(request)

@@ -198,14 +198,12 @@ def test_costs_page_keeps_a_constant_number_of_queries(
     from datetime import date, timedelta
     from decimal import Decimal
 
-    from evaluations.models import CostEntry
-
     client = login(client, builder, password)
 
     def spend(slug, days):
         agent = factories.agent(slug)
         for n in range(days):
-            CostEntry.objects.create(
+            factories.cost_line(
                 kind="agent", day=date.today() - timedelta(days=n), agent=agent, usd=Decimal("1")
             )
 

@@ -9,8 +9,8 @@ import pytest
 from evaluations.choices import CheckStatus, CostKind
 from evaluations.contract import compute_contract, parse_thresholds
 from evaluations.contract.db import run_contract, run_totals
-from evaluations.models import CostEntry
 from governance.models import PublishingPolicy
+from tests.support import factories
 from tests.support.contract_runs import (
     GRADER,
     POLICY_THRESHOLDS,
@@ -76,10 +76,10 @@ def test_the_query_count_does_not_grow_with_the_number_of_trials(django_assert_n
 def test_judge_spend_of_a_trial_is_part_of_its_covered_cost():
     run = empty_run()
     trial = add_trial(run, cost_usd="0.30")
-    CostEntry.objects.create(
+    factories.cost_line(
         kind=CostKind.SCORING, day=date.today(), usd=Decimal("0.12"), run=run, trial=trial
     )
-    CostEntry.objects.create(  # agent-kind ledger lines are already in the trial's own cost
+    factories.cost_line(  # agent-kind ledger lines are already in the trial's own cost
         kind=CostKind.AGENT, day=date.today(), usd=Decimal("5"), run=run, trial=trial
     )
 
@@ -92,9 +92,7 @@ def test_judge_spend_of_a_trial_is_part_of_its_covered_cost():
 def test_a_judge_call_without_price_makes_its_trials_cost_missing_and_fails_coverage():
     run = empty_run()
     trial = add_trial(run, cost_usd="0.30")
-    CostEntry.objects.create(
-        kind=CostKind.SCORING, day=date.today(), usd=None, run=run, trial=trial
-    )
+    factories.cost_line(kind=CostKind.SCORING, day=date.today(), usd=None, run=run, trial=trial)
 
     result = run_contract(run, POLICY_THRESHOLDS)
 
@@ -107,10 +105,10 @@ def test_a_judge_call_without_price_makes_its_trials_cost_missing_and_fails_cove
 def test_run_level_judge_spend_is_counted_and_an_unpriced_one_fails_coverage():
     run = empty_run()
     add_trial(run, cost_usd="0.30")
-    CostEntry.objects.create(kind=CostKind.SCORING, day=date.today(), usd=Decimal("0.05"), run=run)
+    factories.cost_line(kind=CostKind.SCORING, day=date.today(), usd=Decimal("0.05"), run=run)
     assert run_contract(run, POLICY_THRESHOLDS).billed_usd == Decimal("0.35")
 
-    CostEntry.objects.create(kind=CostKind.SCORING, day=date.today(), usd=None, run=run)
+    factories.cost_line(kind=CostKind.SCORING, day=date.today(), usd=None, run=run)
     coverage = run_contract(run, POLICY_THRESHOLDS).gate("coverage")
     assert coverage.status == "fail"
     assert "judge call(s) of the run with no price" in coverage.detail

@@ -73,7 +73,7 @@ def test_a_trial_written_again_after_a_failed_batch_takes_new_ids(live_db, build
     def another_worker_writes_first(batch):
         if len(batch) == 1 and not meanwhile:  # as many rows as the batch gave out, and one
             for _ in range(len(broken.costs) + len(good.costs) + 1):
-                meanwhile.append(CostEntry.objects.create(kind="agent", day=run.created_at.date()))
+                meanwhile.append(factories.cost_line(kind="agent", day=run.created_at.date()))
         return write_finished(batch)
 
     monkeypatch.setattr(engine_writer, "write_finished", another_worker_writes_first)

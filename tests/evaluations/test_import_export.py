@@ -20,7 +20,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.choices import CostKind, RunPurpose
 from evaluations.contract import compute_contract, load_document
 from evaluations.contract.db import run_contract
-from evaluations.models import CheckResult, CostEntry, Dataset, DatasetVersion, Run, Trial
+from evaluations.models import CheckResult, Dataset, DatasetVersion, Run, Trial
 from tests.support import factories
 from tests.support.contract_runs import FIXTURE, import_seed_variant, seed_records
 
@@ -233,7 +233,7 @@ def test_contract_on_an_executed_runs_export_gives_the_numbers_of_run_contract(t
     ).execute()
     engine.run_shard(run.pk, list(run.trials.values_list("pk", flat=True)))
     trial = run.trials.order_by("pk").first()
-    CostEntry.objects.create(
+    factories.cost_line(
         kind=CostKind.SCORING, day=date.today(), usd=Decimal("0.0125"), run=run, trial=trial
     )
 

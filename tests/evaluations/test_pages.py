@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from evaluations.actions.start_run import StartRun
-from evaluations.models import CostEntry, Run
+from evaluations.models import Run
 from tests.support import factories
 
 CHECKS = [{"label": "Tools", "kind": "tools_used", "params": {}, "threshold": 1.0}]
@@ -95,7 +95,7 @@ def test_run_list_and_grid_keep_a_constant_number_of_queries(
 
 def test_costs_page_separates_kinds_and_shows_price_missing(client, builder, password):
     agent = factories.agent("costly")
-    CostEntry.objects.create(
+    factories.cost_line(
         kind="agent",
         day=date.today(),
         agent=agent,
@@ -103,7 +103,7 @@ def test_costs_page_separates_kinds_and_shows_price_missing(client, builder, pas
         prompt_tokens=100,
         completion_tokens=10,
     )
-    CostEntry.objects.create(
+    factories.cost_line(
         kind="scoring", day=date.today(), agent=agent, usd=None, model="unpriced-judge"
     )
     page = login(client, builder, password).get("/costs/").content.decode()
@@ -128,7 +128,7 @@ def test_spend_without_a_price_reads_price_missing_on_the_list_and_run_pages(
 
 def test_a_cost_row_without_any_price_reads_price_missing(client, builder, password):
     agent = factories.agent("unpriced")
-    CostEntry.objects.create(kind="agent", day=date.today(), agent=agent, usd=None, model="m")
+    factories.cost_line(kind="agent", day=date.today(), agent=agent, usd=None, model="m")
     page = login(client, builder, password).get("/costs/").content.decode()
     assert "price missing (1 call)" in page and "$0.0000" not in page
 

@@ -221,12 +221,12 @@ def test_the_admin_lists_say_price_missing_for_trials_judge_calls_and_ledger_lin
 ):
     from datetime import date
 
-    from evaluations.models import CostEntry, JudgeCall
+    from evaluations.models import JudgeCall
 
     settings.SHERLOCK_JUDGE_BASE_URL = ""
     start(builder, two_cases, django_capture_on_commit_callbacks, model="no-price")
     JudgeCall.objects.create(model="no-price", rubric_id="r", status="ok", cached=False)
-    CostEntry.objects.create(kind="scoring", day=date.today(), model="no-price", usd=None)
+    factories.cost_line(kind="scoring", day=date.today(), model="no-price", usd=None)
     client.login(username=admin_user.username, password=password)
     for url in ("trial", "judgecall", "costentry"):
         page = client.get(f"/admin/evaluations/{url}/").content.decode()

@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from evaluations.choices import CostKind, RunStatus
 from evaluations.contract.db import run_totals, runs_totals
-from evaluations.models import CostEntry, Run
+from evaluations.models import Run
 from governance.models import PublishingPolicy
 from tests.support import factories
 from tests.support.contract_runs import add_trial, empty_run, import_seed_variant, refinish
@@ -116,7 +116,7 @@ def test_judge_spend_recorded_after_the_run_finished_counts_on_the_list_as_on_th
     signed_in,
 ):
     run = costing("0.10", factories.agent("refunds"), stored=True)
-    CostEntry.objects.create(kind=CostKind.SCORING, day=date.today(), usd=None, run=run)
+    factories.cost_line(kind=CostKind.SCORING, day=date.today(), usd=None, run=run)
 
     row = " ".join(row_of(listed(signed_in).content.decode(), run).split())
     assert "FAILED contract: coverage" in row
@@ -140,11 +140,11 @@ def test_the_totals_of_many_runs_are_each_runs_totals():
     stored, live = costing("0.30", agent, stored=True), costing("0.70", agent)
     empty = empty_run(agent_version=factories.agent_version(agent))
     trial = add_trial(live, cost_usd="0.20", declared_complete=False)
-    CostEntry.objects.create(
+    factories.cost_line(
         kind=CostKind.SCORING, day=date.today(), usd=Decimal("0.05"), run=live, trial=trial
     )
-    CostEntry.objects.create(kind=CostKind.SCORING, day=date.today(), usd=None, run=stored)
-    CostEntry.objects.create(kind=CostKind.SCORING, day=date.today(), usd=Decimal("1"), run=live)
+    factories.cost_line(kind=CostKind.SCORING, day=date.today(), usd=None, run=stored)
+    factories.cost_line(kind=CostKind.SCORING, day=date.today(), usd=Decimal("1"), run=live)
     runs = [stored, live, empty]
 
     together = runs_totals(runs)
