@@ -75,7 +75,8 @@ def estimate_schedule(agent_version, dataset_version, repetitions, cron="", inte
 
 def fire(schedule_id):
     """Start the schedule's run now; returns the run, or None when it failed (recorded)."""
-    from evaluations.actions.schedule_fields import may_schedule
+    from agents.choices import Adapter
+    from evaluations.actions.schedule_fields import client_version_refusal, may_schedule
     from evaluations.actions.start_run import StartRun
     from evaluations.choices import RunPurpose
     from evaluations.models import Run, RunSchedule
@@ -94,6 +95,10 @@ def fire(schedule_id):
         error = f"agent {schedule.agent} has no live version"
     elif dataset_version is None:
         error = f"dataset {schedule.dataset} has no frozen version"
+    elif agent_version.adapter == Adapter.CLIENT:
+        # The live version became a client version after the schedule was saved: a run would
+        # wait for uploads that nobody sends (docs/schedules.md).
+        error = client_version_refusal(agent_version, pinned=bool(schedule.agent_version_id))
     elif not may_schedule(schedule.created_by, schedule.agent, schedule.dataset):
         error = "the schedule's creator may no longer schedule this agent and dataset"
     else:

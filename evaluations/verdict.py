@@ -17,7 +17,10 @@ The verdict, in order:
 - **pending** while a run has not finished (numbers from it are not evidence), exit code null;
 - **incomplete** (exit 2) when a run failed or was cancelled, or when nothing failed but some
   evidence could not be had: blocking check results skipped or in error, trials in error
-  (the ``checks_scored`` gate);
+  (the ``checks_scored`` gate). A trial in error has no cost to record, so under a policy
+  that requires coverage it also fails the coverage gate; when those trials are all that
+  coverage lacks, that failure is the same missing evidence, not a failure of the agent
+  (``_coverage_wants_errored``): the verdict is incomplete;
 - **failed** (exit 1) when any other gate fails: the contract's (coverage, false success,
   unknown effects, floors, budget, quality) or the policy's case pass rate;
 - **passed** (exit 0) otherwise.
@@ -30,20 +33,27 @@ a quality floor, billing. Missing evidence fails the verdict only where the poli
 
 A constant number of queries for any number of runs: the thresholds provider (one), the runs'
 stored figures (``runs_totals``, ``trials_in_error``), one grouped query for the unscored
-results of runs without figures, and, only when some run has them, two grouped counts of the
-cases with errored trials or unscored results.
+results of runs without figures, and, only when some run has them, two grouped counts: of the
+errored trials (their cases, and how many have no billed cost), and of the cases with
+unscored results.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 
-from evaluations.choices import RUN_TERMINAL, CheckStatus, RunStatus, TrialStatus
+from evaluations.choices import (
+    RUN_TERMINAL,
+    BillingCoverage,
+    CheckStatus,
+    RunStatus,
+    TrialStatus,
+)
 from evaluations.contract import (
     DEFAULT_APPLIED,
     FAIL,
@@ -265,9 +275,9 @@ class _Evidence:
         self.totals = runs_totals(runs) if runs else {}
         self.errors = trials_in_error(runs) if runs else {}
         self.unscored = _unscored_groups(runs)
-        self.errored_cases = _cases_with([r for r in runs if self.errors.get(r.pk)], "errored")
-        self.unscored_cases = _cases_with(
-            [r for r in runs if sum(g["n"] for g in self.unscored.get(r.pk, []))], "unscored"
+        self.errored = _errored_trials([r for r in runs if self.errors.get(r.pk)])
+        self.unscored_cases = _cases_unscored(
+            [r for r in runs if sum(g["n"] for g in self.unscored.get(r.pk, []))]
         )
 
 
@@ -334,10 +344,19 @@ def _judge(runs: list, applied: AppliedThresholds, evidence: _Evidence, together
             {**coverage.value, "incomplete_runs": []},
             coverage.bound,
         )
+    errored_cost = _errored_cost(runs, evidence)
+    wanting = not problems and _coverage_wants_errored(contract, limits, errored_cost)
+    if wanting:
+        coverage = gates[0]
+        gates[0] = replace(
+            coverage,
+            detail=f"{coverage.detail}: {sum(errored_cost)} of them in error, with no cost to "
+            "record (the evidence is missing, the verdict incomplete)",
+        )
     unscored = {run.pk: sum(g["n"] for g in evidence.unscored.get(run.pk, [])) for run in runs}
     gates.append(_checks_scored_gate(runs, unscored, evidence.errors))
     gates.append(_case_pass_rate_gate(runs, applied.min_case_pass_rate))
-    missing = _missing(contract, limits, runs, evidence)
+    missing = _missing(contract, limits, runs, evidence, errored_cost)
 
     reasons = []
     for run in runs:
@@ -349,9 +368,16 @@ def _judge(runs: list, applied: AppliedThresholds, evidence: _Evidence, together
     # unscored.
     order = {"case_pass_rate": 0, EVIDENCE_GATE: 2}
     for gate in sorted(gates, key=lambda g: order.get(g.name, 1)):
-        if gate.state == FAIL and not (gate.name == "coverage" and incomplete and not together):
+        # Coverage that fails on the trials in error alone is told by the checks-scored
+        # gate's reason, which names them ("nothing failed" would be contradicted).
+        told_elsewhere = gate.name == "coverage" and (wanting or (incomplete and not together))
+        if gate.state == FAIL and not told_elsewhere:
             reasons.append(_gate_reason(gate, runs, unscored, evidence.errors))
-    failed = [g for g in gates if g.state == FAIL and g.name != EVIDENCE_GATE]
+    failed = [
+        g
+        for g in gates
+        if g.state == FAIL and g.name != EVIDENCE_GATE and not (g.name == "coverage" and wanting)
+    ]
     if incomplete:
         outcome = INCOMPLETE
     elif failed:
@@ -378,6 +404,38 @@ def _status(runs: list) -> str:
     if statuses == {RunStatus.COMPLETED}:
         return str(RunStatus.COMPLETED)
     return next((str(run.status) for run in runs if run.status != RunStatus.COMPLETED), "")
+
+
+def _errored_cost(runs: list, evidence: _Evidence) -> tuple[int, int]:
+    """(trials in error with missing cost, ... with estimated cost) of ``runs``."""
+    rows = [evidence.errored.get(run.pk, {}) for run in runs]
+    return (
+        sum(row.get("missing_cost", 0) for row in rows),
+        sum(row.get("estimated_cost", 0) for row in rows),
+    )
+
+
+def _coverage_wants_errored(
+    contract: ContractResult, limits: Thresholds, errored_cost: tuple[int, int]
+) -> bool:
+    """Whether the coverage gate fails only because trials in error have no billed cost.
+
+    A trial in error did not run to the end: its cost is unknown because its evidence is, and
+    the checks-scored gate already names it. Seed 003: an unavailable verdict is never turned
+    into a failure (nor a success), so a coverage failure that the errored trials alone cause
+    makes the verdict incomplete; one that stays without them (a completed trial without
+    billed cost, an outcome or an effect without a state) is a failure."""
+    missing, estimated = errored_cost
+    if not (missing or estimated) or contract.first_failing_gate != "coverage":
+        return False
+    t = contract.totals
+    rest = replace(
+        t,
+        missing_cost_runs=t.missing_cost_runs - missing,
+        estimated_runs=t.estimated_runs - estimated,
+    )
+    without = evaluate(rest, limits)
+    return next(g.status for g in without.gates if g.name == "coverage") != FAIL
 
 
 def _gate_reason(gate: Gate, runs: list, unscored: dict, errors: dict) -> Reason:
@@ -572,7 +630,13 @@ def _case_pass_rate_gate(runs: list, minimum: float) -> Gate:
 # --- what is missing ------------------------------------------------------------------------
 
 
-def _missing(contract: ContractResult, limits: Thresholds, runs: list, evidence: _Evidence):
+def _missing(
+    contract: ContractResult,
+    limits: Thresholds,
+    runs: list,
+    evidence: _Evidence,
+    errored_cost: tuple[int, int] = (0, 0),
+):
     from evaluations.judge.setup import judge_configured, no_judge_sentence
 
     found = []
@@ -619,12 +683,15 @@ def _missing(contract: ContractResult, limits: Thresholds, runs: list, evidence:
                 fails=True,
             )
         )
-    if t.missing_cost_runs or t.estimated_runs:
+    # A trial in error has no cost because it has no evidence at all: what adds it is fixing
+    # the error (the checks-scored gate names those trials), not billing.
+    missing_cost = t.missing_cost_runs - errored_cost[0]
+    estimated_cost = t.estimated_runs - errored_cost[1]
+    if missing_cost or estimated_cost:
         found.append(
             Missing(
                 "billing",
-                f"{t.missing_cost_runs} trial(s) with missing cost, {t.estimated_runs} with "
-                "estimated cost",
+                f"{missing_cost} trial(s) with missing cost, {estimated_cost} with estimated cost",
                 "Have the adapter report billed cost, and give every judge model a price",
                 doc_url("contract", "Cost"),
                 fails=limits.coverage_required,
@@ -673,26 +740,44 @@ def _unscored_groups(runs: list) -> dict[int, list[dict[str, Any]]]:
     return groups
 
 
-def _cases_with(runs: list, what: str) -> dict[int, int]:
-    """``{run pk: cases with a trial in error}`` or ``... with a blocking result unscored``
-    (``what``): one grouped query, none without runs."""
-    from evaluations.models import CheckResult, Trial
+def _errored_trials(runs: list) -> dict[int, dict[str, int]]:
+    """``{run pk: {cases, missing_cost, estimated_cost}}`` of the runs' trials in error: the
+    cases with one, and how many have no billed cost (missing or estimated), counted as the
+    contract counts a trial's cost; one grouped query, none without runs."""
+    from evaluations.models import Trial
+
+    if not runs:
+        return {}
+    billed = Q(billing_coverage=BillingCoverage.BILLED, cost_usd__isnull=False)
+    estimated = Q(billing_coverage=BillingCoverage.ESTIMATED)
+    rows = (
+        Trial.objects.filter(run_id__in=[run.pk for run in runs], status=TrialStatus.ERROR)
+        .values("run_id")
+        .annotate(
+            cases=Count("case_id", distinct=True),
+            missing_cost=Count("pk", filter=~billed & ~estimated),
+            estimated_cost=Count("pk", filter=estimated),
+        )
+        .order_by()
+    )
+    return {row.pop("run_id"): row for row in rows}
+
+
+def _cases_unscored(runs: list) -> dict[int, int]:
+    """``{run pk: cases with a blocking result unscored}``: one grouped query, none without
+    runs."""
+    from evaluations.models import CheckResult
 
     if not runs:
         return {}
     ids = [run.pk for run in runs]
-    if what == "errored":
-        rows = Trial.objects.filter(run_id__in=ids, status=TrialStatus.ERROR).values("run_id")
-        key = "run_id"
-        rows = rows.annotate(n=Count("case_id", distinct=True)).order_by()
-    else:
-        rows = CheckResult.objects.filter(
-            trial__run_id__in=ids,
-            blocking=True,
-            status__in=[CheckStatus.SKIPPED, CheckStatus.ERROR],
-        ).values("trial__run_id")
-        key = "trial__run_id"
-        rows = rows.annotate(n=Count("trial__case_id", distinct=True)).order_by()
+    rows = CheckResult.objects.filter(
+        trial__run_id__in=ids,
+        blocking=True,
+        status__in=[CheckStatus.SKIPPED, CheckStatus.ERROR],
+    ).values("trial__run_id")
+    key = "trial__run_id"
+    rows = rows.annotate(n=Count("trial__case_id", distinct=True)).order_by()
     return {row[key]: row["n"] for row in rows}
 
 
@@ -713,7 +798,7 @@ def _case_counts(runs: list, evidence: _Evidence | None) -> dict[str, int]:
     failed = sum((run.summary or {}).get("cases") or 0 for run in judged) - passed
     errored = unscored = 0
     if evidence is not None:
-        errored = sum(evidence.errored_cases.get(run.pk, 0) for run in runs)
+        errored = sum(evidence.errored.get(run.pk, {}).get("cases", 0) for run in runs)
         unscored = sum(evidence.unscored_cases.get(run.pk, 0) for run in runs)
     return {
         "total": total,

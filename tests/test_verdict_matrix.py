@@ -1,8 +1,9 @@
 """One verdict per run and policy, through every surface (issue 24, point 3).
 
-A matrix of policies (no budget, a budget, floors off, verified outcomes required) and runs
-(with outcome verifiers, a question-answering dataset without them, a blocking model check no
-judge could score, a trial in error) goes through every surface that shows a verdict: the exit
+A matrix of policies (no budget, a budget, floors off, verified outcomes required, coverage
+not required) and runs (with outcome verifiers, a question-answering dataset without them, a
+blocking model check no judge could score, a trial in error, a trial in error beside a
+completed trial without its bill) goes through every surface that shows a verdict: the exit
 code of `manage.py evaluate` (which starts the run, with the real engine), the run page's HTML,
 the run list, `GET /api/v1/runs/compare/`, `GET /api/v1/runs/{id}/verdict/` and the publish
 gate's decision (`governance.decision.decide`). Each must give the outcome the table below
@@ -41,7 +42,8 @@ def acting_agent(case, **_):
         "declared_complete": True,
         "tool_calls": [{"id": f"r{amount}", "name": "pay.refund", "arguments": {"amount": amount}}],
         "windows": [{"evidence_delta": "refund row"}],
-        "cost_usd": 0.01,
+        # A case whose input says so completes without reporting its bill (missing cost).
+        **({} if case["input"].get("unbilled") else {"cost_usd": 0.01}),
     }
 
 
@@ -69,6 +71,7 @@ POLICIES = {
     "a budget": {"max_cost_per_verified_outcome_usd": Decimal("0.60")},
     "floors off": {"min_useful_progress": None, "min_tool_effect_integrity": None},
     "outcomes required": {"requires_verified_outcomes": True},
+    "coverage off": {"coverage_required": False},
 }
 
 # run kind -> policy -> (outcome, exit code, the first failing gate or None)
@@ -78,45 +81,64 @@ EXPECTED = {
         "a budget": ("passed", 0, None),
         "floors off": ("passed", 0, None),
         "outcomes required": ("passed", 0, None),
+        "coverage off": ("passed", 0, None),
     },
     "no verifier": {
         "no budget": ("passed", 0, None),
         "a budget": ("failed", 1, "budget"),
         "floors off": ("passed", 0, None),
         "outcomes required": ("failed", 1, "coverage"),
+        "coverage off": ("passed", 0, None),
     },
     "unscored model check": {
         "no budget": ("incomplete", 2, "checks_scored"),
         "a budget": ("failed", 1, "budget"),
         "floors off": ("incomplete", 2, "checks_scored"),
         "outcomes required": ("failed", 1, "coverage"),
+        "coverage off": ("incomplete", 2, "checks_scored"),
     },
-    # A trial in error has no billed cost: coverage fails (its cost is unknown), and the
+    # A trial in error has no billed cost: coverage fails closed (its cost is unknown), and the
     # checks-scored gate names the trial (its case still passes: a case's pass does not count
-    # the results that could not be scored, which is why that gate exists).
+    # the results that could not be scored, which is why that gate exists). The missing cost
+    # is the missing evidence of the error itself, not a failure: incomplete, exit 2, under
+    # every policy (seed 003: unavailable is never turned into a failure).
     "errored trial": {
+        "no budget": ("incomplete", 2, "coverage"),
+        "a budget": ("incomplete", 2, "coverage"),
+        "floors off": ("incomplete", 2, "coverage"),
+        "outcomes required": ("incomplete", 2, "coverage"),
+        "coverage off": ("incomplete", 2, "checks_scored"),
+    },
+    # ... but a completed trial without its bill fails coverage on its own: failed, whatever
+    # the trial in error beside it (unless the policy does not require coverage).
+    "errored and unbilled": {
         "no budget": ("failed", 1, "coverage"),
         "a budget": ("failed", 1, "coverage"),
         "floors off": ("failed", 1, "coverage"),
         "outcomes required": ("failed", 1, "coverage"),
+        "coverage off": ("incomplete", 2, "checks_scored"),
     },
 }
-# What each kind lacks, whatever the policy.
+# What each kind lacks, whatever the policy (a trial in error lacks everything: the
+# checks-scored gate names it; billing is what a completed trial without its bill lacks).
 MISSING = {
     "verified": set(),
     "no verifier": {"outcome_verification"},
     "unscored model check": {"outcome_verification", "judge"},
-    "errored trial": {"billing"},
+    "errored trial": set(),
+    "errored and unbilled": {"billing"},
 }
 
 
 def dataset_for(kind):
     dataset = factories.dataset(kind.replace(" ", "-"))
-    if kind in ("verified", "errored trial"):
+    if kind in ("verified", "errored trial", "errored and unbilled"):
         case = {"expected_tools": [{"name": "pay.refund"}], "outcome_check": VERIFIER}
         cases = [("small", {"amount": 40}, case), ("medium", {"amount": 30}, case)]
-        if kind == "errored trial":
+        if kind != "verified":
             cases.append(("down", {"amount": 20, "fail": True}, case))
+        if kind == "errored and unbilled":
+            cases.append(("unbilled", {"amount": 10, "unbilled": True}, case))
         return factories.dataset_version(dataset, cases=cases, checks=[TOOLS])
     checks = [EXACT, MODEL] if kind == "unscored model check" else [EXACT]
     return factories.dataset_version(
@@ -163,6 +185,19 @@ def list_verdict(client, run):
     return re.search(r'data-verdict="(\w+)"', row.group(0)).group(1)
 
 
+def page_gate_cell(html):
+    """The run page's contract table: its last cell, the gate."""
+    row = re.search(r'id="contract">.*?<tbody><tr>(.*?)</tr>', html, re.S)
+    assert row, html[:2000]
+    return re.findall(r'<span class="status \w+">([^<]*)</span>', row.group(1))[-1]
+
+
+def gate_word(cell):
+    """The outcome a gate cell reads: "pass", "fail (...)", "incomplete (...)"."""
+    word = cell.split(" ")[0]
+    return {"pass": "passed", "fail": "failed"}.get(word, word)
+
+
 @pytest.mark.parametrize("kind", list(EXPECTED))
 def test_every_surface_gives_the_same_verdict_for_each_policy(world, client, kind):
     builder = world
@@ -193,6 +228,9 @@ def test_every_surface_gives_the_same_verdict_for_each_policy(world, client, kin
 
         shown = page_verdict(client, run)
         assert shown[:2] == (outcome, exit_code), f"{where}: run page"
+        # The contract table's gate cell is the verdict's: never "pass" beside an incomplete
+        # or failed verdict.
+        assert gate_word(page_gate_cell(shown[2])) == outcome, f"{where}: run page gate cell"
         assert list_verdict(client, run) == outcome, f"{where}: run list"
 
         body = api.get(f"/api/v1/runs/{run.pk}/verdict/").json()
@@ -212,10 +250,13 @@ def test_every_surface_gives_the_same_verdict_for_each_policy(world, client, kin
         for side in ("a", "b"):
             assert compared[side]["verdict"]["outcome"] == outcome, f"{where}: compare"
             assert compared[side]["verdict"]["gates"] == body["gates"], f"{where}: compare"
-        assert (
-            client.get(f"/runs/compare/?a={run.pk}&b={run.pk}").context["verdicts"][1].outcome
-            == outcome
-        )
+        for row in compared["table"]:
+            assert gate_word(row["gate"]) == outcome, f"{where}: compare API gate cell"
+        assert f"| {compared['table'][0]['gate']} |" in compared["markdown"], where
+        page = client.get(f"/runs/compare/?a={run.pk}&b={run.pk}")
+        assert page.context["verdicts"][1].outcome == outcome
+        [(_, left, right)] = [row for row in page.context["measures"] if row[0] == "gate"]
+        assert gate_word(left) == gate_word(right) == outcome, f"{where}: compare page gate"
 
         decision = decide([run], policy)
         assert decision["release"] == ("pass" if outcome == "passed" else "fail"), where

@@ -301,7 +301,8 @@ def gate(
 ) -> GateResult:
     """`sherlock gate`: request publication unless a request is open, fulfil its waiting client
     gate runs with `task`, and await the decision: 0 passed (or already published), 1 blocked,
-    2 still evaluating at the deadline."""
+    2 blocked on an incomplete verdict (evidence missing, not a failure) or still evaluating
+    at the deadline."""
     options = options or RunOptions()
     fn, entrypoint = load_task(task) if task is not None else (None, None)
     sent = dict(source.collect() if metadata is None else metadata)
@@ -360,10 +361,17 @@ def gate(
     state = request.get("state")
     code = GATE_EXIT.get(str(state), EXIT_INCOMPLETE)
     decision = request.get("decision") or {}
+    verdict = decision.get("verdict") or {}
     lines = [f"publish request {request['id']}: {state}"]
     if decision.get("first_failing_gate"):
         lines.append(f"first failing gate: {decision['first_failing_gate']}")
-    if code == EXIT_INCOMPLETE:
+    if state == "blocked" and verdict.get("outcome") == "incomplete":
+        # Blocked for want of evidence (trials in error, results unscored): the verdict is
+        # incomplete, never a failure (the same exit code as `sherlock evaluate`'s).
+        code = EXIT_INCOMPLETE
+        reasons = "; ".join(r.get("detail", "") for r in verdict.get("reasons") or [])
+        lines.append(f"the verdict is incomplete: {reasons or 'evidence is missing'}")
+    elif code == EXIT_INCOMPLETE:
         lines.append(f"no decision within {options.wait:g} s")
     return GateResult(request=request, exit_code=code, lines=lines, runs=results)
 

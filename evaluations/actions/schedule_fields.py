@@ -9,6 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 from django_q.models import Schedule
 
+from agents.choices import Adapter
 from agents.models import Agent
 from evaluations.costs import format_usd
 from evaluations.models import Dataset, RunSchedule
@@ -89,6 +90,17 @@ def schedule_errors(schedule):
         errors.append(
             ActionInvalid("the pinned version is not of this agent", field="agent_version")
         )
+    else:
+        client = _client_version(schedule)
+        if client is not None:
+            pinned = bool(schedule.agent_version_id)
+            errors.append(
+                ActionInvalid(
+                    client_version_refusal(client, pinned=pinned),
+                    code="client_version",
+                    field="agent_version" if pinned else "agent",
+                )
+            )
     if schedule.dataset_version_id and schedule.dataset_version.dataset_id != schedule.dataset_id:
         errors.append(
             ActionInvalid("the pinned version is not of this dataset", field="dataset_version")
@@ -98,6 +110,29 @@ def schedule_errors(schedule):
             ActionInvalid("scheduled runs pin frozen dataset versions", field="dataset_version")
         )
     return errors
+
+
+def _client_version(schedule):
+    """The version the schedule would run now (pinned, else the agent's live one) when it is a
+    `client` version, else None."""
+    if schedule.agent_version_id:
+        version = schedule.agent_version
+    elif schedule.agent_id:
+        version = schedule.agent.live_version
+    else:
+        return None
+    return version if version is not None and version.adapter == Adapter.CLIENT else None
+
+
+def client_version_refusal(version, *, pinned=True):
+    """Why a schedule cannot run a `client` version: its code runs in the team's CI, and the
+    run a schedule started would wait for uploads no one sends (docs/schedules.md)."""
+    which = f"{version}" if pinned else f"the live version {version}"
+    return (
+        f"{which} runs on the client (the team's own code, docs/client.md): a "
+        "scheduled run would wait for uploads that nobody sends. Schedule `sherlock run` in "
+        "the team's CI instead, or pin a version Sherlock runs itself"
+    )
 
 
 def _caught(check, *args):

@@ -156,8 +156,12 @@ class RunComparisonView(APIView):
                     }
                     for name in ("a", "b")
                 },
-                "table": [format_cells(results[name]) for name in ("a", "b")],
-                "markdown": render_table([results["a"], results["b"]]),
+                "table": [
+                    format_cells(results[name], verdict=verdict[name]) for name in ("a", "b")
+                ],
+                "markdown": render_table(
+                    [results["a"], results["b"]], [verdict["a"], verdict["b"]]
+                ),
                 "thresholds": (
                     applied["a"].source
                     if applied["a"] == applied["b"]

@@ -12,8 +12,9 @@ pages ask ``format_cells(result, explained=True)``, which names both counts:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
+from typing import Any
 
 from evaluations.contract.measures import FAIL, GATE_LABELS, PASS, ContractResult, Ratio
 from sherlock.core.money import usd
@@ -65,15 +66,43 @@ def quality_cell(result: ContractResult, *, explained: bool = False) -> str:
     return f"{quality} ({graded}, {result.declared_complete} declared complete)"
 
 
-def format_cells(result: ContractResult, *, explained: bool = False) -> dict[str, str]:
+def gate_cell(result: ContractResult, verdict: Any = None) -> str:
+    """The "gate" cell. Of a trial file (``manage.py contract``, no policy): the contract's,
+    "pass" or "fail (<first failing gate>)", as DESIGN section 6 prints the article's table.
+    Of a run, with its ``verdict`` (``evaluations.verdict.Verdict``): the verdict's, because a
+    contract that passes says nothing about the trials in error, the results no check could
+    score or a run that did not complete; so "pass" only when the verdict passed,
+    "incomplete (<gate>)" when evidence is missing (seed 003: unavailable is never a pass, nor
+    a failure), "fail (<gate>)", or "pending"."""
+    if verdict is None:
+        first = result.first_failing_gate
+        return PASS if first is None else f"{FAIL} ({GATE_LABELS[first]})"
+    if verdict.outcome == "passed":
+        return PASS
+    if verdict.outcome == "pending":
+        return "pending"
+    if verdict.outcome == "incomplete":
+        # Name what is missing: the unscored evidence when that gate fails, else the first
+        # failing gate (coverage, for a run that did not complete).
+        evidence = verdict.gate("checks_scored")
+        label = evidence.label if evidence and evidence.state == FAIL else ""
+        label = label or verdict.first_failing_label
+        return f"incomplete ({label})" if label else "incomplete"
+    label = verdict.first_failing_label
+    return f"{FAIL} ({label})" if label else FAIL
+
+
+def format_cells(
+    result: ContractResult, *, explained: bool = False, verdict: Any = None
+) -> dict[str, str]:
     """The cells of one table row, keyed by ``TABLE_COLUMNS`` (e.g. "0.818 (4/4)", "$0.52");
     ``explained``, for the pages: the quality cell names its counts (`quality_cell`) and each
-    cost its unit ("$0.01 per trial", "$0.05 per verified outcome")."""
+    cost its unit ("$0.01 per trial", "$0.05 per verified outcome"). The gate cell is the
+    run's ``verdict`` when one is given (`gate_cell`)."""
     false_success = str(result.false_success)
     if result.false_success.wilson95:
         low, high = result.false_success.wilson95
         false_success += f" [{low:.3f}, {high:.3f}]"
-    first = result.first_failing_gate
     return {
         "variant": result.variant,
         "quality": quality_cell(result, explained=explained),
@@ -85,18 +114,19 @@ def format_cells(result: ContractResult, *, explained: bool = False) -> dict[str
         ),
         "false success": false_success,
         "unverified completion": str(result.unverified_completions),
-        "gate": PASS if first is None else f"{FAIL} ({GATE_LABELS[first]})",
+        "gate": gate_cell(result, verdict),
     }
 
 
-def render_table(results: Iterable[ContractResult]) -> str:
-    """The markdown table of DESIGN section 6, one row per variant."""
+def render_table(results: Iterable[ContractResult], verdicts: Sequence[Any] = ()) -> str:
+    """The markdown table of DESIGN section 6, one row per variant; ``verdicts``, one per
+    result when they are runs', make each gate cell the run's verdict (`gate_cell`)."""
 
     def row(cells: Iterable[str]) -> str:
         return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
     lines = [row(TABLE_COLUMNS), "|" + "---|" * len(TABLE_COLUMNS)]
-    for result in results:
-        cells = format_cells(result)
+    for index, result in enumerate(results):
+        cells = format_cells(result, verdict=verdicts[index] if verdicts else None)
         lines.append(row(cells[column] for column in TABLE_COLUMNS))
     return "\n".join(lines)

@@ -69,7 +69,10 @@ def contract_rows(result_a, result_b, verdict_a=None, verdict_b=None):
     one per gate with its state and detail on each side: the verdicts' gates when given (the
     contract's, then the policy's checks-scored and case-pass-rate gates), else the contract's.
     A gate only one side has is shown with the other side blank."""
-    cells = [format_cells(result, explained=True) for result in (result_a, result_b)]
+    cells = [
+        format_cells(result, explained=True, verdict=verdict)
+        for result, verdict in ((result_a, verdict_a), (result_b, verdict_b))
+    ]
     measures = [
         (label, cells[0][column], cells[1][column])
         for column, label in zip(TABLE_COLUMNS[1:], page_columns()[1:], strict=True)

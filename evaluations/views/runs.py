@@ -176,7 +176,8 @@ def run_detail(request, pk):
             contract=contract,
             applied=verdict.applied,
             contract_cells=[
-                format_cells(contract, explained=True)[column] for column in TABLE_COLUMNS
+                format_cells(contract, explained=True, verdict=verdict)[column]
+                for column in TABLE_COLUMNS
             ]
             if contract
             else [],

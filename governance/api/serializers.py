@@ -11,7 +11,14 @@ from governance.actions.create_api_key import NAME_MAX_LENGTH as KEY_NAME_MAX_LE
 from governance.actions.policy_fields import POLICY_FIELDS
 from governance.audit_export import FIELDS as AUDIT_FIELDS
 from governance.choices import APIKeyState, Role
-from governance.models import APIKey, AuditEntry, Bypass, PublishingPolicy, PublishRequest
+from governance.models import (
+    APIKey,
+    AuditEntry,
+    Bypass,
+    GateDataset,
+    PublishingPolicy,
+    PublishRequest,
+)
 from sherlock.core.api.serializers import LeanRepresentation, RefuseUnknownFields
 from sherlock.core.limits import REASON_MAX
 
@@ -230,6 +237,52 @@ class PolicyChangeSerializer(PolicyRulesSerializer):
     class Meta(PolicyRulesSerializer.Meta):
         fields = [*PolicyRulesSerializer.Meta.fields, "reason"]
         extra_kwargs = {name: {"required": False} for name in POLICY_FIELDS}
+
+
+class GateDatasetChoiceSerializer(serializers.ModelSerializer):
+    dataset = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    chosen_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = GateDataset
+        fields = ["dataset", "chosen_by", "chosen_at"]
+        read_only_fields = fields
+
+
+GATE_SOURCES = {
+    "agent_policy": "the agent's own publishing policy names gate datasets: they win",
+    "chosen": "the datasets an Admin chose for the agent",
+    "none": "none is chosen: the agent cannot request publication",
+}
+
+
+class GateDatasetsSerializer(serializers.Serializer):
+    """An agent's gate datasets: the Admin's choice (`datasets`, with who chose each and when),
+    and what its next publish request runs (`gated_on`, from `source`)."""
+
+    agent = serializers.CharField(help_text="The agent's slug.")
+    datasets = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Slugs of the datasets chosen for the agent (what `PUT` sets).",
+    )
+    chosen = GateDatasetChoiceSerializer(many=True)
+    gated_on = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Slugs of the datasets the agent's next publish request runs.",
+    )
+    source = serializers.ChoiceField(
+        choices=list(GATE_SOURCES.items()),
+        help_text="Where `gated_on` comes from: "
+        + "; ".join(f"`{key}`: {text}" for key, text in GATE_SOURCES.items()),
+    )
+
+
+class GateDatasetsInputSerializer(RefuseUnknownFields, serializers.Serializer):
+    datasets = slug_of(
+        Dataset,
+        many=True,
+        help_text="Slugs of the datasets that gate the agent, replacing the choice; [] drops it.",
+    )
 
 
 class RoleGrantSerializer(serializers.Serializer):

@@ -2,6 +2,7 @@ from rest_framework.routers import DefaultRouter
 
 from governance.api.people import PeopleViewSet
 from governance.api.views import (
+    AgentGateDatasetsViewSet,
     APIKeyViewSet,
     AuditEntryViewSet,
     BypassViewSet,
@@ -14,6 +15,8 @@ from governance.api.views import (
 router = DefaultRouter()
 # Shares the `versions` prefix with agents.api: only the detail verbs are routed here.
 router.register("versions", VersionVerbViewSet, basename="version-verb")
+# Shares the `agents` prefix with agents.api: only the gate datasets of an agent are here.
+router.register("agents", AgentGateDatasetsViewSet, basename="agent-gate-datasets")
 router.register("publish-requests", PublishRequestViewSet, basename="publishrequest")
 router.register("bypasses", BypassViewSet, basename="bypass")
 router.register("audit", AuditEntryViewSet, basename="auditentry")

@@ -15,7 +15,7 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
 from agents.api.serializers import AgentVersionSerializer
-from agents.models import AgentVersion
+from agents.models import Agent, AgentVersion
 from governance.actions.approve_bypass import ApproveBypass
 from governance.actions.create_api_key import CreateAPIKey
 from governance.actions.create_policy import CreatePolicy
@@ -29,6 +29,7 @@ from governance.actions.revoke_api_key import RevokeAPIKey
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.revoke_role import RevokeRole
 from governance.actions.rollback_version import RollBackVersion
+from governance.actions.set_gate_datasets import SetGateDatasets
 from governance.actions.update_policy import UpdatePolicy
 from governance.api.serializers import (
     APIKeyCreatedSerializer,
@@ -37,6 +38,8 @@ from governance.api.serializers import (
     AuditEntrySerializer,
     BypassInputSerializer,
     BypassSerializer,
+    GateDatasetsInputSerializer,
+    GateDatasetsSerializer,
     PolicyChangeSerializer,
     PolicyCreateSerializer,
     PolicySerializer,
@@ -52,9 +55,11 @@ from governance.models import (
     APIKey,
     AuditEntry,
     Bypass,
+    GateDataset,
     PublishingPolicy,
     PublishRequest,
     RoleGrant,
+    gate_datasets_for,
 )
 from governance.publication import publication_of
 from governance.roles import describe_grant, is_global_admin, role_grants
@@ -428,6 +433,76 @@ class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
             reason=reason,
         ).execute()
         return self._answer(new, status.HTTP_201_CREATED)
+
+
+# --- Administration: gate datasets -------------------------------------------------------------
+
+
+def gate_datasets_of(agent):
+    """The body of `GET /agents/{slug}/gate-datasets/` (`GateDatasetsSerializer`): the Admin's
+    choice for `agent` and what its next publish request runs, under the policy in force."""
+    chosen = list(
+        GateDataset.objects.filter(agent=agent)
+        .select_related("dataset", "chosen_by")
+        .order_by("dataset__slug")
+    )
+    policy = PublishingPolicy.objects.in_force_for(agent)
+    gated_on = list(gate_datasets_for(agent, policy).values_list("slug", flat=True))
+    own = policy is not None and policy.agent_id == agent.pk and policy.gate_datasets.exists()
+    return {
+        "agent": agent.slug,
+        "datasets": [row.dataset.slug for row in chosen],
+        "chosen": chosen,
+        "gated_on": gated_on,
+        "source": "agent_policy" if own else "chosen" if chosen else "none",
+    }
+
+
+class AgentGateDatasetsViewSet(viewsets.GenericViewSet):
+    """`/agents/{slug}/gate-datasets/` (the agent itself is `agents.api`): which datasets gate
+    the agent's releases. Whoever may see the agent reads them; only a global Admin sets them,
+    through `SetGateDatasets` (audited as `governance.gate_datasets.set`, a refusal as
+    `governance.gate_datasets.refused`), as in *Admin › Gate datasets*."""
+
+    serializer_class = GateDatasetsSerializer
+    queryset = Agent.objects.none()
+    lookup_field = "slug"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"
+
+    def get_queryset(self):
+        return Agent.objects.for_user(self.request.user, "view")
+
+    @extend_schema(
+        methods=["GET"],
+        summary="An agent's gate datasets: chosen, and what its next request runs",
+        description="`datasets`: the slugs an Admin chose for the agent (`chosen`: who and "
+        "when); `gated_on`: what the agent's next publish request runs, its own policy's gate "
+        "datasets when that names some (`source` `agent_policy`), else the chosen ones "
+        "(`chosen`), else none (`none`: requesting publication is refused, 409 "
+        "`no_gate_datasets`).",
+        responses={200: GateDatasetsSerializer, **refusals(404)},
+    )
+    @extend_schema(
+        methods=["PUT"],
+        summary="Set an agent's gate datasets (Admin)",
+        description="Replaces the choice with `datasets` (slugs; `[]` drops every one) through "
+        "`SetGateDatasets`, audited with the slugs before and after. Only a global Admin: "
+        "anyone else is answered 403 before the body is read. A request already evaluating "
+        "keeps its runs; the next one uses the new choice.",
+        request=GateDatasetsInputSerializer,
+        responses={200: GateDatasetsSerializer, **refusals(400, 403, 404)},
+    )
+    @action(detail=True, methods=["get", "put"], url_path="gate-datasets")
+    def gate_datasets(self, request, slug=None):
+        agent = self.get_object()
+        if request.method == "PUT":
+            SetGateDatasets(acting_user=request.user, agent=agent, datasets=[]).authorize()
+            data = GateDatasetsInputSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            SetGateDatasets(
+                acting_user=request.user, agent=agent, datasets=data.validated_data["datasets"]
+            ).execute()
+        return Response(GateDatasetsSerializer(gate_datasets_of(agent)).data)
 
 
 # --- Administration: role grants --------------------------------------------------------------

@@ -2,7 +2,8 @@
 without outcome verifiers under a policy with no budget reads PASSED on its run page, names the
 missing outcome verification with what adds it and where it is documented, and never "fails at
 budget"; a run whose blocking model check no judge could score reads INCOMPLETE with the
-no-judge sentence and the calibration link; the Start-a-run estimate on /runs/ warns of the
+no-judge sentence and the calibration link, and its contract table's gate cell reads
+"incomplete", never "pass"; the Start-a-run estimate on /runs/ warns of the
 missing judge with the setting and the docs. The server and browser fixtures are in
 tests/browser/conftest.py; the runs are made by `manage.py evaluate` with the real engine."""
 
@@ -78,6 +79,10 @@ def test_the_run_page_says_what_a_dataset_lacks_and_the_estimate_warns_of_no_jud
     assert page.get_attribute("#no-judge a", "href").endswith("/docs/judges/")
     check = unscored.dataset_version.checks.get(kind="custom")
     assert page.get_attribute("#calibration-links a", "href") == f"/checks/{check.pk}/calibration/"
+    # The contract table's gate cell is the verdict's: an incomplete run never reads "pass".
+    gate = page.locator("#contract tbody td").last.locator(".status")
+    assert gate.inner_text() == "incomplete (blocking checks scored)"
+    assert gate.get_attribute("class") == "status warn"
     shot(page, "run-page-incomplete-no-judge")
 
     # The run list: both verdicts in short, then the Start-a-run estimate.
@@ -113,6 +118,13 @@ def test_the_other_pages_an_admin_and_an_editor_read(no_judge, server, browser, 
     verdicts = page.inner_text("#verdicts")
     assert "A: PASSED" in verdicts and "B: INCOMPLETE" in verdicts
     assert "missing: outcome verification" in verdicts
+    row = page.locator("xpath=//table[@id='contract']//tr[td[1][normalize-space()='gate']]")
+    cells = row.locator(".status")
+    assert [cells.nth(0).inner_text(), cells.nth(1).inner_text()] == [
+        "pass",
+        "incomplete (blocking checks scored)",
+    ]
+    assert cells.nth(1).get_attribute("class") == "status skipped"  # as its verdict above
     shot(page, "compare-verdicts")
 
     editor = browser.new_page(viewport={"width": 1366, "height": 900})

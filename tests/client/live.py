@@ -6,10 +6,10 @@ functions pass or fail at will.
 The dataset `refunds` has `CASES` cases, each expecting the tool `payments.refund` (a
 `tools_used` check, blocking, threshold 1): a task returning `{"tool_calls": [{"name":
 "payments.refund"}]}` passes a case, one returning `[]` fails it. No judge is needed. The
-publishing policy in force (the agent's own) gates on that dataset, with no budget and no coverage
-requirement: an errored trial has no billed cost, and a required coverage would fail (exit 1)
-the runs whose errors the tests want to see incomplete (exit 2). The tasks report their cost
-anyway (`cost_usd`).
+publishing policy in force (the agent's own) gates on that dataset, with no budget and coverage
+required: an errored trial has no billed cost, and the runs whose errors the tests want to see
+incomplete (exit 2) must be incomplete under it too, never failed (exit 1). The tasks report
+their cost (`cost_usd`).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def policy(agent, dataset_version, admin):
         repetitions=1,
         min_case_pass_rate=1.0,
         max_cost_per_verified_outcome_usd=None,
-        coverage_required=False,
+        coverage_required=True,
         created_by=admin,
     )
     found.gate_datasets.add(dataset_version.dataset)

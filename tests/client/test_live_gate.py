@@ -114,6 +114,33 @@ def test_a_blocked_gate_exits_1(live_sherlock):
     assert "blocked" in gate.stdout
 
 
+def test_a_gate_blocked_by_trials_in_error_exits_2_not_1(live_sherlock):
+    """The team's task raises on every case: the request is blocked (fail closed), but the
+    verdict is incomplete (evidence missing, nothing failed), so `gate` exits 2 as `sherlock
+    run` does for the same run."""
+    version = ensure_client_version(live_sherlock, "e770r5")
+    gate = sherlock(
+        [
+            "gate",
+            "--agent",
+            "refund-bot",
+            "--version",
+            "e770r5",
+            "--task",
+            f"{TASKS}:raises",
+            "--wait",
+            "240",
+        ],
+        live_sherlock.url,
+        live_sherlock.key,
+    )
+    assert gate.returncode == 2, gate.stdout + gate.stderr
+    request = PublishRequest.objects.get(agent_version=version)
+    assert request.state == "blocked"
+    assert request.decision["verdict"]["outcome"] == "incomplete"
+    assert "the verdict is incomplete" in gate.stdout
+
+
 def test_sherlock_run_takes_up_a_waiting_gate_run(live_sherlock):
     version = ensure_client_version(live_sherlock, "c0ffee")
     asked = sherlock(

@@ -1,5 +1,5 @@
 """`manage.py gate`: the CI gate reads or requests a version's decision, waits for its runs and
-exits 0 (passed), 1 (blocked) or 2 (error)."""
+exits 0 (passed), 1 (blocked) or 2 (an incomplete verdict, or an error)."""
 
 import pytest
 from django.core.management import call_command
@@ -34,6 +34,22 @@ def test_a_blocked_decision_exits_1_and_names_the_first_failing_gate(blocked_req
     code, out = gate("support-bot", "--version", "1")
     assert code == 1
     assert "release: blocked (first failing: false_success)" in out
+
+
+def test_a_decision_blocked_for_want_of_evidence_exits_2_not_1(policy, good_version, author):
+    """A trial in error: the verdict is incomplete (evidence missing, nothing failed), as
+    `manage.py evaluate` and the verdict API say; the request is blocked (fail closed), and the
+    gate exits 2, never 1."""
+    from governance.actions.request_publication import RequestPublication
+    from tests.support.governance import finish_gate_runs
+
+    request = RequestPublication(acting_user=author, agent_version=good_version).execute()
+    request = finish_gate_runs(request, errored=1)
+    assert request.state == RequestState.BLOCKED
+    assert request.decision["verdict"]["outcome"] == "incomplete"
+    code, out = gate("support-bot", "--version", "1")
+    assert code == 2, out
+    assert "the verdict is incomplete" in out
 
 
 def test_an_advisory_policy_reports_a_blocked_decision_but_exits_0(policy, blocked_request):
@@ -110,3 +126,49 @@ def test_it_requests_waits_for_the_real_gate_runs_and_reports(live_db, policy, a
     assert "requested publication of support-bot v1" in out
     assert "release: blocked (first failing: coverage)" in out
     assert PublishRequest.objects.get().state == RequestState.BLOCKED
+
+
+@pytest.fixture
+def client_version(agent, author):
+    """A `client` version: its code runs in the team's CI, its gate runs wait for uploads."""
+    from agents.models import AgentVersion
+
+    return AgentVersion.objects.create(
+        agent=agent, number=1, name="abc123", adapter="client", config={}, created_by=author
+    )
+
+
+def test_a_client_version_is_not_requested_here_but_sent_to_sherlock_gate(
+    policy, client_version, author
+):
+    code, out = gate("support-bot", "--version", "1", "--user", "author")
+    assert code == 2
+    assert "runs on the client" in out
+    assert "sherlock gate --agent support-bot --version abc123 --task" in out
+    assert "docs/client-cli.md" in out
+    assert not PublishRequest.objects.exists()  # nothing was requested for nobody to run
+
+
+def test_a_client_versions_waiting_gate_runs_are_named_at_once_not_waited_for(
+    policy, client_version, author
+):
+    from governance.actions.request_publication import RequestPublication
+
+    request = RequestPublication(acting_user=author, agent_version=client_version).execute()
+    [run] = request.runs.all()
+    assert run.status == "waiting"
+    code, out = gate("support-bot", "--version", "1", "--wait", "30")
+    assert code == 2
+    assert f"gate run(s) #{run.pk} of publish request #{request.pk} wait for the client" in out
+    assert "sherlock gate --agent support-bot" in out and "timed out" not in out
+
+
+def test_a_client_versions_decision_is_read_as_any_other(policy, client_version, author):
+    from governance.actions.request_publication import RequestPublication
+    from tests.support.governance import finish_gate_runs
+
+    request = RequestPublication(acting_user=author, agent_version=client_version).execute()
+    finish_gate_runs(request)
+    code, out = gate("support-bot", "--version", "1")
+    assert code == 0, out
+    assert "release: pass" in out

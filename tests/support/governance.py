@@ -48,11 +48,13 @@ def make_version(agent, author, good=True):
     )
 
 
-def finish_gate_runs(request, passed=True):
+def finish_gate_runs(request, passed=True, errored=0):
     """Finish a request's gate runs as the engine does: every trial completed with billed cost,
     a declared completion and its outcome (verified, or failed: a false success), the run's
-    summary, then `run_finished`. These tests exercise governance's side of the signal without
-    running agents; the end-to-end scenario (test_api_scenario.py) runs the real engine."""
+    summary, then `run_finished`; the first `errored` trials of each run end in error instead
+    (no transcript, no cost, as the engine leaves a trial whose agent raised). These tests
+    exercise governance's side of the signal without running agents; the end-to-end scenario
+    (test_api_scenario.py) runs the real engine."""
     for run in request.runs.all():
         Trial.objects.filter(run=run).update(
             status=TrialStatus.COMPLETED,
@@ -62,10 +64,22 @@ def finish_gate_runs(request, passed=True):
             declared_complete=True,
             outcome_verdict=OutcomeVerdict.VERIFIED if passed else OutcomeVerdict.FAILED,
         )
+        in_error = list(
+            Trial.objects.filter(run=run).order_by("pk").values_list("pk", flat=True)[:errored]
+        )
+        Trial.objects.filter(pk__in=in_error).update(
+            status=TrialStatus.ERROR,
+            error="RuntimeError: the agent raised",
+            cost_usd=None,
+            billing_coverage=BillingCoverage.MISSING,
+            declared_complete=False,
+            outcome_verdict="",
+        )
         cases = run.trials_total // run.repetitions
         Run.objects.filter(pk=run.pk).update(
             status=RunStatus.COMPLETED,
             trials_done=run.trials_total,
+            trials_error=len(in_error),
             finished_at=timezone.now(),
             summary={
                 "cases": cases,

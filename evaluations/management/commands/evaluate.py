@@ -124,7 +124,7 @@ class Command(VerdictCommand):
         self.print_cases(run, cases)
         self.stdout.write(f"spend: {describe_spend(run)}")
         self.stdout.write(f"contract ({verdict.applied.source}):")
-        self.stdout.write(render_table([contract]))
+        self.stdout.write(render_table([contract], [verdict]))
         for gate in verdict.gates:
             self.stdout.write(f"  {gate.label:<24} {gate.state:<4}  {gate.detail}")
         for item in verdict.missing:

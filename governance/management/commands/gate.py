@@ -1,13 +1,15 @@
-"""`manage.py gate AGENT_SLUG`: the CI gate. Exit 0 passed, 1 blocked, 2 error."""
+"""`manage.py gate AGENT_SLUG`: the CI gate. Exit 0 passed, 1 blocked, 2 an incomplete verdict
+(blocked for want of evidence, never a failure) or an error."""
 
 import time
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from agents.choices import VersionState
+from agents.choices import Adapter, VersionState
 from agents.models import Agent
-from evaluations.choices import RUN_TERMINAL
+from evaluations.choices import RUN_TERMINAL, RunStatus
+from evaluations.verdict import INCOMPLETE
 from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.request_publication import RequestPublication
 from governance.choices import REQUEST_DECIDED, RequestState
@@ -18,12 +20,24 @@ from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
 
 
+def client_refusal(agent, version):
+    """What to do instead for a `client` version: its code runs in the team's CI."""
+    name = version.name or version.number
+    return (
+        f"{version} runs on the client (the team's own code): run its gate from CI with "
+        f"`sherlock gate --agent {agent.slug} --version {name} --task package.module:function`, "
+        "which requests publication, fulfils the gate runs and awaits the decision "
+        "(docs/client-cli.md)"
+    )
+
+
 class Command(VerdictCommand):
     help = (
         "Request (with --user) or read the gate decision of an agent version (default: its "
         "newest draft), wait for its runs, print the gate table. Exit 0 when it passed, 1 when "
-        "it is blocked, 2 on error (unknown agent or version, timeout, a refused request, or any "
-        "unexpected failure such as an unreachable database)."
+        "it is blocked, 2 when it is blocked on an incomplete verdict (evidence missing) or on "
+        "error (unknown agent or version, timeout, a refused request, or any unexpected failure "
+        "such as an unreachable database)."
     )
 
     def add_arguments(self, parser):
@@ -62,6 +76,12 @@ class Command(VerdictCommand):
         if blocked_allows(request.policy) == PUBLISH:
             self.stdout.write("advisory policy: the gate failed, but it only reports.")
             return
+        verdict = (request.decision or {}).get("verdict") or {}
+        if verdict.get("outcome") == INCOMPLETE:
+            # Blocked for want of evidence (trials in error, results unscored, a run that did
+            # not complete): no verdict, never a failure (`manage.py evaluate` exits 2 too).
+            self.stdout.write("the verdict is incomplete: evidence is missing, nothing failed.")
+            raise SystemExit(ERROR)
         raise SystemExit(1)
 
     def current_request(self, agent, version, username):
@@ -79,6 +99,9 @@ class Command(VerdictCommand):
         )
         if fresh:
             return request
+        if version.adapter == Adapter.CLIENT:
+            # Its gate runs would wait for uploads that nobody sends from here (docs/client.md).
+            raise CommandError(client_refusal(agent, version), returncode=ERROR)
         if not username:
             why = (
                 "no publish request"
@@ -104,10 +127,23 @@ class Command(VerdictCommand):
     def wait_for_decision(self, request, wait, poll):
         deadline = time.monotonic() + max(wait, 0)
         while True:
-            request = PublishRequest.objects.select_related("policy").get(pk=request.pk)
+            request = PublishRequest.objects.select_related("policy", "agent_version__agent").get(
+                pk=request.pk
+            )
             if request.state != RequestState.EVALUATING:
                 return request
-            statuses = list(request.runs.values_list("status", flat=True))
+            runs = list(request.runs.values_list("pk", "status"))
+            statuses = [status for _, status in runs]
+            waiting = [pk for pk, status in runs if status == RunStatus.WAITING]
+            if waiting:
+                # A client version's gate runs wait for the team's CI: waiting here would only
+                # time out (docs/client-cli.md).
+                version = request.agent_version
+                raise CommandError(
+                    f"gate run(s) {', '.join(f'#{pk}' for pk in waiting)} of publish request "
+                    f"#{request.pk} wait for the client. " + client_refusal(version.agent, version),
+                    returncode=ERROR,
+                )
             if all(status in RUN_TERMINAL for status in statuses):
                 # The runs are done but no decision was stored (a lost `run_finished`): make it.
                 DecidePublishRequest(publish_request_id=request.pk).execute()
