@@ -318,7 +318,8 @@ def backend_pids(database):
     return [pid for (pid,) in rows]
 
 
-def start_server(args, port, env):
+def start_server(args, port, env, extra=()):
+    """gunicorn with `args.workers` sync workers on `port` (`extra`: more of its options)."""
     log = open("/tmp/sherlock-bench-api-gunicorn.log", "wb")  # noqa: SIM115
     process = subprocess.Popen(
         [
@@ -332,6 +333,7 @@ def start_server(args, port, env):
             f"127.0.0.1:{port}",
             "--log-level",
             "warning",
+            *extra,
         ],
         cwd=ROOT,
         env=env,

@@ -11,18 +11,29 @@ and results, about 2.5 KB of attributes a trace), and the stock protobuf exporte
 (`opentelemetry-exporter-otlp-proto-http`, configured by `OTEL_EXPORTER_OTLP_ENDPOINT` and
 `OTEL_EXPORTER_OTLP_HEADERS` like a team's) sends them in one export call, as its batch
 processor does with up to 512 spans. Only the export call is timed; making the spans is the
-client's own work and is not counted against the server.
+client's own work and is not counted against the server (it runs on the same cores, though).
+
+Each exporter first makes two calls that are not counted (each worker imports its views and
+opens its connection on its first request), then all start together. By default each sends
+its next call as soon as the last is answered (the most the server takes); `--rate R` offers
+R spans a second in all instead, each exporter sending on its own schedule (and at once when
+it is behind), which is how a fleet's batch processors send.
 
 Accepted spans are those of calls the exporter reports SUCCESS (the receiver answers 200 only
 once its spans are in the database); lost = accepted - the spans the database holds at the end.
 The traces' completion task is enqueued per call (the ORM broker's row); no worker runs here.
+The server's CPU (gunicorn's workers and PostgreSQL's backends, from /proc) is reported per
+1,000 accepted spans: on a shared machine it moves less than the latencies do.
+
+`--orm-inserts` runs the workers with `bench/otlp_orm_inserts.py`: spans written by the ORM's
+`bulk_create` instead of `production.ingest.insert_rows`, to measure what that fast path pays.
 
 Targets on the 2-core machine: >= 2,000 spans/s, p99 < 200 ms per export call, 0 lost. The
 last line is machine-readable: `spans_per_s=.. p50_ms=.. p99_ms=.. max_ms=.. calls=..
-failed_calls=.. accepted=.. stored=.. lost=..`.
+failed_calls=.. accepted=.. stored=.. lost=.. server_cpu_ms_per_1k_spans=.. load=..`.
 
     .venv/bin/python bench/otlp_ingest.py [--duration 60] [--exporters 4] [--workers 3]
-        [--traces-per-call 100] [--sqlite]
+        [--traces-per-call 100] [--rate SPANS_PER_S] [--orm-inserts] [--sqlite]
 """
 
 import argparse
@@ -111,8 +122,12 @@ def build_traces(tracer, count, n):
                     )
 
 
-def exporter_process(n, base_url, secret, deadline, traces_per_call, results):
-    """One exporter: make a batch of traces, export it, time the call, until the deadline."""
+WARM_UP_CALLS = 2
+
+
+def exporter_process(n, base_url, secret, start_at, deadline, traces_per_call, interval, results):
+    """One exporter: make a batch of traces, export it, time the call, until the deadline;
+    every `interval` seconds when it is set, else as soon as the last call is answered."""
     os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"{base_url}/api/v1"
     os.environ["OTEL_EXPORTER_OTLP_HEADERS"] = f"Authorization={quote('Token ' + secret)}"
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -128,12 +143,31 @@ def exporter_process(n, base_url, secret, deadline, traces_per_call, results):
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("bench.agent")
     exporter = OTLPSpanExporter(timeout=30)
-    latencies, accepted, failed = [], 0, 0
-    first = time.time()
-    while time.time() < deadline:
+
+    def batch():
         memory.clear()
         build_traces(tracer, traces_per_call, n)
-        spans = memory.get_finished_spans()
+        return memory.get_finished_spans()
+
+    warm = 0
+    for _ in range(WARM_UP_CALLS):
+        spans = batch()
+        if exporter.export(spans) == SpanExportResult.SUCCESS:
+            warm += len(spans)
+    time.sleep(max(0.0, start_at - time.time()))
+    latencies, accepted, failed, late = [], 0, 0, 0
+    first = time.time()
+    # Paced exporters start spread over one interval, not all at once.
+    next_at = first + (interval * n / 8 if interval else 0)
+    while time.time() < deadline:
+        spans = batch()
+        if interval:
+            wait = next_at - time.time()
+            if wait > 0:
+                time.sleep(wait)
+            else:
+                late += 1
+            next_at += interval
         started = time.perf_counter()
         outcome = exporter.export(spans)
         latencies.append((time.perf_counter() - started) * 1000)
@@ -146,11 +180,22 @@ def exporter_process(n, base_url, secret, deadline, traces_per_call, results):
         {
             "latencies": latencies,
             "accepted": accepted,
+            "warm": warm,
             "failed": failed,
+            "late": late,
             "first": first,
             "last": time.time(),
         }
     )
+
+
+def server_cpu(server_pid, database):
+    """CPU seconds used so far by gunicorn's processes and the bench database's backends."""
+    from bench.api_load import backend_pids, cpu_seconds
+    from bench.run_throughput import group_pids
+
+    pids = group_pids(server_pid) + (backend_pids(database) if database else [])
+    return cpu_seconds(pids)
 
 
 def percentile(values, q):
@@ -164,6 +209,12 @@ def main():
     parser.add_argument("--exporters", type=int, default=4, help="exporter processes")
     parser.add_argument("--workers", type=int, default=3, help="gunicorn sync workers")
     parser.add_argument("--traces-per-call", type=int, default=100, help="5 spans each")
+    parser.add_argument(
+        "--rate", type=float, default=0, help="spans/s offered in all (0: as fast as answered)"
+    )
+    parser.add_argument(
+        "--orm-inserts", action="store_true", help="spans by bulk_create, not insert_rows"
+    )
     parser.add_argument("--sqlite", action="store_true", help="a fresh SQLite file, not PG")
     args = parser.parse_args()
 
@@ -176,26 +227,43 @@ def main():
     os.environ["DATABASE_URL"] = database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sherlock.settings")
     env = {**os.environ, "DATABASE_URL": database_url, "DB_CONN_MAX_AGE": "60"}
+    spans_per_call = args.traces_per_call * SPANS_PER_TRACE
+    interval = spans_per_call * args.exporters / args.rate if args.rate else 0
     server = None
     try:
         secret = seed()
         port = free_port()
-        server = start_server(args, port, env)
+        extra = ["-c", "python:bench.otlp_orm_inserts"] if args.orm_inserts else []
+        server = start_server(args, port, env, extra)
         base_url = f"http://127.0.0.1:{port}"
         context = multiprocessing.get_context("spawn")
         results = context.Queue()
-        deadline = time.time() + args.duration + 3  # the processes start within ~3 s
+        start_at = time.time() + 10  # the processes start and warm up within that
+        deadline = start_at + args.duration
         processes = [
             context.Process(
                 target=exporter_process,
-                args=(n, base_url, secret, deadline, args.traces_per_call, results),
+                args=(
+                    n,
+                    base_url,
+                    secret,
+                    start_at,
+                    deadline,
+                    args.traces_per_call,
+                    interval,
+                    results,
+                ),
             )
             for n in range(args.exporters)
         ]
-        load_before = os.getloadavg()[0]
         for process in processes:
             process.start()
+        time.sleep(max(0.0, start_at - time.time()))
+        load_before = os.getloadavg()[0]
+        database = None if args.sqlite else DATABASE
+        cpu_before = server_cpu(server.pid, database)
         outcomes = [results.get(timeout=args.duration + 120) for _ in processes]
+        cpu_after = server_cpu(server.pid, database)
         for process in processes:
             process.join()
         load_after = os.getloadavg()[0]
@@ -209,29 +277,40 @@ def main():
             connections.close_all()
             drop_database(DATABASE)
 
+    from bench.api_load import cpu_used
+
     latencies = [ms for outcome in outcomes for ms in outcome["latencies"]]
     accepted = sum(outcome["accepted"] for outcome in outcomes)
+    warm = sum(outcome["warm"] for outcome in outcomes)
     failed = sum(outcome["failed"] for outcome in outcomes)
+    late = sum(outcome["late"] for outcome in outcomes)
     busy_seconds = sum(sum(outcome["latencies"]) / 1000 for outcome in outcomes)
     window = max(o["last"] for o in outcomes) - min(o["first"] for o in outcomes)
     rate = accepted / window
+    cpu, _gone = cpu_used(cpu_before, cpu_after)
+    cpu_per_1k = 1000 * cpu / (accepted / 1000) if accepted else float("nan")
+    lost = accepted + warm - stored
+    offered = f"{args.rate:.0f} spans/s offered" if args.rate else "as fast as answered"
     print(
         f"OTLP ingest: {args.exporters} exporter processes -> gunicorn, {args.workers} sync "
         f"workers, {'SQLite' if args.sqlite else 'PostgreSQL'}, {args.traces_per_call} traces x "
-        f"{SPANS_PER_TRACE} spans per export call, {args.duration:.0f} s; load average "
-        f"before/after {load_before:.2f}/{load_after:.2f}"
+        f"{SPANS_PER_TRACE} spans per export call, {offered}, {args.duration:.0f} s, spans by "
+        f"{'bulk_create' if args.orm_inserts else 'insert_rows'}; load average before/after "
+        f"{load_before:.2f}/{load_after:.2f}"
     )
     print(
-        f"  {len(latencies)} export calls ({failed} failed), {accepted} spans accepted, "
-        f"{stored} stored; export call p50 {statistics.median(latencies):.1f} ms, "
-        f"p99 {percentile(latencies, 0.99):.1f} ms, max {max(latencies):.1f} ms; "
-        f"exporters spent {busy_seconds:.1f} s waiting on calls"
+        f"  {len(latencies)} export calls ({failed} failed, {late} sent late), {accepted} "
+        f"spans accepted (+{warm} warming up), {stored} stored; export call p50 "
+        f"{statistics.median(latencies):.1f} ms, p99 {percentile(latencies, 0.99):.1f} ms, max "
+        f"{max(latencies):.1f} ms; exporters spent {busy_seconds:.1f} s waiting on calls; "
+        f"server CPU {cpu:.1f} s ({cpu_per_1k:.0f} ms per 1,000 spans)"
     )
     print(
         f"spans_per_s={rate:.0f} p50_ms={statistics.median(latencies):.1f} "
         f"p99_ms={percentile(latencies, 0.99):.1f} max_ms={max(latencies):.1f} "
         f"calls={len(latencies)} failed_calls={failed} accepted={accepted} stored={stored} "
-        f"lost={accepted - stored}"
+        f"lost={lost} server_cpu_ms_per_1k_spans={cpu_per_1k:.0f} "
+        f"load={load_before:.2f}/{load_after:.2f}"
     )
 
 

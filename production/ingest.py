@@ -11,10 +11,13 @@ its spans, counted and said in `partial_success`; the same message whether the a
 exist or is not the user's, so a key cannot probe for agent names.
 
 A span is rejected when its trace or span id is not 16 or 8 bytes (or all zeros). Every other
-span is written in the request, before the answer (bulk inserts: one statement for the new
-traces, one for the spans, one update of the touched traces' receipt time), so what the answer
-counts as accepted is in the database. A span already stored (an exporter retrying a call whose
-answer it lost) is not stored twice. Spans join their trace whatever their order or call: the
+span is written in the request, before the answer, so what the answer counts as accepted is in
+the database. A call makes the same few statements however many spans it brings: the key's
+re-check (`ExportKeyAuthentication`), one lookup of each agent and version it names, one upsert
+of its traces (created, or their receipt time moved), one read of the spans those traces hold
+already, one insert of the spans and the completion task's row (SQLite: the ORM writes 39
+traces a statement). A span already stored (an exporter retrying a call whose answer it lost)
+is not stored twice. Spans join their trace whatever their order or call: the
 trace row is created by the first span of its id, and its state is decided later, by the
 completion task (`production.completion`), which is enqueued once per call that brought a root
 span: in the call's own transaction with django-q2's ORM broker (one write, and the task row
@@ -25,7 +28,8 @@ before the spans are there).
 import json
 from dataclasses import dataclass, field
 
-from django.db import IntegrityError, connections, models, router, transaction
+from django.db import connections, models, router, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from agents.models import Agent, AgentVersion
@@ -100,48 +104,42 @@ def ingest(request_message, user):
 
 
 class _Targets:
-    """The (agent, version) a resource names, looked up once per call per name."""
+    """The (agent, version) a resource names: one query per agent name and version number in a
+    call (the agent with the version's id beside it), and the user's permission, which the key's
+    remembered user answers without a query when it is a global grant."""
 
     def __init__(self, user):
         self.user = user
-        self.agents = {}
-        self.versions = {}
+        self.found = {}
 
     def resolve(self, resource):
         slug = next((resource[k] for k in AGENT_KEYS if isinstance(resource.get(k), str)), None)
         if not slug:
             return None, "the resource names no agent (set sherlock.agent)"
-        agent = self._agent(slug)
+        number = resource.get(VERSION_KEY)
+        key = (slug, None if number is None else str(number))
+        if key not in self.found:
+            self.found[key] = self._lookup(slug, number)
+        agent, version_id = self.found[key]
         if agent is None:
             return None, f"the resource names no agent this key may write to ({slug[:100]!r})"
-        number = resource.get(VERSION_KEY)
         if number is None:
             return (agent.pk, agent.live_version_id), None
-        version_id = self._version(agent, number)
         if version_id is None:
             return None, f"agent {agent.slug!r} has no version {str(number)[:40]!r}"
         return (agent.pk, version_id), None
 
-    def _agent(self, slug):
-        if slug not in self.agents:
-            agent = Agent.objects.filter(slug=slug[:100]).first()
-            allowed = agent is not None and user_can(self.user, "build", agent)
-            self.agents[slug] = agent if allowed else None
-        return self.agents[slug]
-
-    def _version(self, agent, number):
-        key = (agent.pk, str(number))
-        if key not in self.versions:
-            text = str(number).strip().removeprefix("v")
-            found = None
-            if text.isdigit() and len(text) < 10:
-                found = (
-                    AgentVersion.objects.filter(agent=agent, number=int(text))
-                    .values_list("pk", flat=True)
-                    .first()
-                )
-            self.versions[key] = found
-        return self.versions[key]
+    def _lookup(self, slug, number):
+        """(agent or None when the user may not write to it, the named version's id or None)."""
+        agents = Agent.objects.filter(slug=slug[:100])
+        text = str(number).strip().removeprefix("v") if number is not None else ""
+        if text.isdigit() and len(text) < 10:
+            versions = AgentVersion.objects.filter(agent=OuterRef("pk"), number=int(text))
+            agents = agents.annotate(named_version_id=Subquery(versions.values("pk")[:1]))
+        agent = agents.first()
+        if agent is None or not user_can(self.user, "build", agent):
+            return None, None
+        return agent, getattr(agent, "named_version_id", None)
 
 
 def _span_row(span, span_hex, scope_name, scope_version, now):
@@ -174,12 +172,14 @@ def _span_row(span, span_hex, scope_name, scope_version, now):
 
 def _write(rows_by_trace, resources, now, outcome):
     with transaction.atomic():
-        trace_pks, earlier = _trace_rows(rows_by_trace, resources, now)
-        # Only traces that were stored before this call can hold its spans already.
+        trace_pks = _upsert_traces(rows_by_trace, resources, now)
+        # A span already stored: an exporter retrying a call whose answer it lost. The upsert
+        # locked the call's traces, so a concurrent call on the same trace commits first and
+        # this read (a new statement) sees its spans.
         stored = set(
-            Span.objects.filter(trace_id__in=earlier).values_list("trace_id", "span_id")
-            if earlier
-            else ()
+            Span.objects.filter(trace_id__in=set(trace_pks.values()))
+            .order_by()
+            .values_list("trace_id", "span_id")
         )
         new_rows = []
         for key, rows in rows_by_trace.items():
@@ -195,57 +195,39 @@ def _write(rows_by_trace, resources, now, outcome):
             outcome.accepted += len(rows)
             outcome.trace_ids.add(pk)
         insert_rows(Span, new_rows)
-        if earlier:
-            # The receipt time the quiescence window is measured from (new traces have it).
-            Trace.objects.filter(pk__in=earlier).update(last_received_at=now)
         if outcome.rooted:
             enqueue_completion(sorted(outcome.rooted))
 
 
-def _trace_rows(rows_by_trace, resources, now):
-    """(agent, version, trace hex) -> Trace pk, creating the traces not stored yet, and the pks
-    of those stored before. Two calls creating the same trace at once: the constraint keeps one,
-    and the loser reads it back."""
-    by_agent = {}
-    for agent_id, _version, trace_hex in rows_by_trace:
-        by_agent.setdefault(agent_id, set()).add(trace_hex)
-
-    def existing():
-        found = {}
-        for agent_id, hexes in by_agent.items():
-            for pk, trace_hex in Trace.objects.filter(
-                agent_id=agent_id, trace_id__in=hexes
-            ).values_list("pk", "trace_id"):
-                found[(agent_id, trace_hex)] = pk
-        return found
-
-    found = existing()
-    earlier = set(found.values())
-    missing = {}
+def _upsert_traces(rows_by_trace, resources, now):
+    """(agent, version, trace hex) -> Trace pk, in one statement: the ORM's `bulk_create` as an
+    upsert on the (agent, trace id) constraint, which creates the traces not stored yet, moves
+    the receipt time of those stored before (the quiescence window is measured from it), and
+    returns every pk. Rows go in sorted, so that two calls locking the same traces lock them in
+    the same order and neither waits for the other forever."""
+    traces = {}
     for key, rows in rows_by_trace.items():
         agent_id, version_id, trace_hex = key
-        if (agent_id, trace_hex) in found or (agent_id, trace_hex) in missing:
-            continue
+        if (agent_id, trace_hex) in traces:
+            continue  # the same trace under two versions in one call: the first names it
         starts = [r["start_time"] for r in rows if r["start_time"]]
-        missing[(agent_id, trace_hex)] = {
-            "agent_id": agent_id,
-            "agent_version_id": version_id,
-            "trace_id": trace_hex,
-            "received_at": now,
-            "last_received_at": now,
-            "first_span_at": min(starts) if starts else None,
-            "resource": resources[key],
-        }
-    if missing:
-        try:
-            with transaction.atomic():
-                insert_rows(Trace, missing.values())
-        except IntegrityError:
-            Trace.objects.bulk_create(
-                [Trace(**row) for row in missing.values()], ignore_conflicts=True
-            )
-        found = existing()
-    return {key: found[(key[0], key[2])] for key in rows_by_trace}, earlier
+        traces[(agent_id, trace_hex)] = Trace(
+            agent_id=agent_id,
+            agent_version_id=version_id,
+            trace_id=trace_hex,
+            received_at=now,
+            last_received_at=now,
+            first_span_at=min(starts) if starts else None,
+            resource=resources[key],
+        )
+    ordered = [traces[key] for key in sorted(traces)]
+    Trace.objects.bulk_create(
+        ordered,
+        update_conflicts=True,
+        unique_fields=["agent", "trace_id"],
+        update_fields=["last_received_at"],
+    )
+    return {key: traces[(key[0], key[2])].pk for key in rows_by_trace}
 
 
 def insert_rows(model, rows):

@@ -4,7 +4,10 @@ traces").
 An exporter configured with `OTEL_EXPORTER_OTLP_ENDPOINT=http://sherlock/api/v1` appends the
 signal's path, `v1/traces`, to that base (the OTLP exporter specification), hence the doubled
 `v1`: the first is Sherlock's API prefix, the second OTLP's. Authentication is the API's own
-(`Authorization: Token <key>`, which `OTEL_EXPORTER_OTLP_HEADERS` sends); every answer, the
+(`Authorization: Token <key>`, which `OTEL_EXPORTER_OTLP_HEADERS` sends), with the key as this
+process verified it a moment ago and re-checked by one statement on every call
+(`governance.api.authentication.ExportKeyAuthentication`: a revoked key writes nothing from
+the next call on); every answer, the
 refusals included, is OTLP's (`production.otlp`) in the request's encoding, not the API's error
 shape, because an exporter reads that and nothing else. The endpoint is therefore left out of
 the OpenAPI schema: its contract is OTLP's protobuf definition.
@@ -19,6 +22,7 @@ from rest_framework import exceptions
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
+from governance.api.authentication import ExportKeyAuthentication
 from production import otlp
 from production.ingest import ingest
 
@@ -45,6 +49,7 @@ class OTLPThrottle(UserRateThrottle):
 class OTLPTracesView(APIView):
     """Receive an `ExportTraceServiceRequest` and answer an `ExportTraceServiceResponse`."""
 
+    authentication_classes = [ExportKeyAuthentication]  # an exporter sends a key, no session
     parser_classes = []  # the body is read here, bounded, in OTLP's two encodings
     throttle_classes = [OTLPThrottle]
     schema = None  # not in the OpenAPI schema: OTLP defines this endpoint (module docstring)

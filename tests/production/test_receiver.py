@@ -292,3 +292,93 @@ def test_the_json_body_may_name_fields_in_either_case(client, agent, builder_key
         span["trace_id"] = span.pop("traceId")
     response = post(client, json.dumps(body).encode(), builder_key, content_type="application/json")
     assert response.status_code == 200 and Span.objects.count() == 2
+
+
+# --- cost: a constant number of queries, and the key as this process verified it ---------------
+
+
+def traces_of(count):
+    def build(tracer):
+        for _ in range(count):
+            with tracer.start_as_current_span("invoke_agent"):
+                for _ in range(4):
+                    with tracer.start_as_current_span("chat m"):
+                        pass
+
+    return build
+
+
+def queries_of(client, key, body):
+    """The queries of one export call, its completion task enqueued (the broker's row) and not
+    run, as in a deployment."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django_q.conf import Conf
+
+    Conf.SYNC = False
+    try:
+        with CaptureQueriesContext(connection) as captured:
+            assert post(client, body, key).status_code == 200
+    finally:
+        Conf.SYNC = True
+    return [query["sql"] for query in captured.captured_queries]
+
+
+def test_an_export_call_makes_the_same_queries_for_one_trace_as_for_thirty(
+    client, agent, builder_key
+):
+    post(client, export_body(finished_spans(RESOURCE, two_spans)), builder_key)  # remembered
+    one = queries_of(client, builder_key, export_body(finished_spans(RESOURCE, traces_of(1))))
+    # 30: on SQLite the ORM writes 39 traces a statement (999 parameters, 25 columns).
+    many = queries_of(client, builder_key, export_body(finished_spans(RESOURCE, traces_of(30))))
+    assert len(one) == len(many) <= 8
+    assert Span.objects.count() == 2 + 5 + 150 and Trace.objects.count() == 32
+    # The remembered key is re-checked (revoked, expired, active) instead of loaded.
+    assert "revoked" in one[0] and "hashed_key" not in one[0]
+
+
+def test_a_key_revoked_after_it_was_remembered_writes_nothing_from_the_next_call(
+    client, agent, builder
+):
+    row, key = api_key(builder)
+    assert post(client, export_body(finished_spans(RESOURCE, two_spans)), key).status_code == 200
+    # A queryset update, as a revocation in another worker is to this process: no signal.
+    type(row).objects.filter(pk=row.pk).update(revoked=True)
+    response = post(client, export_body(finished_spans(RESOURCE, two_spans)), key)
+    assert response.status_code == 401 and "revoked" in status_of(response)["message"]
+    assert Span.objects.count() == 2
+
+
+def test_a_key_expired_after_it_was_remembered_writes_nothing_from_the_next_call(
+    client, agent, builder
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    row, key = api_key(builder)
+    assert post(client, export_body(finished_spans(RESOURCE, two_spans)), key).status_code == 200
+    type(row).objects.filter(pk=row.pk).update(expiry_date=timezone.now() - timedelta(seconds=1))
+    response = post(client, export_body(finished_spans(RESOURCE, two_spans)), key)
+    assert response.status_code == 401 and "expired" in status_of(response)["message"]
+    assert Span.objects.count() == 2
+
+
+def test_a_builder_role_taken_away_elsewhere_stops_the_writes_within_the_memory(
+    client, agent, builder, settings, monkeypatch
+):
+    from governance.api import authentication
+
+    settings.SHERLOCK_API_AUTH_CACHE_SECONDS = 5
+    _, key = api_key(builder)
+    assert post(client, export_body(finished_spans(RESOURCE, two_spans)), key).status_code == 200
+    # The membership deleted as another process's RevokeRole would be, to this one: no signal.
+    type(builder).groups.through.objects.filter(user=builder).delete()
+    type(builder).user_permissions.through.objects.filter(user=builder).delete()
+    assert not answer(post(client, export_body(finished_spans(RESOURCE, two_spans)), key)).HasField(
+        "partial_success"
+    )  # within the 5 seconds
+    now = authentication.time.monotonic() + 5
+    monkeypatch.setattr(authentication.time, "monotonic", lambda: now)
+    refused = answer(post(client, export_body(finished_spans(RESOURCE, two_spans)), key))
+    assert refused.partial_success.rejected_spans == 2 and Span.objects.count() == 4
