@@ -55,6 +55,7 @@ def test_a_signed_in_person_without_a_role_is_told_why_the_admin_is_closed_not_l
     assert "The admin is for people whose roles use it" in page
     assert "an Admin grants roles on the People page" in page
     assert "Back to the runs</a></p>" in page  # and no link of its own back into the admin
+    assert "Back to the runs</a></p>" in client.get("/governance/audit/").content.decode()  # 404
 
 
 def test_nobody_signs_up_alone(client):
