@@ -3,7 +3,8 @@ the htmx pages, and /favicon.ico (browsers ask for it on every page; it leads to
 
 One way in for every role: the admin's login and logout lead to Sherlock's sign-in and sign-out
 (allauth's account views in Sherlock's templates, `/accounts/`), so the admin never shows its
-"staff account" login. The OIDC callback is Sherlock's (governance.sso.views), at allauth's path.
+"staff account" login; someone signed in with no role the admin uses gets a 403 page saying so
+there (governance.views.sign_in), not a redirect back and forth. The OIDC callback is Sherlock's (governance.sso.views), at allauth's path.
 """
 
 from allauth.account.views import LogoutView
@@ -14,6 +15,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from governance.sso import views as sso_views
+from governance.views import sign_in as sign_in_views
 
 # The admin's header, its pages' <title>s and its index say Sherlock, not "Django
 # administration" (issue 24).
@@ -23,11 +25,7 @@ admin.site.index_title = "Sherlock administration"
 
 urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("sherlock/favicon.svg"), permanent=False)),
-    path(
-        "admin/login/",
-        RedirectView.as_view(url="/accounts/login/", query_string=True),
-        name="admin-login-redirect",
-    ),
+    path("admin/login/", sign_in_views.admin_login, name="admin-login-redirect"),
     path("admin/logout/", LogoutView.as_view(), name="admin-logout"),
     path("admin/", admin.site.urls),
     path("accounts/oidc/<str:provider_id>/login/callback/", sso_views.callback),

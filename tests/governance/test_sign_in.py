@@ -42,6 +42,22 @@ def test_a_person_without_a_role_signs_in_to_the_pages_but_not_the_admin(
     assert client.get("/admin/")["Location"].startswith("/admin/login/")
 
 
+def test_a_signed_in_person_without_a_role_is_told_why_the_admin_is_closed_not_looped(
+    client, outsider, password
+):
+    outsider.is_staff = False  # as derived for a person with no grant (the factory's is staff)
+    outsider.save(update_fields=["is_staff"])
+    client.post("/accounts/login/", {"login": "outsider", "password": password})
+    answer = client.get("/admin/login/?next=/admin/", follow=True)
+    # Not on to the sign-in page, which would send a signed-in person back to /admin/.
+    assert answer.redirect_chain == [] and answer.status_code == 403
+    page = answer.content.decode()
+    assert "The admin is for people whose roles use it" in page
+    assert "an Admin grants roles on the People page" in page
+    assert "Back to the runs</a></p>" in page  # and no link of its own back into the admin
+    assert "Back to the runs</a></p>" in client.get("/governance/audit/").content.decode()  # 404
+
+
 def test_nobody_signs_up_alone(client):
     answer = client.get("/accounts/signup/")
     assert "No sign-up" in answer.content.decode()
