@@ -8,7 +8,7 @@ the field, e.g. `params.schema`), and frozen versions are immutable (ActionConfl
 from django.core.exceptions import ValidationError
 
 from sherlock.core.actions import Action
-from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
+from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, raise_invalid
 from sherlock.core.limits import PARAMS_MAX_BYTES, check_document
 from sherlock.core.permissions import user_can
 
@@ -42,18 +42,20 @@ def refuse_unknown(fields):
 
 def validate_check(check):
     """Run the model's validation (params against the kind's schema, label uniqueness,
-    threshold in [0, 1]) and turn the first error into an ActionInvalid naming its field.
-    Params are bounded first (`limits.PARAMS_MAX_BYTES`): the kind's schema is checked by
-    recursive code."""
+    threshold in [0, 1]) and refuse with every error at once (issue 24), an ActionInvalid
+    naming its field each. Params are bounded first (`limits.PARAMS_MAX_BYTES`): the kind's
+    schema is checked by recursive code."""
     check_document("params", check.params, PARAMS_MAX_BYTES)
     try:
         check.full_clean()
     except ValidationError as exc:
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"__all__": exc.messages}
-        field, messages = next(iter(errors.items()))
-        if field == "__all__" and any("label" in m.lower() for m in messages):
-            field = "label"
-        raise ActionInvalid(f"{field}: {messages[0]}", field=field) from None
+        refusals = []
+        for field, messages in errors.items():
+            if field == "__all__" and any("label" in m.lower() for m in messages):
+                field = "label"
+            refusals.append(ActionInvalid(f"{field}: {messages[0]}", field=field))
+        raise_invalid(refusals)
 
 
 class CheckVerb(Action):

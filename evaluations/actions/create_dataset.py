@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from evaluations.models import Dataset
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionDenied, ActionInvalid
+from sherlock.core.errors import ActionDenied, ActionInvalid, raise_invalid
 from sherlock.core.limits import DESCRIPTION_MAX, NAME_MAX, SLUG_MAX, check_text
 
 DATASET_FIELDS = ("slug", "name", "description")
@@ -25,9 +25,11 @@ def create_owned_dataset(owner, *, actor, slug, name, description=""):
     dataset = Dataset(owner=owner, **fields)
     try:
         dataset.full_clean()
-    except ValidationError as exc:
-        field, messages = next(iter(exc.message_dict.items()))
-        raise ActionInvalid(f"{field}: {messages[0]}", field=field) from None
+    except ValidationError as exc:  # every field's error at once (issue 24)
+        raise_invalid(
+            ActionInvalid(f"{field}: {messages[0]}", field=field)
+            for field, messages in exc.message_dict.items()
+        )
     dataset.save()
     audit(
         "evaluations.dataset.create",

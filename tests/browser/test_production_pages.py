@@ -1,7 +1,9 @@
 """Production in chromium: a Builder writes the online rule on its page (a bad field comes
 back on its field), traces are scored, a breach opens a proposal, and a Publisher dismisses it
 on the production page. Screenshots: `online-rule-error`, `production-breach`,
-`production-dismissed` (SHERLOCK_SCREENSHOTS keeps them)."""
+`production-dismissed`, `trace-money` (SHERLOCK_SCREENSHOTS keeps them)."""
+
+from decimal import Decimal
 
 import pytest
 
@@ -72,4 +74,11 @@ def test_a_breach_is_seen_and_dismissed_on_the_production_page(
     publisher_page.wait_for_selector("text=dismissed")
     assert RollbackProposal.objects.get().state == ProposalState.DISMISSED
     shot(publisher_page, "production-dismissed")
+    # Money from the one formatter: the day's judge spend and cap, a trace's cost grouped.
+    assert "of a $1.00 cap" in publisher_page.inner_text("body")
+    rows[0].cost_usd = Decimal("1234.5")
+    rows[0].save(update_fields=["cost_usd"])
+    publisher_page.goto(f"{server}/production/traces/{rows[0].pk}/")
+    assert "$1,234.50" in publisher_page.inner_text("body")
+    shot(publisher_page, "trace-money")
     assert previous.pk != live.pk

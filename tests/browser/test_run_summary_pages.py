@@ -24,5 +24,6 @@ def test_without_a_judge_the_button_says_why(server, browser, shot, live_db, set
     page.wait_for_selector("#run-summary")
     assert page.locator("#summary-unavailable button").is_disabled()
     assert "No judge is configured" in page.inner_text("#summary-unavailable")
+    assert page.locator("#summary-unavailable a >> text=Judge settings").count() == 1
     page.locator("#run-summary").scroll_into_view_if_needed()
     shot(page, "run-summary-unavailable")

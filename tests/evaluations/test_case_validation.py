@@ -251,3 +251,23 @@ def test_the_api_names_the_field_of_a_check_bound_out_of_range(editor, fields):
 def test_the_database_refuses_a_kappa_floor_out_of_range(draft):
     with pytest.raises(IntegrityError), transaction.atomic():
         Check.objects.create(dataset_version=draft, label="Judge", kind="custom", kappa_floor=9)
+
+
+def test_every_error_of_a_check_is_refused_at_once_each_naming_its_field(editor):
+    draft = factories.dataset_version(cases=[("c1", "hello", {})], frozen=False)
+    bad = {**SHAPE, "threshold": 5, "kappa_floor": 9, "params": {"type": "nonsense"}}
+
+    with pytest.raises(InvalidFields) as refused:
+        CreateCheck(acting_user=editor, dataset_version=draft, **bad).execute()
+
+    assert {e.field for e in refused.value.errors} == {"threshold", "kappa_floor", "params"}
+    assert not Check.objects.exists()
+
+
+def test_a_dataset_with_a_bad_slug_and_no_name_is_refused_with_both(editor):
+    from evaluations.actions.create_dataset import CreateDataset
+
+    with pytest.raises(InvalidFields) as refused:
+        CreateDataset(acting_user=editor, slug="not a slug", name="").execute()
+
+    assert {e.field for e in refused.value.errors} == {"slug", "name"}
