@@ -259,7 +259,13 @@ def test_a_new_team_walks_from_people_to_a_published_version(
     bo.wait_for_url(f"{server}/runs/*/")
     expect(bo.locator("#verdict")).to_contain_text("PASSED")
     snap(bo, "11-run-page")
-    assert len(agent_service.requests) == 3  # one POST per case
+    # One POST per case, with its input and never its answer key (docs/adapters.md, `http`).
+    assert sorted(r["body"]["input"] for r in agent_service.requests) == [
+        "Can I return my shoes?",
+        "How long is shipping?",
+        "When are you open?",
+    ]
+    assert not any("contexts" in r["body"] for r in agent_service.requests)
 
     # Asking to publish before anyone chose a gate dataset: refused, saying who chooses one.
     bo.click("header nav a:has-text('Publish')")
