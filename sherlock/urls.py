@@ -4,7 +4,8 @@ the htmx pages, and /favicon.ico (browsers ask for it on every page; it leads to
 One way in for every role: the admin's login and logout lead to Sherlock's sign-in and sign-out
 (allauth's account views in Sherlock's templates, `/accounts/`), so the admin never shows its
 "staff account" login; someone signed in with no role the admin uses gets a 403 page saying so
-there (governance.views.sign_in), not a redirect back and forth. The OIDC callback is Sherlock's (governance.sso.views), at allauth's path.
+there (governance.views.sign_in), not a redirect back and forth. The OIDC callback is
+Sherlock's (governance.sso.views), at allauth's path.
 """
 
 from allauth.account.views import LogoutView

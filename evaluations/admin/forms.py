@@ -20,13 +20,13 @@ from django.urls import reverse_lazy
 from django.utils.safestring import mark_safe
 
 from evaluations.actions.case_fields import CASE_FIELDS, content_errors, key_errors
-from evaluations.actions.check_fields import CHECK_FIELDS
+from evaluations.actions.check_fields import CHECK_FIELDS, validate_check
 from evaluations.actions.create_case import CreateCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.admin.docs import doc_link
 from evaluations.checks import REGISTRY, describe_params, kinds_by_group
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
-from sherlock.core.errors import InvalidFields, refusal_in
+from sherlock.core.errors import ActionInvalid, InvalidFields, each_error, refusal_in
 
 CHECKS_DOC_URL = reverse_lazy("admin:evaluations_check_docs", args=["checks"])
 
@@ -516,6 +516,41 @@ class CheckForm(forms.ModelForm):
             if anchors:
                 params["anchors"] = anchors
         return params
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            self._check_the_rest(cleaned)
+        return cleaned
+
+    def _check_the_rest(self, cleaned):
+        """With a field wrong the form is not saved, so the check verbs never see the others:
+        their validation (`validate_check`: params against the kind's schema, the label's
+        uniqueness) is asked here of what the form could read, nothing written, and each of
+        its errors on a field that has none yet is shown beside the fields' own (issue 24).
+        A valid form is checked by the verb itself when it saves."""
+        instance = self.instance
+        fields = {n: cleaned[n] for n in CHECK_FIELDS if n in cleaned and n != "params"}
+        fields["params"] = self.kind_params() if "params" in cleaned else {}
+        draft = Check(
+            pk=instance.pk,
+            dataset_version=instance.dataset_version
+            if instance.pk
+            else cleaned.get("dataset_version"),
+            **fields,
+        )
+        try:
+            validate_check(draft)
+        except ActionInvalid as exc:
+            aliases = self.refusal_aliases()
+            fresh = [
+                e
+                for e in each_error(exc)
+                if (e.field or "").split(".")[0] in self.fields
+                and (e.field or "").split(".")[0] not in self.errors
+            ]
+            if fresh:
+                add_refusal(self, InvalidFields(fresh), aliases)
 
     def _post_clean(self):
         # The check actions run the model's validation on the row they write (params against

@@ -29,10 +29,12 @@ def write_finished(batch):
 
     Each trial's row is updated guarded by its attempt number: if its lease ran out and
     another worker re-claimed it, that matches no row, and none of that trial's results are
-    written (the other worker's will be). Then the judge calls, cost lines and check results
-    of the trials that were written go in with one INSERT per table, and the run's progress
-    counters move once. So a trial is never half written, and a batch costs a few statements
-    however many trials it holds (on PostgreSQL; elsewhere one UPDATE per trial more).
+    written (the other worker's will be). Then the judge calls, check results and cost lines
+    of the trials that were written go in with one INSERT per table, the lines' daily totals
+    (`evaluations.costs.write_cost_lines`: one UPDATE per day and kind of the batch) and the
+    run's progress counters move once. So a trial is never half written, and a batch costs a
+    few statements however many trials it holds (on PostgreSQL; elsewhere one UPDATE per trial
+    more).
     """
     with transaction.atomic():
         kept = _update_trials(batch)
@@ -43,11 +45,13 @@ def write_finished(batch):
         if not kept:
             return 0
         store_judge_calls([call for item in kept for call in item.judge_calls])
-        write_cost_lines([cost for item in kept for cost in item.costs])
         results = [result for item in kept for result in item.results]
         for result in results:
             result.judge_call_ids = [call.pk for call in result.calls if call.pk is not None]
         _insert(CheckResult, results)
+        # Last but the counters: the daily totals' rows, like the run's, are locked from their
+        # UPDATE to the commit, and every shard of the run adds to the same ones.
+        write_cost_lines([cost for item in kept for cost in item.costs])
         totals = {name: sum(item.counters[name] for item in kept) for name in kept[0].counters}
         Run.objects.filter(pk=kept[0].trial.run_id).update(
             **{name: F(name) + value for name, value in totals.items()}

@@ -22,6 +22,7 @@ Screenshots go to SHERLOCK_SCREENSHOTS (default /tmp/walk/), numbered in the wal
 """
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -258,8 +259,142 @@ def test_a_new_team_walks_from_people_to_a_published_version(
     bo.wait_for_url(f"{server}/runs/*/")
     expect(bo.locator("#verdict")).to_contain_text("PASSED")
     snap(bo, "11-run-page")
-    assert len(agent_service.requests) == 3  # one POST per case
+    # One POST per case, with its input and never its answer key (docs/adapters.md, `http`).
+    assert sorted(r["body"]["input"] for r in agent_service.requests) == [
+        "Can I return my shoes?",
+        "How long is shipping?",
+        "When are you open?",
+    ]
+    assert not any("contexts" in r["body"] for r in agent_service.requests)
 
     # Asking to publish before anyone chose a gate dataset: refused, saying who chooses one.
     bo.click("header nav a:has-text('Publish')")
-    snap(bo, "12-publish-nav")
+    bo.click("tr:has-text('shop-helper v1') a:has-text('publish page')")
+    expect(bo.locator("h1")).to_have_text("Publish shop-helper v1")
+    publish_url = bo.url
+    why = bo.locator("#why-not-request")
+    expect(why).to_contain_text("No gate dataset is chosen for shop-helper")
+    expect(why).to_contain_text("an Admin chooses one")
+    expect(bo.locator("#verb-request")).to_have_count(0)
+    snap(bo, "12-publish-refused")
+
+    # 4. The Admin sets a policy for the agent, then chooses its gate dataset.
+    admin.goto(f"{server}/admin/governance/publishingpolicy/add/")
+    admin.fill("#id_name", "Shop helper policy")
+    pick(admin, "agent", "shop", "shop-helper")
+    admin.fill("#id_min_case_pass_rate", "1")
+    snap(admin, "13-policy-add")
+    assert "was added successfully" in saved(admin)
+    admin.goto(f"{server}/admin/")
+    admin.click("#content-main a:has-text('Gate datasets')")
+    admin.click(".object-tools a.addlink")
+    pick(admin, "agent", "shop", "shop-helper")
+    pick(admin, "dataset", "shop", "shop-questions")
+    snap(admin, "14-gate-dataset-add")
+    assert "was added successfully" in saved(admin)
+
+    # 5. The Builder requests publication: the gate runs on the chosen dataset and passes.
+    bo.goto(publish_url)
+    bo.click("#verb-request button")
+    expect(bo.locator("main")).to_contain_text(
+        "shop-helper v1: publication requested, the gate runs started."
+    )
+    expect(bo.locator("main")).to_contain_text("policy Shop helper policy v1")
+    expect(bo.locator("main")).to_contain_text("shop-questions v1 completed")
+    expect(bo.locator("#waiting")).to_have_text(
+        re.compile(r"Request #\d+ passed; it waits for a Publisher\.")
+    )
+    expect(bo.locator("#verb-publish")).to_have_count(0)  # not the Builder's to publish
+    snap(bo, "15-publish-requested")
+
+    # The Publisher publishes, after the confirmation says what goes live.
+    pat.goto(publish_url)
+    expect(pat.locator("#verb-publish .relies")).to_have_text(
+        re.compile(r"Publish — gate passed, request #\d+")
+    )
+    pat.fill("#verb-publish input[name=reason]", "The gate passed on shop-questions.")
+    pat.click("text=Publish…")
+    confirm = pat.locator("#confirm")
+    expect(confirm).to_contain_text("Publish shop-helper v1?")
+    expect(confirm).to_contain_text("shop-helper v1 becomes live")
+    snap(pat, "16-publish-confirm")
+    pat.click("text=Yes, publish shop-helper v1")
+    expect(pat.locator("main")).to_contain_text("shop-helper v1: published.")
+    expect(pat.locator("main")).to_contain_text("State published · live")
+    snap(pat, "17-published")
+
+    # 6. The Admin finds every step in the audit log, by who did it.
+    admin.goto(f"{server}/governance/audit/")
+    for who, codes in [
+        (
+            "admin",
+            [
+                "governance.user.invite",
+                "governance.sso.map",
+                "governance.policy.create",
+                "governance.gate_datasets.set",
+            ],
+        ),
+        (
+            "erin",
+            [
+                "evaluations.dataset.create",
+                "evaluations.dataset_version.create",
+                "evaluations.case.create",
+                "evaluations.case.import",
+                "evaluations.check.create",
+                "evaluations.dataset_version.freeze",
+            ],
+        ),
+        (
+            "bo",
+            [
+                "agents.agent.create",
+                "agents.version.create",
+                "evaluations.run.start",
+                "governance.request.create",
+            ],
+        ),
+        ("pat", ["governance.version.publish"]),
+    ]:
+        admin.fill("#audit-filters input[name=actor]", who)
+        admin.click("#audit-filters button")
+        expect(admin.locator("#audit-filters input[name=actor]")).to_have_value(who)
+        shown = set(admin.locator("#audit-entries td:nth-child(4) code").all_inner_texts())
+        assert set(codes) <= shown, (who, shown)
+        snap(admin, f"18-audit-{who}")
+    admin.fill("#audit-filters input[name=actor]", "")
+    admin.fill("#audit-filters input[name=action]", "governance.role.grant")
+    admin.click("#audit-filters button")
+    expect(admin.locator("#audit-entries tr:has-text('erin')")).to_contain_text("sso")
+
+    # 7. The outsider tries the same steps: every page says no, and why.
+    otto.goto(f"{server}/runs/")
+    expect(otto.locator("#no-runs")).to_contain_text(
+        "You see no runs because your roles cover no agent"
+    )
+    assert "Publish" not in otto.inner_text("header nav")
+    snap(otto, "19-outsider-runs")
+    otto.goto(f"{server}/runs/start/")
+    expect(otto.locator("main")).to_contain_text(
+        "You may not start runs (Builder role on an agent needed)."
+    )
+    expect(otto.locator("#start-run")).to_have_count(0)
+    snap(otto, "20-outsider-start-run")
+    for path in [
+        "/admin/evaluations/dataset/add/",
+        "/admin/agents/agent/add/",
+        "/admin/governance/publishingpolicy/add/",
+        "/admin/governance/gatedataset/add/",
+    ]:
+        assert otto.goto(f"{server}{path}").status == 403
+        expect(otto.locator("h1")).to_have_text("Not allowed")
+        expect(otto.locator("#why")).to_contain_text("The admin is for people whose roles use it")
+    snap(otto, "21-outsider-admin")
+    assert otto.goto(publish_url).status == 404
+    expect(otto.locator("main")).to_contain_text("No agent version found, or not visible to you.")
+    snap(otto, "22-outsider-publish")
+    assert otto.goto(f"{server}/people/").status == 403
+    expect(otto.locator("#why")).to_have_text("Only an Admin manages people and their roles.")
+    assert otto.goto(f"{server}/governance/audit/").status == 404
+    snap(otto, "23-outsider-audit")

@@ -1,7 +1,9 @@
 """Issue 24 in chromium, the pickers and the words: an Admin grants a role on one agent from a
 person's page by typing its name into the admin's autocomplete (no list of every agent), and
-on the admin's Roles page the same way; a user with no role sees no Admin link. Screenshots:
-`person-pick-agent`, `person-granted`, `admin-roles-pick-dataset`, `nav-no-role`.
+on the admin's Roles page the same way; a user with no role sees no Admin link; the invitation
+and the check form show every error of one submit. Screenshots: `person-pick-agent`,
+`person-granted`, `admin-roles-pick-dataset`, `nav-no-role`, `invite-every-error`,
+`check-every-error`.
 """
 
 import pytest
@@ -60,3 +62,40 @@ def test_a_user_with_no_role_sees_no_admin_link(server, browser, shot, live_db):
     page.wait_for_selector("header nav")
     assert "Admin" not in page.inner_text("header nav")
     shot(page, "nav-no-role")
+
+
+def test_forms_show_every_error_of_one_submit(server, browser, shot, live_db):
+    factories.user("admin", role="Admin")
+    editor = factories.user("editor", role="Editor")
+    fast = {"label": "Fast", "kind": "latency", "params": {"max_ms": 100}, "threshold": 1.0}
+    draft = factories.dataset_version(
+        factories.dataset("refunds"),
+        cases=[("refund-1", "Refund?", {})],
+        checks=[fast],
+        frozen=False,
+    )
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    log_in(page, server, "admin", next_url="/people/")
+    page.wait_for_selector("#invite")
+    page.fill("#id_invite_username", "a b")
+    page.eval_on_selector("#invite input[name=email]", "e => e.type = 'text'")  # past the browser
+    page.fill("#invite input[name=email]", "nope")
+    page.click("#invite button")
+    page.wait_for_selector(".field-error")
+    text = page.inner_text("#invite")
+    assert "letters, digits" in text and "is not an e-mail address" in text
+    shot(page, "invite-every-error")
+
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    log_in(page, server, editor.username, next_url="/admin/evaluations/check/add/")
+    page.wait_for_selector("#id_label")
+    page.select_option("#id_dataset_version", str(draft.pk))
+    page.fill("#id_label", "Fast")
+    page.select_option("#id_kind", "latency")
+    page.fill("#id_params", "{oops")
+    page.fill("#id_threshold", "5")
+    page.click("input[name=_save]")
+    page.wait_for_selector(".errorlist")
+    for field in ("label", "params", "threshold"):
+        assert page.locator(f".field-{field} .errorlist").count() == 1, field
+    shot(page, "check-every-error")

@@ -281,3 +281,16 @@ def test_an_editor_of_one_dataset_adds_checks_to_its_draft_only(logged_in, draft
     check = Check.objects.get(dataset_version=draft)
     assert client.get(f"/admin/evaluations/check/{check.pk}/change/").status_code == 200
     assert not Check.objects.filter(dataset_version=other).exists()
+
+
+def test_the_check_form_shows_the_fields_errors_and_the_verbs_at_once(logged_in, editor, draft):
+    client = logged_in(editor)
+    client.post(ADD, new_check(draft, label="Fast", kind="latency", params='{"max_ms": 100}'))
+    response = client.post(
+        ADD, new_check(draft, label="Fast", kind="latency", params="{oops", threshold="5")
+    )
+    errors = form_of(response).errors
+    # The params that do not parse are the form's own; the threshold out of range and the
+    # taken label are the check verbs' rules, asked all the same.
+    assert {"params", "threshold", "label"} <= set(errors), errors
+    assert Check.objects.filter(label="Fast").count() == 1

@@ -100,7 +100,7 @@ def test_the_run_page_button(judge_settings, llm_server, logged_in, builder, fin
     assert "Summarise with the judge" in client.get(f"/runs/{run.pk}/").content.decode()
     llm_server.script([{"statements": [statement("failures", "Not JSON.", ["refund-1"])]}])
     page = client.post(f"/runs/{run.pk}/summary/", follow=True).content.decode()
-    assert "Summary written." in page and "Not JSON." in page
+    assert page.count("Summary written.") == 1 and "Not JSON." in page  # said once, not twice
     assert f'href="/runs/{run.pk}/cases/refund-1/"' in page
 
 

@@ -59,6 +59,8 @@ def test_publishing_from_the_page_calls_the_publish_action(client, publisher, pa
     assert response.status_code == 302
     version.refresh_from_db()
     assert version.state == VersionState.PUBLISHED
+    page_after = client.get(response["Location"]).content.decode()
+    assert page_after.count(f"{version}: published.") == 1  # the page's message, not also base's
 
 
 def test_a_refusal_on_the_page_is_shown_and_changes_nothing(client, publisher, blocked_request):
