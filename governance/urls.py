@@ -2,9 +2,11 @@ from django.urls import path
 
 from governance.views import audit as views_audit
 from governance.views import publish as views
+from governance.views import versions as views_versions
 
 app_name = "governance"
 urlpatterns = [
+    path("versions/", views_versions.versions_page, name="versions"),
     path("versions/<int:pk>/", views.publish_page, name="publish"),
     path("versions/<int:pk>/bypass/", views.request_bypass, name="request-bypass"),
     path("versions/<int:pk>/<slug:verb>/", views.version_verb, name="version-verb"),

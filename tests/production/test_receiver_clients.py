@@ -7,6 +7,7 @@ import json
 import pytest
 
 from production.models import Span, Trace
+from production.normalize import NORMALIZER_VERSION
 from tests.support.otel_clients import otlp_provider
 
 
@@ -41,7 +42,7 @@ def test_the_sdks_exporter_sends_a_trace_that_is_stored_and_completed(
     assert trace.transcript["input"] == "Where is my order?"
     assert trace.transcript["output"] == "On its way."
     assert trace.transcript["usage"] == {"prompt_tokens": 12, "completion_tokens": 4}
-    assert trace.dialect == "genai" and trace.normalizer_version == 1
+    assert trace.dialect == "genai" and trace.normalizer_version == NORMALIZER_VERSION
     assert trace.resource["service.name"] == "support-bot"
 
 
