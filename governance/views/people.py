@@ -251,17 +251,26 @@ def _sso_post(request):
             ).execute()
         else:
             form = MapForm(request.POST)
-            if not form.is_valid():
-                messages.error(request, " ".join(e for errs in form.errors.values() for e in errs))
-                return
-            MapSSOGroup(
+            valid = form.is_valid()
+            data = form.cleaned_data
+            action = MapSSOGroup(
                 acting_user=request.user,
                 provider_id=provider_id,
-                group=form.cleaned_data["group"],
-                role=form.cleaned_data["role"],
+                group=data.get("group", ""),
+                role=data.get("role", ""),
                 obj=form.scope,
-                allow_bypass=form.cleaned_data["allow_bypass"],
-            ).execute()
+                allow_bypass=data.get("allow_bypass", False),
+            )
+            if not valid:
+                # The mapping's own rules are asked all the same: every problem at once.
+                problems = [f"{name}: {e}" for name, errs in form.errors.items() for e in errs]
+                try:
+                    action.check()
+                except ActionError as exc:
+                    problems += [str(e) for e in each_error(exc) if e.field not in form.errors]
+                messages.error(request, " ".join(problems))
+                return
+            action.execute()
     except ActionError as exc:
         messages.error(request, str(exc))
     else:

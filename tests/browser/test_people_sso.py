@@ -70,6 +70,15 @@ def test_an_admin_adds_two_people_one_by_invite_one_through_sso(server, browser,
     admin.wait_for_selector("text=Mapping changed")
     assert admin.locator("section[data-provider=corp] table.rules code").inner_text() == "qa"
     shot(admin, "people-sso-mapping")
+    # A mapping with no group, to the Admin role without bypass approval: both said at once.
+    group = admin.locator("section[data-provider=corp] form.map input[name=group]")
+    group.evaluate("e => e.required = false")  # past the browser's own check
+    admin.locator("section[data-provider=corp] form.map select[name=role]").select_option("Admin")
+    admin.locator("section[data-provider=corp] form.map button").click()
+    admin.wait_for_selector("ul.messages li.fail")
+    said = admin.inner_text("ul.messages")
+    assert "group: This field is required." in said and "may approve bypasses" in said
+    shot(admin, "people-sso-every-error")
 
     # The invitee: the link, a password, the sign-in page, and what a Builder sees.
     dana = browser.new_context().new_page()

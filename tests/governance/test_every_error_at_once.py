@@ -96,3 +96,20 @@ def test_a_mapping_with_no_group_and_an_admin_without_bypass_says_both(settings,
     with pytest.raises(InvalidFields) as refused:
         MapSSOGroup(acting_user=admin_user, provider_id="corp", group="", role="Admin").execute()
     assert fields_of(refused) == {"group", "allow_bypass"}
+
+
+def test_the_mapping_page_says_the_forms_and_the_mappings_problems_together(
+    client, settings, admin_user
+):
+    settings.SHERLOCK_OIDC_APPS = [
+        {"provider_id": "corp", "name": "Corp", "client_id": "c", "settings": {}}
+    ]
+    client.force_login(admin_user)
+    answer = client.post(
+        "/people/sso/",
+        {"provider": "corp", "group": "", "role": "Admin", "map": "1"},
+        follow=True,
+    )
+    page = answer.content.decode()
+    assert "group: This field is required." in page  # the form's
+    assert "may approve bypasses" in page  # the mapping's rule for an Admin
