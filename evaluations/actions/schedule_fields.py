@@ -136,7 +136,7 @@ def client_version_refusal(version, *, pinned=True):
     return (
         f"{which} runs on the client (the team's own code, docs/client.md): a "
         "scheduled run would wait for uploads that nobody sends. Schedule `sherlock run` in "
-        "the team's CI instead, or pin a version Sherlock runs itself"
+        "the team's CI instead, or pin a version Sherlock runs itself."
     )
 
 
