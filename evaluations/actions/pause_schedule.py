@@ -1,6 +1,10 @@
 """PauseSchedule: stop (or, with `active=True`, resume) a schedule without losing it."""
 
-from evaluations.actions.schedule_fields import check_may_schedule, sync_q_schedule
+from evaluations.actions.schedule_fields import (
+    check_may_schedule,
+    check_runs_here,
+    sync_q_schedule,
+)
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 
@@ -22,6 +26,8 @@ class PauseSchedule(Action):
 
     def check(self):
         check_may_schedule(self.acting_user, self.schedule.agent, self.schedule.dataset)
+        if self.active:
+            check_runs_here(self.schedule)  # a schedule resumed must be one that can run
 
     def perform(self):
         schedule = self.schedule

@@ -90,17 +90,9 @@ def schedule_errors(schedule):
         errors.append(
             ActionInvalid("the pinned version is not of this agent", field="agent_version")
         )
-    else:
-        client = _client_version(schedule)
-        if client is not None:
-            pinned = bool(schedule.agent_version_id)
-            errors.append(
-                ActionInvalid(
-                    client_version_refusal(client, pinned=pinned),
-                    code="client_version",
-                    field="agent_version" if pinned else "agent",
-                )
-            )
+    elif schedule.active:
+        # Only an active schedule would start runs: pausing one is always allowed.
+        errors.append(_caught(check_runs_here, schedule))
     if schedule.dataset_version_id and schedule.dataset_version.dataset_id != schedule.dataset_id:
         errors.append(
             ActionInvalid("the pinned version is not of this dataset", field="dataset_version")
@@ -109,7 +101,20 @@ def schedule_errors(schedule):
         errors.append(
             ActionInvalid("scheduled runs pin frozen dataset versions", field="dataset_version")
         )
-    return errors
+    return [error for error in errors if error is not None]
+
+
+def check_runs_here(schedule):
+    """Refuse (code `client_version`) a schedule that would run a `client` version, pinned (on
+    `agent_version`) or as the agent's live version (on `agent`)."""
+    client = _client_version(schedule)
+    if client is not None:
+        pinned = bool(schedule.agent_version_id)
+        raise ActionInvalid(
+            client_version_refusal(client, pinned=pinned),
+            code="client_version",
+            field="agent_version" if pinned else "agent",
+        )
 
 
 def _client_version(schedule):
@@ -131,7 +136,7 @@ def client_version_refusal(version, *, pinned=True):
     return (
         f"{which} runs on the client (the team's own code, docs/client.md): a "
         "scheduled run would wait for uploads that nobody sends. Schedule `sherlock run` in "
-        "the team's CI instead, or pin a version Sherlock runs itself"
+        "the team's CI instead, or pin a version Sherlock runs itself."
     )
 
 

@@ -84,3 +84,28 @@ def test_a_schedule_above_the_monthly_limit_is_saved_only_once_confirmed(
     page.click("button[name=save]")
     page.wait_for_selector("text=Schedule saved.")
     assert RunSchedule.objects.get().interval_minutes == 1
+
+
+def test_a_client_version_is_refused_on_its_field_with_where_to_schedule_instead(
+    server, browser, shot, demo
+):
+    from agents.models import Agent, AgentVersion
+
+    agent = Agent.objects.get(slug="support-bot")
+    client = AgentVersion.objects.create(
+        agent=agent, number=agent.versions.count() + 1, name="abc123", adapter="client", config={}
+    )
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    sign_in(page, server, "builder")
+    page.select_option("#id_agent", label="support-bot")
+    page.select_option("#id_agent_version", value=str(client.pk))
+    page.select_option("#id_dataset", index=1)
+    page.fill("#id_interval_minutes", "60")
+    page.click("button[name=estimate]")
+    page.wait_for_selector("text=runs on the client")
+    body = page.inner_text("main")
+    assert "a scheduled run would wait for uploads that nobody sends" in body
+    assert "Schedule `sherlock run` in the team's CI instead" in body
+    assert page.locator("#schedule-estimate").count() == 0
+    shot(page, "schedule-client-version-refused")
+    assert not RunSchedule.objects.exists()

@@ -115,3 +115,22 @@ def test_a_live_version_that_became_a_client_version_is_not_run(builder, pair, c
     schedule.refresh_from_db()
     assert f"the live version {client_version} {SENTENCE}" in schedule.last_error
     assert schedule.last_fired_at and not Run.objects.exists()
+
+
+def test_such_a_schedule_may_be_paused_but_not_resumed(builder, pair, client_version):
+    from evaluations.actions.pause_schedule import PauseSchedule, ResumeSchedule
+    from evaluations.actions.update_schedule import UpdateSchedule
+
+    schedule = create(builder, pair)
+    go_live(client_version)
+    api = factories.api(builder)
+    paused = api.patch(f"/api/v1/schedules/{schedule.pk}/", {"active": False}, format="json")
+    assert paused.status_code == 200, paused.json()  # stopping it is always allowed
+    with pytest.raises(ActionInvalid) as refused:
+        ResumeSchedule(acting_user=builder, schedule=schedule).execute()
+    assert refused.value.code == "client_version" and refused.value.field == "agent"
+    with pytest.raises(ActionInvalid):
+        UpdateSchedule(acting_user=builder, schedule=schedule, active=True).execute()
+    schedule.refresh_from_db()
+    assert not schedule.active and OWNED().get().repeats == 0
+    PauseSchedule(acting_user=builder, schedule=schedule).execute()  # pausing again: fine
