@@ -231,6 +231,8 @@ def test_every_surface_gives_the_same_verdict_for_each_policy(world, client, kin
         # The contract table's gate cell is the verdict's: never "pass" beside an incomplete
         # or failed verdict.
         assert gate_word(page_gate_cell(shown[2])) == outcome, f"{where}: run page gate cell"
+        card = re.search(r'id="gate-card">.*?<b>([^<]*)</b>', shown[2], re.S)
+        assert card and gate_word(card.group(1)) == outcome, f"{where}: run page gate card"
         assert list_verdict(client, run) == outcome, f"{where}: run list"
 
         body = api.get(f"/api/v1/runs/{run.pk}/verdict/").json()

@@ -30,6 +30,7 @@ from agents.transcripts import tool_calls
 from evaluations.checks.base import as_text
 from evaluations.choices import RUN_TERMINAL, CheckStatus, RunStatus, TrialStatus
 from evaluations.contract import TABLE_COLUMNS, format_cells, page_columns
+from evaluations.contract.table import gate_cell
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
 from evaluations.judge.setup import judges_docs_url, no_judge_skips
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
@@ -164,15 +165,10 @@ def run_detail(request, pk):
         unscored = unscored_checks(run)
         context.update(
             verdict=verdict,
-            # The progress card's "fail: <gate>" (the contract's first failing gate, named).
-            verdict_gate=next(
-                (
-                    g.label
-                    for g in verdict.gates
-                    if contract and g.name == contract.first_failing_gate
-                ),
-                "",
-            ),
+            # The progress card reads the verdict's gate cell, as the contract table does: a
+            # contract that passes beside trials in error or unscored checks is no "pass".
+            verdict_card=gate_cell(contract, verdict) if contract else "",
+            verdict_css={"passed": "ok", "failed": "bad"}.get(verdict.outcome, ""),
             contract=contract,
             applied=verdict.applied,
             contract_cells=[

@@ -152,8 +152,8 @@ def test_seed_003s_fast_refund_agent_reads_failed_although_its_cases_pass(client
     assert 'class="verdict bad"' in page and "the contract fails at false success" in page
     assert f"although all {fast.summary['cases']} cases passed" in page
     assert "← first failing gate" in page
-    # The contract card names the gate it failed at (it read "fail:" with nothing after it).
-    assert "fail: false success" in page
+    # The gate card names the gate it failed at (it read "fail:" with nothing after it).
+    assert "fail (false success)" in page
 
 
 # --- scoping and queries ----------------------------------------------------------------------
