@@ -27,7 +27,7 @@ class CreateOnlineRule(Action):
             raise ActionConflict(
                 "This agent has an online rule already: change it instead.", code="exists"
             )
-        apply(self.rule, self.fields)
+        apply(self.rule, self.fields, self.acting_user)
 
     def perform(self):
         self.rule.save()

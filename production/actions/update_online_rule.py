@@ -22,7 +22,7 @@ class UpdateOnlineRule(Action):
         check_may_write(self.acting_user, self.rule.agent)
         self.rule = OnlineRule.objects.select_for_update().get(pk=self.rule.pk)
         self.before = snapshot(self.rule)
-        apply(self.rule, self.changes)
+        apply(self.rule, self.changes, self.acting_user)
 
     def perform(self):
         self.rule.save()
