@@ -172,7 +172,10 @@ class OnlineRuleForm(forms.Form):
     # A select whose value the action checks (a version the user may not see reads as one
     # that does not exist): a ChoiceField would add its own "not one of the choices" beside it.
     library_version = forms.CharField(
-        required=False, label="checks of a dataset version", widget=forms.Select
+        required=False,
+        label="checks of a dataset version",
+        widget=forms.Select,
+        help_text="Frozen versions of the datasets you may see.",
     )
     library_labels = forms.CharField(
         required=False,

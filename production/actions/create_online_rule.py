@@ -10,7 +10,8 @@ from sherlock.core.errors import ActionConflict
 class CreateOnlineRule(Action):
     """Write the online rule of `agent` from `fields` (names of `online_rule_fields.FIELDS`;
     the judge model is pinned to the configured one when not given). A Builder or an Admin of
-    the agent may; refused when the agent has one already (update it instead)."""
+    the agent may, naming checks only of a dataset version they may see (`online_rule_fields`);
+    refused when the agent has one already (update it instead)."""
 
     noun = "online_rule"
     verb = "create"

@@ -7,7 +7,8 @@ from sherlock.core.audit import audit
 
 
 class UpdateOnlineRule(Action):
-    """Apply `changes` to `rule` (a Builder or an Admin of its agent). Scores already made
+    """Apply `changes` to `rule` (a Builder or an Admin of its agent; a new `library_version`
+    only of a dataset they may see, `online_rule_fields`). Scores already made
     stay as they were; the new rule applies to the traces scored from now on."""
 
     noun = "online_rule"
