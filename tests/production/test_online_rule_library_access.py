@@ -34,6 +34,7 @@ FORM = {
     "daily_cap_usd": "2",
 }
 MISSING = 987654
+NOT_SEEN = "no such dataset version, or one you may not see"
 
 
 @pytest.fixture
@@ -93,9 +94,7 @@ def test_a_builder_without_a_role_on_the_dataset_is_answered_as_if_it_did_not_ex
         with pytest.raises(InvalidFields) as refused:
             CreateOnlineRule(acting_user=builder_here, agent=agent, library_version=value).execute()
         answers.append([(e.field, str(e), e.code) for e in refused.value.errors])
-    assert answers[0] == answers[1] == [
-        ("library_version", "no such dataset version, or one you may not see", "does_not_exist")
-    ]
+    assert answers[0] == answers[1] == [("library_version", NOT_SEEN, "does_not_exist")]
     assert not OnlineRule.objects.exists()
     # Only the hidden one is evidence of an attempt: audited, naming it, for the Admins.
     entry = hidden_refusals().get()
@@ -182,7 +181,7 @@ def test_the_page_refuses_a_hidden_version_on_its_field_as_a_missing_one(
         assert answer.status_code == 400
         bodies.append(answer.context["form"].errors["library_version"])
         assert b"secret-evals" not in answer.content
-    assert bodies[0] == bodies[1] == ["no such dataset version, or one you may not see"]
+    assert bodies[0] == bodies[1] == [NOT_SEEN]
     assert not OnlineRule.objects.exists()
     assert hidden_refusals().count() == 1
 
