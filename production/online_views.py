@@ -144,6 +144,17 @@ def _json(value):
     return json.dumps(value, indent=2) if value not in (None, "", [], {}) else ""
 
 
+def library_choices(user, rule):
+    """The frozen dataset versions `user` may pick checks of (those of the datasets they may
+    see), and the rule's own one even when hidden from them: keeping it is not picking it
+    (`online_rule_fields`), and a select without it would drop it on the next save. One query
+    whatever their number."""
+    versions = DatasetVersion.objects.for_user(user, "view").filter(frozen_at__isnull=False)
+    if rule is not None and rule.library_version_id:
+        versions = versions | DatasetVersion.objects.filter(pk=rule.library_version_id)
+    return versions.select_related("dataset").order_by("dataset__slug", "-number")
+
+
 class OnlineRuleForm(forms.Form):
     """The rule's fields as a person types them: JSON only for filters, checks and the outcome
     verifier (their shapes are in docs/production-online.md). It validates nothing of the
@@ -158,7 +169,14 @@ class OnlineRuleForm(forms.Form):
         help_text='A JSON list, e.g. [{"on": "resource", "key": "deployment.environment", '
         '"op": "equals", "value": "prod"}]; every filter must hold.',
     )
-    library_version = forms.ChoiceField(required=False, label="checks of a dataset version")
+    # A select whose value the action checks (a version the user may not see reads as one
+    # that does not exist): a ChoiceField would add its own "not one of the choices" beside it.
+    library_version = forms.CharField(
+        required=False,
+        label="checks of a dataset version",
+        widget=forms.Select,
+        help_text="Frozen versions of the datasets you may see.",
+    )
     library_labels = forms.CharField(
         required=False,
         label="checks of it to run",
@@ -188,26 +206,27 @@ class OnlineRuleForm(forms.Form):
 
     JSON_FIELDS = ("filters", "checks", "outcome_check")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user, rule=None, **kwargs):
         super().__init__(*args, **kwargs)
-        versions = DatasetVersion.objects.filter(frozen_at__isnull=False).select_related("dataset")
-        self.fields["library_version"].choices = [("", "none")] + [
-            (str(v.pk), f"{v.dataset.slug} v{v.number}")
-            for v in versions.order_by("dataset__slug", "-number")
+        self.fields["library_version"].widget.choices = [("", "none")] + [
+            (str(v.pk), f"{v.dataset.slug} v{v.number}") for v in library_choices(user, rule)
         ]
 
     @classmethod
-    def of(cls, rule):
+    def of(cls, rule, user):
         if rule is None:
             return cls(
+                user=user,
                 initial={
                     "active": True,
                     "sampling_rate": "1",
                     "daily_cap_usd": "1.00",
                     "verify_effects": True,
-                }
+                },
             )
         return cls(
+            user=user,
+            rule=rule,
             initial={
                 "active": rule.active,
                 "sampling_rate": f"{rule.sampling_rate:g}",
@@ -220,7 +239,7 @@ class OnlineRuleForm(forms.Form):
                 "verify_effects": rule.verify_effects,
                 "judge_model": rule.judge_model,
                 "daily_cap_usd": str(rule.daily_cap_usd),
-            }
+            },
         )
 
     def values(self):
@@ -258,7 +277,7 @@ def online_rule_page(request, slug):
     rule = OnlineRule.objects.filter(agent=agent).first()
     refusal, status = None, 200
     if request.method == "POST":
-        form = OnlineRuleForm(request.POST)
+        form = OnlineRuleForm(request.POST, user=request.user, rule=rule)
         values, errors = form.values()
         try:
             if errors:
@@ -267,7 +286,7 @@ def online_rule_page(request, slug):
                 status = 400
                 # The fields that parsed are checked all the same: every error at once.
                 parsed = {k: v for k, v in values.items() if k not in errors}
-                for error in field_errors(parsed):
+                for error in field_errors(parsed, request.user, rule):
                     if error.field in form.fields and error.field not in form.errors:
                         form.add_error(error.field, str(error))
             elif rule is None:
@@ -285,7 +304,7 @@ def online_rule_page(request, slug):
             messages.success(request, "Online rule saved: it applies to traces scored from now.")
             return redirect("production:agent", slug=agent.slug)
     else:
-        form = OnlineRuleForm.of(rule)
+        form = OnlineRuleForm.of(rule, request.user)
         try:
             check_may_write(request.user, agent)
         except ActionError as exc:

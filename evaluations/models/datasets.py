@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 
 from evaluations.choices import CheckMode
-from sherlock.core.permissions import ScopedQuerySet
+from sherlock.core.permissions import ScopedQuerySet, ScopedThroughQuerySet
 
 
 def judging_key(kind, params, judge_model):
@@ -50,6 +50,13 @@ class Dataset(models.Model):
         return self.versions.filter(frozen_at__isnull=False).order_by("-number").first()
 
 
+class DatasetVersionQuerySet(ScopedThroughQuerySet):
+    """A user sees a dataset's versions when they may see the dataset (a role on it, or a
+    global one): `DatasetVersion.objects.for_user(user)`."""
+
+    scope_path = "dataset"
+
+
 class DatasetVersion(models.Model):
     """An immutable, numbered snapshot of a dataset's cases and checks (once `frozen_at` is set)."""
 
@@ -61,6 +68,8 @@ class DatasetVersion(models.Model):
     frozen_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+
+    objects = DatasetVersionQuerySet.as_manager()
 
     class Meta:
         ordering = ["dataset", "-number"]

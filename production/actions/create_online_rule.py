@@ -10,7 +10,8 @@ from sherlock.core.errors import ActionConflict
 class CreateOnlineRule(Action):
     """Write the online rule of `agent` from `fields` (names of `online_rule_fields.FIELDS`;
     the judge model is pinned to the configured one when not given). A Builder or an Admin of
-    the agent may; refused when the agent has one already (update it instead)."""
+    the agent may, naming checks only of a dataset version they may see (`online_rule_fields`);
+    refused when the agent has one already (update it instead)."""
 
     noun = "online_rule"
     verb = "create"
@@ -27,7 +28,7 @@ class CreateOnlineRule(Action):
             raise ActionConflict(
                 "This agent has an online rule already: change it instead.", code="exists"
             )
-        apply(self.rule, self.fields)
+        apply(self.rule, self.fields, self.acting_user)
 
     def perform(self):
         self.rule.save()

@@ -1,5 +1,14 @@
 """The fields of an online rule as its two verbs read them: validated once, every error at
-once on its field (`InvalidFields`), and the snapshot the audit entry records."""
+once on its field (`InvalidFields`), and the snapshot the audit entry records.
+
+Who may pick which dataset's checks (`library_version`): a Builder or an Admin of the agent
+writes the rule, and may name only a frozen version of a dataset they may see (a role on it, or
+a global one). A version they may not see is refused exactly as one that does not exist (400 on
+`library_version`, the same message and code), so the answer does not say it exists; the
+attempt is recorded as `production.online_rule.refused` (code `not_found`) all the same, like
+every object named that its caller may not see (`sherlock.core.hidden`). Keeping the version the
+rule already has is not picking it: an Admin may have set one the Builder does not see, and
+changing the rule's other fields keeps it."""
 
 from decimal import Decimal, InvalidOperation
 
@@ -35,43 +44,50 @@ def check_may_write(user, agent):
         )
 
 
-def apply(rule, changes):
-    """Set `changes` (field -> value, names of `FIELDS`) on `rule`, validated: raises
-    `InvalidFields` naming every bad field, and leaves nothing half-set that is saved."""
+def apply(rule, changes, user):
+    """Set `changes` (field -> value, names of `FIELDS`) on `rule`, validated for `user` (the
+    dataset versions they may see): raises `InvalidFields` naming every bad field, and leaves
+    nothing half-set that is saved."""
     unknown = set(changes) - set(FIELDS)
     errors = [
         ActionInvalid(f"{name} is not a field of an online rule", field=name)
         for name in sorted(unknown)
     ]
+    current = rule.library_version_id
     for name in FIELDS:
         if name not in changes:
             continue
         try:
-            setattr(rule, name, _clean(name, changes[name]))
+            setattr(rule, name, _clean(name, changes[name], user, current))
         except ActionInvalid as exc:
             errors.append(exc)
     if not errors:
         errors.extend(_cross_checks(rule))
     if errors:
-        raise InvalidFields(errors)
+        invalid = InvalidFields(errors)
+        # A hidden version is answered as missing, and audited as the refusal it is.
+        invalid.refusal = next((e.refusal for e in errors if getattr(e, "refusal", None)), None)
+        raise invalid
     if not rule.judge_model:
         rule.judge_model = settings.SHERLOCK_JUDGE_MODEL
 
 
-def field_errors(changes):
-    """The errors of each field of `changes` taken alone, no check across fields: what a form
-    whose other fields do not parse yet still says, so that one submit shows every error."""
+def field_errors(changes, user, rule=None):
+    """The errors of each field of `changes` taken alone (for `user`, on `rule` when it exists),
+    no check across fields: what a form whose other fields do not parse yet still says, so that
+    one submit shows every error."""
     errors = []
+    current = rule.library_version_id if rule is not None else None
     for name in FIELDS:
         if name in changes:
             try:
-                _clean(name, changes[name])
+                _clean(name, changes[name], user, current)
             except ActionInvalid as exc:
                 errors.append(exc)
     return errors
 
 
-def _clean(name, value):
+def _clean(name, value, user, current_version_id):
     try:
         if name in ("active", "verify_effects"):
             if not isinstance(value, bool):
@@ -92,7 +108,7 @@ def _clean(name, value):
                 raise ActionInvalid("must be a list of check labels", field=name)
             return sorted(set(value))
         if name == "library_version":
-            return _library_version(value)
+            return _library_version(value, user, current_version_id)
         if name == "quality_check":
             if not isinstance(value, str) or len(value) > 100:
                 raise ActionInvalid("must be a check label", field=name)
@@ -124,7 +140,7 @@ def _clean(name, value):
     raise ActionInvalid(f"{name} is not a field of an online rule", field=name)
 
 
-def _library_version(value):
+def _library_version(value, user, current_id):
     if value in (None, ""):
         return None
     if isinstance(value, DatasetVersion):
@@ -134,15 +150,33 @@ def _library_version(value):
             raise ActionInvalid(
                 "must be the id of a frozen dataset version", field="library_version"
             )
-        version = DatasetVersion.objects.filter(pk=int(value)).first()
+        version = DatasetVersion.objects.filter(pk=int(value)).select_related("dataset").first()
         if version is None:
-            raise ActionInvalid("no such dataset version", field="library_version")
+            raise _not_found()
+    if version.pk != current_id and not user_can(user, "view", version.dataset):
+        hidden = _not_found()
+        hidden.refusal = ActionDenied(
+            f"dataset version {version.pk} ({version}) is not visible to the user: answered "
+            "as not found",
+            code="not_found",
+            field="library_version",
+        )
+        raise hidden
     if version.frozen_at is None:
         raise ActionInvalid(
             "must be a frozen dataset version: a draft's checks may still change",
             field="library_version",
         )
     return version
+
+
+def _not_found():
+    """What a missing version and a hidden one both answer: nothing tells them apart."""
+    return ActionInvalid(
+        "no such dataset version, or one you may not see",
+        code="does_not_exist",
+        field="library_version",
+    )
 
 
 def _cross_checks(rule):

@@ -7,7 +7,8 @@ from sherlock.core.audit import audit
 
 
 class UpdateOnlineRule(Action):
-    """Apply `changes` to `rule` (a Builder or an Admin of its agent). Scores already made
+    """Apply `changes` to `rule` (a Builder or an Admin of its agent; a new `library_version`
+    only of a dataset they may see, `online_rule_fields`). Scores already made
     stay as they were; the new rule applies to the traces scored from now on."""
 
     noun = "online_rule"
@@ -22,7 +23,7 @@ class UpdateOnlineRule(Action):
         check_may_write(self.acting_user, self.rule.agent)
         self.rule = OnlineRule.objects.select_for_update().get(pk=self.rule.pk)
         self.before = snapshot(self.rule)
-        apply(self.rule, self.changes)
+        apply(self.rule, self.changes, self.acting_user)
 
     def perform(self):
         self.rule.save()

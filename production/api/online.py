@@ -157,7 +157,9 @@ class AgentProductionViewSet(viewsets.GenericViewSet):
         summary="Write the agent's online rule (Builder or Admin of the agent)",
         description="Creates the rule the first time, then changes the fields given. Filters, "
         "checks and the outcome verifier are validated (docs/production-online.md); every "
-        "bad field is answered at once under `errors`.",
+        "bad field is answered at once under `errors`. `library_version` must be a frozen "
+        "version of a dataset the caller may see: another is answered as one that does not "
+        "exist (400 on the field).",
         request=OnlineRuleInputSerializer,
         responses={200: OnlineRuleSerializer, 201: OnlineRuleSerializer, **REFUSED},
     )

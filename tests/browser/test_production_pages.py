@@ -1,7 +1,8 @@
 """Production in chromium: a Builder writes the online rule on its page (a bad field comes
 back on its field), traces are scored, a breach opens a proposal, and a Publisher dismisses it
 on the production page. Screenshots: `online-rule-error`, `production-breach`,
-`production-dismissed`, `trace-money` (SHERLOCK_SCREENSHOTS keeps them)."""
+`production-dismissed`, `trace-money`, `online-rule-library-scoped` (SHERLOCK_SCREENSHOTS keeps
+them)."""
 
 from decimal import Decimal
 
@@ -82,3 +83,25 @@ def test_a_breach_is_seen_and_dismissed_on_the_production_page(
     assert "$1,234.50" in publisher_page.inner_text("body")
     shot(publisher_page, "trace-money")
     assert previous.pk != live.pk
+
+
+def test_a_builder_picks_only_the_checks_of_datasets_they_may_see(server, browser, shot, live_db):
+    from tests.support.governance import grant_on
+
+    agent = factories.agent("scoped-agent")
+    shared = factories.dataset_version(factories.dataset("shared-evals"), checks=[TOOLS_CHECK])
+    factories.dataset_version(factories.dataset("secret-evals"), checks=[TOOLS_CHECK])
+    user = factories.user("scoped")
+    grant_on(user, "Builder", agent)
+    grant_on(user, "Editor", shared.dataset)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, server, "scoped", f"/production/agents/{agent.slug}/online-rule/")
+    page.wait_for_selector("#id_library_version")
+    listed = page.eval_on_selector_all("#id_library_version option", "els => els.map(e => e.text)")
+    assert listed == ["none", "shared-evals v1"]
+    page.select_option("#id_library_version", label="shared-evals v1")
+    page.fill("#id_library_labels", TOOLS_CHECK["label"])
+    shot(page, "online-rule-library-scoped")
+    page.click("#online-rule button")
+    page.wait_for_selector("text=Online rule saved")
+    assert agent.online_rule.library_version == shared
