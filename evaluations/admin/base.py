@@ -16,7 +16,7 @@ from evaluations.models import (
 )
 from sherlock.core.admin import (
     AuditsHiddenObjects,
-    any_row,
+    any_visible,
 )
 from sherlock.core.errors import ActionDenied, ActionError
 from sherlock.core.permissions import user_can, within
@@ -130,7 +130,7 @@ class DatasetScopedMixin(RefusalsMixin):
     def may_edit(self, request, obj):
         if obj is None:
             return request.user.has_perm("evaluations.edit_dataset") or (
-                any_row(request, Dataset.objects.for_user(request.user, "edit"))
+                any_visible(request, Dataset, "edit")
             )
         return user_can(request.user, "edit", self.dataset_of(obj)) and (
             request.method == "POST" or not self.version_of(obj).is_frozen
@@ -138,7 +138,7 @@ class DatasetScopedMixin(RefusalsMixin):
 
     def has_view_permission(self, request, obj=None):
         if obj is None:
-            return any_row(request, visible_datasets(request))
+            return any_visible(request, Dataset)
         return user_can(request.user, "view", self.dataset_of(obj))
 
     def has_module_permission(self, request):

@@ -55,7 +55,7 @@ from sherlock.core.admin import (
     AuditsHiddenObjects,
     ReadOnlyInline,
     ReadOnlyMixin,
-    any_row,
+    any_visible,
     message_as_written,
     verb_action,
 )
@@ -133,9 +133,7 @@ class DatasetAdmin(DatasetCasesIOMixin, RefusalsMixin, AuditedEdits, admin.Model
 
     def has_view_permission(self, request, obj=None):
         if obj is None:
-            return any_row(request, visible_datasets(request)) or super().has_view_permission(
-                request
-            )
+            return any_visible(request, Dataset) or super().has_view_permission(request)
         return user_can(request.user, "view", obj)
 
     def has_module_permission(self, request):
@@ -147,7 +145,7 @@ class DatasetAdmin(DatasetCasesIOMixin, RefusalsMixin, AuditedEdits, admin.Model
         return user_can(request.user, "edit", obj)
 
     def has_edit_permission(self, request):
-        return any_row(request, Dataset.objects.for_user(request.user, "edit"))
+        return any_visible(request, Dataset, "edit")
 
     def save_model(self, request, obj, form, change):
         if change:
@@ -254,14 +252,14 @@ class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAd
 
     def has_view_permission(self, request, obj=None):
         if obj is None:
-            return any_row(request, visible_datasets(request))
+            return any_visible(request, Dataset)
         return user_can(request.user, "view", obj.dataset)
 
     def has_module_permission(self, request):
         return self.has_view_permission(request)
 
     def has_edit_permission(self, request):
-        return any_row(request, Dataset.objects.for_user(request.user, "edit"))
+        return any_visible(request, Dataset, "edit")
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None:
@@ -320,7 +318,7 @@ class CaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def has_view_permission(self, request, obj=None):
         if obj is None:
-            return any_row(request, visible_datasets(request))
+            return any_visible(request, Dataset)
         return user_can(request.user, "view", obj.dataset)
 
     def has_module_permission(self, request):

@@ -17,6 +17,7 @@ from evaluations.models import (
 from evaluations.schedules import estimate_schedule
 from sherlock.core.admin import (
     any_row,
+    any_visible,
     verb_action,
 )
 from sherlock.core.permissions import user_can
@@ -77,17 +78,15 @@ class RunScheduleAdmin(RefusalsMixin, admin.ModelAdmin):
         return super().get_queryset(request).filter(agent__in=Agent.objects.for_user(request.user))
 
     def _may_some(self, request):
-        user = request.user
-        return any_row(request, Agent.objects.for_user(user, "build")) or any_row(
-            request, Dataset.objects.for_user(user, "edit")
-        )
+        return any_visible(request, Agent, "build") or any_visible(request, Dataset, "edit")
 
     def has_module_permission(self, request):
         return self.has_view_permission(request)
 
     def has_view_permission(self, request, obj=None):
         if obj is None:
-            return self._may_some(request) or any_row(request, self.get_queryset(request))
+            rows = lambda: self.get_queryset(request)  # noqa: E731 - asked once per request
+            return self._may_some(request) or any_row(request, (type(self), "rows"), rows)
         return user_can(request.user, "view", obj.agent)
 
     def has_add_permission(self, request):

@@ -7,13 +7,14 @@ from django.contrib import admin
 
 from agents.models import Agent
 from governance.roles import is_global_admin
-from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin, any_row
+from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin, any_visible
 from sherlock.core.errors import ActionError, ActionRefused, each_error, refusal_in
 
 
 def global_admin(request):
     """`is_global_admin` of the request's user, asked once per request: the sidebar asks it of
-    each governance model the global Admins alone manage (13 queries a page, `any_row`)."""
+    each governance model the global Admins alone manage (13 queries a page,
+    `sherlock.core.admin.any_row`)."""
     memo = request.__dict__
     if "_sherlock_global_admin" not in memo:
         memo["_sherlock_global_admin"] = is_global_admin(request.user)
@@ -30,7 +31,7 @@ class VerbPermissions:
     action still decides, object by object, and audits a refusal."""
 
     def _holds_somewhere(self, request, verb):
-        return any_row(request, Agent.objects.for_user(request.user, verb))
+        return any_visible(request, Agent, verb)
 
     def has_build_permission(self, request):
         return self._holds_somewhere(request, "build") or self._holds_somewhere(request, "publish")

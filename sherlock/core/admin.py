@@ -17,19 +17,34 @@ from sherlock.core.hidden import audit_hidden, note_hidden
 from sherlock.core.permissions import user_can
 
 
-def any_row(request, queryset):
-    """`queryset.exists()`, asked once per request for each query: the admin's sidebar asks
-    every registered model's module, add, change, delete and view permissions on every page,
-    and most of them ask the same question ("does this user see an agent? a dataset?"): 40 of
-    an admin page's 47 queries, 100 ms of its time on the loaded 2-core machine
-    (`bench/pages_scale.py`). The answer is the request's: a grant made meanwhile is seen by the
-    next request, as every page after a POST is."""
-    sql, params = queryset.query.sql_with_params()
-    key = (queryset.db, sql, tuple(params))
+def any_row(request, key, rows):
+    """Whether the queryset `rows()` has a row, asked once per request for each `key`: the
+    admin's sidebar asks every registered model's module, add, change, delete and view
+    permissions on every page, and most of them ask the same question ("does this user see an
+    agent? a dataset?"): 40 of an admin page's 47 queries, 100 ms of its time on the loaded
+    2-core machine (`bench/pages_scale.py`). `key` names the question, so that an answered
+    one costs neither a query nor building one (guardian's `get_objects_for_user`). The answer
+    is the request's: a grant made meanwhile is seen by the next request, as every page after
+    a POST is."""
     memo = request.__dict__.setdefault("_sherlock_any_row", {})
     if key not in memo:
-        memo[key] = queryset.exists()
+        # A question asked under another key may be the same query (a global grant makes
+        # every verb's "agents this user may ..." the whole table): asked once as well.
+        queryset = rows()
+        sql, params = queryset.query.sql_with_params()
+        same = (queryset.db, sql, tuple(params))
+        if same not in memo:
+            memo[same] = queryset.exists()
+        memo[key] = memo[same]
     return memo[key]
+
+
+def any_visible(request, model, action="view"):
+    """Whether the request's user holds `action` on at least one row of `model`
+    (`model.objects.for_user`), asked once per request (`any_row`)."""
+    return any_row(
+        request, (model, action), lambda: model._default_manager.for_user(request.user, action)
+    )
 
 
 def _admin_verb(request, default="change"):
@@ -105,7 +120,9 @@ class ScopedAdminMixin(AuditsHiddenObjects):
         if action is None:
             return False
         if obj is None:
-            return any_row(request, self.governed_queryset(request, action))
+            # Keyed by the method that builds the queryset: admins that inherit one ask once.
+            key = (type(self).governed_queryset, action)
+            return any_row(request, key, lambda: self.governed_queryset(request, action))
         return user_can(request.user, action, self.governed(obj))
 
     def has_module_permission(self, request):

@@ -157,3 +157,19 @@ def test_no_admin_list_costs_more_queries_with_more_rows(
     after = {url: queries(as_admin, url) for url in urls}
     grew = {url: (before[url], after[url]) for url in urls if after[url] > before[url]}
     assert not grew
+
+
+@pytest.mark.parametrize("who", ["admin_user", "builder"])
+def test_an_admin_page_asks_each_permission_question_once(db, client, who, request):
+    # The sidebar asks every registered model's permissions on every page (any_row): one
+    # query per distinct question, not one per model and verb.
+    client.force_login(request.getfixturevalue(who))
+    factories.agent("asked-once")
+    url = reverse("admin:evaluations_modelprice_changelist")
+    client.get(url)
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    statements = [q["sql"] for q in ctx.captured_queries]
+    questions = [sql for sql in statements if sql.startswith('SELECT 1 AS "a"')]  # exists()
+    assert questions and len(questions) == len(set(questions))
+    assert len(statements) <= 16  # 47 when each model and verb asked its own
