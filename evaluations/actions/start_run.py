@@ -22,7 +22,9 @@ class StartRun(Action):
     the shards are enqueued only once it commits (`evaluations.engine.enqueue_run`), so a
     worker never looks for rows that are not there yet.
     Gate runs pin frozen dataset versions only; an ad-hoc run may pin the draft, and its
-    `comparability` says so. `acting_user=None` is the system (a gate run started by a publish
+    `comparability` says so. The user must see the dataset (a role on it, or a global one): a
+    version of a dataset they may not see is refused as one that does not exist.
+    `acting_user=None` is the system (a gate run started by a publish
     request, whose own action checked the requester).
 
     A run of a `client` version (the team's own code, docs/client.md) starts `waiting` and is
@@ -55,6 +57,21 @@ class StartRun(Action):
         user = self.acting_user
         if user is not None and not user_can(user, "build", self.agent_version.agent):
             raise ActionDenied("You may not start runs of this agent (Builder role needed).")
+        if user is not None and not user_can(user, "view", self.dataset_version.dataset):
+            # As every surface lists only the versions of visible datasets, one named anyway
+            # reads as one that does not exist; the attempt is audited as a hidden refusal.
+            hidden = ActionInvalid(
+                "no such dataset version, or one you may not see",
+                code="does_not_exist",
+                field="dataset_version",
+            )
+            hidden.refusal = ActionDenied(
+                f"dataset version {self.dataset_version.pk} ({self.dataset_version}) is not "
+                "visible to the user: answered as not found",
+                code="not_found",
+                field="dataset_version",
+            )
+            raise hidden
         if not isinstance(self.repetitions, int) or not 1 <= self.repetitions <= 100:
             raise ActionInvalid("repetitions must be between 1 and 100", field="repetitions")
         if self.purpose == RunPurpose.GATE and not self.dataset_version.is_frozen:
