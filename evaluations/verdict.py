@@ -764,13 +764,21 @@ def _errored_trials(runs: list) -> dict[int, dict[str, int]]:
 
 
 def _cases_unscored(runs: list) -> dict[int, int]:
-    """``{run pk: cases with a blocking result unscored}``: one grouped query, none without
-    runs."""
+    """``{run pk: cases with a blocking result unscored}``: the count the run's end stored in
+    its summary (`compute_case_results`: ``cases_unscored``), else (a run finished before it
+    was stored) one grouped query over the check results of those runs, none without them."""
     from evaluations.models import CheckResult
 
-    if not runs:
-        return {}
-    ids = [run.pk for run in runs]
+    counted = {}
+    ids = []
+    for run in runs:
+        stored = (run.summary or {}).get("cases_unscored")
+        if isinstance(stored, int):
+            counted[run.pk] = stored
+        else:
+            ids.append(run.pk)
+    if not ids:
+        return {pk: n for pk, n in counted.items() if n}
     rows = CheckResult.objects.filter(
         trial__run_id__in=ids,
         blocking=True,
@@ -778,7 +786,7 @@ def _cases_unscored(runs: list) -> dict[int, int]:
     ).values("trial__run_id")
     key = "trial__run_id"
     rows = rows.annotate(n=Count("trial__case_id", distinct=True)).order_by()
-    return {row[key]: row["n"] for row in rows}
+    return {pk: n for pk, n in counted.items() if n} | {row[key]: row["n"] for row in rows}
 
 
 def _unjudged(run) -> bool:

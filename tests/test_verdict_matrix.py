@@ -20,6 +20,7 @@ from django.core.management.base import CommandError
 
 from agents.models import Tool
 from evaluations.models import Run
+from evaluations.verdict import _cases_unscored
 from governance.decision import decide
 from governance.models import PublishingPolicy
 from tests.support import factories
@@ -225,6 +226,12 @@ def test_every_surface_gives_the_same_verdict_for_each_policy(world, client, kin
             "pk"
         )
         assert run.status == "completed", where
+        # The count of cases with an unscored blocking result the run's end stored is the one
+        # counted over its check results (what the verdict read before it was stored).
+        stored = run.summary["cases_unscored"]
+        legacy = Run(pk=run.pk, summary={**run.summary, "cases_unscored": None})
+        assert _cases_unscored([legacy]).get(run.pk, 0) == stored, where
+        assert stored > 0 or kind not in ("unscored model check", "errored trial"), where
 
         shown = page_verdict(client, run)
         assert shown[:2] == (outcome, exit_code), f"{where}: run page"

@@ -67,6 +67,7 @@ def compute_case_results(run):
     figures are tallied as the rows go by (`figures.Tally`).
     """
     run_id, n, passed, flaky, trials_error, trials_cancelled = run.pk, 0, 0, 0, 0, 0
+    unscored = 0
     chunk = []
     # One transaction, that of the caller if any (finishing's): the chunks go in together,
     # and PostgreSQL's server-side cursors live within it.
@@ -87,6 +88,10 @@ def compute_case_results(run):
                 rows, pending = pending[1], next(cases, None)
             if not repetitions:
                 continue
+            # A case with a blocking result no check could score (skipped, error): what the
+            # verdict's "blocking checks scored" gate counts, kept in the summary so that no
+            # page has to count it again over every check result of the run.
+            unscored += any(row[2] and row[3] in figures.UNSCORED for row in rows)
             repetitions_passed = repetitions - failed
             case_passed, case_flaky = scoring.case_verdict(repetitions, repetitions_passed)
             n += 1
@@ -119,6 +124,7 @@ def compute_case_results(run):
         "case_pass_rate": round(passed / n, 6) if n else None,
         "trials_error": trials_error,
         "trials_cancelled": trials_cancelled,
+        "cases_unscored": unscored,
     }
 
 
