@@ -254,16 +254,19 @@ def _add_to_daily_costs(lines, sign):
             total["missing"] += 1
     if not totals:
         return
+    # In one order whoever writes, the inserts as the updates: two writers of one run's lines
+    # take the rows' locks (an INSERT ... ON CONFLICT waits on another's uncommitted insert of
+    # the same key, the UPDATE's lock is held to the commit) in the same order, so neither
+    # waits on the other in a ring.
+    keys = sorted(totals, key=lambda k: (k[0], k[1], k[2], k[3] or 0))
     DailyCost.objects.bulk_create(
         [
             DailyCost(day=day, kind=kind, agent_id=agent, run_id=run)
-            for day, kind, agent, run in totals
+            for day, kind, agent, run in keys
         ],
         ignore_conflicts=True,
     )
-    # In one order whoever writes: two writers of one run's lines take the rows' locks (the
-    # UPDATE's, held to the commit) in the same order, so neither waits on the other in a ring.
-    for key in sorted(totals, key=lambda k: (k[0], k[1], k[2], k[3] or 0)):
+    for key in keys:
         day, kind, agent, run = key
         DailyCost.objects.filter(day=day, kind=kind, agent_id=agent, run_id=run).update(
             **{name: F(name) + sign * value for name, value in totals[key].items() if value}

@@ -241,10 +241,9 @@ def _genai(span, attrs, events, dialect):
             ),
         }
         return step
-    if (
-        operation == "retrieval"
-        or name.startswith("retrieval")
-        or "gen_ai.retrieval.documents" in merged
+    has_messages = any(key in merged for key in ("gen_ai.input.messages", "gen_ai.output.messages"))
+    if operation == "retrieval" or (
+        not operation and "gen_ai.retrieval.documents" in merged and not has_messages
     ):
         step.kind = "retrieval"
         step.input_value = _json(merged.get("gen_ai.retrieval.query.text"))

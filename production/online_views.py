@@ -23,7 +23,7 @@ from evaluations.models import DatasetVersion
 from production.actions.confirm_rollback_proposal import ConfirmRollbackProposal
 from production.actions.create_online_rule import CreateOnlineRule
 from production.actions.dismiss_rollback_proposal import DismissRollbackProposal
-from production.actions.online_rule_fields import check_may_write, field_errors
+from production.actions.online_rule_fields import check_may_write, partial_errors
 from production.actions.update_online_rule import UpdateOnlineRule
 from production.choices import ScoreState
 from production.models import OnlineRule, RollbackProposal, TraceScore
@@ -286,7 +286,12 @@ def online_rule_page(request, slug):
                 status = 400
                 # The fields that parsed are checked all the same: every error at once.
                 parsed = {k: v for k, v in values.items() if k not in errors}
-                for error in field_errors(parsed, request.user, rule):
+                verb = (
+                    CreateOnlineRule(acting_user=request.user, agent=agent)
+                    if rule is None
+                    else UpdateOnlineRule(acting_user=request.user, rule=rule, changes={})
+                )
+                for error in partial_errors(verb, agent, parsed, rule):
                     if error.field in form.fields and error.field not in form.errors:
                         form.add_error(error.field, str(error))
             elif rule is None:

@@ -381,10 +381,13 @@ def _budget_gate(cost: Decimal | None, t: VariantTotals, limits: Thresholds) -> 
     if maximum is None:
         return GateResult("budget", PASS, f"{usd(cost)} per verified outcome; no budget set")
     ok = cost <= maximum
+    shown, limit = usd(cost), usd(maximum)
+    if shown == limit and cost != maximum:  # "$1.01 > max $1.01": the digits that differ
+        shown, limit = usd(cost, 4), usd(maximum, 4)
     return GateResult(
         "budget",
         PASS if ok else FAIL,
-        f"{usd(cost)} per verified outcome {'<=' if ok else '>'} max {usd(maximum)}",
+        f"{shown} per verified outcome {'<=' if ok else '>'} max {limit}",
     )
 
 

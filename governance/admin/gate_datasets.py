@@ -7,11 +7,13 @@ agent without any links here, with the agent filled in (`?agent=<id>`).
 
 from django.contrib import admin, messages
 
+from agents.models import Agent
 from evaluations.models import Dataset
 from governance.actions.set_gate_datasets import SetGateDatasets
 from governance.admin.base import ActionForm, global_admin
 from governance.models import GateDataset
 from sherlock.core.errors import ActionError
+from sherlock.core.permissions import within
 
 
 def _chosen(agent):
@@ -41,7 +43,7 @@ class GateDatasetAdmin(admin.ModelAdmin):
     form = GateDatasetForm
     list_display = ["agent", "dataset", "chosen_by", "chosen_at"]
     list_select_related = ["agent", "dataset", "chosen_by"]
-    list_filter = ["agent"]
+    list_filter = [("agent", admin.RelatedOnlyFieldListFilter)]  # the agents listed, no other
     autocomplete_fields = ["agent", "dataset"]
     readonly_fields = ["chosen_by", "chosen_at"]
 
@@ -49,6 +51,12 @@ class GateDatasetAdmin(admin.ModelAdmin):
         form = super().get_form(request, obj, change=change, **kwargs)
         form.user = request.user
         return form
+
+    def get_queryset(self, request):
+        """The choices of the agents the user may see, on datasets they may see: a gate
+        dataset they may not open is named nowhere (as in the API's `hidden` count)."""
+        rows = within(super().get_queryset(request), "agent", Agent.objects.for_user(request.user))
+        return within(rows, "dataset", Dataset.objects.for_user(request.user))
 
     def has_module_permission(self, request):
         return request.user.is_active and request.user.is_staff

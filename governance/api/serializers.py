@@ -270,6 +270,9 @@ class GateDatasetsSerializer(serializers.Serializer):
         child=serializers.CharField(),
         help_text="Slugs of the datasets the agent's next publish request runs.",
     )
+    hidden = serializers.IntegerField(
+        help_text="Gate datasets (chosen or run) that you may not see: counted, not named."
+    )
     source = serializers.ChoiceField(
         choices=list(GATE_SOURCES.items()),
         help_text="Where `gated_on` comes from: "

@@ -438,22 +438,29 @@ class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 # --- Administration: gate datasets -------------------------------------------------------------
 
 
-def gate_datasets_of(agent):
+def gate_datasets_of(agent, user):
     """The body of `GET /agents/{slug}/gate-datasets/` (`GateDatasetsSerializer`): the Admin's
-    choice for `agent` and what its next publish request runs, under the policy in force."""
+    choice for `agent` and what its next publish request runs, under the policy in force, as
+    `user` may see it: a dataset they may not see is named nowhere, only counted (`hidden`),
+    as every other surface answers such a dataset as one that does not exist."""
+    from evaluations.models import Dataset
+
     chosen = list(
         GateDataset.objects.filter(agent=agent)
         .select_related("dataset", "chosen_by")
         .order_by("dataset__slug")
     )
     policy = PublishingPolicy.objects.in_force_for(agent)
-    gated_on = list(gate_datasets_for(agent, policy).values_list("slug", flat=True))
+    gated = list(gate_datasets_for(agent, policy).values_list("pk", "slug"))
+    named = {row.dataset_id for row in chosen} | {pk for pk, _ in gated}
+    visible = set(Dataset.objects.for_user(user).filter(pk__in=named).values_list("pk", flat=True))
     own = policy is not None and policy.agent_id == agent.pk and policy.gate_datasets.exists()
     return {
         "agent": agent.slug,
-        "datasets": [row.dataset.slug for row in chosen],
-        "chosen": chosen,
-        "gated_on": gated_on,
+        "datasets": [row.dataset.slug for row in chosen if row.dataset_id in visible],
+        "chosen": [row for row in chosen if row.dataset_id in visible],
+        "gated_on": [slug for pk, slug in gated if pk in visible],
+        "hidden": len(named - visible),
         "source": "agent_policy" if own else "chosen" if chosen else "none",
     }
 
@@ -502,7 +509,7 @@ class AgentGateDatasetsViewSet(viewsets.GenericViewSet):
             SetGateDatasets(
                 acting_user=request.user, agent=agent, datasets=data.validated_data["datasets"]
             ).execute()
-        return Response(GateDatasetsSerializer(gate_datasets_of(agent)).data)
+        return Response(GateDatasetsSerializer(gate_datasets_of(agent, request.user)).data)
 
 
 # --- Administration: role grants --------------------------------------------------------------

@@ -17,7 +17,7 @@ from django.conf import settings
 from agents.verifiers.spec import validate_verifier_spec
 from evaluations.models import DatasetVersion
 from production.online.rules import RuleError, validate_checks, validate_filters
-from sherlock.core.errors import ActionDenied, ActionInvalid, InvalidFields
+from sherlock.core.errors import ActionDenied, ActionInvalid, InvalidFields, refusal_in
 from sherlock.core.permissions import user_can
 
 FIELDS = (
@@ -84,6 +84,24 @@ def field_errors(changes, user, rule=None):
                 _clean(name, changes[name], user, current)
             except ActionInvalid as exc:
                 errors.append(exc)
+    return errors
+
+
+def partial_errors(action, agent, changes, rule=None):
+    """`field_errors` for a submit that `action` (the create or update verb it would run) cannot
+    take yet, its other fields not parsing: the writer's right first, then each field alone,
+    each refusal among them (a hidden dataset version) audited by `action` as it would audit
+    its own, so that a malformed submit is no way round the record."""
+    try:
+        check_may_write(action.acting_user, agent)
+    except ActionDenied as denied:
+        action.audit_refusal(denied)
+        raise
+    errors = field_errors(changes, action.acting_user, rule)
+    for error in errors:
+        held = refusal_in(error)
+        if held is not None:
+            action.audit_refusal(held)
     return errors
 
 

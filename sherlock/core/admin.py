@@ -8,7 +8,7 @@ questions through `sherlock.core.permissions` (global OR object grant) instead.
 """
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import EmptyResultSet, PermissionDenied
 from django.db import transaction
 
 from sherlock.core.audit import audit
@@ -31,7 +31,11 @@ def any_row(request, key, rows):
         # A question asked under another key may be the same query (a global grant makes
         # every verb's "agents this user may ..." the whole table): asked once as well.
         queryset = rows()
-        sql, params = queryset.query.sql_with_params()
+        try:
+            sql, params = queryset.query.sql_with_params()
+        except EmptyResultSet:  # `none()` (an inactive user's rows): no row, and no SQL
+            memo[key] = False
+            return False
         same = (queryset.db, sql, tuple(params))
         if same not in memo:
             memo[same] = queryset.exists()

@@ -173,3 +173,16 @@ def test_an_admin_page_asks_each_permission_question_once(db, client, who, reque
     questions = [sql for sql in statements if sql.startswith('SELECT 1 AS "a"')]  # exists()
     assert questions and len(questions) == len(set(questions))
     assert len(statements) <= 16  # 47 when each model and verb asked its own
+
+
+def test_a_question_with_no_possible_row_is_no_and_asks_nothing(db, rf):
+    """`none()` (what `for_user` gives an inactive user) compiles to no SQL: `any_row` answers
+    False without a query instead of failing the page."""
+    from agents.models import Agent
+    from sherlock.core.admin import any_row
+
+    request = rf.get("/admin/")
+    with CaptureQueriesContext(connection) as ctx:
+        assert any_row(request, "agents.none", Agent.objects.none) is False
+        assert any_row(request, "agents.none", Agent.objects.none) is False
+    assert ctx.captured_queries == []

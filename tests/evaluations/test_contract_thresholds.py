@@ -294,3 +294,18 @@ def test_the_compare_api_says_each_side_when_the_thresholds_differ(builder, chea
     body = response.json()
     assert body["thresholds"] == f"a: {DEFAULTS_SOURCE}; b: thresholds of policy «Tight» v1"
     assert [row["gate"] for row in body["table"]] == ["pass", "fail (budget)"]
+
+
+def test_a_budget_gate_shows_the_digits_that_differ():
+    """A limit of $1.0050 and a cost of $1.01 both round to "$1.01": the detail says both to
+    the ten-thousandth instead of "$1.01 > max $1.01"."""
+    from types import SimpleNamespace
+
+    from evaluations.contract.measures import _budget_gate
+
+    limits = SimpleNamespace(max_cost_per_verified_outcome_usd=Decimal("1.0050"))
+    gate = _budget_gate(Decimal("1.01"), SimpleNamespace(outcomes_verified=3), limits)
+    assert gate.status == "fail"
+    assert gate.detail == "$1.0100 per verified outcome > max $1.0050"
+    within = _budget_gate(Decimal("0.50"), SimpleNamespace(outcomes_verified=3), limits)
+    assert within.detail == "$0.50 per verified outcome <= max $1.01"

@@ -114,3 +114,22 @@ def test_a_builder_may_not_add_on_the_admin_page(client, builder, billing):
     )
     assert response.status_code == 403
     assert not GateDataset.objects.exists()
+
+
+def test_the_admin_list_shows_only_choices_the_user_may_see(client, admin_user, billing):
+    """A Builder of billing-bot alone sees its choice of a dataset they may open, not the one
+    on a dataset they have no role on, nor any other agent's choices."""
+    from tests.support.governance import grant_on
+
+    agent, dataset = billing
+    hidden = factories.dataset("billing-secret")
+    factories.dataset_version(hidden, cases=[tool_case("x", "X?")], checks=[TOOLS_CHECK])
+    other = factories.agent("other-bot")
+    SetGateDatasets(acting_user=admin_user, agent=agent, datasets=[dataset, hidden]).execute()
+    SetGateDatasets(acting_user=admin_user, agent=other, datasets=[dataset]).execute()
+    builder = grant_on(factories.user("billing-builder"), "Builder", agent)
+    builder = grant_on(builder, "Editor", dataset)
+    client.force_login(builder)
+    page = client.get("/admin/governance/gatedataset/").content.decode()
+    assert "billing-qa" in page.lower()
+    assert "billing-secret" not in page.lower() and "other-bot" not in page.lower()

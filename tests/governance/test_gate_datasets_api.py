@@ -34,6 +34,7 @@ def test_an_admin_sets_them_through_the_action_and_reads_them_back(admin_user, b
         "datasets": [],
         "chosen": [],
         "gated_on": [],
+        "hidden": 0,
         "source": "none",
     }
     put = api.put(URL, {"datasets": ["billing-qa", "billing-edge"]}, format="json")
@@ -127,6 +128,20 @@ def test_who_reads_and_who_sets(request, billing, persona, reads, sets):
         assert chosen(billing) == ["billing-qa"]
     else:
         assert chosen(billing) == []
+
+
+def test_a_reader_is_told_of_no_dataset_they_may_not_see(admin_user, billing):
+    """A Builder of the agent with a role on one of its two gate datasets: the other one is
+    counted, not named (its slug, who chose it, when)."""
+    from evaluations.models import Dataset
+
+    factories.api(admin_user).put(URL, {"datasets": ["billing-qa", "billing-edge"]}, format="json")
+    builder = grant_on(factories.user("agent-builder"), "Builder", billing)
+    builder = grant_on(builder, "Editor", Dataset.objects.get(slug="billing-qa"))
+    body = factories.api(builder).get(URL).json()
+    assert body["datasets"] == ["billing-qa"] == body["gated_on"]
+    assert [row["dataset"] for row in body["chosen"]] == ["billing-qa"]
+    assert body["hidden"] == 1 and "billing-edge" not in str(body)
 
 
 def test_an_unknown_agent_is_a_404_in_the_error_shape(admin_user, db):

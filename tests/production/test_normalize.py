@@ -297,6 +297,23 @@ def test_genai_retrieval_spans_give_the_contexts(client, agent, builder_key):
     }
 
 
+def test_a_chat_span_carrying_documents_stays_a_model_call(client, agent, builder_key):
+    """Only a `retrieval` operation (or a span with documents and no operation nor messages)
+    is a retrieval step: a chat span that also records documents keeps its messages."""
+
+    def build(tracer):
+        with tracer.start_as_current_span("chat small") as chat:
+            chat.set_attribute("gen_ai.operation.name", "chat")
+            chat.set_attribute("gen_ai.input.messages", genai_messages(("user", text(QUESTION))))
+            chat.set_attribute(
+                "gen_ai.output.messages", genai_messages(("assistant", text(ANSWER)))
+            )
+            chat.set_attribute("gen_ai.retrieval.documents", json.dumps([{"content": CONTEXT}]))
+
+    trace, transcript = trial_of(client, builder_key, build)
+    assert (transcript["input"], transcript["output"]) == (QUESTION, ANSWER)
+
+
 def test_a_trace_mixing_dialects_is_one_trial_said_mixed(client, agent, builder_key):
     def build(tracer):
         with tracer.start_as_current_span("agent") as root:

@@ -186,6 +186,20 @@ def test_the_page_refuses_a_hidden_version_on_its_field_as_a_missing_one(
     assert hidden_refusals().count() == 1
 
 
+def test_a_submit_whose_other_fields_do_not_parse_still_records_the_hidden_attempt(
+    client, agent, builder_here, secret
+):
+    client.force_login(builder_here)
+    answer = client.post(
+        page(agent), {**FORM, "filters": "{not json", "library_version": str(secret.pk)}
+    )
+    assert answer.status_code == 400
+    errors = answer.context["form"].errors
+    assert errors["library_version"] == [NOT_SEEN] and "filters" in errors
+    assert hidden_refusals().count() == 1
+    assert not OnlineRule.objects.exists()
+
+
 def test_the_page_saves_a_version_of_a_dataset_the_builder_may_see(
     client, agent, builder_of_both, secret
 ):
