@@ -41,15 +41,15 @@ def test_a_builder_reads_spend_by_day_and_kind_from_the_totals(server, browser, 
         for row in page.locator("table tbody tr").all_inner_texts()
     ]
     day = today.isoformat()
-    assert [day, "alpha-bot", "agent", "3", "0 / 0", "$3.0000", "0"] in rows
-    assert [day, "alpha-bot", "scoring", "1", "0 / 0", "$0.2500", "0"] in rows
+    assert [day, "alpha-bot", "agent", "3", "0 / 0", "$3.00", "0"] in rows
+    assert [day, "alpha-bot", "scoring", "1", "0 / 0", "$0.25", "0"] in rows
     assert [day, "beta-bot", "scoring", "1", "0 / 0", "price missing (1 call)", "1"] in rows
     assert len(rows) == 5  # alpha's agent spend on three days, alpha's and beta's scoring
     assert page.locator("svg rect").count() == 4  # a bar a priced (day, kind)
     shot(page, "costs-daily-totals")
     write_cost_lines([CostEntry(kind="agent", day=today, agent=alpha, usd=Decimal(2))])
     page.reload()
-    assert "$5.0000" in page.inner_text("table")
+    assert "$5.00" in page.inner_text("table")
 
 
 def test_an_admin_reads_a_role_groups_permissions(server, browser, shot, live_db):

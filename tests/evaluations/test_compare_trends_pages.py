@@ -255,7 +255,7 @@ def test_every_page_has_the_navigation_audit_only_for_admins(
         header = client.get(url).content.decode().split("<main>")[0]
         for link in NAV:
             assert f'href="{link}"' in header, (url, link)
-        assert 'href="/admin/agents/agentversion/"' in header  # publish: versions, gate links
+        assert 'href="/governance/versions/"' in header  # publish: versions, gate links
         assert 'action="/admin/logout/"' in header and user.username in header
         assert ('href="/governance/audit/"' in header) == (who == "admin_user")
 
