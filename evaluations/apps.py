@@ -9,7 +9,10 @@ class EvaluationsConfig(AppConfig):
         from django.db.models.signals import post_delete
         from django_q.signals import post_spawn
 
-        from evaluations import system_checks  # noqa: F401  (registers the start-up checks)
+        from evaluations import (
+            pickers,  # noqa: F401  (registers the dataset and run pickers)
+            system_checks,  # noqa: F401  (registers the start-up checks)
+        )
         from evaluations.engine import reap_on_worker_start
         from evaluations.models import RunSchedule
         from evaluations.schedules import drop_q_schedule

@@ -1,5 +1,6 @@
 """Top-level URLs: the sign-in pages, the admin, the API under /api/v1/ with its schema and docs,
-the htmx pages, and /favicon.ico (browsers ask for it on every page; it leads to the static icon).
+the htmx pages, the pickers' answers (`/pick/<kind>/`, sherlock.core.pickers), and
+/favicon.ico (browsers ask for it on every page; it leads to the static icon).
 
 One way in for every role: the admin's login and logout lead to Sherlock's sign-in and sign-out
 (allauth's account views in Sherlock's templates, `/accounts/`), so the admin never shows its
@@ -17,6 +18,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from governance.sso import views as sso_views
 from governance.views import sign_in as sign_in_views
+from sherlock.core import pickers
 
 # The admin's header, its pages' <title>s and its index say Sherlock, not "Django
 # administration" (issue 24).
@@ -32,6 +34,7 @@ urlpatterns = [
     path("accounts/oidc/<str:provider_id>/login/callback/", sso_views.callback),
     path("accounts/", include("allauth.urls")),
     path("people/", include("governance.people_urls")),
+    path("pick/<slug:kind>/", pickers.answer, name="pick"),
     path("api/v1/", include("sherlock.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -1,0 +1,56 @@
+"""The dataset and run pickers (sherlock.core.pickers): datasets, dataset versions (frozen,
+drafts, or the drafts the person may add to) and runs, each as the person may see them."""
+
+from evaluations.models import Dataset, DatasetVersion, Run
+from sherlock.core.pickers import Kind, int_param, register
+
+STATES = {"frozen": {"frozen_at__isnull": False}, "draft": {"frozen_at__isnull": True}}
+
+
+def datasets(user, params):
+    return Dataset.objects.for_user(user).order_by("slug")
+
+
+def dataset_versions(user, params, action="view"):
+    found = DatasetVersion.objects.for_user(user, action).select_related("dataset")
+    state = params.get("state") or None
+    if state is not None:
+        if state not in STATES:
+            raise ValueError("state: frozen or draft")
+        found = found.filter(**STATES[state])
+    dataset = int_param(params, "dataset")
+    if dataset is not None:
+        found = found.filter(dataset_id=dataset)
+    return found.order_by("dataset__slug", "-number")
+
+
+def editable_drafts(user, params):
+    """The drafts of the datasets the person may edit: where a case or check can be added."""
+    return dataset_versions(user, params, "edit").filter(frozen_at__isnull=True)
+
+
+def runs(user, params):
+    return (
+        Run.objects.for_user(user)
+        .select_related("agent_version__agent", "dataset_version__dataset")
+        .order_by("-pk")
+    )
+
+
+def run_text(run):
+    return f"#{run.pk} {run.agent_version} on {run.dataset_version} ({run.status})"
+
+
+VERSION_WORDS = ("dataset__slug", "dataset__name")
+register("dataset", Kind(datasets, words=("slug", "name"), by=("pk", "slug")))
+register("dataset-version", Kind(dataset_versions, VERSION_WORDS, "number"))
+register("dataset-draft", Kind(editable_drafts, VERSION_WORDS, "number"))
+register(
+    "run",
+    Kind(
+        runs,
+        words=("agent_version__agent__slug", "dataset_version__dataset__slug", "status"),
+        number="pk",
+        text=run_text,
+    ),
+)

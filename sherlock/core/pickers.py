@@ -1,0 +1,185 @@
+"""Pickers: a name typed and chosen from the rows the person may see, never a list of them all
+(issue 24 point 6: "autocomplete wherever a person picks an agent, user, dataset or version").
+
+A picker is a `<select>` that select2 (the copy the admin ships) fills from `/pick/<kind>/`
+as the person types: twenty rows a page, searched by every typed word, scoped by the kind's
+own `for_user` query, so a page that offers a choice never renders the rows it may choose from
+and a person never sees a name their roles hide. The widget renders only the chosen option.
+
+The apps register their kinds (`register`, from each app's `pickers` module, imported by its
+AppConfig.ready); the kernel names no app. A kind may take filters from the query string
+(``agent=<pk>``, ``state=draft``), either fixed by the widget or read from another field of
+the same form (`depends`: the schedule form's version picker lists the chosen agent's
+versions). The answer is select2's: ``{"results": [{"id", "text"}], "pagination": {"more"}}``.
+"""
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from django import forms
+from django.db.models import Q
+from django.http import JsonResponse
+from django.urls import reverse
+
+PAGE = 20
+# A typed "v3", "#12" or "12" is a number: a version's number, a run's id.
+NUMBER = re.compile(r"^[v#]?(\d{1,9})$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a picker of one kind lists: `rows(user, params)` (the person's visible rows, ordered,
+    narrowed by the query string's filters; raise ValueError for a filter that does not parse),
+    the lookups each typed word is matched against, the lookup a typed number matches exactly,
+    the values a widget may post (`by`: the primary key, or a slug for a filter form whose URL
+    names it) and the text of a row."""
+
+    rows: Callable
+    words: tuple = ()
+    number: str | None = None
+    by: tuple = ("pk",)
+    text: Callable = str
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register(name, kind):
+    KINDS[name] = kind
+    return kind
+
+
+def search(rows, kind, term):
+    """Rows matching every word of `term`: each word in one of the kind's text lookups, or, when
+    it reads as a number, the kind's number lookup."""
+    for word in term.split()[:5]:
+        match = Q()
+        for lookup in kind.words:
+            match |= Q(**{f"{lookup}__icontains": word})
+        number = NUMBER.match(word)
+        if number and kind.number:
+            match |= Q(**{kind.number: int(number.group(1))})
+        rows = rows.filter(match)
+    return rows
+
+
+def answer(request, kind):
+    """`GET /pick/<kind>/?term=&page=&by=&<filters>`: one page of the person's rows."""
+    name, kind = kind, KINDS.get(kind)
+    if kind is None:
+        return JsonResponse({"detail": f"no picker named {name!r}"}, status=404)
+    if not request.user.is_authenticated:
+        return JsonResponse({"detail": "sign in first"}, status=403)
+    by = request.GET.get("by", "pk")
+    if by not in kind.by:
+        return JsonResponse({"detail": f"by: one of {', '.join(kind.by)}"}, status=400)
+    try:
+        page = max(1, int(request.GET.get("page") or 1))
+        rows = kind.rows(request.user, request.GET)
+    except ValueError as exc:
+        return JsonResponse({"detail": str(exc) or "a filter does not parse"}, status=400)
+    rows = search(rows, kind, request.GET.get("term", "")[:200])
+    start = (page - 1) * PAGE
+    chunk = list(rows[start : start + PAGE + 1])  # one more says whether a next page exists
+    results = [{"id": getattr(row, by), "text": kind.text(row)} for row in chunk[:PAGE]]
+    return JsonResponse({"results": results, "pagination": {"more": len(chunk) > PAGE}})
+
+
+def int_param(params, name):
+    """The filter `name` as an id, None when absent; ValueError names it when it is not one."""
+    value = params.get(name) or None
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise ValueError(f"{name}: an id")
+    return int(value)
+
+
+class Picker(forms.Select):
+    """A select filled as the person types from `/pick/<kind>/`.
+
+    `by` is what the chosen row posts (its primary key, or its slug); `params` fixed filters;
+    `depends` names other fields of the form whose values are sent as filters (and whose change
+    clears this one); `placeholder` the words of the empty choice. With a ModelChoiceField the
+    chosen option's text comes from the field's queryset (one query for the chosen row); in a
+    template (`{% picker %}`) from the `choices` given, the chosen value and its text."""
+
+    template_name = "django/forms/widgets/select.html"
+
+    def __init__(self, kind, *, by="pk", params=None, depends=(), placeholder="", attrs=None):
+        super().__init__(attrs=attrs)
+        self.kind, self.by, self.params = kind, by, dict(params or {})
+        self.depends, self.placeholder = tuple(depends), placeholder
+
+    def __deepcopy__(self, memo):
+        copy = super().__deepcopy__(memo)
+        copy.params = dict(self.params)
+        return copy
+
+    def url(self):
+        query = {"by": self.by, **self.params} if self.by != "pk" else dict(self.params)
+        base = reverse("pick", args=[self.kind])
+        return f"{base}?{urlencode(query)}" if query else base
+
+    def build_attrs(self, base_attrs, extra_attrs=None):
+        attrs = super().build_attrs(base_attrs, extra_attrs=extra_attrs)
+        classes = attrs.get("class", "")
+        attrs.update(
+            {
+                "class": f"{classes} sherlock-picker".strip(),
+                "data-ajax--url": self.url(),
+                "data-ajax--cache": "true",
+                "data-ajax--delay": 250,
+                "data-theme": "admin-autocomplete",
+                "data-allow-clear": json.dumps(not self.is_required),
+                "data-placeholder": self.placeholder,
+                "data-minimum-input-length": 0,
+            }
+        )
+        if self.depends:
+            attrs["data-depends"] = ",".join(self.depends)
+        return attrs
+
+    def optgroups(self, name, value, attrs=None):
+        """The empty choice and the chosen one(s), never the kind's rows."""
+        chosen = {str(v) for v in value if v not in (None, "")}
+        options = [self.create_option(name, "", self.placeholder, not chosen, 0)]
+        for option_value, label in self.chosen_options(chosen):
+            index = len(options)
+            options.append(self.create_option(name, option_value, label, True, index))
+        return [(None, options, 0)]
+
+    def chosen_options(self, chosen):
+        if not chosen:
+            return []
+        queryset = getattr(self.choices, "queryset", None)
+        if queryset is None:  # plain (value, text) pairs, from a template
+            return [(v, text) for v, text in self.choices if str(v) in chosen]
+        field = self.choices.field
+        key = field.to_field_name or "pk"
+        try:
+            rows = queryset.filter(**{f"{key}__in": chosen})
+        except (ValueError, TypeError):  # a posted value of the wrong type: nothing chosen
+            return []
+        return [(getattr(row, key), field.label_from_instance(row)) for row in rows]
+
+    @property
+    def media(self):
+        return picker_media()
+
+
+def picker_media():
+    """select2 as the admin ships it, django.jQuery, and Sherlock's starter (`picker.js`, which
+    also starts pickers that htmx swaps in)."""
+    return forms.Media(
+        js=(
+            "admin/js/vendor/jquery/jquery.min.js",
+            "admin/js/vendor/select2/select2.full.min.js",
+            "admin/js/jquery.init.js",
+            "sherlock/picker.js",
+        ),
+        css={"screen": ("admin/css/vendor/select2/select2.min.css", "admin/css/autocomplete.css")},
+    )

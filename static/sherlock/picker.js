@@ -1,0 +1,40 @@
+'use strict';
+// Sherlock's pickers (sherlock/core/pickers.py): select2 on every select.sherlock-picker, filled
+// from its data-ajax--url as the person types. A picker that depends on other fields of its
+// form (data-depends="agent") sends their values as filters and is cleared when they change.
+// Pickers in content htmx swaps in are started too; before htmx keeps a page for the back
+// button, they are put back to plain selects so the restored page starts them again.
+{
+    const $ = django.jQuery;
+
+    function start(root) {
+        $(root).find('select.sherlock-picker').addBack('select.sherlock-picker')
+            .not('.select2-hidden-accessible').each(function(i, element) {
+                const depends = (element.dataset.depends || '').split(',').filter(Boolean);
+                $(element).select2({
+                    ajax: {
+                        data: (params) => {
+                            const data = {term: params.term, page: params.page};
+                            depends.forEach((name) => {
+                                const other = element.form && element.form.elements[name];
+                                if (other && other.value) { data[name] = other.value; }
+                            });
+                            return data;
+                        }
+                    }
+                });
+                depends.forEach((name) => {
+                    const other = element.form && element.form.elements[name];
+                    if (other) {
+                        $(other).on('change', () => { $(element).val(null).trigger('change'); });
+                    }
+                });
+            });
+    }
+
+    $(() => start(document));
+    document.addEventListener('htmx:load', (event) => start(event.detail.elt));
+    document.addEventListener('htmx:beforeHistorySave', () => {
+        $('select.sherlock-picker.select2-hidden-accessible').select2('destroy');
+    });
+}

@@ -1,0 +1,148 @@
+"""The pickers' answers (`/pick/<kind>/`, sherlock.core.pickers): the rows the person may see,
+searched by every typed word, twenty a page, in a constant number of queries; and the widget,
+which renders the chosen option only."""
+
+import pytest
+from django import forms
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agents.models import AgentVersion
+from sherlock.core.pickers import Picker
+from tests.support import factories
+from tests.support.governance import grant_on
+
+pytestmark = pytest.mark.django_db
+
+
+def texts(client, kind, **query):
+    answer = client.get(f"/pick/{kind}/", query)
+    assert answer.status_code == 200, answer.content
+    return [row["text"] for row in answer.json()["results"]]
+
+
+def test_agents_are_searched_by_every_word_and_scoped_to_the_person(client, outsider):
+    billing = factories.agent("billing-bot", name="Billing assistant")
+    factories.agent("support-bot", name="Support")
+    factories.agent("billing-archive", name="Old")
+    viewer = grant_on(factories.user("viewer"), "Builder", billing)
+    client.force_login(viewer)
+    assert texts(client, "agent") == ["billing-bot"]
+    assert texts(client, "agent", term="support") == []  # hidden, not found
+    client.force_login(factories.user("everyone", role="Builder"))
+    assert texts(client, "agent", term="billing") == ["billing-archive", "billing-bot"]
+    assert texts(client, "agent", term="billing assist") == ["billing-bot"]
+    assert texts(client, "agent", term="BILLING Old") == ["billing-archive"]
+    client.force_login(outsider)
+    assert texts(client, "agent") == []
+
+
+def test_the_posted_value_is_the_id_or_the_slug_the_widget_asks_for(client, builder):
+    bot = factories.agent("billing-bot")
+    client.force_login(builder)
+    assert client.get("/pick/agent/").json()["results"] == [{"id": bot.pk, "text": "billing-bot"}]
+    by_slug = client.get("/pick/agent/", {"by": "slug"}).json()["results"]
+    assert by_slug == [{"id": "billing-bot", "text": "billing-bot"}]
+    refused = client.get("/pick/agent/", {"by": "name"})
+    assert refused.status_code == 400 and "by: one of pk, slug" in refused.json()["detail"]
+    assert client.get("/pick/run/", {"by": "slug"}).status_code == 400
+
+
+def test_versions_by_number_agent_and_build_role(client, editor):
+    bot, other = factories.agent("billing-bot"), factories.agent("support-bot")
+    for _ in range(3):
+        factories.agent_version(bot)
+    factories.agent_version(other)
+    client.force_login(editor)  # may see every agent, may build none
+    assert texts(client, "agent-version", term="billing v2") == ["billing-bot v2 (draft)"]
+    assert texts(client, "agent-version", agent=other.pk) == ["support-bot v1 (draft)"]
+    assert texts(client, "agent-version-build") == []
+    builder = grant_on(factories.user("b"), "Builder", bot)
+    client.force_login(builder)
+    assert texts(client, "agent-version-build") == [
+        "billing-bot v3 (draft)",
+        "billing-bot v2 (draft)",
+        "billing-bot v1 (draft)",
+    ]
+    assert client.get("/pick/agent-version/", {"agent": "billing"}).status_code == 400
+
+
+def test_dataset_versions_by_state_and_the_drafts_a_person_may_edit(client, builder, editor):
+    basics = factories.dataset("support-basics")
+    factories.dataset_version(basics)
+    factories.dataset_version(basics, frozen=False)
+    client.force_login(builder)
+    assert texts(client, "dataset-version") == ["support-basics v2 (draft)", "support-basics v1"]
+    assert texts(client, "dataset-version", state="frozen") == ["support-basics v1"]
+    assert texts(client, "dataset-version", state="draft") == ["support-basics v2 (draft)"]
+    assert texts(client, "dataset-draft") == []  # a Builder edits no dataset
+    assert client.get("/pick/dataset-version/", {"state": "old"}).status_code == 400
+    client.force_login(editor)
+    assert texts(client, "dataset-draft", term="basics") == ["support-basics v2 (draft)"]
+
+
+def test_runs_by_id_and_slug(client, builder, django_capture_on_commit_callbacks):
+    version = factories.agent_version(factories.agent("billing-bot"))
+    data = factories.dataset_version(cases=[("c1", "hello", {})])
+    first = factories.start_run(builder, version, data, django_capture_on_commit_callbacks)
+    second = factories.start_run(builder, version, data, django_capture_on_commit_callbacks)
+    client.force_login(builder)
+    assert [r["id"] for r in client.get("/pick/run/").json()["results"]] == [second.pk, first.pk]
+    assert texts(client, "run", term=f"#{first.pk}") == [
+        f"#{first.pk} billing-bot v1 on support-basics v1 ({first.status})"
+    ]
+    assert len(texts(client, "run", term="billing basics")) == 2
+    client.force_login(factories.user("nobody"))
+    assert texts(client, "run") == []
+
+
+def test_pages_of_twenty_in_constant_queries(client, builder):
+    client.force_login(builder)
+    counts = {}
+    for total in (3, 45):
+        while factories.Agent.objects.count() < total:
+            factories.agent(f"bot-{factories.Agent.objects.count():03}")
+        with CaptureQueriesContext(connection) as queries:
+            first = client.get("/pick/agent/").json()
+        counts[total] = len(queries)
+    assert counts[3] == counts[45]
+    assert len(first["results"]) == 20 and first["pagination"]["more"] is True
+    last = client.get("/pick/agent/", {"page": 3}).json()
+    assert [r["text"] for r in last["results"]] == [
+        "bot-040",
+        "bot-041",
+        "bot-042",
+        "bot-043",
+        "bot-044",
+    ]
+    assert last["pagination"]["more"] is False
+
+
+def test_unknown_kinds_strangers_and_bad_pages(client, builder):
+    assert client.get("/pick/agent/").status_code == 403
+    client.force_login(builder)
+    assert client.get("/pick/users/").status_code == 404
+    assert client.get("/pick/agent/", {"page": "x"}).status_code == 400
+
+
+class VersionForm(forms.Form):
+    version = forms.ModelChoiceField(
+        AgentVersion.objects.select_related("agent"),
+        widget=Picker("agent-version", depends=("agent",), placeholder="its live version"),
+        required=False,
+    )
+
+
+def test_the_widget_renders_the_chosen_option_only():
+    bot = factories.agent("billing-bot")
+    versions = [factories.agent_version(bot) for _ in range(3)]
+    html = str(VersionForm(initial={"version": versions[1].pk})["version"])
+    assert 'class="sherlock-picker"' in html and 'data-ajax--url="/pick/agent-version/"' in html
+    assert 'data-depends="agent"' in html and 'data-placeholder="its live version"' in html
+    assert f'<option value="{versions[1].pk}" selected>billing-bot v2</option>' in html
+    assert "billing-bot v1" not in html and "billing-bot v3" not in html
+    assert html.count("<option") == 2  # the empty choice and the chosen one
+    form = VersionForm({"version": versions[2].pk})
+    assert form.is_valid() and form.cleaned_data["version"] == versions[2]
+    assert "billing-bot v3" in str(form["version"])
+    assert "<option" in str(VersionForm({"version": "nonsense"})["version"])  # no 500
