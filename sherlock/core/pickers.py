@@ -104,10 +104,8 @@ class Picker(forms.Select):
     `by` is what the chosen row posts (its primary key, or its slug); `params` fixed filters;
     `depends` names other fields of the form whose values are sent as filters (and whose change
     clears this one); `placeholder` the words of the empty choice. With a ModelChoiceField the
-    chosen option's text comes from the field's queryset (one query for the chosen row); in a
-    template (`{% picker %}`) from the `choices` given, the chosen value and its text."""
-
-    template_name = "django/forms/widgets/select.html"
+    chosen option's text comes from the field's queryset (one query for the chosen row);
+    otherwise from the plain (value, text) `choices` given."""
 
     def __init__(self, kind, *, by="pk", params=None, depends=(), placeholder="", attrs=None):
         super().__init__(attrs=attrs)
