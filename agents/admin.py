@@ -221,8 +221,9 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_select_related = ["agent", "created_by"]
     search_fields = ["agent__slug", "notes"]
     readonly_fields = ["number", "state", "config_hash", "created_by", "created_at"]
-    autocomplete_fields = ["agent"]  # the agents one may see, by slug or name (issue 24)
-    filter_horizontal = ["tools", "denied_tools"]
+    # Typed and picked, never listed whole (issue 24): the agents one may see, by slug or name;
+    # the tools by name or description.
+    autocomplete_fields = ["agent", "tools", "denied_tools"]
     form = AgentVersionForm
 
     class Media:

@@ -7,8 +7,11 @@ from sherlock.core.pickers import Kind, int_param, register
 STATES = {"frozen": {"frozen_at__isnull": False}, "draft": {"frozen_at__isnull": True}}
 
 
-def datasets(user, params):
-    return Dataset.objects.for_user(user).order_by("slug")
+def datasets(action):
+    def rows(user, params):
+        return Dataset.objects.for_user(user, action).order_by("slug")
+
+    return rows
 
 
 def dataset_versions(user, params, action="view"):
@@ -25,8 +28,7 @@ def dataset_versions(user, params, action="view"):
 
 
 def editable_drafts(user, params):
-    """The drafts of the datasets the person may edit: where a case or check can be added."""
-    return dataset_versions(user, params, "edit").filter(frozen_at__isnull=True)
+    return dataset_versions(user, params).drafts_to_edit(user)
 
 
 def runs(user, params):
@@ -42,7 +44,9 @@ def run_text(run):
 
 
 VERSION_WORDS = ("dataset__slug", "dataset__name")
-register("dataset", Kind(datasets, words=("slug", "name"), by=("pk", "slug")))
+register("dataset", Kind(datasets("view"), words=("slug", "name"), by=("pk", "slug")))
+# The datasets the person may edit (and so label the results of: the labelling queue).
+register("dataset-to-edit", Kind(datasets("edit"), words=("slug", "name"), by=("pk", "slug")))
 register("dataset-version", Kind(dataset_versions, VERSION_WORDS, "number"))
 register("dataset-draft", Kind(editable_drafts, VERSION_WORDS, "number"))
 register(

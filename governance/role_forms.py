@@ -1,25 +1,19 @@
 """The form that names a role and where it holds, for the People pages and the admin's Roles
 page alike (both hand it to GrantRole/RevokeRole, which decide who may).
 
-The agent and the dataset are picked with the admin's autocomplete (issue 24): a name typed
-and chosen from `/admin/autocomplete/` (the agents or datasets the person may see, searched by
-slug or name, twenty at a time), never a list of every agent on the page. The pages that use
-the form include ``{{ form.media }}``; the widget posts the chosen row's id.
+The agent and the dataset are pickers (issue 24, sherlock.core.pickers): a name typed and
+chosen from `/pick/agent/` or `/pick/dataset/` (the rows the person may see, searched by slug
+or name, twenty at a time), never a list of every agent on the page. Sherlock's pages load the
+pickers' media in base.html; the admin's Roles page includes ``{{ form.media }}``. The widget
+posts the chosen row's id.
 """
 
 from django import forms
-from django.contrib import admin
-from django.contrib.admin.widgets import AutocompleteSelect
 
 from agents.models import Agent
 from evaluations.models import Dataset
 from governance.choices import Role
-from governance.models import RoleGrant
-
-
-def scope_picker(name):
-    """The admin's autocomplete for `RoleGrant.<name>` (an agent or a dataset)."""
-    return AutocompleteSelect(RoleGrant._meta.get_field(name), admin.site)
+from sherlock.core.pickers import Picker
 
 
 class ScopeForm(forms.Form):
@@ -30,14 +24,14 @@ class ScopeForm(forms.Form):
         Agent.objects.all(),
         required=False,
         label="only agent",
-        widget=scope_picker("agent"),
+        widget=Picker("agent", placeholder="type a slug or name"),
         help_text="Only this agent: type its slug or name.",
     )
     dataset = forms.ModelChoiceField(
         Dataset.objects.all(),
         required=False,
         label="only dataset",
-        widget=scope_picker("dataset"),
+        widget=Picker("dataset", placeholder="type a slug or name"),
         help_text="Only this dataset: type its slug or name.",
     )
 

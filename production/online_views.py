@@ -35,6 +35,7 @@ from sherlock.core.errors import ActionError, InvalidFields
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 from sherlock.core.permissions import user_can
+from sherlock.core.pickers import Picker
 
 PROPOSAL_VERBS = {"confirm": ConfirmRollbackProposal, "dismiss": DismissRollbackProposal}
 RECENT = 20
@@ -144,15 +145,26 @@ def _json(value):
     return json.dumps(value, indent=2) if value not in (None, "", [], {}) else ""
 
 
-def library_choices(user, rule):
-    """The frozen dataset versions `user` may pick checks of (those of the datasets they may
-    see), and the rule's own one even when hidden from them: keeping it is not picking it
-    (`online_rule_fields`), and a select without it would drop it on the next save. One query
-    whatever their number."""
-    versions = DatasetVersion.objects.for_user(user, "view").filter(frozen_at__isnull=False)
-    if rule is not None and rule.library_version_id:
-        versions = versions | DatasetVersion.objects.filter(pk=rule.library_version_id)
-    return versions.select_related("dataset").order_by("dataset__slug", "-number")
+def library_chosen(user, rule, posted):
+    """The dataset version the picker shows as chosen (the posted one, or the rule's own before a
+    post) when it is a frozen version `user` may see or the rule's own, even hidden from them:
+    keeping it is not picking it (`online_rule_fields`), and a picker without it would drop it
+    on the next save.
+    The versions to choose from are the picker's (`/pick/dataset-version/?state=frozen`), never
+    listed on the page. One query."""
+    own = rule.library_version_id if rule is not None else None
+    chosen = str(own or "") if posted is None else str(posted)
+    if not chosen.isdigit():
+        return []
+    if chosen == str(own):
+        versions = DatasetVersion.objects.filter(pk=own)
+    else:
+        versions = DatasetVersion.objects.for_user(user, "view").filter(
+            pk=chosen, frozen_at__isnull=False
+        )
+    return [
+        (str(v.pk), f"{v.dataset.slug} v{v.number}") for v in versions.select_related("dataset")
+    ]
 
 
 class OnlineRuleForm(forms.Form):
@@ -169,13 +181,13 @@ class OnlineRuleForm(forms.Form):
         help_text='A JSON list, e.g. [{"on": "resource", "key": "deployment.environment", '
         '"op": "equals", "value": "prod"}]; every filter must hold.',
     )
-    # A select whose value the action checks (a version the user may not see reads as one
+    # A picker whose value the action checks (a version the user may not see reads as one
     # that does not exist): a ChoiceField would add its own "not one of the choices" beside it.
     library_version = forms.CharField(
         required=False,
         label="checks of a dataset version",
-        widget=forms.Select,
-        help_text="Frozen versions of the datasets you may see.",
+        widget=Picker("dataset-version", params={"state": "frozen"}, placeholder="none"),
+        help_text="Frozen versions of the datasets you may see: type a slug or name.",
     )
     library_labels = forms.CharField(
         required=False,
@@ -208,9 +220,8 @@ class OnlineRuleForm(forms.Form):
 
     def __init__(self, *args, user, rule=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["library_version"].widget.choices = [("", "none")] + [
-            (str(v.pk), f"{v.dataset.slug} v{v.number}") for v in library_choices(user, rule)
-        ]
+        posted = (self.data.get("library_version") or None) if self.is_bound else None
+        self.fields["library_version"].widget.choices = library_chosen(user, rule, posted)
 
     @classmethod
     def of(cls, rule, user):

@@ -62,11 +62,4 @@ def span_tree(spans):
 
 def draft_versions_for(user):
     """The draft dataset versions `user` may add cases to (the Editor role on their dataset)."""
-    from evaluations.models import Dataset
-
-    datasets = Dataset.objects.for_user(user, "edit")
-    return (
-        DatasetVersion.objects.filter(dataset__in=datasets, frozen_at__isnull=True)
-        .select_related("dataset")
-        .order_by("dataset__slug", "-number")
-    )
+    return DatasetVersion.objects.drafts_to_edit(user).order_by("dataset__slug", "-number")

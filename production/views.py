@@ -12,7 +12,6 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from agents.models import Agent
 from production.actions.add_trace_to_dataset import AddTraceToDataset, default_key
 from production.choices import TraceState
 from production.models import Trace
@@ -35,7 +34,6 @@ def trace_list(request):
         "production/trace_list.html",
         {
             "page": page,
-            "agents": Agent.objects.for_user(request.user).only("slug"),
             "agent_slug": agent_slug,
             "state": state,
             "states": TraceState.choices,
@@ -71,7 +69,6 @@ def trace_detail(request, pk):
         }
         for call in transcript.get("tool_calls") or []
     ]
-    drafts = list(draft_versions_for(request.user))
     return render_page(
         request,
         "production/trace_detail.html",
@@ -84,7 +81,8 @@ def trace_detail(request, pk):
             "tool_calls": tool_calls,
             "contexts": transcript.get("contexts") or [],
             "resource_text": _pretty(trace.resource),
-            "drafts": drafts,
+            # The draft is a picker (/pick/dataset-draft/): the page only asks whether any.
+            "drafts": draft_versions_for(request.user).exists(),
             "default_key": default_key(trace),
             "quiet_seconds": f"{settings.SHERLOCK_TRACE_QUIET_SECONDS} s",
         },

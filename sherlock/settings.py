@@ -185,6 +185,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "evaluations.views.context_processors.navigation",
             ],
+            # The pickers' tags (sherlock.core.picker_tags), the kernel's: no app owns them.
+            "libraries": {"pickers": "sherlock.core.picker_tags"},
         },
     },
 ]

@@ -146,3 +146,72 @@ def test_the_widget_renders_the_chosen_option_only():
     assert form.is_valid() and form.cleaned_data["version"] == versions[2]
     assert "billing-bot v3" in str(form["version"])
     assert "<option" in str(VersionForm({"version": "nonsense"})["version"])  # no 500
+
+
+def test_the_datasets_to_edit_are_those_of_the_editor_role(client, builder):
+    mine, other = factories.dataset("billing-qa"), factories.dataset("billing-secret")
+    editor = grant_on(factories.user("scoped-editor"), "Editor", mine)
+    client.force_login(editor)
+    assert texts(client, "dataset-to-edit", term="billing") == ["billing-qa"]
+    client.force_login(builder)  # may see datasets, edits none
+    assert texts(client, "dataset-to-edit") == [] and "billing-qa" in texts(client, "dataset")
+    assert other.slug in texts(client, "dataset")
+
+
+def test_the_template_tag_renders_a_filter_picker_with_its_own_text():
+    from django.template import Context, Template
+
+    html = Template(
+        '{% load pickers %}{% picker "agent" "agent" value by="slug" placeholder="every agent" '
+        "submit=True %}"
+    ).render(Context({"value": "billing-bot"}))
+    assert 'name="agent"' in html and 'id="id_agent"' in html and 'data-submit="true"' in html
+    assert 'data-ajax--url="/pick/agent/?by=slug"' in html
+    assert '<option value="billing-bot" selected>billing-bot</option>' in html
+    assert '<option value="">every agent</option>' in html
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/trends/",
+        "/production/traces/",
+        "/governance/versions/",
+        "/labels/",
+        "/runs/compare/",
+        "/schedules/",
+    ],
+)
+def test_the_filter_pages_list_no_agents_or_datasets_until_typed(client, url):
+    for n in range(25):
+        factories.agent(f"bot-{n:02}")
+        factories.dataset(f"set-{n:02}")
+    client.force_login(factories.user("everyone", role="Admin"))
+    answer = client.get(url)
+    assert answer.status_code == 200
+    body = answer.content.decode()
+    assert "sherlock-picker" in body and "sherlock/picker.js" in body
+    assert "bot-07" not in body and "set-07" not in body
+
+
+def test_the_admin_case_list_filters_by_a_dataset_typed_and_picked(client):
+    """The case list's "By dataset" is a picker (PickerFilter): no dataset listed in the
+    sidebar, the chosen one shown by its text, the other parameters kept in its form."""
+    wanted = factories.dataset_version(
+        factories.dataset("billing-qa"), cases=[("refund", "hi", {})]
+    )
+    for n in range(25):
+        factories.dataset_version(factories.dataset(f"set-{n:02}"), cases=[(f"c{n}", "x", {})])
+    client.force_login(factories.user("everyone", role="Admin"))
+    listed = client.get("/admin/evaluations/case/").content.decode()
+    assert ">c7<" in listed  # every dataset's cases, until one is picked
+    sidebar = listed.split('id="changelist-filter"', 1)[1]
+    assert "sherlock-picker" in sidebar and "set-07" not in sidebar
+    assert 'data-ajax--url="/pick/dataset/"' in sidebar
+    answer = client.get(
+        "/admin/evaluations/case/", {"dataset__id__exact": wanted.dataset_id, "q": "ref"}
+    )
+    body = answer.content.decode()
+    assert answer.status_code == 200 and ">refund<" in body and ">c7<" not in body
+    assert f'<option value="{wanted.dataset_id}" selected>billing-qa</option>' in body
+    assert '<input type="hidden" name="q" value="ref">' in body

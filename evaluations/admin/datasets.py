@@ -53,6 +53,7 @@ from evaluations.models import (
 from sherlock.core.admin import (
     AuditedEdits,
     AuditsHiddenObjects,
+    PickerFilter,
     ReadOnlyInline,
     ReadOnlyMixin,
     any_visible,
@@ -61,6 +62,7 @@ from sherlock.core.admin import (
 )
 from sherlock.core.errors import ActionError
 from sherlock.core.permissions import user_can, within
+from sherlock.core.pickers import picker_media
 
 
 @admin.register(Dataset)
@@ -311,7 +313,12 @@ class CaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["dataset"]
     show_full_result_count = False  # one count of a dataset's 10,000 cases, not two
     search_fields = ["key"]
-    list_filter = ["dataset"]
+    # The dataset typed and picked, never a sidebar of every dataset (issue 24).
+    list_filter = [("dataset", PickerFilter.of("dataset"))]
+
+    @property
+    def media(self):
+        return super().media + picker_media()
 
     def get_queryset(self, request):
         return within(super().get_queryset(request), "dataset", visible_datasets(request))

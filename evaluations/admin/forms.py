@@ -25,17 +25,11 @@ from evaluations.actions.create_case import CreateCase
 from evaluations.actions.update_case import UpdateCase
 from evaluations.admin.docs import doc_link
 from evaluations.checks import REGISTRY, describe_params, kinds_by_group
-from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
+from evaluations.models import CaseVersion, Check, DatasetVersion
 from sherlock.core.errors import ActionInvalid, InvalidFields, each_error, refusal_in
+from sherlock.core.pickers import Picker
 
 CHECKS_DOC_URL = reverse_lazy("admin:evaluations_check_docs", args=["checks"])
-
-
-def editable_versions(user):
-    """Draft versions of the datasets `user` may edit: where a case or check can be added."""
-    return DatasetVersion.objects.filter(
-        frozen_at__isnull=True, dataset__in=Dataset.objects.for_user(user, "edit")
-    ).select_related("dataset")
 
 
 class JSONText(forms.JSONField):
@@ -99,6 +93,10 @@ def add_refusal(form, exc, aliases=None):
 
 
 class DraftVersionField(forms.ModelChoiceField):
+    """A draft the person may edit, typed and picked (`/pick/dataset-draft/`), never listed."""
+
+    widget = Picker("dataset-draft", placeholder="type a dataset's slug or name")
+
     def label_from_instance(self, obj):
         return str(obj)
 
@@ -237,7 +235,9 @@ class CaseVersionForm(forms.ModelForm):
             self.fields["key"].help_text = "The case's stable id (fixed once the case exists)."
             self._load(instance)
         else:
-            self.fields["dataset_version"].queryset = editable_versions(self.user)
+            self.fields["dataset_version"].queryset = DatasetVersion.objects.drafts_to_edit(
+                self.user
+            )
             self.fields["dataset_version"].help_text = "A draft version you may edit."
 
     def _load(self, cv):
@@ -455,7 +455,9 @@ class CheckForm(forms.ModelForm):
             version = instance.dataset_version
             self._load(instance)
         elif "dataset_version" in self.fields:
-            self.fields["dataset_version"].queryset = editable_versions(self.user)
+            self.fields["dataset_version"].queryset = DatasetVersion.objects.drafts_to_edit(
+                self.user
+            )
             version_id = self.data.get("dataset_version") or self.initial.get("dataset_version")
             version = DatasetVersion.objects.filter(pk=str(version_id or "0").strip()).first()
         self.preview_version = version

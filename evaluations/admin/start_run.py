@@ -9,12 +9,10 @@ a choice after the estimate estimates again (`StartRunForm.confirmed`).
 """
 
 from django.contrib import admin, messages
-from django.contrib.admin.widgets import AutocompleteSelect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from evaluations.models import Run
 from evaluations.views.start_run_form import StartRunForm, may_start_runs
 from sherlock.core.admin import message_as_written
 from sherlock.core.errors import ActionError
@@ -35,7 +33,6 @@ def start_run_action(modeladmin, request, queryset, *, selected, description):
     objects = list(queryset)
     posted = "estimate" in request.POST or "apply" in request.POST
     form = StartRunForm(request.user, request.POST if posted else None, fixed=[selected])
-    _autocomplete(form, other, modeladmin.admin_site)
     previews = None
     if posted and form.is_valid():
         chosen = form.cleaned_data[other]
@@ -60,16 +57,6 @@ def start_run_action(modeladmin, request, queryset, *, selected, description):
             "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
         },
     )
-
-
-def _autocomplete(form, name, admin_site):
-    """The version to pick is typed and chosen from the admin's autocomplete (the versions the
-    person may see, searched by slug), not scrolled for in a list (issue 24); the form still
-    accepts only the ones it may start (`StartRunForm`)."""
-    field = form.fields.get(name)
-    if field is not None:
-        field.widget = AutocompleteSelect(Run._meta.get_field(name), admin_site)
-        field.widget.choices = field.choices
 
 
 def _start(modeladmin, request, action):

@@ -56,6 +56,11 @@ class DatasetVersionQuerySet(ScopedThroughQuerySet):
 
     scope_path = "dataset"
 
+    def drafts_to_edit(self, user):
+        """The drafts of the datasets `user` may edit: where a case or check can be added (the
+        admin's case and check forms, the trace page's "Add to dataset", the drafts' picker)."""
+        return self.for_user(user, "edit").filter(frozen_at__isnull=True).select_related("dataset")
+
 
 class DatasetVersion(models.Model):
     """An immutable, numbered snapshot of a dataset's cases and checks (once `frozen_at` is set)."""

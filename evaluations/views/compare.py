@@ -33,6 +33,7 @@ from evaluations.contract import (
     page_columns,
 )
 from evaluations.models import Run
+from evaluations.pickers import run_text
 from evaluations.reads.compare import check_deltas, live_baseline
 from evaluations.verdict import POLICY_GATE_LABELS, doc_url, verdicts_of
 from sherlock.core.htmx import render_page
@@ -107,11 +108,21 @@ def _contract(run, verdict):
 
 
 def _picker(request, error=None, status=200):
-    runs = list(_visible(request.user).order_by("-created_at", "-pk")[:100])
-    # Preselected: the ids asked for, else the newest run as B and the one before it as A.
-    a = request.GET.get("a", "") or (str(runs[1].pk) if len(runs) > 1 else "")
-    b = request.GET.get("b", "") or (str(runs[0].pk) if runs else "")
-    context = {"picker": True, "runs": runs, "error": error, "a": a, "b": b}
+    """The two runs' pickers (`/pick/run/`: typed and picked, never every run listed).
+    Preselected: the ids asked for, when visible, else the newest run as B and the one before it
+    as A. Two queries whatever the number of runs."""
+    visible = _visible(request.user).select_related(
+        "agent_version__agent", "dataset_version__dataset"
+    )
+    newest = list(visible.order_by("-created_at", "-pk")[:2])
+    asked = [parse_id(request.GET.get(side, "")) for side in ("a", "b")]
+    chosen = {run.pk: run for run in visible.filter(pk__in=[pk for pk in asked if pk])}
+    defaults = [newest[1] if len(newest) > 1 else None, newest[0] if newest else None]
+    sides = [chosen.get(pk) if pk else default for pk, default in zip(asked, defaults, strict=True)]
+    context = {"picker": True, "any_run": bool(newest), "error": error}
+    for side, run in zip(("a", "b"), sides, strict=True):
+        context[side] = run.pk if run else ""
+        context[f"{side}_text"] = run_text(run) if run else ""
     response = render_page(request, "evaluations/compare.html", context)
     response.status_code = status  # 400 for an id that is not one
     return response

@@ -101,7 +101,6 @@ def labels(request):
         "remaining": remaining(request.user, datasets),
         "error": error,
         "dataset": slug,
-        "datasets": editable_datasets(request.user).order_by("slug"),
     }
     return render_page(
         request, "evaluations/labels.html", context, partial="evaluations/partials/label_item.html"

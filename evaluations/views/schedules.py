@@ -36,19 +36,35 @@ from evaluations.schedules import estimate_schedule
 from sherlock.core.errors import ActionError, ActionInvalid, InvalidFields
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
+from sherlock.core.pickers import Picker
 
 VERBS = ("pause", "resume", "delete")
 PAST = {"pause": "paused", "resume": "resumed", "delete": "deleted"}
 
 
 class ScheduleForm(forms.Form):
-    agent = forms.ModelChoiceField(Agent.objects.none())
-    agent_version = forms.ModelChoiceField(
-        AgentVersion.objects.none(), required=False, empty_label="its live version"
+    # Typed and picked (/pick/), never every agent, dataset and version listed; a version's
+    # picker lists the chosen agent's or dataset's and is cleared when that changes.
+    agent = forms.ModelChoiceField(
+        Agent.objects.none(), widget=Picker("agent", placeholder="type a slug or name")
     )
-    dataset = forms.ModelChoiceField(Dataset.objects.none())
+    agent_version = forms.ModelChoiceField(
+        AgentVersion.objects.none(),
+        required=False,
+        widget=Picker("agent-version", depends=["agent"], placeholder="its live version"),
+    )
+    dataset = forms.ModelChoiceField(
+        Dataset.objects.none(), widget=Picker("dataset", placeholder="type a slug or name")
+    )
     dataset_version = forms.ModelChoiceField(
-        DatasetVersion.objects.none(), required=False, empty_label="its latest frozen version"
+        DatasetVersion.objects.none(),
+        required=False,
+        widget=Picker(
+            "dataset-version",
+            params={"state": "frozen"},
+            depends=["dataset"],
+            placeholder="its latest frozen version",
+        ),
     )
     repetitions = forms.IntegerField(min_value=1, max_value=100, initial=1)
     cron = forms.CharField(required=False, help_text='UTC, e.g. "0 6 * * 1-5"', max_length=100)

@@ -16,6 +16,7 @@ from evaluations.contract import thresholds_for
 from evaluations.costs import coverage_warning, describe_estimate, estimate_cost, estimate_start
 from evaluations.models import Dataset, DatasetVersion
 from sherlock.core.errors import ActionError
+from sherlock.core.pickers import Picker
 
 SIDES = ("agent_version", "dataset_version")
 
@@ -45,10 +46,16 @@ def visible_dataset_versions(user):
 class StartRunForm(forms.Form):
     """The sides not `fixed` (the admin action's selected rows fix one), and the repetitions."""
 
-    agent_version = forms.ModelChoiceField(AgentVersion.objects.none(), label="Agent version")
+    # Typed and picked from the versions the person may build / see (/pick/), never all listed.
+    agent_version = forms.ModelChoiceField(
+        AgentVersion.objects.none(),
+        label="Agent version",
+        widget=Picker("agent-version-build", placeholder="type an agent's slug or name"),
+    )
     dataset_version = forms.ModelChoiceField(
         DatasetVersion.objects.none(),
         label="Dataset version",
+        widget=Picker("dataset-version", placeholder="type a dataset's slug or name"),
         help_text="A draft version may be run ad hoc; its results are not comparable with gate "
         "runs.",
     )

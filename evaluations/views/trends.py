@@ -15,7 +15,6 @@ others, so the page keeps a constant number of queries however many runs it show
 
 from django.contrib.auth.decorators import login_required
 
-from agents.models import Agent
 from evaluations.choices import RunPurpose, RunStatus
 from evaluations.models import Run
 from evaluations.reads.trends import check_stats
@@ -162,17 +161,9 @@ def trends(request):
     user = request.user
     agent_slug = request.GET.get("agent", "")
     dataset_slug = request.GET.get("dataset", "")
-    # The choices: agents the user may see, and the datasets their runs were on.
-    agents = list(Agent.objects.for_user(user).order_by("slug").values_list("slug", flat=True))
-    datasets = list(
-        Run.objects.for_user(user)
-        .order_by("dataset_version__dataset__slug")
-        .values_list("dataset_version__dataset__slug", flat=True)
-        .distinct()
-    )
+    # The agent and the dataset are pickers (/pick/agent/, /pick/dataset/, by slug): the page
+    # lists neither; the chosen slugs are their own text.
     context = {
-        "agents": agents,
-        "datasets": datasets,
         "agent": agent_slug,
         "dataset": dataset_slug,
         "chosen": bool(agent_slug and dataset_slug),

@@ -51,8 +51,9 @@ class PublishingPolicyAdmin(admin.ModelAdmin):
     list_display = ["name", "scope_key", "version", "enforcement", "min_case_pass_rate"]
     list_filter = ["enforcement", "scope_key"]
     readonly_fields = ["scope_key", "version", "created_by", "created_at"]
-    filter_horizontal = ["gate_datasets"]
-    autocomplete_fields = ["agent"]
+    # Typed and picked (the datasets the person may see, by slug or name), never every dataset
+    # in two boxes (issue 24).
+    autocomplete_fields = ["agent", "gate_datasets"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)

@@ -226,7 +226,6 @@ def sso_page(request):
         {
             "providers": providers,
             "roles": Role.choices,
-            "media": MapForm().media,
             "password_login": settings.SHERLOCK_PASSWORD_LOGIN,
         },
     )

@@ -51,7 +51,6 @@ def versions_page(request):
         )
         .order_by("agent__slug", "-number")
     )
-    agents = Agent.objects.for_user(request.user).order_by("slug")
     agent = request.GET.get("agent", "")
     if agent:
         versions = versions.filter(agent__slug=agent)
@@ -59,16 +58,17 @@ def versions_page(request):
     if show in FILTERS:
         versions = versions.filter(FILTERS[show])
     page = Paginator(versions, PER_PAGE).get_page(request.GET.get("page"))
+    # The agent is a picker (/pick/agent/, by slug): the page lists no agents, and asks only
+    # whether the person sees any (their empty state names the missing role).
+    sees_agents = bool(page.object_list) or Agent.objects.for_user(request.user).exists()
     for version in page:
         version.live = version.agent.live_version_id == version.pk
         version.standing = STANDING.get(version.request_state, version.request_state)
-    agent_slugs = list(agents.values_list("slug", flat=True))
     return render(
         request,
         "governance/versions.html",
         {
             "page": page,
-            "agents": agent_slugs,
             "agent": agent,
             "show": show,
             "filters": [
@@ -80,6 +80,6 @@ def versions_page(request):
                 ("retired", "retired"),
             ],
             "current": "publish",
-            "no_role": "" if agent_slugs else missing_role_text("versions"),
+            "no_role": "" if sees_agents else missing_role_text("versions"),
         },
     )

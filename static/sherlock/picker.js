@@ -1,11 +1,16 @@
 'use strict';
 // Sherlock's pickers (sherlock/core/pickers.py): select2 on every select.sherlock-picker, filled
 // from its data-ajax--url as the person types. A picker that depends on other fields of its
-// form (data-depends="agent") sends their values as filters and is cleared when they change.
+// form (data-depends="agent") sends their values as filters and is cleared when they change;
+// a filter's picker (data-submit) sends its form when a row is chosen or the choice cleared.
 // Pickers in content htmx swaps in are started too; before htmx keeps a page for the back
 // button, they are put back to plain selects so the restored page starts them again.
 {
     const $ = django.jQuery;
+
+    function field(element, name) {
+        return element.form && element.form.elements[name];
+    }
 
     function start(root) {
         $(root).find('select.sherlock-picker').addBack('select.sherlock-picker')
@@ -16,15 +21,21 @@
                         data: (params) => {
                             const data = {term: params.term, page: params.page};
                             depends.forEach((name) => {
-                                const other = element.form && element.form.elements[name];
+                                const other = field(element, name);
                                 if (other && other.value) { data[name] = other.value; }
                             });
                             return data;
                         }
                     }
                 });
+                if (element.dataset.submit && element.form) {
+                    $(element).on('select2:select select2:clear', () => {
+                        element.disabled = !element.value;  // cleared: the filter is not sent
+                        element.form.requestSubmit();
+                    });
+                }
                 depends.forEach((name) => {
-                    const other = element.form && element.form.elements[name];
+                    const other = field(element, name);
                     if (other) {
                         $(other).on('change', () => { $(element).val(null).trigger('change'); });
                     }

@@ -15,6 +15,7 @@ from django.core.management import call_command
 
 from agents.models import AgentVersion
 from evaluations.models import Run
+from tests.support.browser import pick
 
 pytestmark = [pytest.mark.slow]
 
@@ -51,7 +52,13 @@ def test_a_builder_compares_the_candidate_with_live_and_opens_trends(server, bro
     assert "builder" in nav
 
     page.click("header >> text=Compare")
-    assert page.locator("select[name=a] option").count() == Run.objects.count()
+    # The runs are typed and picked (/pick/run/): the page lists none, the picker offers each.
+    assert page.locator("select[name=a] option").count() == 2  # the empty one, the chosen one
+    page.click("#id_a + .select2 .select2-selection")
+    offered = page.locator(".select2-results__option:not(.loading-results)")
+    offered.first.wait_for()
+    assert offered.count() == min(Run.objects.count(), 20)
+    page.keyboard.press("Escape")
     shot(page, "compare-picker")
     page.click("header >> text=Runs")
     page.click(f"a[href='/runs/{demo['fast_gate'].pk}/']")
@@ -75,8 +82,8 @@ def test_a_builder_compares_the_candidate_with_live_and_opens_trends(server, bro
     shot(page, "compare")
 
     page.click("header >> text=Trends")
-    page.select_option("select[name=agent]", "support-bot")
-    page.select_option("select[name=dataset]", "support-basics")
+    pick(page, "agent", "support", "support-bot")  # typed and picked from /pick/agent/
+    pick(page, "dataset", "basics", "support-basics")
     page.click("text=Show")
     page.wait_for_selector("#trend-table")
     table = page.inner_text("#trend-table")

@@ -89,7 +89,7 @@ def test_forms_show_every_error_of_one_submit(server, browser, shot, live_db):
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     log_in(page, server, editor.username, next_url="/admin/evaluations/check/add/")
     page.wait_for_selector("#id_label")
-    page.select_option("#id_dataset_version", str(draft.pk))
+    pick(page, "dataset_version", draft.dataset.slug, str(draft))
     page.fill("#id_label", "Fast")
     page.select_option("#id_kind", "latency")
     page.fill("#id_params", "{oops")

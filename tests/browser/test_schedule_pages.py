@@ -10,6 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from evaluations.models import RunSchedule
+from tests.support.browser import pick
 
 pytestmark = [pytest.mark.slow]
 
@@ -32,9 +33,8 @@ def test_a_builder_schedules_a_run_after_seeing_its_estimate(server, browser, sh
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     sign_in(page, server, "builder")
     assert "No schedules yet." in page.inner_text("#schedules")
-    page.select_option("#id_agent", label="support-bot")
-    dataset = page.locator("#id_dataset option").nth(1).inner_text()
-    page.select_option("#id_dataset", label=dataset)
+    pick(page, "agent", "support", "support-bot")  # typed and picked, not scrolled for
+    pick(page, "dataset", "refund", "refund-desk")
     page.fill("#id_interval_minutes", "60")
     page.click("button[name=estimate]")
     page.wait_for_selector("#schedule-estimate")
@@ -65,9 +65,8 @@ def test_a_schedule_above_the_monthly_limit_is_saved_only_once_confirmed(
     `schedule-confirm-cost`."""
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     sign_in(page, server, "builder")
-    page.select_option("#id_agent", label="support-bot")
-    dataset = page.locator("#id_dataset option").nth(1).inner_text()
-    page.select_option("#id_dataset", label=dataset)
+    pick(page, "agent", "support", "support-bot")  # typed and picked, not scrolled for
+    pick(page, "dataset", "refund", "refund-desk")
     page.fill("#id_interval_minutes", "1")
     page.click("button[name=estimate]")
     page.wait_for_selector("#confirm-cost")
@@ -92,14 +91,14 @@ def test_a_client_version_is_refused_on_its_field_with_where_to_schedule_instead
     from agents.models import Agent, AgentVersion
 
     agent = Agent.objects.get(slug="support-bot")
-    client = AgentVersion.objects.create(
+    AgentVersion.objects.create(
         agent=agent, number=agent.versions.count() + 1, name="abc123", adapter="client", config={}
     )
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     sign_in(page, server, "builder")
-    page.select_option("#id_agent", label="support-bot")
-    page.select_option("#id_agent_version", value=str(client.pk))
-    page.select_option("#id_dataset", index=1)
+    pick(page, "agent", "support", "support-bot")
+    pick(page, "agent_version", "abc", "abc123")  # the chosen agent's versions
+    pick(page, "dataset", "refund", "refund-desk")
     page.fill("#id_interval_minutes", "60")
     page.click("button[name=estimate]")
     page.wait_for_selector("text=runs on the client")

@@ -59,8 +59,8 @@ def test_a_builder_starts_runs_from_the_admin_and_from_the_run_list(server, brow
     # The run list: open the form, estimate (htmx), start; the browser goes to the run's page.
     page.goto(f"{server}/runs/")
     page.click("text=Start a run")
-    page.select_option("#start-run select[name=agent_version]", str(version.pk))
-    page.select_option("#start-run select[name=dataset_version]", str(dataset_version.pk))
+    pick(page, "agent_version", version.agent.slug, str(version))
+    pick(page, "dataset_version", dataset_version.dataset.slug, str(dataset_version))
     page.click("#start-run button[name=estimate]")
     page.wait_for_selector("#start-estimate")
     assert "price missing (2 calls)" in page.inner_text("#start-estimate")
@@ -96,10 +96,10 @@ def test_the_start_page_warns_of_an_unpriced_judge_and_the_list_gives_verdicts(
     log_in(page, server, "builder", "/runs/start/")
 
     # The start page is the form: open, its choices visible without a click.
-    page.wait_for_selector("#start-run select[name=agent_version]", state="visible")
+    page.wait_for_selector("#start-run #id_agent_version + .select2", state="visible")
     shot(page, "start-page-open")
-    page.select_option("#start-run select[name=agent_version]", str(version.pk))
-    page.select_option("#start-run select[name=dataset_version]", str(dataset_version.pk))
+    pick(page, "agent_version", version.agent.slug, str(version))
+    pick(page, "dataset_version", dataset_version.dataset.slug, str(dataset_version))
     page.click("#start-run button[name=estimate]")
     page.wait_for_selector("#start-estimate")
     assert "$0.20 + price missing (2 calls)" in page.inner_text("#start-estimate")

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from evaluations.models import Run
 from governance.models import PublishingPolicy
 from tests.support import factories
-from tests.support.browser import log_in
+from tests.support.browser import log_in, pick
 from tests.test_verdict_matrix import HERE, MODEL, dataset_for
 
 pytestmark = [pytest.mark.slow]
@@ -92,8 +92,9 @@ def test_the_run_page_says_what_a_dataset_lacks_and_the_estimate_warns_of_no_jud
         == "passed"
     )
     page.click("text=Start a run")
-    page.select_option("#start-run select[name=agent_version]", str(unscored.agent_version_id))
-    page.select_option("#start-run select[name=dataset_version]", str(unscored.dataset_version_id))
+    agent_version, dataset_version = unscored.agent_version, unscored.dataset_version
+    pick(page, "agent_version", agent_version.agent.slug, str(agent_version))
+    pick(page, "dataset_version", dataset_version.dataset.slug, str(dataset_version))
     page.click("#start-run button[name=estimate]")
     page.wait_for_selector(".start-judge-warning")
     warning = page.inner_text(".start-judge-warning")

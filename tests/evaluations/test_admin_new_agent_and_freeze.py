@@ -41,6 +41,11 @@ def freeze_url(version):
         ("/admin/agents/agent/add/", "owner"),
         ("/admin/governance/apikey/add/", "user"),
         ("/admin/governance/publishingpolicy/add/", "agent"),
+        ("/admin/governance/publishingpolicy/add/", "gate_datasets"),
+        ("/admin/agents/agentversion/add/", "tools"),
+        ("/admin/agents/agentversion/add/", "denied_tools"),
+        ("/admin/evaluations/check/add/", "dataset_version"),
+        ("/admin/evaluations/caseversion/add/", "dataset_version"),
         ("/admin/evaluations/runschedule/add/", "agent"),
         ("/admin/evaluations/runschedule/add/", "dataset_version"),
     ],
@@ -54,6 +59,7 @@ def test_every_picker_of_an_agent_user_dataset_or_version_is_an_autocomplete(
     tag = html.split(f'name="{name}"', 1)[0].rsplit("<", 1)[1] + html.split(f'name="{name}"')[1]
     assert "admin-autocomplete" in tag.split(">", 1)[0], tag[:300]
     assert "vForeignKeyRawIdAdminField" not in tag.split(">", 1)[0]
+    assert "billing-bot" not in html and str(draft) not in html  # no row listed until typed
 
 
 def test_the_agent_autocomplete_finds_an_agent_by_its_name(logged_in, builder):

@@ -150,7 +150,13 @@ def test_the_run_list_offers_the_form_to_a_builder_only(
     client, builder, publisher, editor, password, version, dataset_version
 ):
     page = logged_in(client, builder, password).get("/runs/").content.decode()
-    assert "Start a run" in page and str(version) in page and str(dataset_version) in page
+    assert "Start a run" in page and 'data-ajax--url="/pick/agent-version-build/"' in page
+    assert str(version) not in page  # typed and picked, never listed
+    assert [row["text"] for row in client.get("/pick/agent-version-build/").json()["results"]] == [
+        f"{version} ({version.state})"
+    ]
+    picked = client.get("/pick/dataset-version/").json()["results"]
+    assert [row["id"] for row in picked] == [dataset_version.pk]
     page = client.get("/runs/start/").content.decode()  # the same form on its own page
     assert "<h1>Start a run</h1>" in page and 'name="estimate"' in page
     for user in (publisher, editor):
@@ -194,8 +200,8 @@ def test_a_scoped_builder_chooses_only_among_its_own_agents(
     assign_perm("agents.build_agent", scoped, version.agent)
     assign_perm("evaluations.view_dataset", scoped, dataset_version.dataset)
     logged_in(client, scoped, password)
-    page = client.get("/runs/").content.decode()
-    assert str(version) in page and str(other) not in page
+    offered = client.get("/pick/agent-version-build/").json()["results"]
+    assert [row["id"] for row in offered] == [version.pk]  # never other-bot's
     page = client.post(
         "/runs/start/",
         {

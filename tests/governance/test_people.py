@@ -284,11 +284,11 @@ def test_bad_addresses_and_ids_answer_4xx_not_500(client, admin_user, method, ur
     assert 400 <= answer.status_code < 500
 
 
-# --- the scope pickers: the admin's autocomplete, never a list of every agent -----------------
+# --- the scope pickers (/pick/), never a list of every agent -----------------------------------
 
 
 @pytest.mark.parametrize("page", ["person", "roles", "sso"])
-def test_the_role_forms_pick_the_agent_and_dataset_by_autocomplete(
+def test_the_role_forms_pick_the_agent_and_dataset_as_typed(
     client, settings, admin_user, editor, page
 ):
     from tests.support import factories
@@ -306,13 +306,13 @@ def test_the_role_forms_pick_the_agent_and_dataset_by_autocomplete(
         "sso": "/people/sso/",
     }[page]
     body = client.get(url).content.decode()
-    for field in ("agent", "dataset"):
-        assert f'data-field-name="{field}"' in body and 'data-model-name="rolegrant"' in body
-    assert 'class="admin-autocomplete"' in body and "admin/js/autocomplete.js" in body
+    for kind in ("agent", "dataset"):
+        assert f'data-ajax--url="/pick/{kind}/"' in body
+    assert "sherlock-picker" in body and "sherlock/picker.js" in body
     assert "bot-07" not in body and "set-07" not in body  # nothing listed until typed
 
 
-def test_the_autocomplete_finds_agents_and_datasets_for_an_admin(client, admin_user, editor):
+def test_the_pickers_find_agents_and_datasets_for_an_admin(client, admin_user, editor):
     from tests.support import factories
 
     bot = factories.agent("billing-bot", name="Billing")
@@ -321,19 +321,11 @@ def test_the_autocomplete_finds_agents_and_datasets_for_an_admin(client, admin_u
     client.force_login(admin_user)
     found = {}
     for field, term in (("agent", "billing"), ("dataset", "billing")):
-        answer = client.get(
-            "/admin/autocomplete/",
-            {
-                "app_label": "governance",
-                "model_name": "rolegrant",
-                "field_name": field,
-                "term": term,
-            },
-        )
+        answer = client.get(f"/pick/{field}/", {"term": term})
         assert answer.status_code == 200
         found[field] = answer.json()["results"]
-    assert found["agent"] == [{"id": str(bot.pk), "text": str(bot)}]
-    assert found["dataset"] == [{"id": str(basics.pk), "text": str(basics)}]
+    assert found["agent"] == [{"id": bot.pk, "text": str(bot)}]
+    assert found["dataset"] == [{"id": basics.pk, "text": str(basics)}]
     # What the picker posts is what the form takes.
     client.post(f"/people/{editor.pk}/", {"role": "Editor", "dataset": basics.pk, "grant": "1"})
     assert editor.role_grants.filter(role="Editor", dataset=basics).exists()

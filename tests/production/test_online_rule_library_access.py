@@ -158,17 +158,31 @@ def page(agent):
 
 
 def options(answer):
-    return dict(answer.context["form"].fields["library_version"].widget.choices)
+    """The (value, text) options the page renders in the version's picker: the empty one and
+    the chosen one, never the versions to choose from."""
+    field = answer.context["form"]["library_version"]
+    return {str(option.data["value"]): option.data["label"] for option in field}
 
 
-def test_the_page_lists_only_the_versions_the_builder_may_see(
+def picks(client, term=""):
+    """The frozen versions the picker offers the signed-in person (text by value)."""
+    answer = client.get(
+        reverse("pick", args=["dataset-version"]), {"state": "frozen", "term": term}
+    )
+    assert answer.status_code == 200
+    return {str(row["id"]): row["text"] for row in answer.json()["results"]}
+
+
+def test_the_picker_offers_only_the_versions_the_builder_may_see(
     client, agent, builder_here, secret, shared
 ):
     factories.dataset_version(factories.dataset("draft-only"), frozen=False)
     client.force_login(builder_here)
     answer = client.get(page(agent))
-    assert options(answer) == {"": "none", str(shared.pk): "shared-evals v1"}
+    assert options(answer) == {"": "none"}  # nothing listed on the page
     assert b"secret-evals" not in answer.content
+    assert set(picks(client)) == {str(shared.pk)}
+    assert picks(client, "secret") == {}
 
 
 def test_the_page_refuses_a_hidden_version_on_its_field_as_a_missing_one(
@@ -180,7 +194,7 @@ def test_the_page_refuses_a_hidden_version_on_its_field_as_a_missing_one(
         answer = client.post(page(agent), {**FORM, "library_version": str(value)})
         assert answer.status_code == 400
         bodies.append(answer.context["form"].errors["library_version"])
-        assert b"secret-evals" not in answer.content
+        assert b"secret-evals" not in answer.content and options(answer) == {"": "none"}
     assert bodies[0] == bodies[1] == [NOT_SEEN]
     assert not OnlineRule.objects.exists()
     assert hidden_refusals().count() == 1
@@ -200,11 +214,20 @@ def test_a_submit_whose_other_fields_do_not_parse_still_records_the_hidden_attem
     assert not OnlineRule.objects.exists()
 
 
+def test_a_refused_submit_keeps_the_visible_version_it_picked(client, agent, builder_here, shared):
+    client.force_login(builder_here)
+    answer = client.post(
+        page(agent), {**FORM, "filters": "{not json", "library_version": str(shared.pk)}
+    )
+    assert answer.status_code == 400 and "filters" in answer.context["form"].errors
+    assert options(answer) == {"": "none", str(shared.pk): "shared-evals v1"}
+
+
 def test_the_page_saves_a_version_of_a_dataset_the_builder_may_see(
     client, agent, builder_of_both, secret
 ):
     client.force_login(builder_of_both)
-    assert str(secret.pk) in options(client.get(page(agent)))
+    assert str(secret.pk) in picks(client)
     answer = client.post(page(agent), {**FORM, "library_version": str(secret.pk)})
     assert answer.status_code == 302
     assert OnlineRule.objects.get(agent=agent).library_version == secret
@@ -221,7 +244,7 @@ def test_an_editor_of_the_dataset_does_not_see_the_agents_rule_page(
 
 def test_a_global_admin_sees_and_saves_every_frozen_version(client, agent, admin, secret, shared):
     client.force_login(admin)
-    assert set(options(client.get(page(agent)))) == {"", str(secret.pk), str(shared.pk)}
+    assert set(picks(client)) == {str(secret.pk), str(shared.pk)}
     answer = client.post(page(agent), {**FORM, "library_version": str(secret.pk)})
     assert answer.status_code == 302
 
@@ -232,8 +255,9 @@ def test_the_rules_own_hidden_version_stays_selected_and_is_kept_on_save(
     CreateOnlineRule(acting_user=admin, agent=agent, library_version=secret.pk).execute()
     client.force_login(builder_here)
     answer = client.get(page(agent))
-    assert set(options(answer)) == {"", str(secret.pk), str(shared.pk)}
+    assert options(answer) == {"": "none", str(secret.pk): "secret-evals v1"}  # chosen, kept
     assert answer.context["form"].initial["library_version"] == str(secret.pk)
+    assert str(secret.pk) not in picks(client)  # but not offered to pick
     saved = client.post(
         page(agent), {**FORM, "library_version": str(secret.pk), "daily_cap_usd": "5"}
     )
@@ -256,13 +280,14 @@ def test_the_page_keeps_its_query_count_as_the_versions_grow(client, agent, buil
         with CaptureQueriesContext(connection) as queries:
             answer = client.get(page(agent))
         assert answer.status_code == 200
-        return len(queries), len(options(answer))
+        return len(queries), len(options(answer)), len(picks(client))
 
     add_datasets(0, 2)
     small = measure()
     add_datasets(2, 6)
     large = measure()
-    assert (small[1], large[1]) == (1 + 1 + 2, 1 + 1 + 8)  # none, shared-evals, the seen ones
+    assert (small[1], large[1]) == (1, 1)  # "none": the page lists no versions
+    assert (small[2], large[2]) == (1 + 2, 1 + 8)  # the picker offers shared-evals, the seen ones
     assert large[0] == small[0], (small, large)
 
 

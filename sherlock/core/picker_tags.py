@@ -1,0 +1,40 @@
+"""`{% load pickers %}`: the pickers (sherlock.core.pickers) in templates that are not forms.
+
+`{% picker_media %}` is in base.html for signed-in people: select2, its starter and the colours
+its theme reads from the admin's stylesheet. `{% picker name kind value text %}` renders a GET
+filter's picker (the compare page's runs, the trends page's agent and dataset, ...): the chosen
+row's `text` comes from the template, so rendering it queries nothing and lists no rows.
+"""
+
+from django import template
+from django.utils.safestring import mark_safe
+
+from sherlock.core import pickers
+
+register = template.Library()
+
+THEME = mark_safe(
+    "<style>:root { --body-bg: #fff; --body-fg: #101828; --body-quiet-color: #667085;"
+    " --border-color: #d0d5dd; --darkened-bg: #f9fafb; --error-fg: #b42318; --primary: #175cd3;"
+    " --primary-fg: #fff; --selected-bg: #eff8ff; }"
+    " .select2-container { min-width: 14rem; }</style>"
+)
+
+
+@register.simple_tag
+def picker_media():
+    return pickers.picker_media().render() + THEME
+
+
+@register.simple_tag
+def picker(name, kind, value="", text="", *, by="pk", placeholder="", submit=False, **params):
+    """A `<select name=...>` picking one row of `kind`, showing `value` as `text` when chosen;
+    `by` what it posts, `placeholder` the empty choice's words (a filter's "every agent"),
+    `submit` sends its form when the choice changes, other keywords are fixed filters."""
+    value = "" if value is None else str(value)
+    attrs = {"id": f"id_{name}"}
+    if submit:
+        attrs["data-submit"] = "true"
+    widget = pickers.Picker(kind, by=by, params=params, placeholder=placeholder, attrs=attrs)
+    widget.choices = [(value, text or value)] if value else []
+    return widget.render(name, value)
