@@ -125,6 +125,14 @@ def test_the_draft_page_offers_freeze_to_its_editors(logged_in, editor, builder,
     assert freeze_url(draft) not in logged_in(builder).get(page).content.decode()
 
 
+def test_the_draft_page_offers_its_editors_an_import_of_cases(logged_in, editor, builder, draft):
+    page = f"/admin/evaluations/datasetversion/{draft.pk}/change/"
+    imports = f"/admin/evaluations/dataset/{draft.dataset_id}/import/"
+    assert imports in logged_in(editor).get(page).content.decode()
+    assert logged_in(editor).get(imports).status_code == 200
+    assert imports not in logged_in(builder).get(page).content.decode()
+
+
 def test_the_confirmation_names_what_becomes_read_only(logged_in, editor, draft):
     response = logged_in(editor).get(freeze_url(draft))
     html = response.content.decode()
