@@ -29,4 +29,13 @@ register("agent", Kind(agents, words=("slug", "name"), by=("pk", "slug")))
 VERSION_WORDS = ("agent__slug", "agent__name", "name")
 register("agent-version", Kind(versions("view"), VERSION_WORDS, "number", text=version_text))
 # The versions of the agents the person may start runs of (Builder or Admin on the agent).
-register("agent-version-build", Kind(versions("build"), VERSION_WORDS, "number", text=version_text))
+register(
+    "agent-version-build",
+    Kind(
+        versions("build"),
+        VERSION_WORDS,
+        "number",
+        text=version_text,
+        none="No version of an agent you may build matches: the Builder role on one is needed.",
+    ),
+)

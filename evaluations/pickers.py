@@ -46,9 +46,26 @@ def run_text(run):
 VERSION_WORDS = ("dataset__slug", "dataset__name")
 register("dataset", Kind(datasets("view"), words=("slug", "name"), by=("pk", "slug")))
 # The datasets the person may edit (and so label the results of: the labelling queue).
-register("dataset-to-edit", Kind(datasets("edit"), words=("slug", "name"), by=("pk", "slug")))
+register(
+    "dataset-to-edit",
+    Kind(
+        datasets("edit"),
+        words=("slug", "name"),
+        by=("pk", "slug"),
+        none="No dataset you may edit matches: the Editor role on one is needed.",
+    ),
+)
 register("dataset-version", Kind(dataset_versions, VERSION_WORDS, "number"))
-register("dataset-draft", Kind(editable_drafts, VERSION_WORDS, "number"))
+register(
+    "dataset-draft",
+    Kind(
+        editable_drafts,
+        VERSION_WORDS,
+        "number",
+        none="No draft you may edit matches: an Editor starts one with "
+        "\u201cStart a new draft version\u201d on the dataset's page.",
+    ),
+)
 register(
     "run",
     Kind(

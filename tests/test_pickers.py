@@ -158,6 +158,12 @@ def test_the_datasets_to_edit_are_those_of_the_editor_role(client, builder):
     assert other.slug in texts(client, "dataset")
 
 
+def test_a_picker_says_what_to_do_when_it_finds_nothing():
+    html = Picker("dataset-draft").render("dataset_version", "")
+    assert 'data-none="No draft you may edit matches: an Editor starts one with' in html
+    assert "data-none" not in Picker("agent").render("agent", "")  # select2's own words
+
+
 def test_the_template_tag_renders_a_filter_picker_with_its_own_text():
     from django.template import Context, Template
 

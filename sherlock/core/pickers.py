@@ -36,13 +36,15 @@ class Kind:
     narrowed by the query string's filters; raise ValueError for a filter that does not parse),
     the lookups each typed word is matched against, the lookup a typed number matches exactly,
     the values a widget may post (`by`: the primary key, or a slug for a filter form whose URL
-    names it) and the text of a row."""
+    names it), the text of a row, and what the picker says when nothing is found (`none`,
+    select2's own "No results found" when empty), which may say what to do."""
 
     rows: Callable
     words: tuple = ()
     number: str | None = None
     by: tuple = ("pk",)
     text: Callable = str
+    none: str = ""
 
 
 KINDS: dict[str, Kind] = {}
@@ -140,6 +142,9 @@ class Picker(forms.Select):
         )
         if self.depends:
             attrs["data-depends"] = ",".join(self.depends)
+        kind = KINDS.get(self.kind)
+        if kind is not None and kind.none:
+            attrs["data-none"] = kind.none
         return attrs
 
     def optgroups(self, name, value, attrs=None):

@@ -2,7 +2,8 @@
 // Sherlock's pickers (sherlock/core/pickers.py): select2 on every select.sherlock-picker, filled
 // from its data-ajax--url as the person types. A picker that depends on other fields of its
 // form (data-depends="agent") sends their values as filters and is cleared when they change;
-// a filter's picker (data-submit) sends its form when a row is chosen or the choice cleared.
+// a filter's picker (data-submit) sends its form when a row is chosen or the choice cleared;
+// data-none is what it says when nothing is found (what to do, where that may be said).
 // Pickers in content htmx swaps in are started too; before htmx keeps a page for the back
 // button, they are put back to plain selects so the restored page starts them again.
 {
@@ -16,7 +17,9 @@
         $(root).find('select.sherlock-picker').addBack('select.sherlock-picker')
             .not('.select2-hidden-accessible').each(function(i, element) {
                 const depends = (element.dataset.depends || '').split(',').filter(Boolean);
+                const none = element.dataset.none;
                 $(element).select2({
+                    language: none ? {noResults: () => none} : undefined,
                     ajax: {
                         data: (params) => {
                             const data = {term: params.term, page: params.page};
