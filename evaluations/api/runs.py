@@ -26,7 +26,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from agents.models import Agent, AgentVersion
+from agents.models import AgentVersion
 from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
@@ -34,7 +34,7 @@ from evaluations.api.client_runs import ClientRunActions
 from evaluations.choices import RunPurpose, RunStatus
 from evaluations.contract import policy_by_id
 from evaluations.costs import format_usd
-from evaluations.models import Dataset, DatasetVersion, Run
+from evaluations.models import DatasetVersion, Run
 from evaluations.verdict import OUTCOMES, run_verdict
 from sherlock.core.api.filters import IdFilter
 from sherlock.core.api.serializers import LeanRepresentation, RefuseUnknownFields
@@ -159,12 +159,10 @@ class StartRunSerializer(RefuseUnknownFields, serializers.Serializer):
         if request is None:
             return
         user = request.user
-        self.fields["agent_version"].queryset = AgentVersion.objects.filter(
-            agent__in=Agent.objects.for_user(user)
-        ).select_related("agent")
-        self.fields["dataset_version"].queryset = DatasetVersion.objects.filter(
-            dataset__in=Dataset.objects.for_user(user)
+        self.fields["agent_version"].queryset = AgentVersion.objects.for_user(user).select_related(
+            "agent"
         )
+        self.fields["dataset_version"].queryset = DatasetVersion.objects.for_user(user)
 
 
 class VerdictPolicySerializer(serializers.Serializer):

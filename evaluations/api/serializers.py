@@ -146,4 +146,4 @@ class CalibrationSerializer(serializers.Serializer):
 
 
 def visible_versions(user):
-    return DatasetVersion.objects.filter(dataset__in=Dataset.objects.for_user(user))
+    return DatasetVersion.objects.for_user(user)

@@ -77,19 +77,16 @@ class ScheduleForm(forms.Form):
 
     def __init__(self, user, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        agents = Agent.objects.for_user(user).order_by("slug")
-        datasets = Dataset.objects.for_user(user).order_by("slug")
-        self.fields["agent"].queryset = agents
-        self.fields["dataset"].queryset = datasets
-        self.fields["agent_version"].queryset = (
-            AgentVersion.objects.filter(agent__in=agents)
-            .select_related("agent")
-            .order_by("agent__slug", "-number")
+        # What the pickers offer is what the form accepts: the same scoped querysets.
+        self.fields["agent"].queryset = Agent.objects.for_user(user)
+        self.fields["dataset"].queryset = Dataset.objects.for_user(user)
+        self.fields["agent_version"].queryset = AgentVersion.objects.for_user(user).select_related(
+            "agent"
         )
         self.fields["dataset_version"].queryset = (
-            DatasetVersion.objects.filter(dataset__in=datasets, frozen_at__isnull=False)
+            DatasetVersion.objects.for_user(user)
+            .filter(frozen_at__isnull=False)
             .select_related("dataset")
-            .order_by("dataset__slug", "-number")
         )
 
     def clean(self):

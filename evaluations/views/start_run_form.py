@@ -14,7 +14,7 @@ from agents.models import Agent, AgentVersion
 from evaluations.actions.start_run import StartRun
 from evaluations.contract import thresholds_for
 from evaluations.costs import coverage_warning, describe_estimate, estimate_cost, estimate_start
-from evaluations.models import Dataset, DatasetVersion
+from evaluations.models import DatasetVersion
 from sherlock.core.errors import ActionError
 from sherlock.core.pickers import Picker
 
@@ -28,19 +28,13 @@ def may_start_runs(user):
 
 
 def startable_agent_versions(user):
-    return (
-        AgentVersion.objects.filter(agent__in=Agent.objects.for_user(user, "build"))
-        .select_related("agent")
-        .order_by("agent__slug", "-number")
-    )
+    """What the agent version's picker offers (`agent-version-build`) and the form accepts."""
+    return AgentVersion.objects.for_user(user, "build").select_related("agent")
 
 
 def visible_dataset_versions(user):
-    return (
-        DatasetVersion.objects.filter(dataset__in=Dataset.objects.for_user(user, "view"))
-        .select_related("dataset")
-        .order_by("dataset__slug", "-number")
-    )
+    """What the dataset version's picker offers (`dataset-version`) and the form accepts."""
+    return DatasetVersion.objects.for_user(user).select_related("dataset")
 
 
 class StartRunForm(forms.Form):
