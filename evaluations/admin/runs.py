@@ -30,6 +30,7 @@ from evaluations.models import (
 from sherlock.core.admin import (
     AuditedEdits,
     AuditsHiddenObjects,
+    EstimatedCountPaginator,
     ReadOnlyMixin,
     verb_action,
 )
@@ -42,11 +43,14 @@ RUN_RELATED = ["run__agent_version__agent", "run__dataset_version__dataset"]
 class BigList:
     """A list of records that may hold millions of rows (a run of 100,000 trials has 400,000
     check results): newest first by primary key, which its index serves without sorting the
-    table (the models' own orderings join and sort every row), and one count, not a second
-    one of the unfiltered table (`bench/pages_scale.py`)."""
+    table (the models' own orderings join and sort every row), one count, not a second one
+    of the unfiltered table, and that count the planner's estimate when the list is a whole
+    big table on PostgreSQL ("about 800,000 check results", `EstimatedCountPaginator`;
+    `bench/pages_scale.py`). The app's pagination template says "about" for it."""
 
     ordering = ["-pk"]
     show_full_result_count = False
+    paginator = EstimatedCountPaginator
 
 
 @admin.register(Run)
