@@ -9,6 +9,7 @@ from the exact count.
 import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluations.choices import TrialStatus
@@ -166,3 +167,19 @@ def test_sqlite_counts_exactly_whatever_the_threshold(as_admin, run, monkeypatch
     cl, html = listed(as_admin, TRIALS)
     assert not cl.paginator.estimated and cl.result_count == 1202
     assert "about" not in html
+
+
+def test_the_big_lists_leave_out_the_transcripts_they_do_not_show(as_admin, run):
+    """A transcript may be 1 MB: the trial and check-result lists do not read it (a trial's
+    page still shows it)."""
+    trial = run.trials.get(case__key="b")
+    for url in [TRIALS, reverse("admin:evaluations_checkresult_changelist")]:
+        with CaptureQueriesContext(connection) as ctx:
+            listed(as_admin, url)
+        assert ctx.captured_queries and all(
+            "transcript" not in q["sql"] for q in ctx.captured_queries
+        )
+    with CaptureQueriesContext(connection) as ctx:
+        page = as_admin.get(reverse("admin:evaluations_trial_change", args=[trial.pk]))
+    assert page.status_code == 200
+    assert any('"evaluations_trial"."transcript"' in q["sql"] for q in ctx.captured_queries)
