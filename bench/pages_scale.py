@@ -245,6 +245,16 @@ def sherlock_pages(world):
         ("schedules", reverse("evaluations:schedules"), {}),
         ("publish page", reverse("governance:publish", args=[run.agent_version.pk]), {}),
         ("audit", reverse("governance:audit"), {}),
+        ("publish list", f"{reverse('governance:versions')}?agent={agent.slug}", {}),
+        ("compare picker", reverse("evaluations:compare"), {}),
+        ("people", reverse("people:people"), {}),
+        ("production", reverse("production:agent", args=[agent.slug]), {}),
+        ("online rule", reverse("production:online-rule", args=[agent.slug]), {}),
+        ("traces", f"{reverse('production:trace-list')}?agent={agent.slug}", {}),
+        # The pickers' answers, as a person types: every run, a dataset's versions.
+        ("pick runs", f"{reverse('pick', args=['run'])}?term={agent.slug}", {}),
+        ("pick runs, page 2", f"{reverse('pick', args=['run'])}?page=2", {}),
+        ("pick dataset versions", f"{reverse('pick', args=['dataset-version'])}?term=v1", {}),
     ]
 
 
