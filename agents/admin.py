@@ -362,6 +362,13 @@ class ToolAdmin(AuditedEdits, admin.ModelAdmin):
     search_fields = ["name", "description"]
     form = ToolForm
 
+    def has_view_permission(self, request, obj=None):
+        """Whoever may build an agent sees the tools a version of it may list: a Builder of one
+        agent picks its tools from the version form's autocomplete, which asks this."""
+        return super().has_view_permission(request, obj) or (
+            Agent.objects.for_user(request.user, "build").exists()
+        )
+
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
         form.user = request.user

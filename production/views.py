@@ -96,9 +96,11 @@ def add_to_dataset(request, pk):
     trace = visible_or_404(
         request, Trace.objects.for_user(request.user).select_related("agent"), pk=pk
     )
-    version = visible_or_404(
-        request, draft_versions_for(request.user), pk=request.POST.get("dataset_version") or 0
-    )
+    chosen = request.POST.get("dataset_version") or ""
+    if not chosen:
+        messages.error(request, "Choose the draft version to add the case to.")
+        return redirect("production:trace-detail", pk=trace.pk)
+    version = visible_or_404(request, draft_versions_for(request.user), pk=chosen)
     key = (request.POST.get("key") or "").strip() or None
     try:
         case_version = AddTraceToDataset(

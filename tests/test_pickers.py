@@ -120,9 +120,16 @@ def test_pages_of_twenty_in_constant_queries(client, builder):
 
 def test_unknown_kinds_strangers_and_bad_pages(client, builder):
     assert client.get("/pick/agent/").status_code == 403
+    assert client.get("/pick/users/").status_code == 403  # a stranger learns no kind's name
     client.force_login(builder)
     assert client.get("/pick/users/").status_code == 404
-    assert client.get("/pick/agent/", {"page": "x"}).status_code == 400
+    for page in ("x", "99999999999999999999", "10001", "²"):
+        answer = client.get("/pick/run/", {"page": page})
+        assert answer.status_code == 400, page
+        assert answer.json()["detail"] == "page: a whole number up to 10000"
+    assert client.get("/pick/run/", {"page": "10000"}).json()["results"] == []
+    answer = client.get("/pick/agent-version/", {"agent": "99999999999999999999"})
+    assert answer.status_code == 400 and answer.json()["detail"].startswith("agent: a whole")
 
 
 class VersionForm(forms.Form):
@@ -139,7 +146,8 @@ def test_the_widget_renders_the_chosen_option_only():
     html = str(VersionForm(initial={"version": versions[1].pk})["version"])
     assert 'class="sherlock-picker"' in html and 'data-ajax--url="/pick/agent-version/"' in html
     assert 'data-depends="agent"' in html and 'data-placeholder="its live version"' in html
-    assert f'<option value="{versions[1].pk}" selected>billing-bot v2</option>' in html
+    # The text the answers give the row (agents/pickers.py version_text), not str(version).
+    assert f'<option value="{versions[1].pk}" selected>billing-bot v2 (draft)</option>' in html
     assert "billing-bot v1" not in html and "billing-bot v3" not in html
     assert html.count("<option") == 2  # the empty choice and the chosen one
     form = VersionForm({"version": versions[2].pk})

@@ -366,6 +366,8 @@ class PickerFilter(admin.FieldListFilter):
         self.lookup_kwarg = f"{field_path}__{field.target_field.name}__exact"
         self.request = request
         super().__init__(field, request, params, model, model_admin, field_path)
+        if self.lookup_kwarg in self.used_parameters:  # one row: the one the picker shows
+            self.used_parameters[self.lookup_kwarg] = self.used_parameters[self.lookup_kwarg][-1:]
 
     def expected_parameters(self):
         return [self.lookup_kwarg]

@@ -23,18 +23,35 @@ THEME = mark_safe(
 
 @register.simple_tag
 def picker_media():
-    return pickers.picker_media().render() + THEME
+    """The pickers' scripts deferred (in order, after the page is parsed: a page without a
+    picker does not wait for them), their stylesheets and theme."""
+    return pickers.picker_media(defer=True).render() + THEME
 
 
 @register.simple_tag
-def picker(name, kind, value="", text="", *, by="pk", placeholder="", submit=False, **params):
+def picker(
+    name,
+    kind,
+    value="",
+    text="",
+    *,
+    by="pk",
+    placeholder="",
+    submit=False,
+    required=False,
+    **params,
+):
     """A `<select name=...>` picking one row of `kind`, showing `value` as `text` when chosen;
     `by` what it posts, `placeholder` the empty choice's words (a filter's "every agent"),
-    `submit` sends its form when the choice changes, other keywords are fixed filters."""
+    `submit` sends its form when the choice changes, `required` a choice is needed to send it;
+    other keywords are fixed filters."""
     value = "" if value is None else str(value)
     attrs = {"id": f"id_{name}"}
+    if required:
+        attrs["required"] = True
     if submit:
         attrs["data-submit"] = "true"
     widget = pickers.Picker(kind, by=by, params=params, placeholder=placeholder, attrs=attrs)
+    widget.is_required = required  # select2 offers no clearing of a required choice
     widget.choices = [(value, text or value)] if value else []
     return widget.render(name, value)

@@ -26,6 +26,7 @@ from django.http import JsonResponse
 from django.urls import reverse
 
 PAGE = 20
+MAX_PAGE = 10_000  # 200,000 rows deep: past it, type more of the name
 # A typed "v3", "#12" or "12" is a number: a version's number, a run's id.
 NUMBER = re.compile(r"^[v#]?(\d{1,9})$", re.IGNORECASE)
 
@@ -71,16 +72,16 @@ def search(rows, kind, term):
 
 def answer(request, kind):
     """`GET /pick/<kind>/?term=&page=&by=&<filters>`: one page of the person's rows."""
+    if not request.user.is_authenticated:  # before the kind: strangers learn no kind's name
+        return JsonResponse({"detail": "sign in first"}, status=403)
     name, kind = kind, KINDS.get(kind)
     if kind is None:
         return JsonResponse({"detail": f"no picker named {name!r}"}, status=404)
-    if not request.user.is_authenticated:
-        return JsonResponse({"detail": "sign in first"}, status=403)
     by = request.GET.get("by", "pk")
     if by not in kind.by:
         return JsonResponse({"detail": f"by: one of {', '.join(kind.by)}"}, status=400)
     try:
-        page = max(1, int(request.GET.get("page") or 1))
+        page = max(1, int_param(request.GET, "page", limit=MAX_PAGE) or 1)
         rows = kind.rows(request.user, request.GET)
     except ValueError as exc:
         return JsonResponse({"detail": str(exc) or "a filter does not parse"}, status=400)
@@ -91,13 +92,14 @@ def answer(request, kind):
     return JsonResponse({"results": results, "pagination": {"more": len(chunk) > PAGE}})
 
 
-def int_param(params, name):
-    """The filter `name` as an id, None when absent; ValueError names it when it is not one."""
+def int_param(params, name, limit=2**63 - 1):
+    """The filter `name` as a whole number up to `limit` (an id, a page), None when absent;
+    ValueError names it when it is not one (a number past a database's integers is not)."""
     value = params.get(name) or None
     if value is None:
         return None
-    if not value.isdigit():
-        raise ValueError(f"{name}: an id")
+    if not (value.isascii() and value.isdigit()) or int(value) > limit:
+        raise ValueError(f"{name}: a whole number up to {limit}")
     return int(value)
 
 
@@ -164,28 +166,35 @@ class Picker(forms.Select):
             return [(v, text) for v, text in self.choices if str(v) in chosen]
         field = self.choices.field
         key = field.to_field_name or "pk"
+        # The text the picker's answers give the row, so a chosen row reads the same before
+        # and after the form is shown again.
+        text = KINDS[self.kind].text if self.kind in KINDS else field.label_from_instance
         try:
             rows = queryset.filter(**{f"{key}__in": chosen})
         except (ValueError, TypeError):  # a posted value of the wrong type: nothing chosen
             return []
-        return [(getattr(row, key), field.label_from_instance(row)) for row in rows]
+        return [(getattr(row, key), text(row)) for row in rows]
 
     @property
     def media(self):
         return picker_media()
 
 
-def picker_media():
+def picker_media(defer=False):
     """select2 as the admin ships it, django.jQuery, and Sherlock's starter (`picker.js`, which
     also starts pickers that htmx swaps in). The file names are the admin's own for the same
-    DEBUG, so on an admin page each script is loaded once."""
+    DEBUG, so on an admin page each script is loaded once. `defer`: the scripts run in order
+    once the page is parsed (base.html's, so a page without a picker does not wait for them)."""
     extra = "" if settings.DEBUG else ".min"
+    scripts = (
+        f"admin/js/vendor/jquery/jquery{extra}.js",
+        f"admin/js/vendor/select2/select2.full{extra}.js",
+        "admin/js/jquery.init.js",
+        "sherlock/picker.js",
+    )
     return forms.Media(
-        js=(
-            f"admin/js/vendor/jquery/jquery{extra}.js",
-            f"admin/js/vendor/select2/select2.full{extra}.js",
-            "admin/js/jquery.init.js",
-            "sherlock/picker.js",
-        ),
-        css={"screen": ("admin/css/vendor/select2/select2.min.css", "admin/css/autocomplete.css")},
+        js=[forms.Script(path, defer=True) for path in scripts] if defer else scripts,
+        css={
+            "screen": (f"admin/css/vendor/select2/select2{extra}.css", "admin/css/autocomplete.css")
+        },
     )

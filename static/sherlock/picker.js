@@ -32,9 +32,10 @@
                     }
                 });
                 if (element.dataset.submit && element.form) {
-                    $(element).on('select2:select select2:clear', () => {
-                        element.disabled = !element.value;  // cleared: the filter is not sent
-                        element.form.requestSubmit();
+                    $(element).on('select2:select select2:clear', () => element.form.requestSubmit());
+                    // A cleared filter is not sent (the admin reads an empty one as an error).
+                    element.form.addEventListener('formdata', (event) => {
+                        if (!element.value) { event.formData.delete(element.name); }
                     });
                 }
                 depends.forEach((name) => {
@@ -51,4 +52,8 @@
     document.addEventListener('htmx:beforeHistorySave', () => {
         $('select.sherlock-picker.select2-hidden-accessible').select2('destroy');
     });
+    // The snapshot taken, the pickers outside what was swapped start again; so do those of a
+    // page htmx restores from its history.
+    document.addEventListener('htmx:afterSettle', () => start(document));
+    document.addEventListener('htmx:historyRestore', () => start(document));
 }

@@ -39,6 +39,17 @@ def test_an_editor_labels_three_results_by_keyboard_and_reads_the_calibration(
     assert "the judge passed it but the outcome verifier failed" in page.inner_text("#label-item")
     shot(page, "labels-queue")
 
+    # Keys typed in the dataset's picker are its own: typing the slug and Enter there choose a
+    # dataset (the page reloads on it), never a verdict nor a submitted label.
+    slug = check.dataset_version.dataset.slug
+    page.click("#id_dataset + .select2 .select2-selection")
+    page.keyboard.type(slug)
+    page.wait_for_selector(f".select2-results__option >> text={slug}")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**dataset={slug}**")
+    page.wait_for_selector("#label-form")
+    assert not HumanLabel.objects.exists()
+
     for key, expected_next in (("f", "c-flaky"), ("p", "b-near"), ("7", "a-far")):
         page.keyboard.press(key)
         page.keyboard.press("Enter")

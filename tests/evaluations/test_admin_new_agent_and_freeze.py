@@ -7,9 +7,11 @@ import json
 
 import pytest
 
+from agents.models import Tool
 from evaluations.models import DatasetVersion
 from governance.models import AuditEntry
 from tests.support import factories
+from tests.support.governance import grant_on
 
 pytestmark = pytest.mark.django_db
 
@@ -50,16 +52,18 @@ def freeze_url(version):
         ("/admin/evaluations/runschedule/add/", "dataset_version"),
     ],
 )
-def test_every_picker_of_an_agent_user_dataset_or_version_is_an_autocomplete(
+def test_every_picker_of_an_agent_user_dataset_version_or_tool_is_typed_not_listed(
     logged_in, admin_user, draft, url, name
 ):
     factories.agent("billing-bot")
+    Tool.objects.create(name="billing.refund")
     html = logged_in(admin_user).get(url).content.decode()
     assert f'name="{name}"' in html
     tag = html.split(f'name="{name}"', 1)[0].rsplit("<", 1)[1] + html.split(f'name="{name}"')[1]
     assert "admin-autocomplete" in tag.split(">", 1)[0], tag[:300]
     assert "vForeignKeyRawIdAdminField" not in tag.split(">", 1)[0]
     assert "billing-bot" not in html and str(draft) not in html  # no row listed until typed
+    assert "billing.refund" not in html
 
 
 def test_the_agent_autocomplete_finds_an_agent_by_its_name(logged_in, builder):
@@ -78,6 +82,20 @@ def test_the_agent_autocomplete_finds_an_agent_by_its_name(logged_in, builder):
     assert answer.status_code == 200
     found = [row["text"] for row in json.loads(answer.content)["results"]]
     assert found == ["billing-bot"]
+
+
+@pytest.mark.parametrize("field", ["tools", "denied_tools"])
+def test_a_builder_of_one_agent_finds_the_tools_its_versions_may_list(logged_in, outsider, field):
+    agent = factories.agent("billing-bot")
+    Tool.objects.create(name="billing.refund")
+    Tool.objects.create(name="support.search")
+    scoped = grant_on(factories.user("scoped-builder"), "Builder", agent)
+    query = {"term": "refund", "app_label": "agents", "model_name": "agentversion"}
+    answer = logged_in(scoped).get("/admin/autocomplete/", {**query, "field_name": field})
+    assert answer.status_code == 200
+    assert [row["text"] for row in answer.json()["results"]] == ["billing.refund"]
+    answer = logged_in(outsider).get("/admin/autocomplete/", {**query, "field_name": field})
+    assert answer.status_code == 403  # builds no agent: no tools
 
 
 def test_an_outsider_gets_no_agents_from_the_autocomplete(logged_in, outsider):

@@ -121,6 +121,18 @@ def test_a_frozen_version_is_not_offered_and_a_taken_key_is_refused_with_a_messa
     assert CaseVersion.objects.count() == 1
 
 
+def test_a_submit_with_no_draft_chosen_says_so_and_adds_nothing(logged_in, trace, editor, draft):
+    client = logged_in(editor)
+    page = client.get(f"/production/traces/{trace.pk}/").content.decode()
+    assert 'data-ajax--url="/pick/dataset-draft/"' in page and str(draft) not in page
+    assert 'name="dataset_version" id="id_dataset_version" required' in page
+    url = f"/production/traces/{trace.pk}/add-to-dataset/"
+    page = client.post(url, {"dataset_version": ""}, follow=True)
+    assert page.redirect_chain[-1][0] == f"/production/traces/{trace.pk}/"
+    assert b"Choose the draft version to add the case to." in page.content
+    assert not CaseVersion.objects.exists()
+
+
 def test_an_open_trace_cannot_be_added_yet(logged_in, client, agent, builder_key, editor, draft):
     spans = finished_spans(RESOURCE, rag_turn)
     client.post(
