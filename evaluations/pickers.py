@@ -72,6 +72,7 @@ register(
         runs,
         words=("agent_version__agent__slug", "dataset_version__dataset__slug", "status"),
         number="pk",
+        versions=("agent_version__number", "dataset_version__number"),
         text=run_text,
     ),
 )

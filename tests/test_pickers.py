@@ -92,6 +92,14 @@ def test_runs_by_id_and_slug(client, builder, django_capture_on_commit_callbacks
         f"#{first.pk} billing-bot v1 on support-basics v1 ({first.status})"
     ]
     assert len(texts(client, "run", term="billing basics")) == 2
+    # "v2" is a version's number, not run #2: the words the rows show find them.
+    newer = factories.agent_version(version.agent)
+    third = factories.start_run(builder, newer, data, django_capture_on_commit_callbacks)
+    assert [
+        r["id"] for r in client.get("/pick/run/", {"term": "billing v2"}).json()["results"]
+    ] == [third.pk]
+    assert len(texts(client, "run", term="billing v1")) == 3  # v1 of the dataset, too
+    assert texts(client, "run", term="billing v3") == []
     client.force_login(factories.user("nobody"))
     assert texts(client, "run") == []
 

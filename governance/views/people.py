@@ -147,16 +147,16 @@ def person_page(request, pk):
             ).execute()
         except ActionError as exc:
             messages.error(request, str(exc))
-        else:
-            messages.success(request, "Roles changed.")
+            return _render_person(request, person, form=form, status=400)
+        messages.success(request, "Roles changed.")
         return redirect("people:person", pk)
-    if request.method == "POST":
+    if request.method == "POST":  # refused: shown again as chosen, with why
         messages.error(request, " ".join(e for errs in form.errors.values() for e in errs))
-        return redirect("people:person", pk)
+        return _render_person(request, person, form=form, status=400)
     return _render_person(request, person)
 
 
-def _render_person(request, person, link=None):
+def _render_person(request, person, link=None, form=None, status=200):
     grants = RoleGrant.objects.filter(user=person).select_related("agent", "dataset", "granted_by")
     return render(
         request,
@@ -164,12 +164,13 @@ def _render_person(request, person, link=None):
         {
             "person": person,
             "grants": sorted(grants, key=lambda g: (g.scope != "global", g.scope, g.role)),
-            "form": RoleForm(),
+            "form": form or RoleForm(),
             "sso_accounts": list(person.socialaccount_set.all()),
             "may_reinvite": not person.has_usable_password() and person.last_login is None,
             "link": link,
             "invite_hours": settings.SHERLOCK_INVITE_HOURS,
         },
+        status=status,
     )
 
 

@@ -1,10 +1,17 @@
 """The one place that decides between a full page and an htmx partial (STYLE.md item 13)."""
 
 from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
 
 
 def render_page(request, template, context, partial=None):
-    """The full page, or only `partial` when htmx asks for a piece of it."""
+    """The full page, or only `partial` when htmx asks for a piece of it. Both vary on
+    `HX-Request`: the browser keeps them apart, so Back to a page whose list htmx refreshed
+    shows the page, not the refreshed piece alone."""
     if partial and getattr(request, "htmx", False):
-        return render(request, partial, context)
-    return render(request, template, context)
+        response = render(request, partial, context)
+    else:
+        response = render(request, template, context)
+    if partial:
+        patch_vary_headers(response, ["HX-Request"])
+    return response

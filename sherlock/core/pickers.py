@@ -27,8 +27,9 @@ from django.urls import reverse
 
 PAGE = 20
 MAX_PAGE = 10_000  # 200,000 rows deep: past it, type more of the name
-# A typed "v3", "#12" or "12" is a number: a version's number, a run's id.
-NUMBER = re.compile(r"^[v#]?(\d{1,9})$", re.IGNORECASE)
+# A typed "#12" or "12" is a number (a version's number, a run's id); "v3" a version's number.
+NUMBER = re.compile(r"^#?(\d{1,9})$")
+VERSION = re.compile(r"^v(\d{1,9})$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Kind:
     rows: Callable
     words: tuple = ()
     number: str | None = None
+    versions: tuple | None = None  # the lookups a typed "v3" matches (default: `number`)
     by: tuple = ("pk",)
     text: Callable = str
     none: str = ""
@@ -58,14 +60,18 @@ def register(name, kind):
 
 def search(rows, kind, term):
     """Rows matching every word of `term`: each word in one of the kind's text lookups, or, when
-    it reads as a number, the kind's number lookup."""
+    it reads as a number, the kind's number lookup, or as "v3", its version lookups (a run's
+    "support v2" is a run of support-bot v2, not run #2)."""
+    versions = kind.versions if kind.versions is not None else (kind.number,) * bool(kind.number)
     for word in term.split()[:5]:
         match = Q()
         for lookup in kind.words:
             match |= Q(**{f"{lookup}__icontains": word})
-        number = NUMBER.match(word)
+        number, version = NUMBER.match(word), VERSION.match(word)
         if number and kind.number:
             match |= Q(**{kind.number: int(number.group(1))})
+        for lookup in versions if version else ():
+            match |= Q(**{lookup: int(version.group(1))})
         rows = rows.filter(match)
     return rows
 

@@ -49,6 +49,17 @@ def test_progress_partial_answers_htmx_polls(client, builder, password, finished
     assert "<html" not in body and "1/2" in body and 'hx-trigger="every 2s"' in body
 
 
+def test_the_list_and_its_refreshed_piece_vary_on_hx_request(client, builder, password):
+    """The run list refreshes its table by htmx at the page's own URL: a browser that kept
+    the piece under that URL showed it alone on Back (no header, no form). Both say they
+    vary on HX-Request."""
+    login(client, builder, password)
+    page, piece = client.get("/runs/"), client.get("/runs/", HTTP_HX_REQUEST="true")
+    assert "<html" in page.content.decode() and "<html" not in piece.content.decode()
+    for response in (page, piece):
+        assert "HX-Request" in response["Vary"]
+
+
 def test_outsider_sees_no_runs(client, outsider, password, finished_run):
     client = login(client, outsider, password)
     body = client.get("/runs/").content.decode()

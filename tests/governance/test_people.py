@@ -187,6 +187,21 @@ def test_roles_decide_staff(admin_user):
     assert not user.is_staff
 
 
+def test_a_refused_grant_is_shown_again_as_chosen_with_why(client, admin_user, editor):
+    from tests.support import factories
+
+    bot, data = factories.agent("billing-bot"), factories.dataset("billing-qa")
+    client.force_login(admin_user)
+    posted = {"role": "Builder", "agent": bot.pk, "dataset": data.pk, "reason": "pilot"}
+    answer = client.post(f"/people/{editor.pk}/", {**posted, "grant": "1"})
+    page = answer.content.decode()
+    assert answer.status_code == 400 and "Choose an agent or a dataset, not both." in page
+    assert '<option value="Builder" selected>' in page and 'value="pilot"' in page
+    assert f'<option value="{bot.pk}" selected>billing-bot</option>' in page
+    assert f'<option value="{data.pk}" selected>billing-qa</option>' in page
+    assert not editor.role_grants.filter(role="Builder").exists()
+
+
 def test_the_person_page_grants_and_revokes_a_scoped_role(client, admin_user, editor):
     from tests.support import factories
 
