@@ -55,7 +55,16 @@ register(
         none="No dataset you may edit matches: the Editor role on one is needed.",
     ),
 )
-register("dataset-version", Kind(dataset_versions, VERSION_WORDS, "number"))
+register(
+    "dataset-version",
+    Kind(
+        dataset_versions,
+        VERSION_WORDS,
+        "number",
+        none="No dataset version you may see matches: a dataset's versions are seen with a role "
+        "on it, or a global one.",
+    ),
+)
 register(
     "dataset-draft",
     Kind(

@@ -2,6 +2,7 @@
 made, its spans as a tree with their raw attributes, its scores) with "Add to dataset"."""
 
 import json
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -19,6 +20,7 @@ from production.reads import PAGE_SIZE, draft_versions_for, span_tree, visible_t
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
+from sherlock.core.inputs import parse_id
 
 
 @login_required
@@ -69,6 +71,11 @@ def trace_detail(request, pk):
         }
         for call in transcript.get("tool_calls") or []
     ]
+    # The draft is a picker (/pick/dataset-draft/): the page only asks whether there is any, and
+    # reads the one a refused "Add to dataset" chose, to show it again with the typed key.
+    drafts = draft_versions_for(request.user)
+    asked = parse_id(request.GET.get("draft", ""))
+    chosen = drafts.filter(pk=asked).first() if asked else None
     return render_page(
         request,
         "production/trace_detail.html",
@@ -81,9 +88,9 @@ def trace_detail(request, pk):
             "tool_calls": tool_calls,
             "contexts": transcript.get("contexts") or [],
             "resource_text": _pretty(trace.resource),
-            # The draft is a picker (/pick/dataset-draft/): the page only asks whether any.
-            "drafts": draft_versions_for(request.user).exists(),
-            "default_key": default_key(trace),
+            "drafts": chosen is not None or drafts.exists(),
+            "chosen_draft": chosen,
+            "default_key": request.GET.get("key") or default_key(trace),
             "quiet_seconds": f"{settings.SHERLOCK_TRACE_QUIET_SECONDS} s",
         },
     )
@@ -108,6 +115,8 @@ def add_to_dataset(request, pk):
         ).execute()
     except ActionError as exc:
         messages.error(request, str(exc))
+        query = urlencode({"draft": version.pk, "key": key or ""})
+        return redirect(f"{reverse('production:trace-detail', args=[trace.pk])}?{query}")
     else:
         url = reverse("admin:evaluations_datasetversion_change", args=[version.pk])
         messages.success(

@@ -36,6 +36,7 @@ from evaluations.models import Run
 from evaluations.pickers import run_text
 from evaluations.reads.compare import check_deltas, live_baseline
 from evaluations.verdict import POLICY_GATE_LABELS, doc_url, verdicts_of
+from evaluations.views.runs import no_role_reason
 from sherlock.core.htmx import render_page
 from sherlock.core.inputs import parse_id
 from sherlock.core.limits import excerpt
@@ -119,7 +120,12 @@ def _picker(request, error=None, status=200):
     chosen = {run.pk: run for run in visible.filter(pk__in=[pk for pk in asked if pk])}
     defaults = [newest[1] if len(newest) > 1 else None, newest[0] if newest else None]
     sides = [chosen.get(pk) if pk else default for pk, default in zip(asked, defaults, strict=True)]
-    context = {"picker": True, "any_run": bool(newest), "error": error}
+    context = {
+        "picker": True,
+        "any_run": bool(newest),
+        "no_role": "" if newest else no_role_reason(request.user, "runs"),
+        "error": error,
+    }
     for side, run in zip(("a", "b"), sides, strict=True):
         context[side] = run.pk if run else ""
         context[f"{side}_text"] = run_text(run) if run else ""
@@ -131,7 +137,7 @@ def _picker(request, error=None, status=200):
 @login_required
 def compare(request):
     raw_a, raw_b = request.GET.get("a", ""), request.GET.get("b", "")
-    if not raw_a or not raw_b:
+    if not raw_a or not raw_b or "choose" in request.GET:  # "choose": other runs than a and b
         return _picker(request)
     b_id, error = _run_id(raw_b, "b")
     if error:

@@ -67,7 +67,7 @@ def run_list(request):
     return render_page(
         request,
         "evaluations/run_list.html",
-        {"runs": runs, "no_role": _no_role(request.user, "runs") if not runs else ""},
+        {"runs": runs, "no_role": no_role_reason(request.user, "runs") if not runs else ""},
         partial="evaluations/partials/run_rows.html",
     )
 
@@ -343,12 +343,12 @@ def costs(request):
             "rows": rows,
             "days": days,
             "chart": cost_chart(rows, days),
-            "no_role": _no_role(request.user, "costs") if not rows else "",
+            "no_role": no_role_reason(request.user, "costs") if not rows else "",
         },
     )
 
 
-def _no_role(user, what):
+def no_role_reason(user, what):
     """An empty list's reason when it is a missing role (issue 24): the person sees no agent at
     all, so "No runs yet" would be false; "" when they see one (the list is truly empty)."""
     if Agent.objects.for_user(user, "view").exists():

@@ -17,7 +17,7 @@ THEME = mark_safe(
     "<style>:root { --body-bg: #fff; --body-fg: #101828; --body-quiet-color: #667085;"
     " --border-color: #d0d5dd; --darkened-bg: #f9fafb; --error-fg: #b42318; --primary: #175cd3;"
     " --primary-fg: #fff; --selected-bg: #eff8ff; }"
-    " .select2-container { min-width: 14rem; }</style>"
+    " .select2-container { min-width: 18rem; }</style>"
 )
 
 
@@ -39,16 +39,20 @@ def picker(
     placeholder="",
     submit=False,
     required=False,
+    width="",
     **params,
 ):
     """A `<select name=...>` picking one row of `kind`, showing `value` as `text` when chosen;
     `by` what it posts, `placeholder` the empty choice's words (a filter's "every agent"),
-    `submit` sends its form when the choice changes, `required` a choice is needed to send it;
-    other keywords are fixed filters."""
+    `submit` sends its form when the choice changes, `required` a choice is needed to send it,
+    `width` its width when the text of its rows is long (a run's); other keywords are fixed
+    filters."""
     value = "" if value is None else str(value)
     attrs = {"id": f"id_{name}"}
     if required:
         attrs["required"] = True
+    if width:
+        attrs["style"] = f"width: {width}"
     if submit:
         attrs["data-submit"] = "true"
     widget = pickers.Picker(kind, by=by, params=params, placeholder=placeholder, attrs=attrs)

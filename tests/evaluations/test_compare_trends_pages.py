@@ -123,6 +123,12 @@ def test_compare_without_runs_offers_pickers_and_bad_ids_say_so(
     # Preselected: the newest run as B, the one before as A.
     select_a, select_b = page.split('name="b"')
     assert f'value="{a.pk}" selected' in select_a and f'value="{b.pk}" selected' in select_b
+    # From a comparison, "choose other runs" opens the pickers on its two runs, swapped here.
+    compared = client.get(f"/runs/compare/?a={a.pk}&b={b.pk}").content.decode()
+    assert f"?a={a.pk}&amp;b={b.pk}&amp;choose=1" in compared
+    page = client.get(f"/runs/compare/?a={b.pk}&b={a.pk}&choose=1").content.decode()
+    select_a, select_b = page.split('name="b"')
+    assert f'value="{b.pk}" selected' in select_a and f'value="{a.pk}" selected' in select_b
     page = client.get(f"/runs/compare/?a=x&b={b.pk}").content.decode()
     assert "&#x27;a&#x27; must be a run id" in page
     assert client.get(f"/runs/compare/?a={a.pk}&b=999999").status_code == 404
@@ -133,7 +139,9 @@ def test_an_outsider_sees_no_runs_to_compare_or_trend(client, outsider, password
     client = login(client, outsider, password)
     assert client.get(f"/runs/compare/?a={a.pk}&b={b.pk}").status_code == 404
     assert client.get(f"/runs/compare/?a=live&b={b.pk}").status_code == 404
-    assert f'value="{a.pk}"' not in client.get("/runs/compare/").content.decode()
+    picker = client.get("/runs/compare/").content.decode()
+    assert f'value="{a.pk}"' not in picker
+    assert "You see no runs because your roles cover no agent" in picker  # not "No runs yet"
     trends = client.get("/trends/?agent=bot&dataset=bot-cases").content.decode()
     assert "No completed run of bot on bot-cases" in trends and "<option>bot</option>" not in trends
 

@@ -115,10 +115,14 @@ def test_a_frozen_version_is_not_offered_and_a_taken_key_is_refused_with_a_messa
     client = logged_in(editor)
     url = f"/production/traces/{trace.pk}/add-to-dataset/"
     assert client.post(url, {"dataset_version": frozen.pk}).status_code == 404
-    client.post(url, {"dataset_version": draft.pk})
-    page = client.post(url, {"dataset_version": draft.pk}, follow=True)
+    client.post(url, {"dataset_version": draft.pk, "key": "taken"})
+    page = client.post(url, {"dataset_version": draft.pk, "key": "taken"}, follow=True)
     assert page.content.count(b"already in this version") == 1  # once: the page places it
     assert CaseVersion.objects.count() == 1
+    # Shown again as chosen: the draft in its picker, the key typed.
+    body = page.content.decode()
+    assert f'<option value="{draft.pk}" selected>{draft}</option>' in body
+    assert 'name="key" value="taken"' in body
 
 
 def test_a_submit_with_no_draft_chosen_says_so_and_adds_nothing(logged_in, trace, editor, draft):
