@@ -61,6 +61,7 @@ register(
         dataset_versions,
         VERSION_WORDS,
         "number",
+        by=("pk", "number"),  # by number: one dataset's versions (the admin's compare page)
         none="No dataset version you may see matches: a dataset's versions are seen with a role "
         "on it, or a global one.",
     ),

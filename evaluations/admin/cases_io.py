@@ -39,6 +39,7 @@ from evaluations.models import Dataset
 from evaluations.reads.dataset_diff import diff_versions
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import audit_hidden
+from sherlock.core.pickers import picker_media
 
 SESSION_KEY = "evaluations_cases_import"
 # What a multipart body holds besides the file (boundaries, the token, the format and text
@@ -279,14 +280,17 @@ class DatasetCasesIOMixin:
         dataset = self._visible(request, object_id)
         if dataset is None:
             return self._missing(request)
-        versions = list(dataset.versions.order_by("-number"))
-        by_number = {v.number: v for v in versions}
-        context = {"versions": versions, "a": None, "b": None}
-        if len(versions) < 2:
+        # The two versions are pickers (/pick/dataset-version/?dataset=<id>, by number): the page
+        # reads the newest two (the default pair) and the two asked for, never every version.
+        newest = list(dataset.versions.order_by("-number")[:2])
+        context = {"versions": newest, "a": None, "b": None, "picker_media": picker_media()}
+        if len(newest) < 2:
             messages.info(request, "This dataset has fewer than two versions to compare.")
         else:
-            a = _number(request.GET.get("a"), versions[1].number)
-            b = _number(request.GET.get("b"), versions[0].number)
+            a = _number(request.GET.get("a"), newest[1].number)
+            b = _number(request.GET.get("b"), newest[0].number)
+            by_number = {v.number: v for v in dataset.versions.filter(number__in=[a, b])}
+            context.update(a=a, b=b, a_text=by_number.get(a), b_text=by_number.get(b))
             if a not in by_number or b not in by_number:
                 messages.error(request, "Choose two versions of this dataset.")
             else:

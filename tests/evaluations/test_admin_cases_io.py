@@ -112,6 +112,25 @@ def test_the_compare_page_shows_cases_and_checks_changed(logged_in, builder, dat
     assert "0 added, 1 removed, 0 changed" in html  # the Tools check
 
 
+def test_the_compare_page_picks_its_two_versions_by_number_never_listing_them(
+    logged_in, builder, dataset
+):
+    for n in range(4):  # v2 .. v5
+        factories.dataset_version(dataset, cases=[("refund", f"Refund {n}?", {})])
+    client = logged_in(builder)
+    html = client.get(url(dataset, "compare")).content.decode()  # the newest two by default
+    assert 'data-ajax--url="/pick/dataset-version/?by=number&amp;dataset=' in html
+    assert '<option value="4" selected>support v4</option>' in html
+    assert '<option value="5" selected>support v5</option>' in html
+    assert "support v2" not in html and html.count("<option") == 4  # two empty, two chosen
+    html = client.get(url(dataset, "compare") + "?a=2&b=5").content.decode()
+    assert '<option value="2" selected>support v2</option>' in html and "diff-cases" in html
+    offered = client.get(
+        "/pick/dataset-version/", {"by": "number", "dataset": dataset.pk, "term": "v3"}
+    ).json()["results"]
+    assert offered == [{"id": 3, "text": "support v3"}]
+
+
 @pytest.mark.parametrize("fmt,first", [("jsonl", '{"key": "refund"'), ("csv", "key,input")])
 def test_the_export_action_downloads_a_versions_cases(logged_in, builder, dataset, fmt, first):
     version = dataset.versions.get()
