@@ -110,15 +110,25 @@ def _contract(run, verdict):
 
 def _picker(request, error=None, status=200):
     """The two runs' pickers (`/pick/run/`: typed and picked, never every run listed).
-    Preselected: the ids asked for, when visible, else the newest run as B and the one before it
-    as A. Two queries whatever the number of runs."""
+    Preselected: the ids asked for, when visible, else the newest run as B and as A the newest
+    run before it on the same dataset version (a pair the page can compare), or the one before
+    it when there is none. Three queries whatever the number of runs."""
     visible = _visible(request.user).select_related(
         "agent_version__agent", "dataset_version__dataset"
     )
     newest = list(visible.order_by("-created_at", "-pk")[:2])
     asked = [parse_id(request.GET.get(side, "")) for side in ("a", "b")]
     chosen = {run.pk: run for run in visible.filter(pk__in=[pk for pk in asked if pk])}
-    defaults = [newest[1] if len(newest) > 1 else None, newest[0] if newest else None]
+    baseline = None
+    if newest:
+        baseline = (
+            visible.filter(dataset_version_id=newest[0].dataset_version_id, pk__lt=newest[0].pk)
+            .order_by("-created_at", "-pk")
+            .first()
+        )
+    if baseline is None and len(newest) > 1:
+        baseline = newest[1]
+    defaults = [baseline, newest[0] if newest else None]
     sides = [chosen.get(pk) if pk else default for pk, default in zip(asked, defaults, strict=True)]
     context = {
         "picker": True,

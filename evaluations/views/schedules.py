@@ -51,7 +51,12 @@ class ScheduleForm(forms.Form):
     agent_version = forms.ModelChoiceField(
         AgentVersion.objects.none(),
         required=False,
-        widget=Picker("agent-version", depends=["agent"], placeholder="its live version"),
+        widget=Picker(
+            "agent-version",
+            depends=["agent"],
+            first="Choose the agent first (left empty: its live version).",
+            placeholder="its live version",
+        ),
     )
     dataset = forms.ModelChoiceField(
         Dataset.objects.none(), widget=Picker("dataset", placeholder="type a slug or name")
@@ -63,6 +68,7 @@ class ScheduleForm(forms.Form):
             "dataset-version",
             params={"state": "frozen"},
             depends=["dataset"],
+            first="Choose the dataset first (left empty: its latest frozen version).",
             placeholder="its latest frozen version",
         ),
     )

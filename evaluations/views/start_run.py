@@ -32,8 +32,15 @@ def start_run(request):
         context = {"start_refused": refused}
         return render_page(request, "evaluations/start_run.html", context, partial=PARTIAL)
     form = StartRunForm(request.user, request.POST if request.method == "POST" else None)
-    # On a page of its own the form is the page: open. The run list folds it away.
-    context = {"start_form": form, "start_previews": None, "start_open": True}
+    # On a page of its own the form is the page: open, under the page's own heading (its
+    # summary does not say "Start a run" again). The run list folds it away.
+    on_page = not getattr(request, "htmx", False)
+    context = {
+        "start_form": form,
+        "start_previews": None,
+        "start_open": True,
+        "start_page": on_page,
+    }
     if form.is_bound and form.is_valid():
         pair = (form.cleaned_data["agent_version"], form.cleaned_data["dataset_version"])
         if "confirm" in request.POST and form.confirmed([pair]):

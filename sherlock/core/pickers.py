@@ -114,14 +114,18 @@ class Picker(forms.Select):
 
     `by` is what the chosen row posts (its primary key, or its slug); `params` fixed filters;
     `depends` names other fields of the form whose values are sent as filters (and whose change
-    clears this one); `placeholder` the words of the empty choice. With a ModelChoiceField the
+    clears this one); `first`, when given, is what the picker says instead of asking while one
+    of them is empty (the schedule form's versions: "Choose the agent first"); `placeholder` the
+    words of the empty choice. With a ModelChoiceField the
     chosen option's text comes from the field's queryset (one query for the chosen row);
     otherwise from the plain (value, text) `choices` given."""
 
-    def __init__(self, kind, *, by="pk", params=None, depends=(), placeholder="", attrs=None):
+    def __init__(
+        self, kind, *, by="pk", params=None, depends=(), first="", placeholder="", attrs=None
+    ):
         super().__init__(attrs=attrs)
         self.kind, self.by, self.params = kind, by, dict(params or {})
-        self.depends, self.placeholder = tuple(depends), placeholder
+        self.depends, self.first, self.placeholder = tuple(depends), first, placeholder
 
     def __deepcopy__(self, memo):
         copy = super().__deepcopy__(memo)
@@ -150,6 +154,8 @@ class Picker(forms.Select):
         )
         if self.depends:
             attrs["data-depends"] = ",".join(self.depends)
+        if self.first:
+            attrs["data-first"] = self.first
         kind = KINDS.get(self.kind)
         if kind is not None and kind.none:
             attrs["data-none"] = kind.none

@@ -3,7 +3,8 @@
 // from its data-ajax--url as the person types. A picker that depends on other fields of its
 // form (data-depends="agent") sends their values as filters and is cleared when they change;
 // a filter's picker (data-submit) sends its form when a row is chosen or the choice cleared;
-// data-none is what it says when nothing is found (what to do, where that may be said).
+// data-none is what it says when nothing is found (what to do, where that may be said);
+// data-first what it says, asking nothing, while a field it depends on is empty.
 // Pickers in content htmx swaps in are started too; before htmx keeps a page for the back
 // button, they are put back to plain selects so the restored page starts them again.
 {
@@ -18,9 +19,23 @@
             .not('.select2-hidden-accessible').each(function(i, element) {
                 const depends = (element.dataset.depends || '').split(',').filter(Boolean);
                 const none = element.dataset.none;
+                const first = element.dataset.first;
+                const missing = () => depends.some((name) => !(field(element, name) || {}).value);
                 $(element).select2({
-                    language: none ? {noResults: () => none} : undefined,
+                    language: (none || first) ? {
+                        noResults: () => (first && missing()) ? first : (none || 'No results found')
+                    } : undefined,
                     ajax: {
+                        transport: (params, success, failure) => {
+                            if (first && missing()) {
+                                success({results: []});
+                                return {abort: () => {}};
+                            }
+                            const request = $.ajax(params);
+                            request.then(success);
+                            request.fail(failure);
+                            return request;
+                        },
                         data: (params) => {
                             const data = {term: params.term, page: params.page};
                             depends.forEach((name) => {

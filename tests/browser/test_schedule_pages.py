@@ -96,6 +96,10 @@ def test_a_client_version_is_refused_on_its_field_with_where_to_schedule_instead
     )
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     sign_in(page, server, "builder")
+    # Before an agent is chosen, its version picker asks nothing and says why.
+    page.click("#id_agent_version + .select2 .select2-selection")
+    page.wait_for_selector(".select2-results__option >> text=Choose the agent first")
+    page.keyboard.press("Escape")
     pick(page, "agent", "support", "support-bot")
     pick(page, "agent_version", "abc", "abc123")  # the chosen agent's versions
     pick(page, "dataset", "refund", "refund-desk")

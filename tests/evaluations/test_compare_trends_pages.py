@@ -134,6 +134,22 @@ def test_compare_without_runs_offers_pickers_and_bad_ids_say_so(
     assert client.get(f"/runs/compare/?a={a.pk}&b=999999").status_code == 404
 
 
+def test_the_default_pair_is_comparable_when_one_is(
+    client, builder, password, two_runs, django_capture_on_commit_callbacks
+):
+    """The newest run is B; A is the newest run before it on the same dataset version, not
+    merely the run before it (here on another dataset: "not comparable")."""
+    a, b = two_runs
+    other = make_runs(builder, django_capture_on_commit_callbacks, "other", n_cases=1)[1]
+    newest = factories.start_run(
+        builder, b.agent_version, b.dataset_version, django_capture_on_commit_callbacks
+    )
+    assert other.pk < newest.pk
+    page = login(client, builder, password).get("/runs/compare/").content.decode()
+    select_a, select_b = page.split('name="b"')
+    assert f'value="{b.pk}" selected' in select_a and f'value="{newest.pk}" selected' in select_b
+
+
 def test_an_outsider_sees_no_runs_to_compare_or_trend(client, outsider, password, two_runs):
     a, b = two_runs
     client = login(client, outsider, password)

@@ -224,6 +224,10 @@ def test_the_start_page_opens_with_its_form_open_and_the_run_list_folds_it(
     assert start and start.group(1) == "open"  # on its own page the form is the page
     listing = disclosure.search(client.get("/runs/").content.decode())
     assert listing and listing.group(1) is None  # on the run list it waits to be opened
+    # Its own page's heading says "Start a run"; the folded form's summary says it on the list.
+    page = client.get("/runs/start/").content.decode()
+    assert page.count("Start a run</") == 1 and "<h1>Start a run</h1>" in page
+    assert "<summary><b>Start a run</b>" in client.get("/runs/").content.decode()
 
 
 # --- the estimate of calls without a price ----------------------------------------------------
