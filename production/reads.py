@@ -3,7 +3,6 @@ filtered, and one trace's spans as a tree (STYLE.md item 19)."""
 
 from django.db.models import Count
 
-from evaluations.models import DatasetVersion
 from production.choices import TraceState
 from production.models import Trace
 
@@ -58,8 +57,3 @@ def span_tree(spans):
         ordered.append(span)
         stack.extend((child, depth + 1) for child in reversed(children.get(span.span_id, [])))
     return ordered
-
-
-def draft_versions_for(user):
-    """The draft dataset versions `user` may add cases to (the Editor role on their dataset)."""
-    return DatasetVersion.objects.drafts_to_edit(user).order_by("dataset__slug", "-number")

@@ -13,10 +13,11 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
+from evaluations.models import DatasetVersion
 from production.actions.add_trace_to_dataset import AddTraceToDataset, default_key
 from production.choices import TraceState
 from production.models import Trace
-from production.reads import PAGE_SIZE, draft_versions_for, span_tree, visible_traces
+from production.reads import PAGE_SIZE, span_tree, visible_traces
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
@@ -73,7 +74,7 @@ def trace_detail(request, pk):
     ]
     # The draft is a picker (/pick/dataset-draft/): the page only asks whether there is any, and
     # reads the one a refused "Add to dataset" chose, to show it again with the typed key.
-    drafts = draft_versions_for(request.user)
+    drafts = DatasetVersion.objects.drafts_to_edit(request.user)
     asked = parse_id(request.GET.get("draft", ""))
     chosen = drafts.filter(pk=asked).first() if asked else None
     return render_page(
@@ -107,7 +108,9 @@ def add_to_dataset(request, pk):
     if not chosen:
         messages.error(request, "Choose the draft version to add the case to.")
         return redirect("production:trace-detail", pk=trace.pk)
-    version = visible_or_404(request, draft_versions_for(request.user), pk=chosen)
+    version = visible_or_404(
+        request, DatasetVersion.objects.drafts_to_edit(request.user), pk=chosen
+    )
     key = (request.POST.get("key") or "").strip() or None
     try:
         case_version = AddTraceToDataset(
