@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sherlock.core.numbers import LATENCY_MS, TOKENS, USD
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -101,3 +103,36 @@ def tool_calls(transcript: Mapping) -> list[ToolCall] | None:
     if calls is None:
         return None
     return read_calls(calls, "tool_calls")
+
+
+def figure_problems(transcript: Mapping, where: str = "transcript") -> list[tuple[str, str]]:
+    """The figures a transcript reports outside their documented ranges
+    (`sherlock.core.numbers`), as (key, "<where>.<field>: <problem>"): its latency, its token
+    usage and its cost. ``key`` is the transcript's key at fault (``latency_ms``, ``usage``,
+    ``cost_usd``). What an adapter, a client upload or a trace reports is checked with this
+    before it is stored, so no figure can overflow a column or a sum (docs/limits.md,
+    "Numbers")."""
+    problems = []
+    latency = transcript.get("latency_ms")
+    if latency is not None and (problem := LATENCY_MS.problem(latency)):
+        problems.append(("latency_ms", f"{where}.latency_ms: {problem}"))
+    usage = transcript.get("usage")
+    if usage is not None:
+        if not isinstance(usage, Mapping):
+            problems.append(("usage", f"{where}.usage: must be an object"))
+        else:
+            for name in ("prompt_tokens", "completion_tokens"):
+                value = usage.get(name)
+                if value is not None and (problem := TOKENS.problem(value)):
+                    problems.append(("usage", f"{where}.usage.{name}: {problem}"))
+    cost = transcript.get("cost_usd")
+    if cost is not None and (problem := USD.problem(cost)):
+        problems.append(("cost_usd", f"{where}.cost_usd: {problem}"))
+    return problems
+
+
+def check_figures(transcript: Mapping, where: str = "transcript") -> None:
+    """ValueError naming the first figure of `transcript` out of its range (`figure_problems`)."""
+    problems = figure_problems(transcript, where)
+    if problems:
+        raise ValueError(problems[0][1])

@@ -48,6 +48,7 @@ from evaluations.models import (
 )
 from sherlock.core.bulk import insert_objects
 from sherlock.core.money import usd
+from sherlock.core.numbers import TOTAL, USD, is_out_of_range
 
 # --- prices ----------------------------------------------------------------------------------
 
@@ -384,14 +385,18 @@ def _calls(n):
     return f"{n} call" if n == 1 else f"{n} calls"
 
 
-def format_usd(amount, missing_calls=0):
+def format_usd(amount, missing_calls=0, *, item=False):
     """Money as every page, the admin and the commands show it (issue 12): "$0.0123", "$1.89",
     thousands grouped ("$13,967.09"; the rule is `sherlock.core.money`'s); with
     calls whose price is missing, "price missing (3 calls)" when nothing is priced, or
     "$0.0123 + price missing (3 calls)"; an amount of None is "price missing". Never $0.0000
-    for an unknown cost. Templates use it as ``{{ amount|usd:missing_calls }}``
-    (`evaluations.templatetags.money`)."""
+    for an unknown cost. An amount outside its range (``item``: one call, trial or trace,
+    `sherlock.core.numbers.USD`; else a total) is shown with "(out of range)" beside it.
+    Templates use it as ``{{ amount|usd:missing_calls }}`` (`evaluations.templatetags.money`)."""
     missing_calls = int(missing_calls or 0)
+    if is_out_of_range(amount, USD if item else TOTAL):
+        # Stored before figures were bounded: shown as it is, said so, never a 500.
+        return f"{usd(amount)} (out of range)"
     if amount is None:
         return f"price missing ({_calls(missing_calls)})" if missing_calls else "price missing"
     if missing_calls:

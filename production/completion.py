@@ -25,6 +25,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
+from agents.transcripts import figure_problems
 from evaluations.costs import agent_cost, load_prices
 from production.choices import TRACE_STATES, TraceState
 from production.models import Span, Trace
@@ -161,6 +162,23 @@ def _trial(trace, spans, now, prices):
     """The fields a trace's trial sets (`production.normalize`), its cost priced."""
     result = normalize(spans, trace.trace_id)
     transcript = result.transcript
+    figures = {
+        "latency_ms": result.latency_ms,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+    }
+    problems = figure_problems(transcript)
+    if problems:
+        # A tracer's figure out of range (a cost of $10^9, tokens past the column) is dropped
+        # from the trial and named, and the rest of the trace is kept: one bad attribute
+        # never stops completion (docs/limits.md, "Numbers").
+        for key, _ in problems:
+            transcript.pop(key, None)
+            if key == "latency_ms":
+                figures["latency_ms"] = None
+            if key == "usage":
+                figures.update(input_tokens=None, output_tokens=None)
+        transcript["invalid"] = [message for _, message in problems]
     cost, _coverage = agent_cost(transcript, result.model, prices)
     starts = [s["start_unix_nano"] for s in spans if s["start_unix_nano"]]
     ends = [s["end_unix_nano"] for s in spans if s["end_unix_nano"]]
@@ -172,9 +190,7 @@ def _trial(trace, spans, now, prices):
         "transcript": transcript,
         "input_text": result.input_text[:100_000],
         "output_text": result.output_text[:100_000],
-        "input_tokens": result.input_tokens,
-        "output_tokens": result.output_tokens,
-        "latency_ms": result.latency_ms,
+        **figures,
         "cost_usd": cost.quantize(Decimal("0.000001")) if cost is not None else None,
         "model": result.model,
         "has_error": result.has_error,

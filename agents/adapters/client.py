@@ -15,10 +15,8 @@ version; `model` prices the transcripts' token usage when a transcript names no 
 "The transcript"), so a bad upload is refused naming its field before anything is stored.
 """
 
-import math
-
 from agents.adapters.base import AgentCallError, PreparedAgent
-from agents.transcripts import read_calls
+from agents.transcripts import check_figures, read_calls
 
 SCHEMA = {
     "type": "object",
@@ -56,10 +54,6 @@ def error_text(kind, message):
     return f"{ERROR_KINDS[kind]}: {message}" if message else ERROR_KINDS[kind]
 
 
-def _number(value):
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def validate_transcript(transcript, where="transcript"):
     """Raise ValueError("<where>.<field>: <problem>") unless `transcript` has the documented
     shape: an object whose known keys have their documented types (`output` may be any JSON;
@@ -78,22 +72,7 @@ def validate_transcript(transcript, where="transcript"):
     contexts = transcript.get("contexts")
     if contexts is not None and not isinstance(contexts, list):
         raise ValueError(f"{where}.contexts: must be a list")
-    latency = transcript.get("latency_ms")
-    if latency is not None and not (_number(latency) and latency >= 0):
-        raise ValueError(f"{where}.latency_ms: must be a number >= 0")
-    usage = transcript.get("usage")
-    if usage is not None:
-        if not isinstance(usage, dict):
-            raise ValueError(f"{where}.usage: must be an object")
-        for name in ("prompt_tokens", "completion_tokens"):
-            tokens = usage.get(name)
-            if tokens is not None and (
-                not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0
-            ):
-                raise ValueError(f"{where}.usage.{name}: must be an integer >= 0")
-    cost = transcript.get("cost_usd")
-    if cost is not None and not (_number(cost) and cost >= 0):
-        raise ValueError(f"{where}.cost_usd: must be a number >= 0 or null")
+    check_figures(transcript, where)
     model = transcript.get("model")
     if model is not None and not isinstance(model, str):
         raise ValueError(f"{where}.model: must be a string")

@@ -202,7 +202,7 @@ class TrialAdmin(BigList, ReadOnlyMixin, admin.ModelAdmin):
     def cost(self, obj):
         if obj.status in (TrialStatus.PENDING, TrialStatus.RUNNING, TrialStatus.CANCELLED):
             return "-"
-        return format_usd(obj.cost_usd, 0 if obj.cost_usd is not None else 1)
+        return format_usd(obj.cost_usd, 0 if obj.cost_usd is not None else 1, item=True)
 
     def get_queryset(self, request):
         return within(super().get_queryset(request), "run", Run.objects.for_user(request.user))

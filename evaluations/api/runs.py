@@ -37,7 +37,7 @@ from evaluations.costs import format_usd
 from evaluations.models import DatasetVersion, Run
 from evaluations.verdict import OUTCOMES, run_verdict
 from sherlock.core.api.filters import IdFilter
-from sherlock.core.api.serializers import LeanRepresentation, RefuseUnknownFields
+from sherlock.core.api.serializers import LeanRepresentation, MoneyField, RefuseUnknownFields
 from sherlock.core.errors import ActionInvalid
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField
 from sherlock.core.inputs import parse_id
@@ -65,16 +65,14 @@ class SpendSerializer(LeanRepresentation, serializers.Serializer):
     usd = serializers.SerializerMethodField(
         help_text="Total spend, agent and judge; null while a call's price is missing."
     )
-    usd_known = serializers.DecimalField(
+    usd_known = MoneyField(
         source="spend_usd",
-        max_digits=14,
-        decimal_places=8,
+        total=True,
         help_text="The priced part of the spend (every call whose cost is known).",
     )
-    judge_usd = serializers.DecimalField(
+    judge_usd = MoneyField(
         source="judge_spend_usd",
-        max_digits=14,
-        decimal_places=8,
+        total=True,
         help_text="The priced part of the judge's spend.",
     )
     price_missing_calls = serializers.IntegerField(
@@ -86,7 +84,7 @@ class SpendSerializer(LeanRepresentation, serializers.Serializer):
         help_text='As the pages show it: "$0.0123", or "price missing (3 calls)".'
     )
 
-    @extend_schema_field(serializers.DecimalField(max_digits=14, decimal_places=8, allow_null=True))
+    @extend_schema_field(MoneyField(total=True, allow_null=True))
     def get_usd(self, run):
         return None if run.unpriced_calls else f"{run.spend_usd:.8f}"
 

@@ -19,7 +19,7 @@ from evaluations.choices import TrialStatus
 from evaluations.contract.totals import COUNT_FIELDS
 from evaluations.models import CheckResult, Trial
 from sherlock.core.api.filters import IdFilter
-from sherlock.core.api.serializers import LeanRepresentation
+from sherlock.core.api.serializers import LeanRepresentation, MoneyField
 
 # What the list shows; the detail adds the JSON documents, which are the heavy part of a row.
 LIST_FIELDS = [
@@ -46,9 +46,7 @@ class TrialSerializer(LeanRepresentation, serializers.ModelSerializer):
     case = serializers.CharField(
         source="case_key", read_only=True, help_text="Stable id within the dataset."
     )
-    cost_usd = serializers.DecimalField(
-        max_digits=14,
-        decimal_places=8,
+    cost_usd = MoneyField(
         allow_null=True,
         read_only=True,
         help_text="The agent's cost of the trial (null when unknown); the judge's share is in "

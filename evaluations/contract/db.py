@@ -58,8 +58,9 @@ from evaluations.choices import (
 from evaluations.contract.inputs import Thresholds, parse_thresholds
 from evaluations.contract.measures import ContractResult, evaluate
 from evaluations.contract.totals import COUNT_FIELDS, VariantTotals, combine
+from sherlock.core.numbers import MoneyField
 
-MONEY: DecimalField = DecimalField(max_digits=20, decimal_places=8)
+MONEY: DecimalField = MoneyField(total=True)
 ZERO = Value(Decimal(0), output_field=MONEY)
 # Quality scores are carried in millionths: summed exactly in SQL (integers), written the same
 # way by the export.

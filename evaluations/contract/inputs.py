@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from evaluations.choices import BillingCoverage, EffectState, OutcomeVerdict
+from sherlock.core.numbers import COUNT, USD
 
 _OUTCOME_VERDICTS = frozenset(OutcomeVerdict.values)
 _EFFECT_STATES = frozenset(EffectState.values)
@@ -378,8 +379,10 @@ def read_trial(record: Any, where: str = "trial") -> TrialRecord:
             windows[name] = 0
             continue
         value = progress[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, int):
             raise fail(f"'progress.{name}' must be a whole number >= 0")
+        if problem := COUNT.problem(value):
+            raise fail(f"'progress.{name}' {problem}")
         windows[name] = value
     if windows["windows_with_evidence_delta"] > windows["active_windows"]:
         raise fail("'progress.windows_with_evidence_delta' exceeds 'progress.active_windows'")
@@ -423,8 +426,8 @@ def read_trial(record: Any, where: str = "trial") -> TrialRecord:
                 usd = _decimal(cost["usd"], "'cost.usd'")
             except ValueError as exc:
                 raise fail(str(exc)) from None
-            if usd < 0:
-                raise fail("'cost.usd' must be >= 0")
+            if problem := USD.problem(usd):
+                raise fail(f"'cost.usd' {problem}")
         if coverage == BillingCoverage.BILLED and usd is None:
             # "billed" without an amount is not billed cost: fail closed as missing.
             coverage = BillingCoverage.MISSING.value

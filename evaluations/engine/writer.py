@@ -9,14 +9,17 @@ COPY on PostgreSQL, `bulk_create` elsewhere), which sets the primary keys on the
 cost lines and check results name the judge calls they rest on.
 """
 
+import decimal
 import logging
 import queue
 import threading
+from dataclasses import replace
 
-from django.db import connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import F
+from django.utils import timezone
 
-from evaluations.choices import TrialStatus
+from evaluations.choices import BillingCoverage, TrialStatus
 from evaluations.costs import write_cost_lines
 from evaluations.models import CheckResult, CostEntry, JudgeCall, Run, Trial
 from sherlock.core.bulk import insert_objects
@@ -128,9 +131,7 @@ class Writer:
 
     A trial's thread hands its results over and takes the next trial at once, instead of
     waiting for a transaction; the writer takes whatever has finished meanwhile (up to
-    `MAX_BATCH`) into one transaction (`write_finished`). If a batch fails, each of its trials
-    is tried alone, so one bad trial cannot sink the others; a trial that still cannot be
-    written stays `running` and the reaper runs it again when its lease ends. The queue is
+    `MAX_BATCH`) into one transaction (`write_batch`). The queue is
     bounded, so trials wait for a writer that falls behind rather than pile up in memory.
     """
 
@@ -180,17 +181,56 @@ class Writer:
             connection.close()
 
     def _write(self, batch):
+        self.written += write_batch(batch)
+
+
+def write_batch(batch):
+    """`write_finished`, and if the batch fails, each of its trials alone: one bad trial cannot
+    sink the others. A trial whose values the database refuses (`STORAGE_ERRORS`) would fail
+    the same way on every retry (a number past its column, a character the database refuses),
+    so it ends as an error with the reason at once (`unstorable`) instead of waiting out
+    leases and attempts; any other failure leaves it running, and the reaper hands it back
+    when its lease ends. Returns how many trials were written."""
+    try:
+        return write_finished(batch)
+    except Exception:
+        log.exception("writing %s trials failed; writing them one by one", len(batch))
+    written = 0
+    for item in batch:
+        _forget_ids(item)
         try:
-            self.written += write_finished(batch)
-            return
-        except Exception:
-            log.exception("writing %s trials failed; writing them one by one", len(batch))
-        for item in batch:
-            _forget_ids(item)
+            written += write_finished([item])
+        except STORAGE_ERRORS as exc:
+            log.exception("trial %s cannot be stored; it ends as an error", item.trial.pk)
             try:
-                self.written += write_finished([item])
-            except Exception:  # left running: the reaper hands it back when its lease ends
-                log.exception("writing trial %s failed", item.trial.pk)
+                written += write_finished([unstorable(item, exc)])
+            except Exception:
+                log.exception("writing trial %s as an error failed", item.trial.pk)
+        except Exception:
+            log.exception("writing trial %s failed", item.trial.pk)
+    return written
+
+
+# Errors that writing the same values again would meet again: the values, not the moment.
+STORAGE_ERRORS = (DataError, IntegrityError, decimal.InvalidOperation, OverflowError, ValueError)
+
+
+def unstorable(item, exc):
+    """The `Finished` of a trial whose results the database refused (`STORAGE_ERRORS`): the
+    trial as an `error` with the database's reason, no transcript, results or cost lines, so
+    the run goes on and the case reads unscored with why."""
+    reason = f"the trial's results could not be stored: {type(exc).__name__}: {exc}"
+    fields = {
+        "status": TrialStatus.ERROR,
+        "finished_at": timezone.now(),
+        "lease_expires_at": None,
+        "error": reason[:2000],
+        "cost_usd": None,
+        "billing_coverage": BillingCoverage.MISSING,
+    }
+    counters = dict.fromkeys(item.counters, 0)
+    counters.update(trials_done=1, trials_error=1)
+    return replace(item, fields=fields, results=[], judge_calls=[], costs=[], counters=counters)
 
 
 def _forget_ids(item):

@@ -56,7 +56,7 @@ from evaluations.judge.answers import (
     repair_request,
 )
 from evaluations.judge.cache import AnswerCache, CachedAnswer
-from evaluations.judge.errors import CUT_OFF, HTTP_ERROR, Failure
+from evaluations.judge.errors import CUT_OFF, HTTP_ERROR, MALFORMED, Failure
 from evaluations.judge.recording import (
     AsyncCacheLookup,
     AsyncRecorder,
@@ -78,6 +78,7 @@ from evaluations.judge.sdk import cap_parameter as cap_parameter_for
 from evaluations.judge.sdk import openai_client
 from evaluations.judge.transport import BLOCKING, ON_LOOP
 from sherlock.core.aio import run_unsuspended
+from sherlock.core.numbers import TOKENS
 
 if TYPE_CHECKING:
     from evaluations.checks.rubrics import Rubric
@@ -441,6 +442,11 @@ class JudgeClient:
             payload, latency_ms = sent
             data, raw, problem, code = read_answer(payload, question.prepared)
             usage = payload.get("usage") or {}
+            figures = usage_problem(usage)
+            if figures is not None:
+                # A usage the columns cannot hold is no answer to price or trust: the call is
+                # an error with the figure's range, never stored as it came (nor as $0).
+                usage, problem, code = {}, figures, MALFORMED
             call = new_call(
                 question,
                 request,
@@ -456,6 +462,9 @@ class JudgeClient:
             calls.append(call)
             if problem is None:
                 outcome = None
+                break
+            if figures is not None:
+                outcome = Failure(f"malformed answer: {problem}", code)
                 break
             if code == CUT_OFF:
                 problem = f"{problem} ({question.max_tokens} tokens)"
@@ -579,3 +588,15 @@ def reset_default_judges() -> None:
     """Forget the default judges and their caches (tests: the database was rolled back)."""
     with _defaults_lock:
         _defaults.clear()
+
+
+def usage_problem(usage) -> str | None:
+    """Why a judge server's reported token usage cannot be stored (a sentence), or None."""
+    if not isinstance(usage, dict):
+        return "usage: must be an object"
+    for name in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(name)
+        problem = None if value is None else TOKENS.problem(value)
+        if problem:
+            return f"usage.{name}: {problem}"
+    return None

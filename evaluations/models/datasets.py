@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import Q
 
 from evaluations.choices import CheckMode
+from sherlock.core.numbers import COUNT
 from sherlock.core.permissions import ScopedQuerySet, ScopedThroughQuerySet
 
 
@@ -171,11 +172,11 @@ class Check(models.Model):
     mode = models.CharField(max_length=12, choices=CheckMode.choices, default=CheckMode.BLOCKING)
     judge_model = models.CharField(max_length=200, blank=True)
     requires_calibration = models.BooleanField(default=False)
-    min_labels = models.PositiveIntegerField(default=20)
+    min_labels = models.PositiveIntegerField(default=20, validators=COUNT.validators())
     kappa_floor = models.FloatField(
         default=0.6, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
-    position = models.PositiveIntegerField(default=0)
+    position = models.PositiveIntegerField(default=0, validators=COUNT.validators())
     # Seed 003: task quality is "the sum of quality scores over the trials where the quality
     # grader actually ran". The grader is named, not guessed from a kind: at most one check per
     # dataset version carries this flag, and a run without one reports quality as n/a.

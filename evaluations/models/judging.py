@@ -8,6 +8,7 @@ from django.db.models.functions import Coalesce
 
 from evaluations.choices import CostKind
 from sherlock.core.money import usd as money
+from sherlock.core.numbers import PRICE_PER_MILLION, MoneyField
 
 
 class ModelPrice(models.Model):
@@ -17,8 +18,12 @@ class ModelPrice(models.Model):
     """
 
     model = models.CharField(max_length=200, unique=True)
-    usd_per_million_input = models.DecimalField(max_digits=12, decimal_places=6)
-    usd_per_million_output = models.DecimalField(max_digits=12, decimal_places=6)
+    usd_per_million_input = models.DecimalField(
+        max_digits=12, decimal_places=6, validators=PRICE_PER_MILLION.validators()
+    )
+    usd_per_million_output = models.DecimalField(
+        max_digits=12, decimal_places=6, validators=PRICE_PER_MILLION.validators()
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -69,7 +74,7 @@ class JudgeCall(models.Model):
     raw_answer = models.TextField(blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
-    usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    usd = MoneyField(null=True, blank=True)
     latency_ms = models.FloatField(default=0)
     run = models.ForeignKey(
         "evaluations.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -134,7 +139,7 @@ class CostEntry(models.Model):
     model = models.CharField(max_length=200, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
-    usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    usd = MoneyField(null=True, blank=True)
     agent = models.ForeignKey(
         "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -196,7 +201,7 @@ class DailyCost(models.Model):
     missing = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
-    usd = models.DecimalField(max_digits=18, decimal_places=8, default=Decimal(0))
+    usd = MoneyField(total=True, default=Decimal(0))
 
     class Meta:
         ordering = ["-day", "agent", "kind"]

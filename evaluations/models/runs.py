@@ -15,6 +15,7 @@ from evaluations.choices import (
     TrialStatus,
 )
 from evaluations.judge.setup import NO_JUDGE, judge_configured
+from sherlock.core.numbers import MoneyField
 from sherlock.core.permissions import within
 
 
@@ -65,10 +66,8 @@ class Run(models.Model):
     trials_total = models.PositiveIntegerField(default=0)
     trials_done = models.PositiveIntegerField(default=0)
     trials_error = models.PositiveIntegerField(default=0)
-    spend_usd = models.DecimalField(
-        max_digits=14, decimal_places=8, default=Decimal(0), help_text="Agent and judge, priced."
-    )
-    judge_spend_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
+    spend_usd = MoneyField(total=True, default=Decimal(0), help_text="Agent and judge, priced.")
+    judge_spend_usd = MoneyField(total=True, default=Decimal(0))
     unpriced_calls = models.PositiveIntegerField(
         default=0, help_text="Agent and judge calls whose cost is unknown (price missing)."
     )
@@ -159,7 +158,7 @@ class Trial(models.Model):
     latency_ms = models.FloatField(null=True, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    cost_usd = MoneyField(null=True, blank=True)
     billing_coverage = models.CharField(
         max_length=10, choices=BillingCoverage.choices, default=BillingCoverage.MISSING
     )

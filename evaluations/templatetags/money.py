@@ -18,6 +18,13 @@ def usd(amount, missing_calls=0):
 
 
 @register.filter
+def item_usd(amount):
+    """One call's, trial's or trace's cost: "(out of range)" beside a figure stored before
+    figures were bounded."""
+    return format_usd(amount, item=True)
+
+
+@register.filter
 def estimate(value):
     return describe_estimate(value)
 

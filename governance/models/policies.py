@@ -1,13 +1,12 @@
 """Publishing policies: the rules a version's evaluation must satisfy before it is published."""
 
-from decimal import Decimal
-
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import OuterRef, Q, Subquery
 
 from governance.choices import Enforcement
+from sherlock.core.numbers import USD
 
 # Rates and floors are fractions of a denominator (DESIGN section 6): a floor of 7 blocks every
 # release, and -3 lets every one through. Validators name the field in a form or an action's
@@ -78,7 +77,7 @@ class PublishingPolicy(models.Model):
         decimal_places=4,
         null=True,
         blank=True,
-        validators=[MinValueValidator(Decimal("0"))],
+        validators=USD.validators(),
     )
     min_quality = models.FloatField(null=True, blank=True, validators=UNIT_INTERVAL)
     # A dataset without outcome verifiers (a question-answering agent with no external effects)

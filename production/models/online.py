@@ -25,6 +25,7 @@ from django.db.models import Q
 
 from agents.models import AgentScopedQuerySet
 from production.choices import ProposalState, ScoreState
+from sherlock.core.numbers import USD, MoneyField
 
 UNIT_INTERVAL = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 
@@ -68,7 +69,7 @@ class OnlineRule(models.Model):
         max_digits=12,
         decimal_places=4,
         default=Decimal("1.0000"),
-        validators=[MinValueValidator(Decimal("0"))],
+        validators=USD.validators(),
     )
     # When scoring last looked at the agent's production contract for a breach (a throttle
     # shared by the workers, `production.online.scoring`); not part of the rule as written.
@@ -152,8 +153,8 @@ class TraceScore(models.Model):
     effects_unknown = models.PositiveIntegerField(default=0)
     effects_denied = models.PositiveIntegerField(default=0)
     effects_without_state = models.PositiveIntegerField(default=0)
-    judge_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    judge_usd = MoneyField(default=Decimal(0))
+    cost_usd = MoneyField(null=True, blank=True)
     billing_coverage = models.CharField(max_length=10, blank=True)
 
     objects = TraceScoreQuerySet.as_manager()
@@ -183,8 +184,8 @@ class OnlineSpend(models.Model):
 
     rule = models.ForeignKey(OnlineRule, on_delete=models.CASCADE, related_name="spend")
     day = models.DateField()
-    reserved_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
-    spent_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
+    reserved_usd = MoneyField(total=True, default=Decimal(0))
+    spent_usd = MoneyField(total=True, default=Decimal(0))
     capped_at = models.DateTimeField(null=True, blank=True)
     capped_traces = models.PositiveIntegerField(default=0)
 

@@ -11,6 +11,7 @@ from django.db import models
 
 from agents.models import AgentScopedQuerySet
 from production.choices import Dialect, SpanKind, SpanStatus, TraceState
+from sherlock.core.numbers import MoneyField
 
 
 class TraceQuerySet(AgentScopedQuerySet):
@@ -52,7 +53,7 @@ class Trace(models.Model):
     input_tokens = models.PositiveIntegerField(null=True, blank=True)
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     latency_ms = models.FloatField(null=True, blank=True)
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    cost_usd = MoneyField(null=True, blank=True)
     model = models.CharField(max_length=200, blank=True)
     has_error = models.BooleanField(default=False)
     resource = models.JSONField(default=dict, blank=True, help_text="Raw resource attributes.")

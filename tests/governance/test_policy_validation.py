@@ -22,6 +22,7 @@ OUT_OF_RANGE = [
     ("min_tool_effect_integrity", -3),
     ("min_quality", 42),
     ("max_cost_per_verified_outcome_usd", Decimal("-0.01")),
+    ("max_cost_per_verified_outcome_usd", Decimal("100000.0001")),
 ]
 
 

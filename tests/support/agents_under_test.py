@@ -43,3 +43,10 @@ def slow(case, **_):
     """Sleeps (for the worker-process tests) and records which process ran it."""
     time.sleep(float(os.environ.get("SHERLOCK_TEST_AGENT_DELAY", "0.05")))
     return {"output": f"done by {os.getpid()}", "tool_calls": []}
+
+
+def reporting(case, **_):
+    """Answers the transcript its case's input holds (``{"answer": {...}}``): an agent that
+    reports whatever figures a test chooses (a cost, token usage, a latency)."""
+    spec = case["input"] if isinstance(case["input"], dict) else {}
+    return dict(spec.get("answer") or {"output": "ok"})

@@ -3,6 +3,7 @@ does not know: a typo would otherwise be silently ignored) and `LeanRepresentati
 without DRF's per-row overhead, measured in its comment)."""
 
 import copy
+import decimal
 from collections.abc import Mapping
 from functools import cached_property
 from operator import attrgetter
@@ -16,6 +17,24 @@ from rest_framework.fields import SkipField
 from rest_framework.relations import PKOnlyObject, RelatedField
 
 from sherlock.core.api.errors import ERRORS_MAX, FIELD_MAX
+from sherlock.core.numbers import DECIMAL_PLACES, ITEM_DIGITS, TOTAL_DIGITS
+
+
+class MoneyField(serializers.DecimalField):
+    """US dollars as the API writes them: an item (`sherlock.core.numbers.MoneyField`, 14
+    digits) or a total (``total=True``, 24). Rendering never raises: DRF quantizes in a context
+    of ``max_digits`` digits, which failed (a 500) on a value stored before the bounds."""
+
+    def __init__(self, *, total=False, **kwargs):
+        kwargs.setdefault("max_digits", TOTAL_DIGITS if total else ITEM_DIGITS)
+        kwargs.setdefault("decimal_places", DECIMAL_PLACES)
+        super().__init__(**kwargs)
+
+    def quantize(self, value):
+        context = decimal.Context(prec=(self.max_digits or 0) + 40)
+        return value.quantize(
+            decimal.Decimal(1).scaleb(-self.decimal_places), rounding=self.rounding, context=context
+        )
 
 
 class RefuseUnknownFields:
