@@ -133,8 +133,11 @@ class PublishingPolicy(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(max_cost_per_verified_outcome_usd__isnull=True)
-                | Q(max_cost_per_verified_outcome_usd__gte=0),
-                name="policy_cost_budget_not_negative",
+                | Q(
+                    max_cost_per_verified_outcome_usd__gte=0,
+                    max_cost_per_verified_outcome_usd__lte=USD.high,
+                ),
+                name="policy_cost_budget_in_range",
             ),
             models.CheckConstraint(condition=Q(repetitions__gte=1), name="policy_repetitions_min"),
             models.CheckConstraint(
