@@ -33,6 +33,7 @@ auth.user.login_failed
 auth.user.logout
 auth.user.password_change
 auth.user.privileges
+auth.user.refused
 evaluations.case.create
 evaluations.case.import
 evaluations.case.refused

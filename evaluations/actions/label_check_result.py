@@ -1,7 +1,7 @@
 """LabelCheckResult: an Editor labels a check result by hand, to calibrate a model check."""
 
 from evaluations.choices import CheckStatus
-from evaluations.models import HumanLabel
+from evaluations.models import Dataset, HumanLabel
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
@@ -29,6 +29,10 @@ class LabelCheckResult(Action):
         self.passed = passed
         self.score = score
         self.note = note
+
+    def check_role(self):
+        if not Dataset.objects.for_user(self.acting_user, "edit").exists():
+            raise ActionDenied("Labelling needs the Editor role (global or of a dataset).")
 
     def check(self):
         dataset = self.check_result.check_config.dataset_version.dataset

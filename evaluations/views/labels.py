@@ -60,6 +60,11 @@ def _item(result):
 
 
 def _datasets_for(request):
+    if request.method == "POST":  # a refused label is audited by its action
+        try:
+            LabelCheckResult(acting_user=request.user, check_result=None).authorize()
+        except ActionError as exc:
+            raise PermissionDenied(str(exc)) from None
     datasets = editable_datasets(request.user)
     if not datasets.exists():
         raise PermissionDenied("Labelling needs the Editor role (global or of a dataset).")

@@ -42,20 +42,6 @@ class GovernanceAction(Action):
         """The object a refusal is recorded against."""
         return None
 
-    def check_role(self):
-        """The part of check() that depends on the acting user's role alone, not on the input.
-        check() calls it first; `authorize()` lets an API view ask it before parsing a body."""
-
-    def authorize(self):
-        """Refuse, audited like any refusal, a user whose role forbids the verb whatever the
-        input: the API asks this before reading a body, so who may not act is answered 403
-        and learns nothing from validation (which usernames or slugs exist)."""
-        try:
-            self.check_role()
-        except ActionError as exc:
-            self.audit_refusal(exc)
-            raise
-
     def execute(self):
         try:
             self.check_limits()  # before prepare(): nothing is written for oversized input

@@ -23,6 +23,7 @@ from governance.models import (
 from governance.role_forms import RoleForm
 from governance.roles import holds_admin_rights, role_grants
 from sherlock.core.admin import ReadOnlyMixin
+from sherlock.core.audit import audit
 from sherlock.core.errors import ActionError
 
 User = get_user_model()
@@ -51,7 +52,16 @@ class SherlockUserAdmin(UserAdmin):
         change, here or anywhere, is audited as `auth.user.password_change`."""
         target = self.get_object(request, unquote(id))
         if target is not None and not request.user.is_superuser and holds_admin_rights(target):
-            raise PermissionDenied
+            reason = "Only a superuser sets the password of an account with Admin rights."
+            if request.method == "POST":  # a refused change is in the log like every other
+                audit(
+                    "auth.user.refused",
+                    actor=request.user,
+                    target=target,
+                    after={"verb": "password_change", "code": "permission_denied"},
+                    reason=reason,
+                )
+            raise PermissionDenied(reason)
         return super().user_change_password(request, id, form_url)
 
     def get_fieldsets(self, request, obj=None):
@@ -83,6 +93,13 @@ class SherlockUserAdmin(UserAdmin):
         ]
 
     def roles_view(self, request, user_id):
+        if request.method == "POST":
+            # A refused change is audited by its action, before anything is read.
+            verb = GrantRole if "grant" in request.POST else RevokeRole
+            try:
+                verb(acting_user=request.user, user=None, role="").authorize()
+            except ActionError as exc:
+                raise PermissionDenied(str(exc)) from None
         if not global_admin(request):
             raise PermissionDenied
         target = get_object_or_404(User, pk=user_id)

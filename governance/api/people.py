@@ -2,7 +2,8 @@
 
 Global Admins list everyone (roles, how they sign in, last sign-in), invite a person (the answer
 carries the one-time sign-up link, once) and deactivate or reactivate them; roles are granted
-and revoked at `/api/v1/role-grants/`. Anyone else is answered 403 before a body is read.
+and revoked at `/api/v1/role-grants/`. Anyone else is answered 403 before a body is read, and a refused change is audited
+(`governance.user.refused`) like every refusal.
 """
 
 from django.contrib.auth import get_user_model
@@ -79,7 +80,13 @@ class PeopleViewSet(viewsets.GenericViewSet):
     """Everyone who may sign in, for global Admins; invitations and (de)activation."""
 
     serializer_class = PersonSerializer
-    permission_classes = [permissions.IsAuthenticated, IsPeopleAdmin]
+
+    def get_permissions(self):
+        # A refused change is its action's to answer and audit (`authorize`, below); a read is
+        # refused here.
+        if self.action == "list":
+            return [permissions.IsAuthenticated(), IsPeopleAdmin()]
+        return [permissions.IsAuthenticated()]
 
     def get_queryset(self):
         grants = RoleGrant.objects.select_related("agent", "dataset").order_by("scope", "role")
@@ -101,6 +108,7 @@ class PeopleViewSet(viewsets.GenericViewSet):
         responses={201: InvitedSerializer, **refusals(400, 403, 409)},
     )
     def create(self, request):
+        InviteUser(acting_user=request.user, username="").authorize()
         data = InviteInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         user, token = InviteUser(acting_user=request.user, **data.validated_data).execute()
@@ -109,6 +117,7 @@ class PeopleViewSet(viewsets.GenericViewSet):
         return Response(answer, status=status.HTTP_201_CREATED)
 
     def _verb(self, request, pk, verb_class):
+        verb_class(acting_user=request.user, user=None).authorize()
         pk = parse_id(pk)
         user = self.get_queryset().filter(pk=pk).first() if pk is not None else None
         if user is None:

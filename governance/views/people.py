@@ -41,9 +41,20 @@ from sherlock.core.inputs import parse_id
 User = get_user_model()
 
 
-def _require_admin(request):
+def _require_admin(request, action=None):
+    """403 unless a global Admin. A POST's refusal is its action's (`authorize`): audited as
+    `governance.<noun>.refused` like every refused change, before any input is read."""
+    if request.method == "POST" and action is not None:
+        try:
+            action.authorize()
+        except ActionError as exc:
+            raise PermissionDenied(str(exc)) from None
     if not is_global_admin(request.user):
         raise PermissionDenied("only an Admin manages people and their roles")
+
+
+def _invite(request):
+    return InviteUser(acting_user=request.user, username="")
 
 
 class InviteForm(forms.Form):
@@ -90,7 +101,7 @@ def _people():
 
 @login_required
 def people_page(request):
-    _require_admin(request)
+    _require_admin(request, _invite(request))
     form = InviteForm(request.POST or None)
     invited = None
     if request.method == "POST" and form.is_valid():
@@ -132,11 +143,11 @@ def people_page(request):
 
 @login_required
 def person_page(request, pk):
-    _require_admin(request)
+    verb = RevokeRole if "revoke" in request.POST else GrantRole
+    _require_admin(request, verb(acting_user=request.user, user=None, role=""))
     person = get_object_or_404(User, pk=pk)
     form = RoleForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        verb = RevokeRole if "revoke" in request.POST else GrantRole
         try:
             verb(
                 acting_user=request.user,
@@ -177,7 +188,13 @@ def _render_person(request, person, link=None, form=None, status=200):
 @login_required
 @require_POST
 def person_verb(request, pk, verb):
-    _require_admin(request)
+    actions = {"deactivate": DeactivateUser, "reactivate": ReactivateUser}
+    if verb == "invite-link":
+        _require_admin(request, _invite(request))
+    elif verb in actions:
+        _require_admin(request, actions[verb](acting_user=request.user, user=None))
+    else:
+        _require_admin(request)
     person = get_object_or_404(User, pk=pk)
     if verb == "invite-link":
         # A fresh link for an invitee who has not used theirs (the same token scheme: the old
@@ -186,7 +203,6 @@ def person_verb(request, pk, verb):
             messages.error(request, f"{person} has signed up already: no invitation to send.")
             return redirect("people:person", pk)
         return _render_person(request, person, link=invite_url(request, make_token(person)))
-    actions = {"deactivate": DeactivateUser, "reactivate": ReactivateUser}
     if verb not in actions:
         raise Http404("no such verb")
     try:
@@ -200,7 +216,15 @@ def person_verb(request, pk, verb):
 
 @login_required
 def sso_page(request):
-    _require_admin(request)
+    if "unmap" in request.POST:
+        action = UnmapSSOGroup(acting_user=request.user, rule=None)
+    elif "configure" in request.POST:
+        action = UpdateSSOProvider(
+            acting_user=request.user, provider_id="", claim_path="", strict=False
+        )
+    else:
+        action = MapSSOGroup(acting_user=request.user, provider_id="", group="", role="")
+    _require_admin(request, action)
     if request.method == "POST":
         _sso_post(request)
         return redirect("people:sso")

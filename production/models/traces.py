@@ -53,7 +53,7 @@ class Trace(models.Model):
     input_tokens = models.PositiveIntegerField(null=True, blank=True)
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     latency_ms = models.FloatField(null=True, blank=True)
-    cost_usd = MoneyField(null=True, blank=True)
+    cost_usd = MoneyField(null=True, blank=True, decimal_places=6)
     model = models.CharField(max_length=200, blank=True)
     has_error = models.BooleanField(default=False)
     resource = models.JSONField(default=dict, blank=True, help_text="Raw resource attributes.")

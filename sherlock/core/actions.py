@@ -49,6 +49,21 @@ class Action(ABC):
     def check(self):  # noqa: B027 - an action with no precondition keeps this default
         """Raise ActionDenied / ActionConflict / ActionInvalid when the action may not run."""
 
+    def check_role(self):  # noqa: B027 - most actions have no role check apart from check()
+        """The part of check() that depends on the acting user's role alone, not on the input:
+        `authorize()` asks it before a view reads a body."""
+
+    def authorize(self):
+        """Refuse, audited like any refusal, a user whose role forbids the verb whatever the
+        input: a page or the API asks this before reading a body, so who may not act is
+        answered 403, learns nothing from validation (which names or slugs exist), and the
+        refused attempt is in the log like every other."""
+        try:
+            self.check_role()
+        except ActionError as exc:
+            self.audit_refusal(exc)
+            raise
+
     def allowed(self):
         try:
             self.check()

@@ -646,7 +646,7 @@ def test_a_trial_missing_a_required_field_is_named_with_the_field():
         ({"quality": {"grader_ran": False, "score": 0.5}}, "must be null when the grader"),
         ({"quality": {"grader_ran": True, "score": None}}, "required when the grader ran"),
         ({"progress": progress(1, 2)}, "exceeds"),
-        ({"cost": {"usd": -1, "billing_coverage": "billed"}}, ">= 0"),
+        ({"cost": {"usd": -1, "billing_coverage": "billed"}}, "must be from 0 to 100,000"),
         ({"declared_complete": "yes"}, "'declared_complete' must be true or false"),
     ],
 )
