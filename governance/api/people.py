@@ -2,8 +2,8 @@
 
 Global Admins list everyone (roles, how they sign in, last sign-in), invite a person (the answer
 carries the one-time sign-up link, once) and deactivate or reactivate them; roles are granted
-and revoked at `/api/v1/role-grants/`. Anyone else is answered 403 before a body is read, and a refused change is audited
-(`governance.user.refused`) like every refusal.
+and revoked at `/api/v1/role-grants/`. Anyone else is answered 403 before a body is read, and a
+refused change is audited (`governance.user.refused`) like every refusal.
 """
 
 from django.contrib.auth import get_user_model

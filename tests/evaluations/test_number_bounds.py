@@ -86,9 +86,7 @@ def test_a_ten_thousand_trial_run_at_every_bound_sums_and_reads(
     trials at the bound (their sum already past any item column); 9,900 more rows like them
     go in through the ledger's own writer, as 99 more repetitions would."""
     agent = factories.agent()
-    frozen = factories.dataset_version(
-        cases=cases_answering([AT_THE_BOUND] * 100), checks=[SHAPE]
-    )
+    frozen = factories.dataset_version(cases=cases_answering([AT_THE_BOUND] * 100), checks=[SHAPE])
     run = factories.start_run(
         builder, reporting_version(agent), frozen, django_capture_on_commit_callbacks
     )

@@ -8,6 +8,7 @@ from governance.models import AuditEntry
 from tests.support.factories import api
 
 NOT_ADMINS = ["editor", "builder", "publisher", "outsider"]
+DENIED = {"code": "permission_denied"}
 
 
 def refusals():
@@ -32,7 +33,7 @@ def test_refused_people_api_calls_are_audited(request, persona, editor):
         answer = client.post(url, body, format="json")
         assert answer.status_code == 403, url
         added = refusals()[before:]
-        assert added == [("governance.user.refused", {"verb": verb, "code": "permission_denied"})], url
+        assert added == [("governance.user.refused", {"verb": verb, **DENIED})], url
 
 
 @pytest.mark.parametrize("persona", NOT_ADMINS)
@@ -54,7 +55,7 @@ def test_refused_people_and_sso_page_posts_are_audited(client, request, persona,
         before = len(refusals())
         assert client.post(url, body).status_code == 403, url
         added = refusals()[before:]
-        assert added == [(f"governance.{noun}.refused", {"verb": verb, "code": "permission_denied"})], url
+        assert added == [(f"governance.{noun}.refused", {"verb": verb, **DENIED})], url
     editor.refresh_from_db()
     assert editor.is_active
 
@@ -70,4 +71,4 @@ def test_the_admins_roles_screen_audits_a_refused_post(client, builder, editor):
     client.force_login(builder)
     answer = client.post(f"/admin/auth/user/{editor.pk}/roles/", {"role": "Admin", "grant": "1"})
     assert answer.status_code in (302, 403)
-    assert ("governance.role.refused", {"verb": "grant", "code": "permission_denied"}) in refusals()
+    assert ("governance.role.refused", {"verb": "grant", **DENIED}) in refusals()
