@@ -72,3 +72,70 @@ def test_serve_answers_static_traversal_with_404_and_still_serves_static_files(s
     assert status_of(served, "/static/no-such-file.css") == 404
     for path in TRAVERSALS:
         assert status_of(served, path) == 404, path
+
+
+def _serve(port, log_path):
+    env = {**os.environ, "DATABASE_URL": workers.test_database_url(), "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, str(workers.ROOT / "manage.py"), "serve", f"127.0.0.1:{port}"],
+        cwd=workers.ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _children(pid):
+    """The pids whose parent is `pid`, read from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_taken_port_is_one_line_and_exit_1_with_no_worker_started(live_db, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = _serve(port, tmp_path / "serve.log")
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 1
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"cannot serve on 127.0.0.1:{port}" in lines[0], err
+    assert "Sherlock is at" not in out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal")
+def test_a_killed_serve_leaves_no_worker_behind(live_db, tmp_path):
+    port = free_port()
+    process = _serve(port, tmp_path / "serve.log")
+
+    def answers():
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        assert workers.wait_for(answers, timeout=60)
+        children = _children(process.pid)
+        assert len(children) == 2
+    finally:
+        process.kill()  # no chance to stop its children itself
+        process.communicate(timeout=30)
+    assert workers.wait_for(lambda: not any(_alive(pid) for pid in children), timeout=30)

@@ -1,14 +1,19 @@
 """`manage.py serve`: the web server and a django-q2 worker together, as `make run` starts them.
 
-Both run as child processes; Ctrl-C (SIGINT) or SIGTERM stops both, and if either exits the
-other is stopped too, so a half-running Sherlock is never left behind.
+Both run as child processes, each in a process group of its own; Ctrl-C (SIGINT) or SIGTERM
+stops both groups, and if either exits the other is stopped too (and `serve` exits 1 naming
+which), so a half-running Sherlock is never left behind. An address it cannot listen on (a port
+taken) is one line and exit 1, before any worker starts. For a deployment, see docs/deploy.md.
 
 The web server is Django's `runserver` serving the static files itself (`--insecure`), with one
 change: a path that climbs out of the static directories (`/static/../..`) is a 404, where
 Django's handler lets the finder's `SuspiciousFileOperation` through as a 500 (issue 22).
 """
 
+import contextlib
+import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,7 +22,7 @@ from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.contrib.staticfiles.management.commands.runserver import Command as RunServer
 from django.core.exceptions import SuspiciousFileOperation
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
 
@@ -57,11 +62,12 @@ class Command(BaseCommand):
             # insecure_serving: serve static files (admin CSS, htmx) although DEBUG is off.
             call_command(WebServer(), addrport, use_reloader=False, insecure_serving=True)
             return
+        check_bindable(addrport)  # one line and exit 1, before any worker starts
         python = sys.executable
         manage = sys.argv[0]
         children = [
-            subprocess.Popen([python, manage, "qcluster"]),
-            subprocess.Popen([python, manage, "serve", "--web-only", addrport]),
+            _start([python, manage, "qcluster"]),
+            _start([python, manage, "serve", "--web-only", addrport]),
         ]
         self.stdout.write(
             f"Sherlock is at http://{addrport}/runs/ (admin: /admin/, API docs: /api/docs/). "
@@ -77,12 +83,54 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         while not stopping and all(child.poll() is None for child in children):
             time.sleep(0.3)
+        ended = [child for child in children if child.poll() not in (None, 0)]
         for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
+            _signal_group(child, signal.SIGTERM)
         for child in children:
             try:
                 child.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                child.kill()
+                _signal_group(child, signal.SIGKILL)
+                child.wait()
+        if ended and not stopping:
+            names = {children[0].pid: "the worker", children[1].pid: "the web server"}
+            child = ended[0]
+            raise CommandError(f"{names[child.pid]} stopped (exit {child.returncode})")
         self.stdout.write("Stopped.")
+
+
+def check_bindable(addrport):
+    """CommandError, one line, when `addrport` cannot be listened on (taken, or not this
+    machine's): `serve` exits 1 before it starts a worker that nothing would stop."""
+    host, _, port = addrport.rpartition(":")
+    host = (host or "127.0.0.1").strip("[]")
+    try:
+        number = int(port)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, number))
+    except (OSError, ValueError, OverflowError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise CommandError(f"cannot serve on {addrport}: {why}") from None
+
+
+def _start(command):
+    """A child in a process group of its own (a worker's own processes included), which the
+    kernel stops if `serve` itself dies (Linux's parent-death signal), so no worker is ever
+    left running without its server."""
+    return subprocess.Popen(command, start_new_session=True, preexec_fn=_die_with_parent)
+
+
+def _die_with_parent():
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _signal_group(child, signum):
+    """`signum` to every process of `child`'s group (the qcluster's sentinel and workers too)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signum)
