@@ -4,9 +4,13 @@ The token is Django's signing (`TimestampSigner` through `signing.dumps`, salted
 under SECRET_KEY) of the user's id and a fingerprint of what accepting changes: the password
 hash and the last sign-in. So a link expires after SHERLOCK_INVITE_HOURS, and works once:
 setting the password changes the fingerprint, and so does a sign-in (an account already in
-use is no invitation). No e-mail server is assumed: the Admin copies the link; when
-EMAIL_HOST is set, it is also sent to the person's address.
+use is no invitation); a deactivation ends every link sent before it, for good. No e-mail
+server is assumed: the Admin copies the link; when EMAIL_HOST is set, it is also sent to the
+person's address.
 """
+
+import time
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -23,7 +27,23 @@ def _fingerprint(user):
 
 
 def make_token(user):
-    return signing.dumps({"u": user.pk, "f": _fingerprint(user)}, salt=SALT, compress=True)
+    issued = round(time.time(), 6)
+    return signing.dumps(
+        {"u": user.pk, "f": _fingerprint(user), "t": issued}, salt=SALT, compress=True
+    )
+
+
+def _deactivated_since(user, issued):
+    """Whether `user` was deactivated at or after `issued` (seconds since the epoch): a link
+    sent before a deactivation stays dead after a reactivation."""
+    from governance.models import AuditEntry
+
+    return AuditEntry.objects.filter(
+        action="governance.user.deactivate",
+        target_type=f"{user._meta.app_label}.{user._meta.model_name}",
+        target_id=str(user.pk),
+        at__gte=datetime.fromtimestamp(issued, tz=UTC),
+    ).exists()
 
 
 def user_for_token(token):
@@ -36,6 +56,9 @@ def user_for_token(token):
         return None
     user = get_user_model().objects.filter(pk=data["u"], is_active=True).first()
     if user is None or not constant_time_compare(str(data.get("f")), _fingerprint(user)):
+        return None
+    issued = data.get("t")
+    if _deactivated_since(user, issued if isinstance(issued, int | float) else 0):
         return None
     return user
 

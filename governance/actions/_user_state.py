@@ -6,13 +6,15 @@ from governance.actions.base import GovernanceAction
 from governance.roles import is_global_admin
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
+from sherlock.core.sessions import end_sessions_of
 
 
 class UserActiveVerb(GovernanceAction):
     """Set `user.is_active` to `active`: only a global Admin, never on themselves, and only
     when it changes. An inactive user cannot sign in (password or SSO), their sessions stop
     working and their API keys are refused (re-read on every request); their role grants stay,
-    so reactivating restores what they had."""
+    so reactivating restores what they had. Deactivation ends their sessions and unused
+    invitation links for good: a reactivated person signs in again, or gets a fresh link."""
 
     noun = "user"
     active = True
@@ -43,6 +45,11 @@ class UserActiveVerb(GovernanceAction):
     def perform(self):
         self.user.is_active = self.active
         self.user.save(update_fields=["is_active"])
+        if not self.active:
+            # For good: the sessions opened before end now, and so do the invitation links
+            # sent before (`governance.invites` refuses a link older than a deactivation), so
+            # reactivating asks for a fresh sign-in or a fresh link.
+            end_sessions_of(self.user)
         audit(
             f"governance.user.{self.verb}",
             actor=self.acting_user,

@@ -344,3 +344,28 @@ def test_the_pickers_find_agents_and_datasets_for_an_admin(client, admin_user, e
     # What the picker posts is what the form takes.
     client.post(f"/people/{editor.pk}/", {"role": "Editor", "dataset": basics.pk, "grant": "1"})
     assert editor.role_grants.filter(role="Editor", dataset=basics).exists()
+
+
+def test_deactivation_ends_sessions_and_links_for_good(client, admin_user, editor):
+    """Reactivating a person asks for a fresh sign-in and a fresh link: neither the sessions
+    opened before the deactivation nor the invitation sent before it come back."""
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(editor)
+    assert browser.get("/runs/").status_code == 200
+    dana, token = invite(admin_user)
+    assert client.get(f"/people/join/{token}/").status_code == 200
+
+    from governance.actions.reactivate_user import ReactivateUser
+
+    DeactivateUser(acting_user=admin_user, user=editor).execute()
+    DeactivateUser(acting_user=admin_user, user=dana).execute()
+    ReactivateUser(acting_user=admin_user, user=editor).execute()
+    ReactivateUser(acting_user=admin_user, user=dana).execute()
+
+    signed_out = browser.get("/runs/")
+    assert signed_out.status_code == 302 and "/accounts/login/" in signed_out["Location"]
+    assert client.get(f"/people/join/{token}/").status_code == 410
+    fresh = make_token(User.objects.get(pk=dana.pk))
+    assert client.get(f"/people/join/{fresh}/").status_code == 200
