@@ -138,10 +138,45 @@ PLAIN_BOUNDS = {
 }
 
 
+# RFC 9110's token: what a header's name may be made of.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# Headers the HTTP library and the connection own: hop-by-hop ones, and where and how much is
+# sent. A config that sets them would override the destination Sherlock checked (`Host`) or
+# break the framing of the request.
+_OWNED_HEADERS = frozenset(
+    {
+        "connection",
+        "content-length",
+        "host",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+
+
 def validate_headers(headers, where):
-    """Refuse a credential written into the config: it would be stored and shown in the admin;
-    and a secret's prefix that no header may hold (`validate_secret`)."""
+    """Refuse, at save: a name that is not an HTTP token or is a header the connection owns
+    (hop-by-hop, `Host`, `Content-Length`), a written value no header may hold (a line break:
+    every call would fail, or smuggle a second header), a credential written into the config
+    (it would be stored and shown in the admin), and a secret's prefix that no header may hold
+    (`validate_secret`)."""
     for name, value in (headers or {}).items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ValueError(
+                f"{where}.{name[:60]}: not a header name (letters, digits and !#$%&'*+.^_`|~-)"
+            )
+        if name.lower() in _OWNED_HEADERS:
+            raise ValueError(
+                f"{where}.{name}: set by the connection itself; a config may not set it"
+            )
+        if isinstance(value, str) and (problem := header_value_error(value)):
+            raise ValueError(f"{where}.{name}: cannot be sent in a header: {problem}")
         if isinstance(value, str) and _SECRET_HEADER.search(name):
             raise ValueError(
                 f"{where}.{name}: a credential must be named by environment variable, "

@@ -6,6 +6,8 @@ other value, taken as the output. In a run it runs on the engine's bounded threa
 engine's event loop awaits it there), so it must be thread-safe.
 """
 
+import inspect
+
 from agents.adapters.base import AgentCallError, PreparedAgent
 from sherlock.core.imports import import_allowed
 
@@ -32,9 +34,26 @@ SCHEMA = {
 
 def validate(config):
     try:
-        import_allowed(config["callable"], "SHERLOCK_AGENT_CALLABLES")
+        function = import_allowed(config["callable"], "SHERLOCK_AGENT_CALLABLES")
     except ValueError as exc:
         raise ValueError(f"config.callable: {exc}") from None
+    check_arguments(function, config.get("kwargs") or {})
+
+
+def check_arguments(function, kwargs):
+    """ValueError naming `config.kwargs` unless `function(case, **kwargs)` fits its signature:
+    a keyword it does not take, or a required one missing, would fail every trial at run time,
+    so it is refused when the version is saved. A callable whose signature cannot be read (some
+    built-ins) is taken as it is."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind({}, **kwargs)
+    except TypeError as exc:
+        name = getattr(function, "__name__", "the callable")
+        raise ValueError(f"config.kwargs: {exc} (it is {name}{signature})") from None
 
 
 class PythonAgent(PreparedAgent):

@@ -50,3 +50,8 @@ def reporting(case, **_):
     reports whatever figures a test chooses (a cost, token usage, a latency)."""
     spec = case["input"] if isinstance(case["input"], dict) else {}
     return dict(spec.get("answer") or {"output": "ok"})
+
+
+def greeter(case, *, greeting, punctuation="."):
+    """Answers with a configured greeting (its `kwargs`: a required and an optional one)."""
+    return {"output": f"{greeting}, {case['input']}{punctuation}"}
