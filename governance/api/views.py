@@ -64,6 +64,7 @@ from governance.models import (
 from governance.publication import publication_of
 from governance.roles import describe_grant, is_global_admin, role_grants
 from sherlock.core.api.errors import refusals
+from sherlock.core.permissions import user_can
 
 REFUSED = refusals(400, 403, 404, 409, s400="Invalid input (e.g. a thin reason).")
 
@@ -441,8 +442,10 @@ class PolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 def gate_datasets_of(agent, user):
     """The body of `GET /agents/{slug}/gate-datasets/` (`GateDatasetsSerializer`): the Admin's
     choice for `agent` and what its next publish request runs, under the policy in force, as
-    `user` may see it: a dataset they may not see is named nowhere, only counted (`hidden`),
-    as every other surface answers such a dataset as one that does not exist."""
+    `user` may see it. One rule names a dataset on every surface (docs/governance.md, "Who
+    reads a dataset's name"): whoever may see an agent reads the names of the datasets it is
+    gated on, as its runs, its publish page and the run picker name them; anyone else reads
+    only the datasets they hold a role on, and the rest is counted (`hidden`)."""
     from evaluations.models import Dataset
 
     chosen = list(
@@ -453,7 +456,12 @@ def gate_datasets_of(agent, user):
     policy = PublishingPolicy.objects.in_force_for(agent)
     gated = list(gate_datasets_for(agent, policy).values_list("pk", "slug"))
     named = {row.dataset_id for row in chosen} | {pk for pk, _ in gated}
-    visible = set(Dataset.objects.for_user(user).filter(pk__in=named).values_list("pk", flat=True))
+    if user_can(user, "view", agent):
+        visible = named
+    else:
+        visible = set(
+            Dataset.objects.for_user(user).filter(pk__in=named).values_list("pk", flat=True)
+        )
     own = policy is not None and policy.agent_id == agent.pk and policy.gate_datasets.exists()
     return {
         "agent": agent.slug,

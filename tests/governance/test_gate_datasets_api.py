@@ -130,18 +130,20 @@ def test_who_reads_and_who_sets(request, billing, persona, reads, sets):
         assert chosen(billing) == []
 
 
-def test_a_reader_is_told_of_no_dataset_they_may_not_see(admin_user, billing):
-    """A Builder of the agent with a role on one of its two gate datasets: the other one is
-    counted, not named (its slug, who chose it, when)."""
+def test_whoever_may_see_the_agent_reads_its_gate_datasets_names(admin_user, billing):
+    """One rule names a dataset on every surface: a Builder of the agent reads the names of
+    both its gate datasets, with a role on one of them or none, as the agent's runs, its publish
+    page and the run picker name them to him."""
     from evaluations.models import Dataset
 
     factories.api(admin_user).put(URL, {"datasets": ["billing-qa", "billing-edge"]}, format="json")
     builder = grant_on(factories.user("agent-builder"), "Builder", billing)
     builder = grant_on(builder, "Editor", Dataset.objects.get(slug="billing-qa"))
     body = factories.api(builder).get(URL).json()
-    assert body["datasets"] == ["billing-qa"] == body["gated_on"]
-    assert [row["dataset"] for row in body["chosen"]] == ["billing-qa"]
-    assert body["hidden"] == 1 and "billing-edge" not in str(body)
+    assert body["datasets"] == ["billing-edge", "billing-qa"] == body["gated_on"]
+    assert body["hidden"] == 0
+    stranger = grant_on(factories.user("stranger"), "Editor", Dataset.objects.get(slug="billing-qa"))
+    assert factories.api(stranger).get(URL).status_code == 404  # the agent is not theirs
 
 
 def test_an_unknown_agent_is_a_404_in_the_error_shape(admin_user, db):
