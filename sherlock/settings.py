@@ -438,6 +438,9 @@ if env_bool("SHERLOCK_FAST_HASHER", False):
 # (provider, subject) only, never by e-mail: no e-mail authentication, no auto-connect, and no
 # unique-e-mail rule that would stop an auto sign-up or merge two people.
 SHERLOCK_PASSWORD_LOGIN = env_bool("SHERLOCK_PASSWORD_LOGIN", True)
+# A single sign-on groups claim must be a list; set this for a provider that sends one group as
+# a string (docs/sso.md). Off: a string is no groups, so a misconfigured claim grants nothing.
+SHERLOCK_SSO_GROUP_STRING = env_bool("SHERLOCK_SSO_GROUP_STRING", False)
 
 
 def _loopback(host):

@@ -2,8 +2,10 @@
 
 Pure functions over plain data (the tests call them directly): the claims are the ID token's
 merged with the userinfo answer's (userinfo wins, as the fresher of the two), and a claim path
-is dotted (`realm_access.roles`: Keycloak's realm roles). A group claim that is a string (one
-group) counts as a list of one; anything else is no groups.
+is dotted (`realm_access.roles`: Keycloak's realm roles). A group claim must be a list of
+strings; a single string is no groups, unless `SHERLOCK_SSO_GROUP_STRING` says it counts as a
+list of one (a provider that sends its one group as a string, Google's `hd`): a
+misconfigured provider sending "admins" where a list belongs must not grant a mapped role.
 """
 
 
@@ -13,14 +15,19 @@ def merged_claims(extra_data):
     return {**(extra_data.get("id_token") or {}), **(extra_data.get("userinfo") or {})}
 
 
-def groups_at(claims, path):
-    """The groups at the dotted `path` of `claims`, as a sorted list of strings."""
+def groups_at(claims, path, *, string_is_a_group=None):
+    """The groups at the dotted `path` of `claims`, as a sorted list of strings. A string there
+    is one group only when `string_is_a_group` (default: `SHERLOCK_SSO_GROUP_STRING`)."""
+    if string_is_a_group is None:
+        from django.conf import settings
+
+        string_is_a_group = settings.SHERLOCK_SSO_GROUP_STRING
     value = claims
     for part in (path or "").split("."):
         if not isinstance(value, dict) or part not in value:
             return []
         value = value[part]
-    if isinstance(value, str):
+    if isinstance(value, str) and string_is_a_group:
         value = [value]
     if not isinstance(value, list):
         return []

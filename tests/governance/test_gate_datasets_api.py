@@ -142,7 +142,8 @@ def test_whoever_may_see_the_agent_reads_its_gate_datasets_names(admin_user, bil
     body = factories.api(builder).get(URL).json()
     assert body["datasets"] == ["billing-edge", "billing-qa"] == body["gated_on"]
     assert body["hidden"] == 0
-    stranger = grant_on(factories.user("stranger"), "Editor", Dataset.objects.get(slug="billing-qa"))
+    qa = Dataset.objects.get(slug="billing-qa")
+    stranger = grant_on(factories.user("stranger"), "Editor", qa)
     assert factories.api(stranger).get(URL).status_code == 404  # the agent is not theirs
 
 

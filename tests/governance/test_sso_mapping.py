@@ -49,7 +49,7 @@ def apply(user, *groups):
     [
         ({"groups": ["b", "a", "a"]}, "groups", ["a", "b"]),
         ({"realm_access": {"roles": ["x"]}}, "realm_access.roles", ["x"]),
-        ({"groups": "solo"}, "groups", ["solo"]),
+        ({"groups": "solo"}, "groups", []),
         ({"groups": [1, None, "ok"]}, "groups", ["ok"]),
         ({"groups": {"not": "a list"}}, "groups", []),
         ({}, "groups", []),
@@ -58,6 +58,19 @@ def apply(user, *groups):
 )
 def test_groups_are_read_at_a_dotted_claim_path(data, path, expected):
     assert groups_at(data, path) == expected
+
+
+def test_a_string_is_one_group_only_where_the_operator_says_so(settings):
+    assert groups_at({"groups": "solo"}, "groups") == []
+    settings.SHERLOCK_SSO_GROUP_STRING = True
+    assert groups_at({"groups": "solo"}, "groups") == ["solo"]
+
+
+def test_a_groups_claim_sent_as_a_string_grants_no_mapped_role(mapping, outsider):
+    """A provider misconfigured to send "qa" where a list belongs grants nothing by default."""
+    claims_as_string = {"iss": "https://idp.example", "sub": "s-1", "groups": "qa"}
+    granted, _ = ApplySSORoles(user=outsider, provider_id="corp", claims=claims_as_string).execute()
+    assert granted == [] and not outsider.role_grants.exists()
 
 
 def test_userinfo_claims_win_over_the_id_token():
