@@ -42,6 +42,9 @@ _CASE_TYPES = {
 }
 CASE_FIELDS = tuple(_CASE_TYPES)
 ELEMENT_MAX_ERRORS = 5  # wrong elements of one list field named one by one (docs/cases.md)
+# The keys of a case's `expected` (docs/checks.md, "The case"; `assertions`: the promptfoo
+# import's, kept for reference).
+EXPECTED_KEYS = frozenset({"output", "table", "chart", "trajectory", "assertions"})
 
 
 def snapshot(case_version):
@@ -124,6 +127,11 @@ def content_errors(fields, checks):
         if len(wrong) > ELEMENT_MAX_ERRORS:
             refuse(f"{name}: and {len(wrong) - ELEMENT_MAX_ERRORS} more that are not strings", name)
     expected = good.get("expected") or {}
+    # What a check reads of `expected` (docs/checks.md, "The case"), and the promptfoo import's
+    # kept assertions: any other key is a typo no check would ever read ("outptu").
+    for key in [key for key in expected if key not in EXPECTED_KEYS][:ELEMENT_MAX_ERRORS]:
+        known = ", ".join(sorted(EXPECTED_KEYS))
+        refuse(f"expected.{str(key)[:60]}: not a key of expected (one of {known})", "expected")
     if "output" in expected and not isinstance(expected["output"], str):
         got = _json_type(expected["output"])
         refuse(f"expected.output: must be a string (got {got})", "expected.output")

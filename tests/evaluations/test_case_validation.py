@@ -271,3 +271,20 @@ def test_a_dataset_with_a_bad_slug_and_no_name_is_refused_with_both(editor):
         CreateDataset(acting_user=editor, slug="not a slug", name="").execute()
 
     assert {e.field for e in refused.value.errors} == {"slug", "name"}
+
+
+def test_an_unknown_key_of_expected_is_refused_naming_it(editor, draft):
+    """`{"bogus": 1}` would be stored and never read by any check."""
+    from sherlock.core.errors import each_error
+
+    with pytest.raises(ActionInvalid) as refused:
+        CreateCase(
+            acting_user=editor,
+            dataset_version=draft,
+            key="typo",
+            input="q",
+            expected={"bogus": 1, "output": "a"},
+        ).execute()
+    messages = [str(error) for error in each_error(refused.value)]
+    assert any(m.startswith("expected.bogus: not a key of expected") for m in messages)
+    assert not CaseVersion.objects.filter(dataset_version=draft, case__key="typo").exists()
