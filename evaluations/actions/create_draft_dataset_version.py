@@ -36,6 +36,7 @@ class CreateDraftDatasetVersion(Action):
         number = (self.dataset.versions.aggregate(n=Max("number"))["n"] or 0) + 1
         source = self.dataset.latest_frozen
         draft = DatasetVersion.objects.create(dataset=self.dataset, number=number, note=self.note)
+        draft.copied_from = source  # what the caller says it started from (not a column)
         if source is not None:
             Check.objects.bulk_create(
                 Check(dataset_version=draft, **{f: getattr(c, f) for f in CHECK_FIELDS})

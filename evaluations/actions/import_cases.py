@@ -82,6 +82,16 @@ class ImportResult:
     unchanged: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     started_draft: bool = False
+    copied_from: DatasetVersion | None = None  # the frozen version a started draft copies
+
+    def started_words(self):
+        """What a message says of the draft an import started, "" when it started none: the
+        version it copied, by name ("a new draft, started from v3"), never a guess."""
+        if not self.started_draft:
+            return ""
+        if self.copied_from is None:
+            return " (a new, empty draft: the dataset had no frozen version)"
+        return f" (a new draft, started from {self.copied_from})"
 
     def counts(self):
         return {
@@ -200,6 +210,7 @@ class ImportCases(Action):
                 acting_user=self.acting_user, dataset=self.dataset, note="started by an import"
             ).execute()
             result.started_draft = True
+            result.copied_from = draft.copied_from
             # The new draft holds copies of the frozen version's cases: update those rows.
             current = {cv.case.key: cv for cv in draft.case_versions.select_related("case")}
         result.version = draft

@@ -266,9 +266,7 @@ class DatasetCasesIOMixin:
             return redirect(back)
         request.session.pop(SESSION_KEY, None)
         counts = result.counts()
-        started = (
-            " (a new draft, started from the latest frozen version)" if result.started_draft else ""
-        )
+        started = result.started_words()
         messages.success(
             request,
             f"Imported into {result.version}{started}: {counts['added']} added, "

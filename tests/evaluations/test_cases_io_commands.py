@@ -128,8 +128,20 @@ def test_import_starts_a_draft_and_says_so(source, editor, tmp_path):
     path = tmp_path / "tests.csv"
     path.write_text("question,__expected\nCapital of France?,Paris\n")
     out, _ = command("import_cases", "source", str(path), "--user", "editor")
-    assert "source v2 (draft) (draft started from the latest frozen version)" in out
+    assert "source v2 (draft) (a new draft, started from source v1)" in out
     assert "1 added, 0 changed, 0 unchanged (promptfoo)" in out
+
+
+def test_the_started_draft_names_the_version_it_copied(source, editor, tmp_path):
+    """The message names the version the new draft copies, not "the latest": with v1 and v2
+    frozen, v3 starts from v2."""
+    from django.utils import timezone
+
+    DatasetVersion.objects.create(dataset=source.dataset, number=2, frozen_at=timezone.now())
+    path = tmp_path / "cases.csv"
+    path.write_text("key,input\nnew-case,Hello\n")
+    out, _ = command("import_cases", "source", str(path), "--user", "editor")
+    assert "source v3 (draft) (a new draft, started from source v2)" in out
 
 
 @pytest.mark.parametrize(

@@ -85,9 +85,7 @@ class Command(BaseCommand):
             for key, fields in result.changed.items():
                 self.stdout.write(f"  changed  {key}: {', '.join(fields)}")
         else:
-            started = (
-                " (draft started from the latest frozen version)" if result.started_draft else ""
-            )
+            started = result.started_words()
             self.stdout.write(f"{where}{started}: {summary}")
 
     def report_errors(self, file, errors):
