@@ -110,7 +110,7 @@ def figure_problems(transcript: Mapping, where: str = "transcript") -> list[tupl
     (`sherlock.core.numbers`), as (key, "<where>.<field>: <problem>"): its latency, its token
     usage and its cost. ``key`` is the transcript's key at fault (``latency_ms``, ``usage``,
     ``cost_usd``). What an adapter, a client upload or a trace reports is checked with this
-    before it is stored, so no figure can overflow a column or a sum (docs/limits.md,
+    before it is stored, so no figure can overflow a column or a sum (docs/api.md,
     "Numbers")."""
     problems = []
     latency = transcript.get("latency_ms")

@@ -171,7 +171,7 @@ def _trial(trace, spans, now, prices):
     if problems:
         # A tracer's figure out of range (a cost of $10^9, tokens past the column) is dropped
         # from the trial and named, and the rest of the trace is kept: one bad attribute
-        # never stops completion (docs/limits.md, "Numbers").
+        # never stops completion (docs/api.md, "Numbers").
         for key, _ in problems:
             transcript.pop(key, None)
             if key == "latency_ms":

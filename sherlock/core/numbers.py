@@ -1,5 +1,5 @@
 """Numbers with bounds: every figure that comes from outside has a documented range, checked
-where it enters (docs/limits.md, "Numbers").
+where it enters (docs/api.md, "Numbers").
 
 A cost, a token count or a latency comes from a team's task (the client's uploads), an agent's
 answer (the `http` and `openai_chat` adapters), a judge's usage, a tracer's spans, an imported

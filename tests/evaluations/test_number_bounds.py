@@ -1,4 +1,4 @@
-"""Numbers with bounds (docs/limits.md, "Numbers"): every figure from outside is checked where
+"""Numbers with bounds (docs/api.md, "Numbers"): every figure from outside is checked where
 it enters, sums cannot overflow their columns, and no read of a stored figure raises.
 
 Before the bounds, one trial billing $2,000,000 made every page that read it answer 500 on
