@@ -383,3 +383,26 @@ def test_a_trial_the_database_refuses_ends_as_an_error_at_once(
     assert trial.error.startswith("the trial's results could not be stored:")
     run.refresh_from_db()
     assert run.trials_done == 1 and run.trials_error == 1 and run.spend_usd == 0
+
+
+def test_an_infinite_latency_stored_before_the_bounds_becomes_unknown(
+    admin_user, builder, django_capture_on_commit_callbacks
+):
+    """`{"latency_ms": 1e400}` parsed as infinity, which no JSON answer can carry: the trials
+    API answered 500 for its run. The migration makes it unknown."""
+    import importlib
+
+    from django.apps import apps
+
+    agent = factories.agent()
+    frozen = factories.dataset_version(cases=cases_answering([{"output": "ok"}]), checks=[SHAPE])
+    run = factories.start_run(
+        builder, reporting_version(agent), frozen, django_capture_on_commit_callbacks
+    )
+    Trial.objects.filter(run=run).update(latency_ms=float("inf"))
+    migration = importlib.import_module("evaluations.migrations.0015_no_infinite_latencies")
+    migration.forget_infinities(apps, None)
+    assert Trial.objects.get(run=run).latency_ms is None
+    api = APIClient()
+    api.force_authenticate(admin_user)
+    assert api.get(f"/api/v1/trials/?run={run.pk}").status_code == 200
