@@ -186,7 +186,7 @@ class Writer:
 
 def write_batch(batch):
     """`write_finished`, and if the batch fails, each of its trials alone: one bad trial cannot
-    sink the others. A trial whose values the database refuses (`STORAGE_ERRORS`) would fail
+    sink the others. A trial whose values the database refuses (`storage_errors`) would fail
     the same way on every retry (a number past its column, a character the database refuses),
     so it ends as an error with the reason at once (`unstorable`) instead of waiting out
     leases and attempts; any other failure leaves it running, and the reaper hands it back
@@ -200,7 +200,7 @@ def write_batch(batch):
         _forget_ids(item)
         try:
             written += write_finished([item])
-        except STORAGE_ERRORS as exc:
+        except storage_errors() as exc:
             log.exception("trial %s cannot be stored; it ends as an error", item.trial.pk)
             try:
                 written += write_finished([unstorable(item, exc)])
@@ -212,14 +212,24 @@ def write_batch(batch):
 
 
 # Errors that writing the same values again would meet again: the values, not the moment.
+# The driver's own classes too: PostgreSQL's COPY (`sherlock.core.bulk`) raises them unwrapped.
 STORAGE_ERRORS = (DataError, IntegrityError, decimal.InvalidOperation, OverflowError, ValueError)
 
 
+def storage_errors():
+    """`STORAGE_ERRORS` and the database driver's DataError and IntegrityError."""
+    driver = connection.Database
+    return (*STORAGE_ERRORS, driver.DataError, driver.IntegrityError)
+
+
 def unstorable(item, exc):
-    """The `Finished` of a trial whose results the database refused (`STORAGE_ERRORS`): the
+    """The `Finished` of a trial whose results the database refused (`storage_errors`): the
     trial as an `error` with the database's reason, no transcript, results or cost lines, so
     the run goes on and the case reads unscored with why."""
-    reason = f"the trial's results could not be stored: {type(exc).__name__}: {exc}"
+    # The database's first line: it names the column or the constraint (the rest may quote
+    # the row being written).
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    reason = f"the trial's results could not be stored: {type(exc).__name__}: {first}"
     fields = {
         "status": TrialStatus.ERROR,
         "finished_at": timezone.now(),

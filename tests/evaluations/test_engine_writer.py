@@ -61,7 +61,8 @@ def test_one_trial_that_cannot_be_written_does_not_sink_its_batch(live_db, build
     # values would fail on every retry, so it ends as an error with why, at once.
     assert statuses == {"good": "completed", "broken": "error"}
     error = Trial.objects.get(run=run, case__key="broken").error
-    assert error.startswith("the trial's results could not be stored: IntegrityError")
+    assert error.startswith("the trial's results could not be stored:")
+    assert "checkresult_score_in_unit_interval" in error
     assert CheckResult.objects.filter(trial__run=run).count() == 1
 
 
