@@ -203,13 +203,14 @@ def test_an_editor_changes_only_what_they_changed(logged_in, editor, draft):
 
 def test_expected_keys_the_form_does_not_show_are_kept(logged_in, editor, draft):
     cv = draft.case_versions.get()
-    CaseVersion.objects.filter(pk=cv.pk).update(expected={"output": "x", "note": "kept"})
+    kept = ["contains:Paris"]  # a promptfoo import's assertions: a key the form does not show
+    CaseVersion.objects.filter(pk=cv.pk).update(expected={"output": "x", "assertions": kept})
     logged_in(editor).post(
         f"/admin/evaluations/caseversion/{cv.pk}/change/",
         {"input_format": "text", "input": "q", "expected_output": "y"},
     )
     cv.refresh_from_db()
-    assert cv.expected == {"output": "y", "note": "kept"}
+    assert cv.expected == {"output": "y", "assertions": kept}
 
 
 def test_deleting_a_draft_case_goes_through_remove_case(logged_in, editor, draft):
