@@ -351,6 +351,9 @@ def test_a_trace_summing_past_a_range_keeps_the_trace_and_names_the_figure(clien
     assert trace.transcript["invalid"] == [
         "transcript.usage.prompt_tokens: must be from 0 to 50,000,000 tokens (got 80,000,000)"
     ]
+    client.force_login(builder)
+    page = client.get(f"/production/traces/{trace.pk}/").content.decode()
+    assert 'id="invalid-figures"' in page and "(got 80,000,000)" in page
 
 
 def test_a_trial_the_database_refuses_ends_as_an_error_at_once(
