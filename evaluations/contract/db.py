@@ -58,7 +58,7 @@ from evaluations.choices import (
 from evaluations.contract.inputs import Thresholds, parse_thresholds
 from evaluations.contract.measures import ContractResult, evaluate
 from evaluations.contract.totals import COUNT_FIELDS, VariantTotals, combine
-from sherlock.core.numbers import MoneyField
+from sherlock.core.fields import MoneyField
 
 MONEY: DecimalField = MoneyField(total=True)
 ZERO = Value(Decimal(0), output_field=MONEY)

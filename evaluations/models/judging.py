@@ -7,8 +7,9 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 
 from evaluations.choices import CostKind
+from sherlock.core.fields import MoneyField
 from sherlock.core.money import usd as money
-from sherlock.core.numbers import PRICE_PER_MILLION, MoneyField
+from sherlock.core.numbers import PRICE_PER_MILLION
 
 
 class ModelPrice(models.Model):

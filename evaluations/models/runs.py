@@ -15,7 +15,7 @@ from evaluations.choices import (
     TrialStatus,
 )
 from evaluations.judge.setup import NO_JUDGE, judge_configured
-from sherlock.core.numbers import MoneyField
+from sherlock.core.fields import MoneyField
 from sherlock.core.permissions import within
 
 

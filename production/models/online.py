@@ -25,7 +25,8 @@ from django.db.models import Q
 
 from agents.models import AgentScopedQuerySet
 from production.choices import ProposalState, ScoreState
-from sherlock.core.numbers import USD, MoneyField
+from sherlock.core.fields import MoneyField
+from sherlock.core.numbers import USD
 
 UNIT_INTERVAL = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 

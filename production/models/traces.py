@@ -11,7 +11,7 @@ from django.db import models
 
 from agents.models import AgentScopedQuerySet
 from production.choices import Dialect, SpanKind, SpanStatus, TraceState
-from sherlock.core.numbers import MoneyField
+from sherlock.core.fields import MoneyField
 
 
 class TraceQuerySet(AgentScopedQuerySet):

@@ -10,21 +10,16 @@ $100,000, so a cost priced from the largest token count at the largest price sti
 (a run's spend, a day's) are `MoneyField(total=True)`, 24 digits, so ten million items at the
 bound still sum inside their column.
 
-`MoneyField` reads never raise: a value written before these bounds (SQLite stores what it is
-given) comes back as it is, and `is_out_of_range` lets a page say so, instead of the 500 that
-Django's SQLite converter raised for a value with more digits than the column.
+Plain Python (the check library reads these ranges and imports no Django); the money columns
+are `sherlock.core.fields.MoneyField`. `is_out_of_range` lets a page say that a value stored
+before these bounds lies outside them.
 """
 
 from __future__ import annotations
 
-import decimal
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import cached_property
-
-from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models
 
 
 @dataclass(frozen=True)
@@ -58,6 +53,9 @@ class Range:
 
     def validators(self):
         """Django validators for a model or form field of this range."""
+        # Imported here: the check library reads these ranges and imports no Django.
+        from django.core.validators import MaxValueValidator, MinValueValidator
+
         return [MinValueValidator(self.low), MaxValueValidator(self.high)]
 
     def bounds(self):
@@ -92,37 +90,6 @@ COUNT = Range("", 1_000_000, integer=True)
 ITEM_DIGITS = 14  # < $1,000,000: one item, with room for a priced cost at the bounds
 TOTAL_DIGITS = 24  # < $10,000,000,000,000,000: a sum of items
 DECIMAL_PLACES = 8
-
-
-class MoneyField(models.DecimalField):
-    """A US-dollar column: one item (14 digits, 8 decimals, `USD`'s validators) or, with
-    ``total=True``, a sum of items (24 digits). Reading never raises: Django's SQLite converter
-    quantizes in a context of ``max_digits`` digits, which failed on a value written before the
-    bounds; this field's context has room for any stored value, returned as it is."""
-
-    def __init__(self, *args, total=False, **kwargs):
-        self.total = total
-        kwargs.setdefault("max_digits", TOTAL_DIGITS if total else ITEM_DIGITS)
-        kwargs.setdefault("decimal_places", DECIMAL_PLACES)
-        super().__init__(*args, **kwargs)
-
-    @cached_property
-    def validators(self):
-        return [*super().validators, *([] if self.total else USD.validators())]
-
-    @cached_property
-    def context(self):
-        return decimal.Context(prec=self.max_digits + 40)
-
-    def deconstruct(self):
-        name, path, args, kwargs = super().deconstruct()
-        if self.total:
-            kwargs["total"] = True
-        if kwargs.get("max_digits") == (TOTAL_DIGITS if self.total else ITEM_DIGITS):
-            kwargs.pop("max_digits")
-        if kwargs.get("decimal_places") == DECIMAL_PLACES:
-            kwargs.pop("decimal_places")
-        return name, path, args, kwargs
 
 
 def is_out_of_range(amount, bound: Range = USD) -> bool:

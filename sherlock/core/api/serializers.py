@@ -21,7 +21,7 @@ from sherlock.core.numbers import DECIMAL_PLACES, ITEM_DIGITS, TOTAL_DIGITS
 
 
 class MoneyField(serializers.DecimalField):
-    """US dollars as the API writes them: an item (`sherlock.core.numbers.MoneyField`, 14
+    """US dollars as the API writes them: an item (`sherlock.core.fields.MoneyField`, 14
     digits) or a total (``total=True``, 24). Rendering never raises: DRF quantizes in a context
     of ``max_digits`` digits, which failed (a 500) on a value stored before the bounds."""
 
