@@ -61,6 +61,15 @@ class CheckStatus(models.TextChoices):
     ERROR = "error", "error"
 
 
+class CaseStatus(models.TextChoices):
+    """A case's state over a run's repetitions (`evaluations.scoring.case_state`)."""
+
+    PASSED = "passed", "passed"
+    FAILED = "failed", "failed"
+    FLAKY = "flaky", "flaky"
+    UNSCORED = "unscored", "unscored"
+
+
 class CheckMode(models.TextChoices):
     BLOCKING = "blocking", "blocking"
     INFORMATIVE = "informative", "informative"

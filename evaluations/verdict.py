@@ -440,13 +440,18 @@ def _coverage_wants_errored(
 
 def _gate_reason(gate: Gate, runs: list, unscored: dict, errors: dict) -> Reason:
     if gate.name == "case_pass_rate":
-        cases = sum((run.summary or {}).get("cases") or 0 for run in runs)
-        passed = sum((run.summary or {}).get("passed") or 0 for run in runs)
-        if cases and passed < cases:
+        counts = _case_counts(runs, None)
+        decided = counts["total"] - counts["without_verdict"]
+        if decided and counts["failed"]:
+            beside = (
+                f", {counts['without_verdict']} without a verdict"
+                if counts["without_verdict"]
+                else ""
+            )
             return Reason(
                 gate.name,
-                f"{cases - passed} of {cases} cases failed ({gate.detail})",
-                f"{cases - passed}/{cases} cases failed",
+                f"{counts['failed']} of {decided} cases failed{beside} ({gate.detail})",
+                f"{counts['failed']}/{decided} cases failed",
             )
         return Reason(gate.name, f"case pass rate: {gate.detail}", "no case pass rate")
     if gate.name == EVIDENCE_GATE:
@@ -589,7 +594,23 @@ def _checks_scored_gate(runs: list, unscored: dict, errors: dict) -> Gate:
 
 def _case_pass_rate_gate(runs: list, minimum: float) -> Gate:
     """The policy's ``min_case_pass_rate`` (1.0 without a policy: every case must pass): every
-    run must reach it; a run without a rate (not completed, or no cases) fails closed."""
+    run must reach it; a run without a rate (not completed, or no cases) fails closed. The
+    rate counts only the cases with a verdict; the unscored stand beside it in the detail, and
+    a run whose every case is unscored has no rate to judge: the "blocking checks scored" gate
+    says why, and this one is not applicable."""
+    undecided = {run.pk for run in runs if _all_unscored(run)}
+    unscored = {run.pk: (run.summary or {}).get("unscored") or 0 for run in runs}
+    if runs and len(undecided) == len(runs):
+        return Gate(
+            "case_pass_rate",
+            POLICY_GATE_LABELS["case_pass_rate"],
+            NOT_APPLICABLE,
+            "no case has a verdict in "
+            + ", ".join(f"run #{pk} ({unscored[pk]} unscored)" for pk in sorted(undecided)),
+            {"runs": [{"run": run.pk, "rate": None} for run in runs]},
+            {"min": minimum},
+        )
+    runs = [run for run in runs if run.pk not in undecided]
     rates = [(run.pk, (run.summary or {}).get("case_pass_rate")) for run in runs]
     unjudged = [run.pk for run in runs if _unjudged(run)]
     if runs and len(unjudged) == len(runs):
@@ -613,10 +634,14 @@ def _case_pass_rate_gate(runs: list, minimum: float) -> Gate:
         )
     elif low:
         state = FAIL
-        detail = "; ".join(f"run #{pk}: {rate:.3f} < {minimum}" for pk, rate in low)
+        detail = "; ".join(
+            f"run #{pk}: {rate:.3f} < {minimum}{_beside(unscored[pk])}" for pk, rate in low
+        )
     else:
         state = PASS
-        detail = "; ".join(f"run #{pk}: {rate:.3f} >= {minimum}" for pk, rate in rates)
+        detail = "; ".join(
+            f"run #{pk}: {rate:.3f} >= {minimum}{_beside(unscored[pk])}" for pk, rate in rates
+        )
     return Gate(
         "case_pass_rate",
         POLICY_GATE_LABELS["case_pass_rate"],
@@ -789,6 +814,19 @@ def _cases_unscored(runs: list) -> dict[int, int]:
     return {pk: n for pk, n in counted.items() if n} | {row[key]: row["n"] for row in rows}
 
 
+def _beside(unscored: int) -> str:
+    return f" ({unscored} unscored case(s) not counted)" if unscored else ""
+
+
+def _all_unscored(run) -> bool:
+    """A completed run with cases none of which has a verdict (every one `unscored`)."""
+    summary = run.summary or {}
+    cases = summary.get("cases") or 0
+    return (
+        bool(cases) and summary.get("unscored") == cases and summary.get("case_pass_rate") is None
+    )
+
+
 def _unjudged(run) -> bool:
     """A run whose cases no check judged (imported trials): ``summary.passed`` is None."""
     summary = run.summary or {}
@@ -803,7 +841,9 @@ def _case_counts(runs: list, evidence: _Evidence | None) -> dict[str, int]:
     judged = [run for run in runs if not _unjudged(run)]
     total = sum((run.summary or {}).get("cases") or 0 for run in runs)
     passed = sum((run.summary or {}).get("passed") or 0 for run in judged)
-    failed = sum((run.summary or {}).get("cases") or 0 for run in judged) - passed
+    # Cases with no verdict (state `unscored`) are neither passed nor failed.
+    without_verdict = sum((run.summary or {}).get("unscored") or 0 for run in judged)
+    failed = sum((run.summary or {}).get("cases") or 0 for run in judged) - passed - without_verdict
     errored = unscored = 0
     if evidence is not None:
         errored = sum(evidence.errored.get(run.pk, {}).get("cases", 0) for run in runs)
@@ -812,6 +852,7 @@ def _case_counts(runs: list, evidence: _Evidence | None) -> dict[str, int]:
         "total": total,
         "passed": passed,
         "failed": failed,
+        "without_verdict": without_verdict,
         "errored": errored,
         "unscored": unscored,
     }

@@ -105,6 +105,10 @@ def case_rows(trials: list[dict], case_results: list[dict]) -> list[dict]:
                 ],
                 "errored": len(errors),
                 "error": next((e for e in errors if e), None),
+                # The server's state of the case (`passed`, `failed`, `flaky`, `unscored`);
+                # None from a server before case states, or before it has judged.
+                "status": judged.get("status"),
+                "reason": judged.get("reason") or "",
                 "passed": judged.get("passed"),
                 "flaky": judged.get("flaky"),
                 "checks": judged.get("checks") or {},
@@ -114,6 +118,13 @@ def case_rows(trials: list[dict], case_results: list[dict]) -> list[dict]:
 
 
 def _state(row: dict) -> str:
+    """The case's state in words: the server's, with the reason of an unscored case; from a
+    server before case states, an errored case is an error and never a pass."""
+    status = row.get("status")
+    if status == "unscored":
+        return f"unscored ({row['reason']})" if row.get("reason") else "unscored"
+    if status:
+        return str(status)
     if row["errored"]:
         return "error"
     if row["passed"] is True:
@@ -220,16 +231,22 @@ def junit_xml(result: Result) -> str:
                 name=f"repetition.{rep['repetition']}",
                 value=str(rep["status"]) + (f": {rep['error']}" if rep["error"] else ""),
             )
-        if row["errored"]:
+        status = row.get("status")
+        if status == "unscored" or (row["errored"] and status is None):
+            # No verdict: an error, never a pass (a JUnit reader shows it red).
             errors += 1
             node = ET.SubElement(
                 testcase,
                 "error",
-                message=(row["error"] or "agent error")[:500],
-                type="agent_error",
+                message=(row["error"] or f"no verdict: {row.get('reason') or 'unscored'}")[:500],
+                type=(row.get("reason") or "unscored").replace(" ", "_"),
             )
-            node.text = f"{row['errored']} of {len(row['repetitions'])} repetitions errored"
-        elif row["passed"] is False:
+            node.text = (
+                f"{row['errored']} of {len(row['repetitions'])} repetitions errored"
+                if row["errored"]
+                else f"no verdict: {row.get('reason') or 'unscored'}"
+            )
+        elif row.get("status") in ("failed", "flaky") or row["passed"] is False:
             failures += 1
             failed = [
                 label
@@ -315,6 +332,15 @@ def markdown(result: Result) -> str:
         lines += ["", f"**Agent errors ({len(errored)} cases)**:"]
         for row in errored[:20]:
             lines.append(f"- `{row['case']}`: {(row['error'] or '')[:120]}")
+        if len(errored) > 20:
+            lines.append(f"- and {len(errored) - 20} more")
+    unscored = [row for row in result.cases if row.get("status") == "unscored"]
+    if unscored:
+        lines += ["", f"**No verdict ({len(unscored)} cases, never counted as passed)**:"]
+        for row in unscored[:20]:
+            lines.append(f"- `{row['case']}`: {row.get('reason') or 'unscored'}")
+        if len(unscored) > 20:
+            lines.append(f"- and {len(unscored) - 20} more")
     return "\n".join(lines).rstrip() + "\n"
 
 

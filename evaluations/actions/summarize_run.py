@@ -18,7 +18,7 @@ from django.db.models import Avg
 from django.utils import timezone
 
 from evaluations.checks.rubrics import RUN_SUMMARY
-from evaluations.choices import CheckStatus, CostKind, RunStatus
+from evaluations.choices import CaseStatus, CheckStatus, CostKind, RunStatus
 from evaluations.costs import rekind_cost_lines
 from evaluations.judge.client import get_default_judge
 from evaluations.models import CaseResult, CheckResult, CostEntry, Run
@@ -69,7 +69,7 @@ def run_facts(run):
         .values_list("trial__case__key", "mean")
     )
     worst = sorted(
-        (r for r in results.values() if not r.passed or r.flaky),
+        (r for r in results.values() if r.status in (CaseStatus.FAILED, CaseStatus.FLAKY)),
         key=lambda r: (r.repetitions_passed, means.get(r.case.key, 1.0), r.case.key),
     )[:WORST]
     facts = {
@@ -78,6 +78,10 @@ def run_facts(run):
         "dataset": f"{run.dataset_version}",
         "cases": len(results),
         "cases_passed": sum(r.passed for r in results.values()),
+        # Cases with no verdict are neither passed nor failed: the summary names them apart.
+        "cases_unscored": {
+            r.case.key: r.reason for r in results.values() if r.status == CaseStatus.UNSCORED
+        },
         "failures": [
             {"check": label, "reason": reason, "cases": keys}
             for (label, reason), keys in failures.items()
@@ -95,13 +99,18 @@ def run_facts(run):
     }
     before = previous_run(run)
     if before is not None:
-        earlier = dict(CaseResult.objects.filter(run=before).values_list("case__key", "passed"))
+        earlier = dict(CaseResult.objects.filter(run=before).values_list("case__key", "status"))
+        failing = (CaseStatus.FAILED, CaseStatus.FLAKY)
         facts["previous_run"] = {
             "run": before.pk,
             "agent": f"{before.agent_version}",
-            "now_failing": sorted(k for k, r in results.items() if not r.passed and earlier.get(k)),
+            "now_failing": sorted(
+                k
+                for k, r in results.items()
+                if r.status in failing and earlier.get(k) == CaseStatus.PASSED
+            ),
             "now_passing": sorted(
-                k for k, r in results.items() if r.passed and earlier.get(k) is False
+                k for k, r in results.items() if r.passed and earlier.get(k) in failing
             ),
         }
     return facts, set(results)

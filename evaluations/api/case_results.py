@@ -1,5 +1,7 @@
 """API for a finished run's case results: one row per case, as the engine wrote it when the run
-finished (`CaseResult`: passed, flaky, repetitions passed of run, each check's summary).
+finished (`CaseResult`: its state, `passed`, `failed`, `flaky` or `unscored` with the reason,
+repetitions passed of run, each check's summary). `passed` is true only for a passed case,
+never for an unscored one.
 
 The `sherlock` client reads them for its case table and its JUnit report (one testcase per
 case, failed when the case failed), so that whether a case passed is the server's answer, not
@@ -36,10 +38,13 @@ class CaseResultSerializer(LeanRepresentation, serializers.ModelSerializer):
             "id",
             "run",
             "case",
+            "status",
+            "reason",
             "passed",
             "flaky",
             "repetitions",
             "repetitions_passed",
+            "repetitions_unscored",
             "checks",
         ]
         read_only_fields = fields
@@ -50,7 +55,7 @@ class CaseResultFilter(django_filters.FilterSet):
 
     class Meta:
         model = CaseResult
-        fields = ["run", "passed", "flaky"]
+        fields = ["run", "status", "passed", "flaky"]
 
 
 class CaseResultCursorPagination(CursorPagination):

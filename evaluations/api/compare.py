@@ -9,7 +9,8 @@
   else seed 003's defaults (``evaluations.contract.applied``, one query for both runs). The
   top-level ``thresholds`` says which in words, per side when the two differ;
 - ``cases``: per-case changes from the case results: ``regressed`` (passed in a, fails in b),
-  ``improved``, ``newly_flaky``, ``no_longer_flaky``, and cases run by only one side;
+  ``improved``, ``newly_unscored`` (a verdict in a, none in b), ``newly_scored``,
+  ``newly_flaky``, ``no_longer_flaky``, and cases run by only one side;
 - ``comparable`` and ``differences``: two runs are comparable when they pinned the same dataset
   version with the same check versions, quality grader and judge models
   (``Run.comparability``); every difference is named, so a change of grader is never read as
@@ -77,6 +78,12 @@ class SideSerializer(serializers.Serializer):
 class CaseChangesSerializer(serializers.Serializer):
     regressed = serializers.ListField(child=serializers.CharField())
     improved = serializers.ListField(child=serializers.CharField())
+    newly_unscored = serializers.ListField(
+        child=serializers.CharField(), help_text="Cases with a verdict in A and none in B."
+    )
+    newly_scored = serializers.ListField(
+        child=serializers.CharField(), help_text="Cases unscored in A with a verdict in B."
+    )
     newly_flaky = serializers.ListField(child=serializers.CharField())
     no_longer_flaky = serializers.ListField(child=serializers.CharField())
     only_in_a = serializers.ListField(child=serializers.CharField())

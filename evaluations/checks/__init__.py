@@ -41,9 +41,12 @@ from .rubrics import RUBRICS, Rubric
 _ordered = sorted(REGISTRY.items(), key=lambda item: GROUPS.index(item[1].group))
 REGISTRY.clear()
 REGISTRY.update(_ordered)
+# The kinds a model judges: their errors are the judge's (a case state's "judge unavailable").
+MODEL_KINDS = sorted(kind for kind, cls in REGISTRY.items() if issubclass(cls, ModelCheck))
 
 __all__ = [
     "ERROR",
+    "MODEL_KINDS",
     "GROUPS",
     "GROUP_TITLES",
     "REGISTRY",

@@ -16,7 +16,15 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from evaluations import scoring
-from evaluations.choices import RUN_STATES, TRIAL_FINISHED, CheckStatus, RunStatus, TrialStatus
+from evaluations.checks import MODEL_KINDS
+from evaluations.choices import (
+    RUN_STATES,
+    TRIAL_FINISHED,
+    CaseStatus,
+    CheckStatus,
+    RunStatus,
+    TrialStatus,
+)
 from evaluations.models import CaseResult, Check, CheckResult, Run, Trial
 from evaluations.reads import figures
 from evaluations.signals import run_finished
@@ -67,7 +75,7 @@ def compute_case_results(run):
     figures are tallied as the rows go by (`figures.Tally`).
     """
     run_id, n, passed, flaky, trials_error, trials_cancelled = run.pk, 0, 0, 0, 0, 0
-    unscored = 0
+    unscored, failed_cases, cases_without_verdict = 0, 0, 0
     chunk = []
     # One transaction, that of the caller if any (finishing's): the chunks go in together,
     # and PostgreSQL's server-side cursors live within it.
@@ -77,7 +85,8 @@ def compute_case_results(run):
         tally = figures.Tally()
         cases = _groups_by_case(figures.check_groups(run), tally)
         pending = next(cases, None)
-        for case_id, repetitions, failed, errors, cancelled in _repetitions(run):
+        for row in _repetitions(run):
+            case_id, repetitions, failed, errors, cancelled, *why = row
             trials_error += errors
             trials_cancelled += cancelled
             # Both in case order: the groups of a case without repetitions are only tallied.
@@ -92,19 +101,30 @@ def compute_case_results(run):
             # verdict's "blocking checks scored" gate counts, kept in the summary so that no
             # page has to count it again over every check result of the run.
             unscored += any(row[2] and row[3] in figures.UNSCORED for row in rows)
-            repetitions_passed = repetitions - failed
-            case_passed, case_flaky = scoring.case_verdict(repetitions, repetitions_passed)
+            repetitions_unscored = sum(why)
+            repetitions_passed = repetitions - failed - repetitions_unscored
+            status, reason = scoring.case_state(
+                repetitions,
+                repetitions_passed,
+                failed,
+                [r for r, count in zip(scoring.UNSCORED_REASONS, why, strict=True) if count],
+            )
             n += 1
-            passed += case_passed
-            flaky += case_flaky
+            passed += status == CaseStatus.PASSED
+            flaky += status == CaseStatus.FLAKY
+            failed_cases += status == CaseStatus.FAILED
+            cases_without_verdict += status == CaseStatus.UNSCORED
             chunk.append(
                 {
                     "run_id": run_id,
                     "case_id": case_id,
-                    "passed": case_passed,
-                    "flaky": case_flaky,
+                    "status": status,
+                    "reason": reason,
+                    "passed": status == CaseStatus.PASSED,
+                    "flaky": status == CaseStatus.FLAKY,
                     "repetitions": repetitions,
                     "repetitions_passed": repetitions_passed,
+                    "repetitions_unscored": repetitions_unscored,
                     "checks": _case_checks(rows, checks),
                 }
             )
@@ -116,12 +136,16 @@ def compute_case_results(run):
             pass
         run.figures = figures.build(run, tally, checks, trials_error)
         Run.objects.filter(pk=run.pk).update(figures=run.figures)
+    # The case pass rate counts only the cases with a verdict; the unscored stand beside it
+    # (`unscored`), and the "blocking checks scored" gate decides whether they block.
+    decided = n - cases_without_verdict
     return {
         "cases": n,
         "passed": passed,
-        "failed": n - passed,
+        "failed": failed_cases + flaky,
         "flaky": flaky,
-        "case_pass_rate": round(passed / n, 6) if n else None,
+        "unscored": cases_without_verdict,
+        "case_pass_rate": round(passed / decided, 6) if decided else None,
         "trials_error": trials_error,
         "trials_cancelled": trials_cancelled,
         "cases_unscored": unscored,
@@ -178,14 +202,22 @@ def _groups_by_case(groups, tally):
 
 def _repetitions(run):
     """Per case of the run, in case order: (case id, its repetitions (trials not cancelled,
-    or with a check result), those that failed (a blocking check failed:
-    `scoring.repetition_passed`), its trials in error, its trials cancelled). One query,
-    streamed; the failed repetitions come from the partial index of blocking failures."""
-    failing = CheckResult.objects.filter(
-        trial__run=run, blocking=True, status=CheckStatus.FAILED
+    or with a check result), those that failed (a blocking check failed), its trials in
+    error, its trials cancelled, then its unscored repetitions by reason, in the order of
+    `scoring.UNSCORED_REASONS`): `scoring.repetition_state` counted in the database. One
+    query, streamed; the failed repetitions come from the partial index of blocking failures."""
+    blocking = CheckResult.objects.filter(trial__run=run, blocking=True)
+    failing = blocking.filter(status=CheckStatus.FAILED).values("trial_id")
+    judge_down = blocking.filter(
+        Q(status=CheckStatus.ERROR, check_config__kind__in=MODEL_KINDS)
+        | Q(status=CheckStatus.SKIPPED, reason=scoring.NO_JUDGE_SKIP)
     ).values("trial_id")
+    check_error = blocking.filter(status=CheckStatus.ERROR).values("trial_id")
+    scored = blocking.filter(status__in=(CheckStatus.PASSED, CheckStatus.SCORED)).values("trial_id")
     has_results = Exists(CheckResult.objects.filter(trial=OuterRef("pk")))
     counted = ~Q(status=TrialStatus.CANCELLED) | has_results
+    undecided = counted & ~Q(pk__in=failing)
+    agent_ran = undecided & ~Q(status=TrialStatus.ERROR)
     return (
         Trial.objects.filter(run=run)
         .values_list("case_id")
@@ -194,6 +226,18 @@ def _repetitions(run):
             failed=Count("pk", filter=Q(pk__in=failing)),
             errors=Count("pk", filter=Q(status=TrialStatus.ERROR)),
             cancelled=Count("pk", filter=Q(status=TrialStatus.CANCELLED)),
+            agent_error=Count("pk", filter=undecided & Q(status=TrialStatus.ERROR)),
+            judge=Count("pk", filter=agent_ran & Q(pk__in=judge_down)),
+            check_error=Count(
+                "pk", filter=agent_ran & ~Q(pk__in=judge_down) & Q(pk__in=check_error)
+            ),
+            nothing_scored=Count(
+                "pk",
+                filter=agent_ran
+                & ~Q(pk__in=judge_down)
+                & ~Q(pk__in=check_error)
+                & ~Q(pk__in=scored),
+            ),
         )
         .order_by("case_id")
         .iterator(chunk_size=figures.CHUNK)

@@ -2,12 +2,20 @@
 
 from evaluations.models.datasets import Case, CaseVersion, Check, Dataset, DatasetVersion
 from evaluations.models.judging import CostEntry, DailyCost, JudgeCall, JudgeProbe, ModelPrice
-from evaluations.models.runs import CaseResult, CheckResult, HumanLabel, Run, Trial
+from evaluations.models.runs import (
+    CaseResult,
+    CheckResult,
+    HumanLabel,
+    Run,
+    Trial,
+    case_counts_words,
+)
 from evaluations.models.schedules import RunSchedule
 
 __all__ = [
     "Case",
     "CaseResult",
+    "case_counts_words",
     "CaseVersion",
     "Check",
     "CheckResult",

@@ -8,6 +8,7 @@ from django.db.models import Q
 
 from evaluations.choices import (
     BillingCoverage,
+    CaseStatus,
     CheckStatus,
     OutcomeVerdict,
     RunPurpose,
@@ -266,15 +267,22 @@ class CheckResult(models.Model):
 
 
 class CaseResult(models.Model):
-    """A case's result over all repetitions of a run (DESIGN section 5): per check the mean
-    score and counts (`checks`), `passed` when every blocking check passed in every repetition,
-    `flaky` when some repetitions passed and others failed."""
+    """A case's result over all repetitions of a run: per check the mean score and counts
+    (`checks`), and its state (`status`, `evaluations.scoring.case_state`): `passed` only when
+    every repetition passed, `failed`, `flaky` when some passed and others failed, `unscored`
+    (with `reason`) when no verdict could be reached. `passed` and `flaky` say the same as
+    booleans, for older readers: `passed` is never true for an unscored case."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="case_results")
     case = models.ForeignKey("evaluations.Case", on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=10, choices=CaseStatus.choices, default=CaseStatus.FAILED)
+    reason = models.CharField(
+        max_length=60, blank=True, help_text="Why an unscored case has no verdict."
+    )
     passed = models.BooleanField()
     flaky = models.BooleanField(default=False)
     repetitions_passed = models.PositiveIntegerField(default=0)
+    repetitions_unscored = models.PositiveIntegerField(default=0)
     repetitions = models.PositiveIntegerField(default=0)
     checks = models.JSONField(default=dict, blank=True)
 
@@ -285,7 +293,28 @@ class CaseResult(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.case.key}: {'passed' if self.passed else 'failed'}"
+        return f"{self.case.key}: {self.status}"
+
+    @property
+    def state_words(self):
+        """The case's state as every table says it: "passed 2/2", "flaky 1/2", "unscored (judge
+        unavailable) 0/2" (repetitions passed of run)."""
+        why = f" ({self.reason})" if self.status == CaseStatus.UNSCORED and self.reason else ""
+        return f"{self.status}{why} {self.repetitions_passed}/{self.repetitions}"
+
+
+def case_counts_words(summary):
+    """A run's case counts as every surface says them: "cases passed 12/12 decided, 18
+    unscored, 0 flaky"; the unscored always beside the rate's counts. `summary` is
+    `Run.summary`."""
+    summary = summary or {}
+    cases = summary.get("cases") or 0
+    unscored = summary.get("unscored") or 0
+    passed = summary.get("passed") or 0
+    flaky = summary.get("flaky") or 0
+    return (
+        f"cases passed: {passed}/{cases - unscored} decided, unscored: {unscored}, flaky: {flaky}"
+    )
 
 
 class HumanLabel(models.Model):

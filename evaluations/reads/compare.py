@@ -3,7 +3,7 @@ whether their scores can be compared (`comparability_differences`), which cases 
 (`case_changes`), each check's change (`check_deltas`), and the run a candidate is compared
 with by default (`live_baseline`)."""
 
-from evaluations.choices import RunStatus
+from evaluations.choices import CaseStatus, RunStatus
 from evaluations.models import CaseResult, Check, Run
 from evaluations.reads.trends import check_stats
 
@@ -49,20 +49,24 @@ def _grader(run: Run) -> str | None:
 
 
 def case_changes(a: Run, b: Run) -> dict[str, list[str]]:
-    """Per-case changes from ``a`` (baseline) to ``b`` (candidate), by case key."""
-    rows = CaseResult.objects.filter(run__in=[a, b]).values_list(
-        "run_id", "case__key", "passed", "flaky"
-    )
+    """Per-case changes of state from ``a`` (baseline) to ``b`` (candidate), by case key: a
+    case that loses its verdict ("passed -> unscored") is a change, and so is one that gains
+    it; regressed and improved are between verdicts (passed and failed or flaky)."""
+    rows = CaseResult.objects.filter(run__in=[a, b]).values_list("run_id", "case__key", "status")
     sides = {a.pk: {}, b.pk: {}}
-    for run_id, key, passed, flaky in rows:
-        sides[run_id][key] = (passed, flaky)
+    for run_id, key, status in rows:
+        sides[run_id][key] = status
     base, cand = sides[a.pk], sides[b.pk]
     both = sorted(set(base) & set(cand))
+    passed, unscored, flaky = CaseStatus.PASSED, CaseStatus.UNSCORED, CaseStatus.FLAKY
+    failing = (CaseStatus.FAILED, CaseStatus.FLAKY)
     return {
-        "regressed": [k for k in both if base[k][0] and not cand[k][0]],
-        "improved": [k for k in both if not base[k][0] and cand[k][0]],
-        "newly_flaky": [k for k in both if cand[k][1] and not base[k][1]],
-        "no_longer_flaky": [k for k in both if base[k][1] and not cand[k][1]],
+        "regressed": [k for k in both if base[k] == passed and cand[k] in failing],
+        "improved": [k for k in both if base[k] in failing and cand[k] == passed],
+        "newly_unscored": [k for k in both if cand[k] == unscored and base[k] != unscored],
+        "newly_scored": [k for k in both if base[k] == unscored and cand[k] != unscored],
+        "newly_flaky": [k for k in both if cand[k] == flaky and base[k] != flaky],
+        "no_longer_flaky": [k for k in both if base[k] == flaky and cand[k] != flaky],
         "only_in_a": sorted(set(base) - set(cand)),
         "only_in_b": sorted(set(cand) - set(base)),
     }

@@ -8,12 +8,9 @@ from evaluations.actions.label_check_result import LABELLABLE
 from evaluations.calibration import (
     calibration_gate,
 )
-from evaluations.checks import REGISTRY
-from evaluations.checks.base import ModelCheck
+from evaluations.checks import MODEL_KINDS
 from evaluations.choices import CheckStatus, OutcomeVerdict
 from evaluations.models import CaseResult, Check, CheckResult, Dataset, HumanLabel
-
-MODEL_KINDS = sorted(kind for kind, cls in REGISTRY.items() if issubclass(cls, ModelCheck))
 
 
 def editable_datasets(user):

@@ -6,14 +6,14 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Max
 from django.db.models.fields.json import KeyTransform
 
-from evaluations.choices import CheckStatus
+from evaluations.choices import CaseStatus, CheckStatus
 from evaluations.models import CaseResult, CheckResult
 from evaluations.reads.figures import stored_checks, unscored_of
 
 GRID_PAGE_SIZE = 100
 
 
-GRID_SHOW = {"all": "all cases", "failed": "failed", "flaky": "flaky"}
+GRID_SHOW = {"all": "all cases", "failed": "failed", "flaky": "flaky", "unscored": "unscored"}
 
 
 def check_labels(run):
@@ -38,12 +38,16 @@ def results_grid(run, labels, show="all", check="", page_number=1):
             results = results.filter(_summary__status=CheckStatus.FAILED)
         elif show == "flaky":
             results = results.filter(_summary__flaky=True)
+        elif show == "unscored":
+            results = results.filter(_summary__status__in=(CheckStatus.SKIPPED, CheckStatus.ERROR))
         else:
             results = results.filter(checks__has_key=check)
     elif show == "failed":
-        results = results.filter(passed=False)
+        results = results.filter(status__in=(CaseStatus.FAILED, CaseStatus.FLAKY))
     elif show == "flaky":
-        results = results.filter(flaky=True)
+        results = results.filter(status=CaseStatus.FLAKY)
+    elif show == "unscored":
+        results = results.filter(status=CaseStatus.UNSCORED)
     page = Paginator(results, GRID_PAGE_SIZE).get_page(page_number)
     rows = []
     for result in page:
@@ -58,6 +62,8 @@ def results_grid(run, labels, show="all", check="", page_number=1):
         rows.append(
             {
                 "key": result.case.key,
+                "status": result.status,
+                "reason": result.reason,
                 "passed": result.passed,
                 "flaky": result.flaky,
                 "repetitions": result.repetitions,

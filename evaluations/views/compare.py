@@ -46,6 +46,8 @@ SHOWN_CASES = 200
 CHANGE_LABELS = {
     "regressed": "regressed (passed in A, fails in B)",
     "improved": "improved (failed in A, passes in B)",
+    "newly_unscored": "no verdict in B (unscored: its checks could not run)",
+    "newly_scored": "a verdict in B (unscored in A)",
     "newly_flaky": "newly flaky",
     "no_longer_flaky": "no longer flaky",
     "only_in_a": "only in A",

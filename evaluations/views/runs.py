@@ -27,8 +27,10 @@ from django.utils import timezone
 
 from agents.models import Agent
 from agents.transcripts import tool_calls
+from evaluations import scoring
+from evaluations.checks import MODEL_KINDS
 from evaluations.checks.base import as_text
-from evaluations.choices import RUN_TERMINAL, CheckStatus, RunStatus, TrialStatus
+from evaluations.choices import RUN_TERMINAL, RunStatus, TrialStatus
 from evaluations.contract import TABLE_COLUMNS, format_cells, page_columns
 from evaluations.contract.table import gate_cell
 from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
@@ -124,6 +126,9 @@ def run_detail(request, pk):
         "finished": finished,
         "source_rows": source_rows(run.source),
         "percent": round(100 * run.trials_done / run.trials_total) if run.trials_total else 0,
+        # The cases with a verdict: the pass rate's denominator, the unscored beside it.
+        "decided": ((run.summary or {}).get("cases") or 0)
+        - ((run.summary or {}).get("unscored") or 0),
         # A poll that sees the run finish reloads the page once, to show the grid.
         "refresh_grid": finished and request.GET.get("part") == "progress",
     }
@@ -215,22 +220,28 @@ def _model_checks(run):
     ]
 
 
-def _failing_trials(trials):
-    """The ids of ``trials`` that failed a blocking check (one query), for the switcher's marks
-    and the repetition a cell's link opens."""
-    return set(
-        CheckResult.objects.filter(
-            trial__in=[t.pk for t in trials], blocking=True, status=CheckStatus.FAILED
-        ).values_list("trial_id", flat=True)
+def repetition_states(trials):
+    """Each of ``trials``' state (`scoring.repetition_state`: passed, failed or unscored), by
+    id, from their blocking check results (one query; a case has at most 100 repetitions),
+    for the switcher's marks and the repetition a cell's link opens."""
+    results = {t.pk: [] for t in trials}
+    rows = CheckResult.objects.filter(trial__in=list(results), blocking=True).values_list(
+        "trial_id", "status", "check_config__kind", "reason"
     )
+    for trial_id, status, kind, reason in rows:
+        results[trial_id].append((status, True, kind in MODEL_KINDS, reason))
+    return {
+        t.pk: scoring.repetition_state(results[t.pk], agent_error=t.status == TrialStatus.ERROR)[0]
+        for t in trials
+    }
 
 
-def _default_repetition(trials, failing):
-    """The repetition a cell's link opens: the first that failed a blocking check, else the
-    first in error, else the first."""
+def _default_repetition(trials, states):
+    """The repetition a cell's link opens: the first that failed, else the first unscored,
+    else the first."""
     return next(
-        (t for t in trials if t.pk in failing),
-        next((t for t in trials if t.status == TrialStatus.ERROR), trials[0]),
+        (t for t in trials if states[t.pk] == "failed"),
+        next((t for t in trials if states[t.pk] == "unscored"), trials[0]),
     )
 
 
@@ -252,8 +263,8 @@ def trial_detail(request, pk, key):
         raise Http404("no such case in this run")
     wanted = request.GET.get("repetition", "")
     chosen = next((t for t in trials if str(t.repetition) == wanted), None)
-    failing = _failing_trials(trials)
-    chosen = chosen or _default_repetition(trials, failing)
+    states = repetition_states(trials)
+    chosen = chosen or _default_repetition(trials, states)
     trial = of_case.select_related("case", "case_version").get(pk=chosen.pk)
     case_result = CaseResult.objects.filter(run=run, case=trial.case).first()
     check_results = list(
@@ -290,15 +301,7 @@ def trial_detail(request, pk, key):
     context = {
         "run": run,
         "trial": trial,
-        "repetitions": [
-            {
-                "trial": t,
-                "outcome": "failed"
-                if t.pk in failing or t.status == TrialStatus.ERROR
-                else "passed",
-            }
-            for t in trials
-        ],
+        "repetitions": [{"trial": t, "outcome": states[t.pk]} for t in trials],
         "case_result": case_result,
         "case_input": pretty(trial.case_version.input),
         "expected": trial.case_version.expected,

@@ -26,6 +26,7 @@ def run(builder, django_capture_on_commit_callbacks):
         cases=[
             ("bad", {"tools": []}, expected),
             ("good", {"tools": ["kb.search"]}, expected),
+            ("down", {"raise": "the endpoint is down"}, expected),
         ],
         checks=[PASSES_IF_TOOL],
     )
@@ -37,16 +38,25 @@ def run(builder, django_capture_on_commit_callbacks):
 def test_a_runs_case_results_say_which_case_passed(builder, run):
     page = api_client(builder).get("/api/v1/case-results/", {"run": run.pk}).json()
     rows = {row["case"]: row for row in page["results"]}
-    assert set(rows) == {"bad", "good"}
+    assert set(rows) == {"bad", "good", "down"}
     assert (rows["good"]["passed"], rows["good"]["repetitions_passed"]) == (True, 2)
+    assert (rows["good"]["status"], rows["bad"]["status"]) == ("passed", "failed")
+    # The agent raised in both repetitions: no verdict, and `passed` is never true for it.
+    down = rows["down"]
+    assert (down["status"], down["reason"], down["passed"]) == ("unscored", "agent error", False)
+    assert (down["repetitions_unscored"], down["repetitions_passed"]) == (2, 0)
     assert (rows["bad"]["passed"], rows["bad"]["repetitions"]) == (False, 2)
     assert rows["bad"]["checks"]["Tools"]["status"] == "failed"
     assert rows["good"]["run"] == run.pk and page["next"] is None
 
 
 def test_case_results_filter_by_passed(builder, run):
-    failed = api_client(builder).get("/api/v1/case-results/", {"run": run.pk, "passed": False})
+    failed = api_client(builder).get("/api/v1/case-results/", {"run": run.pk, "status": "failed"})
     assert [row["case"] for row in failed.json()["results"]] == ["bad"]
+    unscored = api_client(builder).get(
+        "/api/v1/case-results/", {"run": run.pk, "status": "unscored"}
+    )
+    assert [row["case"] for row in unscored.json()["results"]] == ["down"]
     assert api_client(builder).get("/api/v1/case-results/", {"run": "x"}).status_code == 400
 
 
@@ -57,7 +67,7 @@ def test_case_results_of_an_agent_one_may_not_see_do_not_exist(builder, outsider
     assert client.get(f"/api/v1/case-results/{result.pk}/").status_code == 404
     assign_perm("agents.view_agent", outsider, run.agent_version.agent)
     rows = api_client(outsider).get("/api/v1/case-results/", {"run": run.pk}).json()["results"]
-    assert len(rows) == 2
+    assert len(rows) == 3
 
 
 def test_a_page_costs_the_same_queries_for_few_cases_or_many(

@@ -52,16 +52,22 @@ def test_builder_sees_the_two_contracts_side_by_side(builder, seed_runs):
 def test_per_case_changes_come_from_the_case_results(builder, seed_runs):
     stable, fast = seed_runs
     keys = sorted(stable.case_results.values_list("case__key", flat=True))
-    fast.case_results.filter(case__key=keys[0]).update(passed=False)
-    stable.case_results.filter(case__key=keys[1]).update(passed=False)
-    fast.case_results.filter(case__key=keys[2]).update(flaky=True)
-    stable.case_results.filter(case__key=keys[3]).update(flaky=True)
+    assert len(keys) >= 5
+    for run in (stable, fast):
+        run.case_results.update(status="passed", passed=True)
+    fast.case_results.filter(case__key=keys[0]).update(status="failed", passed=False)
+    stable.case_results.filter(case__key=keys[1]).update(status="failed", passed=False)
+    fast.case_results.filter(case__key=keys[2]).update(status="flaky", passed=False)
+    stable.case_results.filter(case__key=keys[3]).update(status="flaky", passed=False)
+    fast.case_results.filter(case__key=keys[4]).update(status="unscored", passed=False)
 
     cases = compare(builder, stable, fast).json()["cases"]
 
     assert cases == {
-        "regressed": [keys[0]],
-        "improved": [keys[1]],
+        "regressed": [keys[0], keys[2]],  # passed -> failed, passed -> flaky
+        "improved": [keys[1], keys[3]],
+        "newly_unscored": [keys[4]],  # passed -> unscored is a change too
+        "newly_scored": [],
         "newly_flaky": [keys[2]],
         "no_longer_flaky": [keys[3]],
         "only_in_a": [],

@@ -180,7 +180,9 @@ def test_trends_chart_and_table_mark_each_runs_version_informative_checks_includ
     assert "#" + str(a.pk) + " v1" in body and "#" + str(b.pk) + " v2" in body  # the ticks
     table = body.split('id="trend-table"')[1]
     assert "Shape" in table and "(informative)" in table
-    assert "Tools" in table and "0.500" in table and "1.000" in table  # case pass rate 1/2
+    # The case pass rate counts the cases with a verdict: 1/1, then 0/1 (the plain case, whose
+    # only blocking check does not apply to it, has none).
+    assert "Tools" in table and "1.000" in table and "0.000" in table
     assert table.index(f"#{a.pk}</a>") < table.index(f"#{b.pk}</a>")  # oldest first
 
 

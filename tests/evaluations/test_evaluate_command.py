@@ -101,7 +101,7 @@ def test_a_run_whose_cases_and_contract_pass_exits_0_with_its_tables(
     assert run.requested_by == builder and run.status == "completed"
     assert f"run #{run.pk} completed: 2/2 trials" in out  # not a terminal: plain lines
     assert "small   passed 1/1  passed 1.00" in out
-    assert "cases passed: 2/2, flaky: 0" in out
+    assert "cases passed: 2/2 decided, unscored: 0, flaky: 0" in out
     assert "contract (the default thresholds: no publishing policy applies):" in out
     assert "| variant | quality |" in out and "| pass |" in out
     assert "gate" in out and "budget                   pass  $0.01 per verified outcome" in out
@@ -134,7 +134,7 @@ def test_the_contract_is_the_agents_publishing_policys_and_says_so(
         "refunds", "--dataset", "support-basics", "--user", "builder", "--json", str(summary)
     )
     assert code == 1, out
-    assert "cases passed: 2/2" in out
+    assert "cases passed: 2/2 decided" in out
     assert "contract (thresholds of policy «Tight» v1):" in out
     assert "result: failed: contract: budget" in out
     thresholds = json.loads(summary.read_text())["contract"]["thresholds"]
@@ -149,7 +149,7 @@ def test_cases_that_pass_with_a_failing_contract_exit_1_naming_the_gate(
     version(agent, ECHO)
     code, out = evaluate("refunds", "--dataset", "support-basics", "--user", "builder")
     assert code == 1, out
-    assert "cases passed: 2/2" in out
+    assert "cases passed: 2/2 decided" in out
     assert "result: failed: contract: coverage" in out
     assert "price missing (2 calls)" in out and "$0.0000 " not in out
 

@@ -273,7 +273,10 @@ def test_the_jsonl_csv_and_junit_exports_hold_every_result(tmp_path):
 def test_junit_marks_failed_and_flaky_cases():
     run = import_seed_variant("stable v1")
     first, second = run.case_results.order_by("case__key")[:2]
+    run.case_results.update(status="passed", passed=True)
+    first.refresh_from_db()
     first.passed, first.flaky, first.repetitions_passed, first.repetitions = False, True, 1, 2
+    first.status = "flaky"
     first.checks = {
         "Shape": {"blocking": True, "statuses": {"failed": 1, "passed": 1}, "mean": 0.5}
     }
@@ -282,11 +285,21 @@ def test_junit_marks_failed_and_flaky_cases():
     junit, _ = command("export_run", str(run.pk), "--format", "junit")
 
     suite = ElementTree.fromstring(junit.split("\n", 1)[1])
-    assert suite.get("failures") == "1"
+    assert suite.get("failures") == "1" and suite.get("errors") == "0"
     failure = suite.find(f"testcase[@name='{first.case.key}']/failure")
     assert failure.get("type") == "flaky"
     assert "Shape: failed in 1 of 2 repetition(s)" in failure.text
     assert suite.find(f"testcase[@name='{second.case.key}']/failure") is None
+
+
+def test_junit_reads_an_unscored_case_as_an_error_never_a_pass():
+    run = import_seed_variant("stable v1")  # imported: no blocking check, no verdict
+    junit, _ = command("export_run", str(run.pk), "--format", "junit")
+    suite = ElementTree.fromstring(junit.split("\n", 1)[1])
+    cases = run.case_results.count()
+    assert suite.get("errors") == str(cases) and suite.get("failures") == "0"
+    error = suite.find("testcase/error")
+    assert error.get("message") == "no verdict: every blocking check skipped"
 
 
 def test_export_of_an_unknown_run_exits_2():

@@ -54,7 +54,9 @@ def test_a_judge_fault_is_an_error_that_fails_no_case(
     assert result.status == "error"
     assert result.score is None
     assert result.reason
-    assert CaseResult.objects.get(run=run).passed  # the error does not count against it
+    # The error counts neither against the case nor for it: no verdict, and why.
+    case = CaseResult.objects.get(run=run)
+    assert (case.status, case.reason, case.passed) == ("unscored", "judge unavailable", False)
     calls = JudgeCall.objects.filter(run=run)
     assert calls.count() == len(FAULTS[fault])
     assert all(call.status == "error" for call in calls)
@@ -68,6 +70,9 @@ def test_without_a_judge_a_model_check_is_skipped(settings, one_case_run):
     result = CheckResult.objects.get(trial__run=run, check_config__label="Polite")
     assert result.status == "skipped" and "judge" in result.reason
     assert not JudgeCall.objects.exists()
+    # No judge configured is a failure to run, not a check that does not apply.
+    case = CaseResult.objects.get(run=run)
+    assert (case.status, case.reason) == ("unscored", "judge unavailable")
 
 
 def test_a_good_verdict_with_quoted_evidence_scores(judge_settings, llm_server, one_case_run):
@@ -85,4 +90,4 @@ def test_a_verdict_quoting_text_that_is_not_in_the_output_is_unverifiable(
     run = one_case_run()
     result = CheckResult.objects.get(trial__run=run, check_config__label="Polite")
     assert result.status == "error" and "unverifiable evidence" in result.reason
-    assert CaseResult.objects.get(run=run).passed
+    assert CaseResult.objects.get(run=run).status == "unscored"

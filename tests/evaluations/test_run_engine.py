@@ -137,9 +137,11 @@ def test_an_agent_failure_is_an_error_not_a_failed_case(
     assert trial.status == "error" and "agent exploded" in trial.error
     assert set(statuses(run, "crashes").values()) == {"error"}
     assert run.trials_error == 1
-    # Checks in error do not count against the case; the run's summary shows the error.
-    assert results(run)["crashes"].passed
-    assert run.summary["trials_error"] == 1
+    # Checks in error count neither against the case nor for it: it has no verdict, and
+    # says why; the run's summary shows the error and the unscored case.
+    crashes = results(run)["crashes"]
+    assert not crashes.passed and (crashes.status, crashes.reason) == ("unscored", "agent error")
+    assert run.summary["trials_error"] == 1 and run.summary["unscored"] == 1
 
 
 def test_repetitions_mean_scores_and_flag_flaky_cases(builder, django_capture_on_commit_callbacks):

@@ -44,11 +44,43 @@ def test_informative_check_never_fails_a_case():
     assert summary.checks["b"]["status"] == "failed"  # still shown as failed
 
 
-def test_skipped_and_error_checks_do_not_count_against_a_case():
-    summary = summarize_case([[r("a", "passed", 1), r("b", "skipped"), r("c", "error")]])
-    assert summary.passed
+def test_a_check_that_does_not_apply_beside_a_scored_pass_leaves_the_case_passed():
+    summary = summarize_case([[r("a", "passed", 1), r("b", "skipped")]])
+    assert summary.passed and summary.status == "passed"
     assert summary.checks["b"]["statuses"] == {"skipped": 1}
+
+
+def test_an_error_counts_neither_against_nor_for_a_case():
+    """The other half of the seeds' rule: a blocking check that could not run leaves the
+    repetition without a verdict, never passed."""
+    summary = summarize_case([[r("a", "passed", 1), r("b", "skipped"), r("c", "error")]])
+    assert not summary.passed
+    assert (summary.status, summary.reason) == ("unscored", "check error")
     assert summary.checks["c"]["statuses"] == {"error": 1}
+    failed = summarize_case([[r("a", "failed", 0), r("c", "error")]])
+    assert (failed.status, failed.reason) == ("failed", "")
+
+
+def test_unscored_reasons_name_the_agent_the_judge_or_that_nothing_applied():
+    agent = summarize_case([[{**r("a", "error"), "agent_error": True}]])
+    assert (agent.status, agent.reason) == ("unscored", "agent error")
+    judge = summarize_case([[{**r("a", "error"), "model": True}]])
+    assert (judge.status, judge.reason) == ("unscored", "judge unavailable")
+    no_judge = summarize_case([[{**r("a", "skipped"), "reason": "no judge configured"}]])
+    assert (no_judge.status, no_judge.reason) == ("unscored", "judge unavailable")
+    skipped = summarize_case([[r("a", "skipped"), r("b", "passed", 1, blocking=False)]])
+    assert (skipped.status, skipped.reason) == ("unscored", "every blocking check skipped")
+
+
+def test_a_case_with_an_unscored_repetition_beside_passed_ones_is_unscored():
+    summary = summarize_case([[r("a", "passed", 1)], [r("a", "error")]])
+    assert (summary.status, summary.repetitions_passed, summary.repetitions_unscored) == (
+        "unscored",
+        1,
+        1,
+    )
+    flaky = summarize_case([[r("a", "passed", 1)], [r("a", "failed", 0)], [r("a", "error")]])
+    assert flaky.status == "flaky"
 
 
 def test_scored_check_without_threshold_does_not_decide_the_case():

@@ -44,7 +44,7 @@ from evaluations.choices import RUN_TERMINAL, RunStatus
 from evaluations.contract import render_table
 from evaluations.costs import describe_estimate, describe_spend, format_usd
 from evaluations.management.commands.export_run import Command as ExportRun
-from evaluations.models import CaseResult, Dataset, Run
+from evaluations.models import CaseResult, Dataset, Run, case_counts_words
 from evaluations.verdict import run_verdict
 from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
@@ -246,17 +246,14 @@ class Command(VerdictCommand):
         )
         rows = [["case", "result", *labels]]
         for case in cases:
-            result = "flaky" if case.flaky else ("passed" if case.passed else "failed")
-            result += f" {case.repetitions_passed}/{case.repetitions}"
+            result = case.state_words
             rows.append([case.case.key, result, *(_cell(case.checks.get(x)) for x in labels)])
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         for row in rows:
             self.stdout.write(
                 "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
             )
-        passed = sum(case.passed for case in cases)
-        flaky = sum(case.flaky for case in cases)
-        self.stdout.write(f"cases passed: {passed}/{len(cases)}, flaky: {flaky}")
+        self.stdout.write(case_counts_words(run.summary))
 
     def why(self, verdict):
         if verdict.passed:
@@ -279,6 +276,8 @@ class Command(VerdictCommand):
             "cases": [
                 {
                     "case": case.case.key,
+                    "status": case.status,
+                    "reason": case.reason,
                     "passed": case.passed,
                     "flaky": case.flaky,
                     "repetitions_passed": case.repetitions_passed,

@@ -23,6 +23,7 @@ from xml.etree import ElementTree
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluations.choices import CaseStatus
 from sherlock.core.csv_cells import SafeWriter
 
 FORMATS = ("trials", "jsonl", "csv", "junit", "otlp")
@@ -156,8 +157,11 @@ class Command(BaseCommand):
             {
                 "name": f"{run.agent_version} on {run.dataset_version}",
                 "tests": str(len(case_results)),
-                "failures": str(sum(not c.passed for c in case_results)),
-                "errors": "0",
+                "failures": str(
+                    sum(c.status in (CaseStatus.FAILED, CaseStatus.FLAKY) for c in case_results)
+                ),
+                # An unscored case has no verdict: an error, never a pass.
+                "errors": str(sum(c.status == CaseStatus.UNSCORED for c in case_results)),
                 "skipped": "0",
             },
         )
@@ -178,7 +182,20 @@ class Command(BaseCommand):
             if result.flaky:
                 props = ElementTree.SubElement(testcase, "properties")
                 ElementTree.SubElement(props, "property", {"name": "flaky", "value": "true"})
-            if not result.passed:
+            if result.status == CaseStatus.UNSCORED:
+                error = ElementTree.SubElement(
+                    testcase,
+                    "error",
+                    {
+                        "message": f"no verdict: {result.reason or 'unscored'}",
+                        "type": (result.reason or "unscored").replace(" ", "_"),
+                    },
+                )
+                error.text = (
+                    f"{result.repetitions_unscored} of {result.repetitions} repetition(s) "
+                    "could not be scored"
+                )
+            elif not result.passed:
                 failed = [
                     f"{label}: failed in {info['statuses'].get('failed', 0)} of "
                     f"{result.repetitions} repetition(s), mean score {info.get('mean')}"
