@@ -558,9 +558,10 @@ def _contract_gate(result: ContractResult, name: str, limits: Thresholds) -> Gat
 
 
 def _checks_scored_gate(runs: list, unscored: dict, errors: dict) -> Gate:
-    """Fail on what could not be scored: a case's pass does not count skipped or errored checks
-    against it, so a run whose judge was down, or whose agent crashed on every trial, can show
-    a perfect case pass rate; no verdict may rest on that. A check disabled for a case by an
+    """Fail on what could not be scored: skipped or errored checks count neither against a case
+    nor for it (a case left without a verdict is `unscored`, outside the case pass rate), so a
+    run whose judge was down, or whose agent crashed on every trial, must not pass on the cases
+    that remain; this gate decides whether they block. A check disabled for a case by an
     override is not blocking there, and does not count."""
     per_run = [
         {

@@ -99,8 +99,8 @@ EXPECTED = {
         "coverage off": ("incomplete", 2, "checks_scored"),
     },
     # A trial in error has no billed cost: coverage fails closed (its cost is unknown), and the
-    # checks-scored gate names the trial (its case still passes: a case's pass does not count
-    # the results that could not be scored, which is why that gate exists). The missing cost
+    # checks-scored gate names the trial (its case has no verdict: unscored, outside the case
+    # pass rate, which is why that gate exists). The missing cost
     # is the missing evidence of the error itself, not a failure: incomplete, exit 2, under
     # every policy (seed 003: unavailable is never turned into a failure).
     "errored trial": {
