@@ -599,7 +599,8 @@ def _case_pass_rate_gate(runs: list, minimum: float) -> Gate:
     rate counts only the cases with a verdict; the unscored stand beside it in the detail, and
     a run whose every case is unscored has no rate to judge: the "blocking checks scored" gate
     says why, and this one is not applicable."""
-    undecided = {run.pk for run in runs if _all_unscored(run)}
+    # Imported trials have no blocking check at all: their own words below, not these.
+    undecided = {run.pk for run in runs if _all_unscored(run) and not _unjudged(run)}
     unscored = {run.pk: (run.summary or {}).get("unscored") or 0 for run in runs}
     if runs and len(undecided) == len(runs):
         return Gate(
