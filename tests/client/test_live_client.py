@@ -61,7 +61,15 @@ def test_the_exit_code_is_the_servers_verdict(live_sherlock, task, code, outcome
 
 def test_a_raise_a_hang_and_garbage_are_agent_errors_of_the_run(live_sherlock, tmp_path):
     done = sherlock(
-        run_args("refunds_mixed", "--timeout", "1", "--junit", str(tmp_path / "j.xml")),
+        run_args(
+            "refunds_mixed",
+            "--timeout",
+            "1",
+            "--junit",
+            str(tmp_path / "j.xml"),
+            "--json",
+            str(tmp_path / "r.json"),
+        ),
         live_sherlock.url,
         live_sherlock.key,
     )
@@ -74,6 +82,13 @@ def test_a_raise_a_hang_and_garbage_are_agent_errors_of_the_run(live_sherlock, t
     assert Trial.objects.filter(status=TrialStatus.COMPLETED).count() == CASES - 3
     suite = ET.parse(tmp_path / "j.xml").getroot()
     assert suite.get("errors") == "3"
+    # The server's case state, read by the client: no verdict for the three, never "passed".
+    rows = {row["case"]: row for row in json.loads((tmp_path / "r.json").read_text())["cases"]}
+    unscored = {key for key, row in rows.items() if row["status"] == "unscored"}
+    assert unscored == {"case-1", "case-2", "case-3"}
+    assert {rows[key]["reason"] for key in unscored} == {"agent error"}
+    assert not any(rows[key]["passed"] for key in unscored)
+    assert "case case-1: unscored (agent error)" in done.stdout
 
 
 def test_a_wrong_key_exits_3(live_sherlock):
