@@ -59,12 +59,20 @@ def _transcript(result, started):
     elapsed_ms = (time.perf_counter() - started) * 1000
     transcript = dict(result) if isinstance(result, dict) else {"output": result}
     transcript.setdefault("latency_ms", round(elapsed_ms, 3))
-    try:
-        # An agent's answer is outside input: a cost of $2,000,000 or a token count past the
-        # column ends this trial as an error, with the figure's range, and nothing else.
-        check_figures(transcript)
-    except ValueError as exc:
-        raise AgentCallError(f"the agent's answer reports a figure out of range: {exc}") from None
+    return checked_figures(transcript)
+
+
+def checked_figures(transcript):
+    """`transcript` when its figures are in range; else AgentCallError. An agent's answer is
+    outside input: a cost of $2,000,000 or a token count past the column ends this trial as an
+    error, with the figure's range, and nothing else."""
+    if isinstance(transcript, dict):
+        try:
+            check_figures(transcript)
+        except ValueError as exc:
+            raise AgentCallError(
+                f"the agent's answer reports a figure out of range: {exc}"
+            ) from None
     return transcript
 
 

@@ -11,7 +11,7 @@ a case are its repetitions in file order). Recorded `latency_ms` is kept; nothin
 import copy
 import json
 
-from agents.adapters.base import AgentCallError, PreparedAgent
+from agents.adapters.base import AgentCallError, PreparedAgent, checked_figures
 
 SCHEMA = {
     "type": "object",
@@ -79,8 +79,9 @@ class ReplayAgent(PreparedAgent):
         self.model = version.config.get("model")
 
     def call(self, case, *, repetition=1):
-        # No measured latency: the time it takes to look up a recording says nothing.
-        return self._call(case, repetition)
+        # No measured latency: the time it takes to look up a recording says nothing. The
+        # recording's figures are checked as any agent's answer is.
+        return checked_figures(self._call(case, repetition))
 
     def _call(self, case, repetition):
         recorded = self.transcripts.get(case.get("id"))

@@ -409,3 +409,21 @@ def test_an_infinite_latency_stored_before_the_bounds_becomes_unknown(
     api = APIClient()
     api.force_authenticate(admin_user)
     assert api.get(f"/api/v1/trials/?run={run.pk}").status_code == 200
+
+
+def test_a_replayed_transcript_past_a_range_errs_like_any_answer(builder):
+    """A `replay` version's recording is checked as an agent's answer is (its `call` skips the
+    shared path that measures latency)."""
+    from agents.adapters import AgentCallError
+    from agents.adapters.replay import ReplayAgent
+    from agents.models import AgentVersion
+
+    agent = factories.agent()
+    version = AgentVersion.objects.create(
+        agent=agent,
+        number=1,
+        adapter="replay",
+        config={"transcripts": {"c0": {"output": "ok", "cost_usd": 2_000_000}}},
+    )
+    with pytest.raises(AgentCallError, match="cost_usd: must be from 0 to 100,000"):
+        ReplayAgent(version).call({"id": "c0"})
