@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from evaluations import scoring
 from evaluations.calibration import informative_checks
+from evaluations.checks import MODEL_KINDS
 from evaluations.choices import CheckStatus, RunStatus, TrialStatus
 from evaluations.contract.db import run_totals
 from evaluations.engine import completion, compute_case_results, maybe_finish_run
@@ -78,6 +79,9 @@ def row_by_row(run):
                 "score": result.score,
                 "status": result.status,
                 "blocking": result.blocking,
+                "model": result.check_config.kind in MODEL_KINDS,
+                "reason": result.reason,
+                "agent_error": result.trial.status == TrialStatus.ERROR,
             }
         )
     for trial in run.trials.exclude(status=TrialStatus.CANCELLED).select_related("case"):
@@ -94,6 +98,11 @@ def assert_as_the_rules(run, expected):
     for key, want in expected.items():
         got = stored[key]
         assert (got.passed, got.flaky) == (want.passed, want.flaky), key
+        assert (got.status, got.reason, got.repetitions_unscored) == (
+            want.status,
+            want.reason,
+            want.repetitions_unscored,
+        ), key
         assert (got.repetitions, got.repetitions_passed) == (
             want.repetitions,
             want.repetitions_passed,
