@@ -212,6 +212,11 @@ class Client:
     def verdict(self, run_id: int, policy: int | None = None) -> Verdict:
         return self.session.get(f"runs/{run_id}/verdict/", policy=policy)
 
+    def junit(self, run_id: int, policy: int | None = None) -> str:
+        """The run's JUnit XML as the server writes it (one writer for every surface)."""
+        params = {"policy": policy} if policy is not None else None
+        return str(self.session.request("GET", f"runs/{run_id}/junit/", params=params, text=True))
+
     def trials(self, run_id: int) -> Iterator[dict]:
         return self.session.paginate("trials/", run=run_id)
 

@@ -92,6 +92,7 @@ def result_of(
     stats: Stats | None = None,
     compare: bool = True,
     notes: list[str] | None = None,
+    policy: int | None = None,
 ) -> Result:
     run_id = run["id"]
     details = run if "agent" in run else api.run(run_id)
@@ -119,6 +120,11 @@ def result_of(
         stats=stats,
         notes=notes or [],
     )
+    try:
+        result.junit = api.junit(run_id, policy=policy)
+    except ApiError as exc:
+        # A server before `/runs/{id}/junit/`: the report holds the verdict alone.
+        result.notes.append(f"the server's JUnit report could not be read: {exc}")
     if compare and agent and dataset:
         result.baseline = baseline(api, agent, details.get("agent_version"), dataset, run_id)
     return result
@@ -205,7 +211,9 @@ def run(
         created = _client_run(api, agent, name, dataset, options, {**found, "config": config})
     stats = fulfil(api, created, fn, options)
     verdict = await_verdict(api, created["id"], policy=options.policy, wait=options.wait)
-    return result_of(api, created, verdict, stats=stats, compare=options.compare)
+    return result_of(
+        api, created, verdict, stats=stats, compare=options.compare, policy=options.policy
+    )
 
 
 def _client_run(
@@ -250,7 +258,7 @@ def evaluate_remote(
     if options.on_run:
         options.on_run(started)
     verdict = await_verdict(api, started["id"], policy=options.policy, wait=options.wait)
-    return result_of(api, started, verdict, compare=options.compare)
+    return result_of(api, started, verdict, compare=options.compare, policy=options.policy)
 
 
 # --- publishing --------------------------------------------------------------------------------
@@ -354,7 +362,11 @@ def gate(
                 policy=options.policy,
                 wait=max(1.0, deadline - time.monotonic()),
             )
-            results.append(result_of(api, waiting_run, verdict, stats=stats, compare=False))
+            results.append(
+                result_of(
+                    api, waiting_run, verdict, stats=stats, compare=False, policy=options.policy
+                )
+            )
         if not _poll(deadline, step, time.sleep):
             break
         request = api.publish_request(request["id"])

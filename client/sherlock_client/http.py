@@ -183,9 +183,10 @@ class Session:
         json: Any = None,
         params: dict | None = None,
         idempotent: bool | None = None,
+        text: bool = False,
     ) -> Any:
-        """The decoded JSON answer of one call (None for an empty body), retried as the module
-        says; ApiError or Unreachable otherwise."""
+        """The decoded JSON answer of one call (None for an empty body; the body as text when
+        `text`), retried as the module says; ApiError or Unreachable otherwise."""
         if idempotent is None:
             idempotent = method.upper() == "GET"
         url = self.url(path)
@@ -217,6 +218,8 @@ class Session:
                 continue
             if status >= 400:
                 raise error_from(response, method)
+            if text:
+                return response.text
             if not response.content:
                 return None
             try:

@@ -6,6 +6,7 @@ JUnit XML, JSON and a pull request's markdown comment."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ class Result:
     stats: Stats | None = None
     baseline: dict | None = None  # the comparison with the live version's latest run
     notes: list[str] = field(default_factory=list)
+    junit: str | None = None  # the server's JUnit XML of the run (`GET /runs/{id}/junit/`)
 
     @property
     def outcome(self) -> str:
@@ -208,74 +210,42 @@ def _counts(counts: dict) -> str:
 
 
 def junit_xml(result: Result) -> str:
-    """One `<testcase>` per case (its repetitions as properties), an `<error>` when a
-    repetition errored, a `<failure>` when the server judged the case failed; and one
-    `verdict` testcase that fails unless the verdict passed, so a JUnit reader never shows a
-    failed run green."""
+    """The run's JUnit XML as the server wrote it (`GET /runs/{id}/junit/`: one testcase per
+    case and a `verdict` testcase that fails unless the verdict passed). From a server without
+    it, a report of the verdict alone, still failing unless the verdict passed."""
+    if result.junit is not None:
+        return result.junit
     suite = ET.Element(
         "testsuite",
-        name=f"sherlock {result.agent} {result.version} on {result.dataset}",
-        tests=str(len(result.cases) + 1),
+        name=_xml_safe(f"sherlock {result.agent} {result.version} on {result.dataset}"),
+        tests="1",
+        failures="0" if result.passed else "1",
+        errors="0",
     )
-    failures = errors = 0
-    properties = ET.SubElement(suite, "properties")
-    for name, value in (("run", result.url), ("outcome", result.outcome)):
-        ET.SubElement(properties, "property", name=name, value=str(value))
-    for row in result.cases:
-        testcase = ET.SubElement(suite, "testcase", classname=result.dataset, name=row["case"])
-        props = ET.SubElement(testcase, "properties")
-        for rep in row["repetitions"]:
-            ET.SubElement(
-                props,
-                "property",
-                name=f"repetition.{rep['repetition']}",
-                value=str(rep["status"]) + (f": {rep['error']}" if rep["error"] else ""),
-            )
-        status = row.get("status")
-        if status == "unscored" or (row["errored"] and status is None):
-            # No verdict: an error, never a pass (a JUnit reader shows it red).
-            errors += 1
-            node = ET.SubElement(
-                testcase,
-                "error",
-                message=(row["error"] or f"no verdict: {row.get('reason') or 'unscored'}")[:500],
-                type=(row.get("reason") or "unscored").replace(" ", "_"),
-            )
-            node.text = (
-                f"{row['errored']} of {len(row['repetitions'])} repetitions errored"
-                if row["errored"]
-                else f"no verdict: {row.get('reason') or 'unscored'}"
-            )
-        elif row.get("status") in ("failed", "flaky") or row["passed"] is False:
-            failures += 1
-            failed = [
-                label
-                for label, summary in (row.get("checks") or {}).items()
-                if isinstance(summary, dict) and summary.get("status") == "failed"
-            ]
-            ET.SubElement(
-                testcase,
-                "failure",
-                message="failed: " + (", ".join(failed) or "its blocking checks"),
-                type="failed",
-            )
     verdict_case = ET.SubElement(suite, "testcase", classname="sherlock", name="verdict")
-    if result.exit_code != EXIT_PASSED:
-        failures += 1
+    if not result.passed:
         reasons = "; ".join(
             str(r.get("detail") or r.get("code")) for r in result.verdict.get("reasons") or []
         )
         node = ET.SubElement(
             verdict_case,
             "failure",
-            message=f"{result.outcome}: {reasons}"[:500],
+            message=_xml_safe(f"{result.outcome}: {reasons}"[:1000]),
             type=result.outcome,
         )
-        node.text = result.url
-    suite.set("failures", str(failures))
-    suite.set("errors", str(errors))
+        node.text = _xml_safe(result.url)
+    out = ET.SubElement(verdict_case, "system-out")
+    out.text = _xml_safe("\n".join([result.url, *result.notes]))
     ET.indent(suite)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode")
+
+
+# What XML 1.0 forbids (C0 controls but tab and newlines, lone surrogates, U+FFFE, U+FFFF).
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _XML_FORBIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def json_text(result: Result) -> str:

@@ -14,7 +14,9 @@ through the actions, which decide who may (403) and whether the run may (409).
 
 import django_filters
 from django.db.models import F
+from django.http import HttpResponse
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -35,6 +37,7 @@ from evaluations.choices import RunPurpose, RunStatus
 from evaluations.contract import policy_by_id
 from evaluations.costs import format_usd
 from evaluations.models import DatasetVersion, Run
+from evaluations.reads.junit import run_junit
 from evaluations.verdict import OUTCOMES, run_verdict
 from sherlock.core.api.filters import IdFilter
 from sherlock.core.api.serializers import LeanRepresentation, MoneyField, RefuseUnknownFields
@@ -325,6 +328,30 @@ class RunViewSet(
     )
     @action(detail=True, methods=["get"])
     def verdict(self, request, pk=None):
+        run, verdict = self._verdict(request)
+        url = request.build_absolute_uri(reverse("evaluations:run-detail", args=[run.pk]))
+        return Response(verdict.as_dict(run=run.pk, url=url))
+
+    @extend_schema(
+        summary="A run's JUnit XML report",
+        description='The run as a CI reads a test report (docs/api.md, "JUnit report"): one '
+        "testcase "
+        "per case (failed and flaky as a `<failure>` naming the blocking checks that failed, "
+        "unscored as an `<error>` with its reason) and a `verdict` testcase that fails unless "
+        "the verdict passed, under the policy in force or `?policy=<id>`. The same file as "
+        "`manage.py export_run --format junit`, `evaluate --junit` and `sherlock run --junit`.",
+        parameters=[
+            OpenApiParameter("policy", int, required=False, description="a publishing policy's id")
+        ],
+        responses={(200, "application/xml"): OpenApiTypes.STR, 400: _ERROR, 404: _ERROR},
+    )
+    @action(detail=True, methods=["get"])
+    def junit(self, request, pk=None):
+        run, verdict = self._verdict(request)
+        return HttpResponse(run_junit(run, verdict), content_type="application/xml; charset=utf-8")
+
+    def _verdict(self, request):
+        """The run (404 when not visible) and its verdict under `?policy=` or the one in force."""
         run = self.get_object()
         run = (
             Run.objects.select_related("agent_version__agent", "dataset_version__dataset")
@@ -341,9 +368,7 @@ class RunViewSet(
                     f"'policy' must be the id of a publishing policy, not {excerpt(raw)}",
                     field="policy",
                 )
-        verdict = run_verdict(run, applied)
-        url = request.build_absolute_uri(reverse("evaluations:run-detail", args=[run.pk]))
-        return Response(verdict.as_dict(run=run.pk, url=url))
+        return run, run_verdict(run, applied)
 
     @extend_schema(
         summary="Ask the judge for a summary of a completed run",

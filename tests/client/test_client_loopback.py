@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 
 import pytest
 from sherlock_client import ApiError, Client, Unreachable, evaluate
@@ -17,6 +16,7 @@ from sherlock_client.http import Session
 from tests.client import tasks_under_test
 from tests.client.conftest import ROOT, cli_env, sherlock
 from tests.client.loopback_sherlock import LoopbackSherlock
+from tests.support.junit import outcomes, read_junit
 
 TASKS = "tests.client.tasks_under_test"
 
@@ -393,17 +393,13 @@ def test_junit_json_and_markdown_describe_the_run(server, tmp_path):
         "good-key",
     )
     assert done.returncode == 2
-    suite = ET.parse(tmp_path / "j.xml").getroot()
-    cases = [c for c in suite.iter("testcase") if c.get("name") != "verdict"]
-    assert len(cases) == 10
-    first = next(c for c in cases if c.get("name") == "case-1")
-    assert first.find("error") is not None
-    reps = [p.get("name") for p in first.iter("property")]
-    assert reps == ["repetition.1", "repetition.2"]
-    judged_failed = next(c for c in cases if c.get("name") == "case-0")
-    assert judged_failed.find("failure") is None and judged_failed.find("error") is None
-    verdict = next(c for c in suite.iter("testcase") if c.get("name") == "verdict")
-    assert verdict.find("failure").get("type") == "incomplete"
+    # This small server has no `/runs/{id}/junit/` (a server before it): the report holds the
+    # verdict alone, failing, and says why; still valid for a CI's reader.
+    suite = read_junit((tmp_path / "j.xml").read_text())
+    assert outcomes(suite) == {"verdict": "failure"}
+    (verdict,) = next(iter(suite)).result
+    assert verdict.type == "incomplete"
+    assert "JUnit report could not be read" in next(iter(suite)).system_out
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["client"]["timeout"] == 2 and report["exit_code"] == 2
     comment = (tmp_path / "c.md").read_text()

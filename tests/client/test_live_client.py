@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 
 import pytest
 from sherlock_client import evaluate
@@ -19,6 +18,7 @@ from evaluations.models import Run, Trial
 from tests.client.conftest import ROOT, cli_env, sherlock
 from tests.client.flaky_proxy import FlakyProxy
 from tests.client.live import CASES
+from tests.support.junit import outcomes, read_junit
 
 pytestmark = pytest.mark.slow
 TASKS = "tests.client.tasks_under_test"
@@ -80,8 +80,12 @@ def test_a_raise_a_hang_and_garbage_are_agent_errors_of_the_run(live_sherlock, t
     assert "1 s" in errors["case-2"]
     assert "float" in errors["case-3"]
     assert Trial.objects.filter(status=TrialStatus.COMPLETED).count() == CASES - 3
-    suite = ET.parse(tmp_path / "j.xml").getroot()
-    assert suite.get("errors") == "3"
+    # The server's report: the three as errors with their reason, the verdict failed.
+    suite = read_junit((tmp_path / "j.xml").read_text())
+    found = outcomes(suite)
+    assert {key for key, kind in found.items() if kind == "error"} == {"case-1", "case-2", "case-3"}
+    assert found["verdict"] == "failure" and suite.errors == 3
+    assert {case.result[0].type for case in suite if found[case.name] == "error"} == {"agent_error"}
     # The server's case state, read by the client: no verdict for the three, never "passed".
     rows = {row["case"]: row for row in json.loads((tmp_path / "r.json").read_text())["cases"]}
     unscored = {key for key, row in rows.items() if row["status"] == "unscored"}

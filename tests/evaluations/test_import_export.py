@@ -8,7 +8,6 @@ import io
 import json
 from datetime import date
 from decimal import Decimal
-from xml.etree import ElementTree
 
 import pytest
 from django.core.management import call_command
@@ -23,6 +22,7 @@ from evaluations.contract.db import run_contract
 from evaluations.models import CheckResult, Dataset, DatasetVersion, Run, Trial
 from tests.support import factories
 from tests.support.contract_runs import FIXTURE, import_seed_variant, seed_records
+from tests.support.junit import outcomes, read_junit
 
 pytestmark = pytest.mark.django_db
 
@@ -264,10 +264,11 @@ def test_the_jsonl_csv_and_junit_exports_hold_every_result(tmp_path):
     assert len(rows) == 1 + 5
 
     junit, _ = command("export_run", str(run.pk), "--format", "junit")
-    suite = ElementTree.fromstring(junit.split("\n", 1)[1])
-    assert suite.tag == "testsuite"
-    assert (suite.get("tests"), suite.get("failures")) == ("5", "0")
-    assert len(suite.findall("testcase")) == 5
+    suite = read_junit(junit)
+    # Five cases (imported: no blocking check, so no verdict each) and the run's verdict,
+    # which its contract passes.
+    assert (suite.tests, suite.errors, suite.failures) == (6, 5, 0)
+    assert outcomes(suite)["verdict"] == "passed"
 
 
 def test_junit_marks_failed_and_flaky_cases():
@@ -284,22 +285,22 @@ def test_junit_marks_failed_and_flaky_cases():
 
     junit, _ = command("export_run", str(run.pk), "--format", "junit")
 
-    suite = ElementTree.fromstring(junit.split("\n", 1)[1])
-    assert suite.get("failures") == "1" and suite.get("errors") == "0"
-    failure = suite.find(f"testcase[@name='{first.case.key}']/failure")
-    assert failure.get("type") == "flaky"
+    suite = read_junit(junit)
+    assert outcomes(suite)[first.case.key] == "failure"
+    assert outcomes(suite)[second.case.key] == "passed"
+    ((failure,),) = [case.result for case in suite if case.name == first.case.key]
+    assert failure.type == "flaky"
     assert "Shape: failed in 1 of 2 repetition(s)" in failure.text
-    assert suite.find(f"testcase[@name='{second.case.key}']/failure") is None
 
 
 def test_junit_reads_an_unscored_case_as_an_error_never_a_pass():
     run = import_seed_variant("stable v1")  # imported: no blocking check, no verdict
     junit, _ = command("export_run", str(run.pk), "--format", "junit")
-    suite = ElementTree.fromstring(junit.split("\n", 1)[1])
-    cases = run.case_results.count()
-    assert suite.get("errors") == str(cases) and suite.get("failures") == "0"
-    error = suite.find("testcase/error")
-    assert error.get("message") == "no verdict: every blocking check skipped"
+    suite = read_junit(junit)
+    assert suite.errors == run.case_results.count()
+    error = next(case.result[0] for case in suite if case.name != "verdict")
+    assert error.message == "no verdict: every blocking check skipped"
+    assert error.type == "every_blocking_check_skipped"
 
 
 def test_export_of_an_unknown_run_exits_2():

@@ -17,10 +17,10 @@ page and API, `GET /api/v1/runs/{id}/verdict/` and the publish gate call, under 
 policy in force for the agent (else the defaults; the output names which), with every gate, the
 reasons and the evidence the run lacks with what adds it. The publish decision itself is
 `manage.py gate`'s, on the runs of the agent's gate datasets.
-`--junit FILE` writes JUnit XML (`export_run --format junit`'s writer), `--json FILE` a JSON
-summary. `--summary` then asks the judge for the run's summary (`SummarizeRun`: statements citing
-the run's cases) and prints it; when it cannot (no judge, refused) it says why and the exit
-status stays the verdict's.
+`--junit FILE` writes the run's JUnit XML (the API's and the client's writer,
+`evaluations.reads.junit`), `--json FILE` a JSON summary. `--summary` then asks the judge for
+the run's summary (`SummarizeRun`: statements citing the run's cases) and prints it; when it
+cannot (no judge, refused) it says why and the exit status stays the verdict's.
 
 Exit status: the verdict's exit code: 0 passed, 1 failed, 2 incomplete (a blocking check not
 scored, a trial in error, a run that failed or was cancelled); 2 also on an error (bad usage,
@@ -43,8 +43,8 @@ from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.choices import RUN_TERMINAL, RunStatus
 from evaluations.contract import render_table
 from evaluations.costs import describe_estimate, describe_spend, format_usd
-from evaluations.management.commands.export_run import Command as ExportRun
 from evaluations.models import CaseResult, Dataset, Run, case_counts_words
+from evaluations.reads.junit import run_junit
 from evaluations.verdict import run_verdict
 from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
@@ -134,7 +134,7 @@ class Command(VerdictCommand):
         if options["summary"]:
             self.print_summary(user, run)
         if options["junit"]:
-            self.write_file(options["junit"], ExportRun().export_junit(run), "JUnit XML")
+            self.write_file(options["junit"], run_junit(run, verdict), "JUnit XML")
         if options["json_file"]:
             summary = self.summary(run, cases, verdict)
             self.write_file(options["json_file"], json.dumps(summary, indent=2) + "\n", "JSON")

@@ -9,8 +9,10 @@ Formats (DESIGN section 11):
 - ``csv``: one row per check result (run, case, repetition, check, status, score, threshold,
   blocking, reason), for spreadsheets; a cell a spreadsheet would run (a reason starting
   with ``=``) gets a ``'`` ahead (``sherlock.core.csv_cells``, docs/cases.md).
-- ``junit``: JUnit XML, one test case per case of the run (failed when the case failed, flaky
-  marked as a property), for CI test reports.
+- ``junit``: JUnit XML for CI test reports, the API's and the client's
+  (``evaluations.reads.junit``): one test case per case (failed, flaky as a failure, unscored as
+  an error with its reason) and a ``verdict`` test case that fails unless the run's verdict
+  passed.
 - ``otlp``: OpenTelemetry traces as OTLP/JSON (``evaluations.otel``).
 
 An unknown run exits with status 2 and a one-line message.
@@ -19,11 +21,9 @@ An unknown run exits with status 2 and a one-line message.
 import io
 import json
 from pathlib import Path
-from xml.etree import ElementTree
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluations.choices import CaseStatus
 from sherlock.core.csv_cells import SafeWriter
 
 FORMATS = ("trials", "jsonl", "csv", "junit", "otlp")
@@ -151,74 +151,10 @@ class Command(BaseCommand):
         return buffer.getvalue()
 
     def export_junit(self, run):
-        case_results = list(run.case_results.select_related("case").order_by("case__key"))
-        suite = ElementTree.Element(
-            "testsuite",
-            {
-                "name": f"{run.agent_version} on {run.dataset_version}",
-                "tests": str(len(case_results)),
-                "failures": str(
-                    sum(c.status in (CaseStatus.FAILED, CaseStatus.FLAKY) for c in case_results)
-                ),
-                # An unscored case has no verdict: an error, never a pass.
-                "errors": str(sum(c.status == CaseStatus.UNSCORED for c in case_results)),
-                "skipped": "0",
-            },
-        )
-        properties = ElementTree.SubElement(suite, "properties")
-        for name, value in (
-            ("run", run.pk),
-            ("status", run.status),
-            ("repetitions", run.repetitions),
-            ("case_pass_rate", (run.summary or {}).get("case_pass_rate")),
-        ):
-            ElementTree.SubElement(properties, "property", {"name": name, "value": str(value)})
-        for result in case_results:
-            testcase = ElementTree.SubElement(
-                suite,
-                "testcase",
-                {"classname": str(run.dataset_version.dataset.slug), "name": result.case.key},
-            )
-            if result.flaky:
-                props = ElementTree.SubElement(testcase, "properties")
-                ElementTree.SubElement(props, "property", {"name": "flaky", "value": "true"})
-            if result.status == CaseStatus.UNSCORED:
-                error = ElementTree.SubElement(
-                    testcase,
-                    "error",
-                    {
-                        "message": f"no verdict: {result.reason or 'unscored'}",
-                        "type": (result.reason or "unscored").replace(" ", "_"),
-                    },
-                )
-                error.text = (
-                    f"{result.repetitions_unscored} of {result.repetitions} repetition(s) "
-                    "could not be scored"
-                )
-            elif not result.passed:
-                failed = [
-                    f"{label}: failed in {info['statuses'].get('failed', 0)} of "
-                    f"{result.repetitions} repetition(s), mean score {info.get('mean')}"
-                    for label, info in (result.checks or {}).items()
-                    if info.get("blocking") and info.get("statuses", {}).get("failed")
-                ]
-                failure = ElementTree.SubElement(
-                    testcase,
-                    "failure",
-                    {
-                        "message": (
-                            f"{result.repetitions_passed}/{result.repetitions} repetitions passed"
-                        ),
-                        "type": "flaky" if result.flaky else "failed",
-                    },
-                )
-                failure.text = "\n".join(failed)
-        ElementTree.indent(suite)
-        return (
-            '<?xml version="1.0" encoding="UTF-8"?>\n'
-            + ElementTree.tostring(suite, encoding="unicode")
-            + "\n"
-        )
+        from evaluations.reads.junit import run_junit
+        from evaluations.verdict import run_verdict
+
+        return run_junit(run, run_verdict(run))
 
     def export_otlp(self, run):
         from evaluations.otel import run_to_otlp
