@@ -664,7 +664,8 @@ def _missing(
     evidence: _Evidence,
     errored_cost: tuple[int, int] = (0, 0),
 ):
-    from evaluations.judge.setup import judge_configured, no_judge_sentence
+    from evaluations.judge.errors import JUDGE_UNAVAILABLE
+    from evaluations.judge.setup import judge_configured, judge_named, no_judge_sentence
 
     found = []
     t = contract.totals
@@ -700,6 +701,39 @@ def _missing(
                 fails=True,
             )
         )
+    judge_errors = [
+        g
+        for g in groups
+        if g["status"] == CheckStatus.ERROR
+        and (g.get("reason") or "").startswith(JUDGE_UNAVAILABLE)
+    ]
+    if judge_errors and judge_configured():
+        cause = judge_errors[0]["reason"][len(JUDGE_UNAVAILABLE) :].lstrip(": ")
+        found.append(
+            Missing(
+                "judge_unavailable",
+                f"{sum(g['n'] for g in judge_errors)} blocking model check result(s) not "
+                f"scored: {judge_named()} did not answer ({cause})",
+                f"Make {judge_named()} answer (`manage.py check_judge` names what to change), "
+                "then run again",
+                doc_url("judges"),
+                fails=True,
+            )
+        )
+    errored = [evidence.errored[run.pk] for run in runs if run.pk in evidence.errored]
+    if errored:
+        versions = {run.agent_version_id: run.agent_version for run in runs}
+        where = "; ".join(agent_where(version) for version in versions.values())
+        found.append(
+            Missing(
+                "agent",
+                f"{sum(row['trials'] for row in errored)} trial(s) in error: the agent "
+                f"({where}) did not answer: {(errored[0]['error'] or 'no error recorded')[:300]}",
+                "Make the agent answer (its endpoint or its code), then run again",
+                doc_url("adapters"),
+                fails=True,
+            )
+        )
     if limits.min_quality is not None and not contract.graded:
         found.append(
             Missing(
@@ -725,6 +759,20 @@ def _missing(
             )
         )
     return found
+
+
+def agent_where(version) -> str:
+    """Where ``version``'s agent answers, in words: its adapter and its URL or callable (a URL
+    shown without any user:password)."""
+    from evaluations.judge.probe import shown_url
+
+    config = version.config or {}
+    target = config.get("url") or config.get("base_url")
+    if isinstance(target, str) and target:
+        return f"{version.adapter} at {shown_url(target)}"
+    if isinstance(config.get("callable"), str):
+        return f"{version.adapter} {config['callable']}"
+    return str(version.adapter)
 
 
 # --- cases ----------------------------------------------------------------------------------
@@ -768,9 +816,10 @@ def _unscored_groups(runs: list) -> dict[int, list[dict[str, Any]]]:
 
 
 def _errored_trials(runs: list) -> dict[int, dict[str, int]]:
-    """``{run pk: {cases, missing_cost, estimated_cost}}`` of the runs' trials in error: the
-    cases with one, and how many have no billed cost (missing or estimated), counted as the
-    contract counts a trial's cost; one grouped query, none without runs."""
+    """``{run pk: {cases, missing_cost, estimated_cost, trials, error}}`` of the runs' trials in
+    error: the cases with one, how many have no billed cost (missing or estimated), counted as
+    the contract counts a trial's cost, how many there are and one of their errors; one grouped
+    query, none without runs."""
     from evaluations.models import Trial
 
     if not runs:
@@ -784,6 +833,8 @@ def _errored_trials(runs: list) -> dict[int, dict[str, int]]:
             cases=Count("case_id", distinct=True),
             missing_cost=Count("pk", filter=~billed & ~estimated),
             estimated_cost=Count("pk", filter=estimated),
+            trials=Count("pk"),
+            error=Max("error"),  # one of their errors, to name the cause
         )
         .order_by()
     )

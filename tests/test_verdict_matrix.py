@@ -126,8 +126,9 @@ MISSING = {
     "verified": set(),
     "no verifier": {"outcome_verification"},
     "unscored model check": {"outcome_verification", "judge"},
-    "errored trial": set(),
-    "errored and unbilled": {"billing"},
+    # A trial in error names the agent: its adapter, its callable and the error.
+    "errored trial": {"agent"},
+    "errored and unbilled": {"agent", "billing"},
 }
 
 
@@ -249,6 +250,10 @@ def test_every_surface_gives_the_same_verdict_for_each_policy(world, client, kin
         assert (failing[0] if failing else None) == first, f"{where}: {body['gates']}"
         assert {item["code"] for item in body["missing"]} == MISSING[kind], where
         assert all(item["fix"] and item["docs"].startswith("/") for item in body["missing"])
+        for item in body["missing"]:
+            if item["code"] == "agent":
+                assert f"the agent (python {HERE}.acting_agent)" in item["detail"], where
+                assert "the refund service is down" in item["detail"], where
         assert not any(
             gate["name"] == "budget" and gate["state"] == "fail"
             for gate in body["gates"]

@@ -1,7 +1,8 @@
 """Why an ask failed: the error codes of `JudgeAnswer.error_code`, and how a message is clipped.
 
 The codes are for check reasons and filters. The transport ones (rate limited, server error,
-timeout, connection, other HTTP status) are decided by the retry policy (`retry.py`), the
+timeout, connection refused, name not found, TLS, other connection failures, other HTTP
+status) are decided by the retry policy (`retry.py`), the
 answer ones (malformed, refused) when the answer is read (`answers.py`).
 """
 
@@ -12,12 +13,33 @@ from dataclasses import dataclass
 RATE_LIMITED = "rate_limited"
 SERVER_ERROR = "server_error"
 TIMEOUT = "timeout"
+# Why a connection failed, by its cause: nothing listens there, the host name is not known, TLS
+# failed (a certificate, a plain-HTTP server behind https://), anything else (reset, closed).
+CONNECTION_REFUSED = "connection_refused"
+NAME_NOT_FOUND = "name_not_found"
+TLS = "tls"
 CONNECTION = "connection"
 HTTP_ERROR = "http_error"
 MALFORMED = "malformed"
 REFUSED = "refused"
 # An answer cut off at the completion cap (finish_reason "length"): re-asked fresh and briefer.
 CUT_OFF = "cut_off"
+
+# The codes of a judge that did not answer (as against an answer that could not be used): a
+# check's reason starts with `JUDGE_UNAVAILABLE` for them, the words of a case state's reason.
+TRANSPORT_CODES = frozenset(
+    (
+        RATE_LIMITED,
+        SERVER_ERROR,
+        TIMEOUT,
+        CONNECTION_REFUSED,
+        NAME_NOT_FOUND,
+        TLS,
+        CONNECTION,
+        HTTP_ERROR,
+    )
+)
+JUDGE_UNAVAILABLE = "judge unavailable"
 
 _MAX_ERROR_TEXT = 1000
 

@@ -21,13 +21,16 @@ from django.conf import settings
 
 from evaluations.judge.errors import (
     CONNECTION,
+    CONNECTION_REFUSED,
     CUT_OFF,
     HTTP_ERROR,
     MALFORMED,
+    NAME_NOT_FOUND,
     RATE_LIMITED,
     REFUSED,
     SERVER_ERROR,
     TIMEOUT,
+    TLS,
 )
 
 CONTEXT_FLAGS = "llama.cpp -c, vLLM --max-model-len, Ollama num_ctx"
@@ -104,8 +107,24 @@ def advice(answer, judge, cap: int) -> str:
             f"no answer within {judge.timeout:g} s: raise SHERLOCK_JUDGE_TIMEOUT, or use a "
             "faster server or a smaller model"
         )
+    if code == CONNECTION_REFUSED:
+        return (
+            f"nothing listens at {shown_url(judge.base_url)}: start the judge's server, or "
+            "check the port in SHERLOCK_JUDGE_BASE_URL"
+        )
+    if code == NAME_NOT_FOUND:
+        return (
+            f"the host of {shown_url(judge.base_url)} is not known: check its spelling in "
+            "SHERLOCK_JUDGE_BASE_URL and this machine's DNS"
+        )
+    if code == TLS:
+        return (
+            f"TLS failed at {shown_url(judge.base_url)}: check http:// against https:// in "
+            "SHERLOCK_JUDGE_BASE_URL, and that this machine trusts the server's certificate "
+            "(SSL_CERT_FILE)"
+        )
     if code == CONNECTION:
-        return f"nothing answers at {judge.base_url}: check SHERLOCK_JUDGE_BASE_URL"
+        return f"the connection to {shown_url(judge.base_url)} failed: check the server's log"
     if code == RATE_LIMITED:
         return "rate limited: try again later, or raise SHERLOCK_JUDGE_MAX_RETRIES"
     if code == HTTP_ERROR:

@@ -1,16 +1,25 @@
 """The judge's retry policy: which failures retry, how long to wait, and for how long at most.
 
 The SDK's own retries are off (`sdk.py`); this policy runs instead, so that `Retry-After`
-(and OpenAI's `retry-after-ms`) is honoured on 429 and 5xx, 5xx, 408, 409, timeouts,
-connection errors and unreadable 200s back off exponentially with jitter, and every failed
-attempt is handed to the client to be recorded as a `JudgeCall` row. A wait longer than
-`max_retry_after` is not waited for: the ask fails at once and says why. Failures are told
-apart by the SDK's public exception classes.
+(and OpenAI's `retry-after-ms`) is honoured on 429 and 5xx, 5xx, 408, 409, timeouts, reset
+connections and unreadable 200s back off exponentially with jitter, and every failed attempt
+is handed to the client to be recorded as a `JudgeCall` row. A wait longer than
+`max_retry_after` is not waited for: the ask fails at once and says why.
+
+Failures are named by their cause, read from the SDK's public exception classes and, for a
+connection that failed, from the exception's cause chain (the aiohttp transport reports every
+failed connect as a timeout, so the class alone would call a refused connection "no answer
+within 60 s"): a refused connection (retried, but never waiting more than
+`REFUSED_MAX_WAIT` seconds between tries: a server restarting comes back soon, a dead one
+does not, and the whole ask stays within a few seconds), a host name not found and a TLS
+failure (not retried: asking again cannot help), a timeout, an HTTP status.
 """
 
 from __future__ import annotations
 
 import random
+import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,10 +30,13 @@ import openai
 
 from evaluations.judge.errors import (
     CONNECTION,
+    CONNECTION_REFUSED,
     HTTP_ERROR,
+    NAME_NOT_FOUND,
     RATE_LIMITED,
     SERVER_ERROR,
     TIMEOUT,
+    TLS,
     Failure,
     clip,
 )
@@ -33,6 +45,8 @@ from evaluations.judge.errors import (
 # and the longest wait are settings (SHERLOCK_JUDGE_MAX_RETRIES, _MAX_BACKOFF), declared there.
 DEFAULT_BASE_BACKOFF = 0.5
 DEFAULT_MAX_RETRY_AFTER = 60.0
+# The longest wait between two tries after a refused connection.
+REFUSED_MAX_WAIT = 1.0
 
 # What one attempt may raise for a judge failure (APITimeoutError is an APIConnectionError);
 # ValueError is a 200 whose body is not a chat completion. Anything else is a bug and raises.
@@ -51,6 +65,7 @@ class AttemptFailure(Failure):
     retryable: bool = True
     retry_after: float | None = None
     response: dict | None = None
+    max_wait: float | None = None  # the cause's own ceiling on the wait before the next try
 
 
 def failure_of(exc: Exception, timeout: float) -> AttemptFailure:
@@ -72,11 +87,52 @@ def failure_of(exc: Exception, timeout: float) -> AttemptFailure:
             retry_after=retry_after(exc.response.headers),
             response={"status_code": status, "body": _jsonable(exc.body)},
         )
-    if isinstance(exc, openai.APITimeoutError):
-        return AttemptFailure(f"no answer within {timeout:g} s", TIMEOUT)
     if isinstance(exc, openai.APIConnectionError):
-        return AttemptFailure(f"connection failed: {clip(exc)}", CONNECTION)
+        cause = connection_cause(exc)
+        if cause is not None:
+            return cause
+        if isinstance(exc, openai.APITimeoutError):
+            return AttemptFailure(f"no answer within {timeout:g} s", TIMEOUT)
+        return AttemptFailure(f"connection failed: {clip(_root(exc))}", CONNECTION)
     return AttemptFailure(f"unreadable response: {clip(exc)}", SERVER_ERROR)
+
+
+def _chain(exc: BaseException):
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _root(exc: BaseException) -> BaseException:
+    *_, last = _chain(exc)
+    return last
+
+
+def connection_cause(exc: BaseException) -> AttemptFailure | None:
+    """The failure a connection error's cause names (refused, name not found, TLS, reset), or
+    None when its chain names none of them (a timeout)."""
+    for link in _chain(exc):
+        if isinstance(link, ConnectionRefusedError):
+            return AttemptFailure(
+                "connection refused", CONNECTION_REFUSED, max_wait=REFUSED_MAX_WAIT
+            )
+        if isinstance(link, socket.gaierror):
+            return AttemptFailure(
+                f"host name not found ({clip(link.strerror or link)})",
+                NAME_NOT_FOUND,
+                retryable=False,
+            )
+        if isinstance(link, ssl.SSLError | ssl.CertificateError):
+            return AttemptFailure(f"TLS failed: {clip(link)}", TLS, retryable=False)
+    for link in _chain(exc):
+        if isinstance(link, ConnectionError):  # reset, aborted: worth another try
+            return AttemptFailure(
+                f"connection failed: {clip(link) or type(link).__name__}", CONNECTION
+            )
+    return None
 
 
 @dataclass(frozen=True)
@@ -128,6 +184,8 @@ class RetryPolicy:
             if not failure.retryable or retry == self.max_retries:
                 break
             delay = failure.retry_after if failure.retry_after is not None else self.backoff(retry)
+            if failure.max_wait is not None:
+                delay = min(delay, failure.max_wait)
             if delay > self.max_retry_after:
                 failure.error += (
                     f" (Retry-After {delay:g} s is over the {self.max_retry_after:g} s limit)"

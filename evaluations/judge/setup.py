@@ -20,6 +20,19 @@ def judge_configured() -> bool:
     return bool(settings.SHERLOCK_JUDGE_BASE_URL)
 
 
+def judge_named() -> str:
+    """The configured judge in words, "the judge at <URL> (model <M>)", without any
+    user:password the URL may hold; "" when none is configured."""
+    from evaluations.judge.probe import shown_url
+
+    if not judge_configured():
+        return ""
+    return (
+        f"the judge at {shown_url(settings.SHERLOCK_JUDGE_BASE_URL)} "
+        f"(model {settings.SHERLOCK_JUDGE_MODEL})"
+    )
+
+
 def no_judge_sentence() -> str:
     """`NO_JUDGE`: the sentence."""
     return NO_JUDGE

@@ -162,13 +162,26 @@ def test_a_cut_off_answer_says_to_raise_the_cap_or_the_context(judge_settings, l
     assert "raise SHERLOCK_JUDGE_MAX_TOKENS" in out and "context size" in out
 
 
-def test_a_closed_port_says_to_check_the_base_url(judge_settings):
+def test_a_closed_port_is_named_a_refused_connection(judge_settings):
     judge_settings.SHERLOCK_JUDGE_BASE_URL = "http://127.0.0.1:9/v1"
 
     status, out = check_judge("--family", "custom")
 
     assert status == 1
-    assert "check SHERLOCK_JUDGE_BASE_URL" in out
+    assert "FAILED (connection_refused)" in out and "no answer within" not in out
+    assert "nothing listens at http://127.0.0.1:9/v1" in out
+    assert "check the port in SHERLOCK_JUDGE_BASE_URL" in out
+
+
+def test_an_unknown_host_is_named_and_not_asked_again(judge_settings):
+    # `.invalid` never resolves (RFC 2606): the resolver answers at once, offline or not.
+    judge_settings.SHERLOCK_JUDGE_BASE_URL = "http://judge.invalid/v1"
+
+    status, out = check_judge("--family", "custom")
+
+    assert status == 1
+    assert "FAILED (name_not_found)" in out
+    assert "the host of http://judge.invalid/v1 is not known" in out
 
 
 # --- the status it leaves --------------------------------------------------------------------

@@ -22,8 +22,9 @@ from evaluations.judge import (
     reset_default_judges,
 )
 from evaluations.judge.cache import canonical_json, sha256
-from evaluations.judge.retry import RetryPolicy
+from evaluations.judge.retry import REFUSED_MAX_WAIT, RetryPolicy
 from evaluations.judge.schema import bound_schema
+from evaluations.judge.sdk import chat_completion, openai_client
 from evaluations.models import CostEntry, JudgeCall, ModelPrice, Run, Trial
 from sherlock.core.aio import aclose_loop_clients
 from tests.support import factories
@@ -265,9 +266,51 @@ def test_a_refused_connection_is_an_error(ask):
 
     answer = ask(closed, RELEVANCE, VARIABLES)
 
+    # Named by its cause, blocking or on the loop (whose transport calls it a timeout), and
+    # asked again: a server restarting comes back.
     assert not answer.ok
-    assert answer.error_code in {"connection", "timeout"}
+    assert (answer.error_code, answer.error) == (
+        "connection_refused",
+        "connection refused (after 2 attempts)",
+    )
     assert len(answer.calls) == 2
+
+
+def test_a_refused_connection_never_waits_long_between_tries():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sdk = openai_client(f"http://127.0.0.1:{port}/v1", None)
+    # A timeout's waits here would be 20 s and more; a refusal's stay at REFUSED_MAX_WAIT.
+    policy = RetryPolicy(timeout=60, max_retries=3, max_backoff=30, base_backoff=20)
+    waits = []
+
+    async def attempt():
+        return chat_completion(sdk, {"model": JUDGE_MODEL, "messages": []}, 60)
+
+    async def sleep(seconds):
+        waits.append(seconds)
+
+    failure = asyncio.run(policy.run(attempt, lambda failure, ms: None, sleep))
+
+    assert failure.code == "connection_refused"
+    assert failure.error == "connection refused (after 4 attempts)"
+    assert len(waits) == 3 and max(waits) <= REFUSED_MAX_WAIT == 1.0
+
+
+def test_an_unknown_host_is_not_asked_again(ask):
+    unknown = JudgeClient(
+        base_url="http://judge.invalid/v1",
+        model=JUDGE_MODEL,
+        timeout=5,
+        max_retries=3,
+        recorder=None,
+        cache_lookup=None,
+    )
+    answer = ask(unknown, RELEVANCE, VARIABLES)
+
+    assert answer.error_code == "name_not_found" and len(answer.calls) == 1
+    assert answer.error.startswith("host name not found")
 
 
 # --- malformed answers and refusals --------------------------------------------------------

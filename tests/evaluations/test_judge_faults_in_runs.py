@@ -2,11 +2,15 @@
 server ends the model check in `error`, the case is not failed by it, and every call is
 recorded. With no judge configured, a model check is `skipped`, never `passed`."""
 
+import socket
+
 import pytest
 
 from evaluations.actions.start_run import StartRun
 from evaluations.models import CaseResult, CheckResult, JudgeCall
+from evaluations.verdict import run_verdict
 from tests.support import factories
+from tests.support.judge_fixtures import JUDGE_MODEL
 from tests.support.llm_server import hang, malformed, rate_limited, refusal, server_error
 
 CHECKS = [
@@ -91,3 +95,21 @@ def test_a_verdict_quoting_text_that_is_not_in_the_output_is_unverifiable(
     result = CheckResult.objects.get(trial__run=run, check_config__label="Polite")
     assert result.status == "error" and "unverifiable evidence" in result.reason
     assert CaseResult.objects.get(run=run).status == "unscored"
+
+
+def test_a_dead_judge_is_named_with_its_cause_in_the_verdict(judge_settings, one_case_run):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    judge_settings.SHERLOCK_JUDGE_BASE_URL = f"http://127.0.0.1:{port}/v1"
+    run = one_case_run()
+
+    result = CheckResult.objects.get(trial__run=run, check_config__label="Polite")
+    assert result.status == "error"
+    assert result.reason.startswith("judge unavailable: connection refused")
+    verdict = run_verdict(run)
+    assert verdict.outcome != "passed"  # (the defaults fail its contract too)
+    (judge,) = [item for item in verdict.missing if item.code == "judge_unavailable"]
+    assert f"the judge at http://127.0.0.1:{port}/v1 (model {JUDGE_MODEL})" in judge.detail
+    assert "did not answer (connection refused" in judge.detail
+    assert "check_judge" in judge.fix
