@@ -20,7 +20,9 @@ would do; the action still decides, on fresh rows, when it runs.
 """
 
 from evaluations.costs import estimate_cost, estimate_start, format_usd
+from evaluations.verdict import INCOMPLETE
 from governance.choices import BYPASS_ACTIVE
+from governance.decision import missing_of, outcome_of
 from governance.next_step import ADVISORY, BYPASSED, PASSED
 
 
@@ -60,6 +62,13 @@ def publish_plan(action):
     live = agent.live_version
     lines = [clearance_sentence(action)]
     if action.route == BYPASSED:
+        if outcome_of(action.request.decision) == INCOMPLETE:
+            missing = "; ".join(item["detail"] for item in missing_of(action.request.decision))
+            lines.append(
+                "The gate runs were incomplete, not failed: their evidence is missing"
+                + (f" ({missing})" if missing else "")
+                + ". Publishing goes on without it."
+            )
         lines.append(f"Bypass #{action.bypass.pk} is used up: it cannot serve again.")
     if live is None:
         lines.append(f"{agent.slug} has no live version now; {version} becomes live.")

@@ -3,7 +3,8 @@
 This module is the decision's one home. `make_decision(publish_request)` reads the request's
 gate runs, applies its policy and returns the snapshot the request stores (and a bypass is
 bound to); everything else (the request's state, publish, bypass, the `gate` command, the API,
-the publish page) reads the snapshot through `release_of` and `gate_rows`.
+the publish page) reads the snapshot through `release_of`, `outcome_of`, `missing_of` and
+`gate_rows`.
 
 How a policy is applied, in order:
 
@@ -37,7 +38,7 @@ from evaluations.contract import (
     Thresholds,
     parse_thresholds,
 )
-from evaluations.verdict import PASSED, gate_verdict
+from evaluations.verdict import FAILED, INCOMPLETE, PASSED, gate_verdict
 from governance.models import PublishingPolicy
 
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "gate_rows",
     "in_force_thresholds",
     "make_decision",
+    "missing_of",
+    "outcome_of",
     "policy_applied",
     "policy_applied_by_id",
     "policy_thresholds",
@@ -171,6 +174,23 @@ def decide(runs, policy: PublishingPolicy) -> dict[str, Any]:
 def release_of(decision):
     """ "pass" or "fail" for a stored snapshot; anything unreadable is a fail (fail closed)."""
     return PASS if (decision or {}).get("release") == PASS else FAIL
+
+
+def outcome_of(decision):
+    """ "passed", "failed" or "incomplete" for a stored snapshot, as the run page says it: a
+    blocked decision whose verdict was incomplete (trials in error, blocking results not
+    scored) is incomplete, not failed; anything unreadable is failed (fail closed)."""
+    if release_of(decision) == PASS:
+        return PASSED
+    verdict = (decision or {}).get("verdict") or {}
+    return INCOMPLETE if verdict.get("outcome") == INCOMPLETE else FAILED
+
+
+def missing_of(decision):
+    """The evidence a snapshot's verdict lacked, as the API writes it: `{code, detail, fix,
+    docs}` each."""
+    verdict = (decision or {}).get("verdict") or {}
+    return [item for item in verdict.get("missing") or [] if isinstance(item, dict)]
 
 
 def gate_rows(decision):

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from evaluations.choices import RunStatus
+from evaluations.verdict import INCOMPLETE
 from governance.bypass_rules import pending_text
 from governance.choices import BypassState, Enforcement, RequestState
-from governance.decision import PASS, release_of
+from governance.decision import PASS, outcome_of, release_of
 
 PUBLISH, BYPASS, REQUEST, WAIT, NOTHING = "publish", "bypass", "request", "wait", "nothing"
 # How a version clears the gate (`NextStep.route`); recorded in the publish audit entry.
@@ -108,11 +109,17 @@ def next_step(version, request, in_force, *, now=None):
     allowed = blocked_allows(request.policy)
     if allowed == PUBLISH:
         return NextStep(PUBLISH, route=ADVISORY, request=request, failing=failing)
+    incomplete = outcome_of(request.decision) == INCOMPLETE
+    blocked = (
+        "The gate could not decide on this version (incomplete: evidence is missing, nothing "
+        "failed); run the gate again once it is fixed"
+        if incomplete
+        else f"The gate blocked this version ({failing})"
+    )
     if allowed == NOTHING:
         return NextStep(
             NOTHING,
-            f"The gate blocked this version ({failing}) and the policy is hard: "
-            "no bypass is possible.",
+            f"{blocked}; the policy is hard: no bypass is possible.",
             "blocked",
             request=request,
             failing=failing,
@@ -121,7 +128,7 @@ def next_step(version, request, in_force, *, now=None):
     if bypass is None:
         return NextStep(
             BYPASS,
-            f"The gate blocked this version ({failing}); publishing it needs an approved bypass.",
+            f"{blocked}; publishing it needs an approved bypass.",
             "blocked",
             request=request,
             failing=failing,
@@ -147,7 +154,15 @@ def what_it_waits_for(step):
         )
     if step.route == PASSED:
         return f"Request #{request.pk} passed; it waits for a Publisher."
-    text = f"Request #{request.pk} was blocked at {step.failing}"
+    if outcome_of(request.decision) == INCOMPLETE:
+        text = (
+            f"Request #{request.pk} is incomplete: its gate runs lack evidence (above), nothing "
+            "failed. First, request publication again once what is missing is fixed"
+        )
+        if step.step == NOTHING:
+            return f"{text}; the policy is hard: it cannot be bypassed."
+    else:
+        text = f"Request #{request.pk} was blocked at {step.failing}"
     if step.route == ADVISORY:
         return f"{text}; the policy is advisory (report only): it waits for a Publisher."
     if step.step == NOTHING:
@@ -158,6 +173,8 @@ def what_it_waits_for(step):
     if pending is not None:
         agent = request.agent_version.agent
         return f"{text}; {pending_text(pending, agent, request.policy)}."
+    if outcome_of(request.decision) == INCOMPLETE:
+        return f"{text}; otherwise publishing it needs an Admin's bypass of the incomplete gate."
     return f"{text}; publishing it needs an Admin's bypass."
 
 

@@ -6,7 +6,7 @@ from django.utils import timezone
 from evaluations.choices import RUN_TERMINAL
 from governance.actions._request_state import move_request
 from governance.choices import RequestState, WebhookEvent
-from governance.decision import PASS, make_decision, release_of
+from governance.decision import PASS, make_decision, outcome_of, release_of
 from governance.models import PublishRequest
 from governance.webhooks import notify
 from sherlock.core.actions import Action
@@ -62,6 +62,7 @@ class DecidePublishRequest(Action):
             after={
                 "state": state,
                 "release": decision.get("release"),
+                "outcome": outcome_of(decision),
                 "first_failing_gate": decision.get("first_failing_gate"),
                 "policy": decision.get("policy"),
                 "runs": [run.get("id") for run in decision.get("runs", [])],
@@ -75,6 +76,7 @@ class DecidePublishRequest(Action):
                 "agent_version": request.agent_version.number,
                 "state": state,
                 "release": decision.get("release"),
+                "outcome": outcome_of(decision),
                 "first_failing_gate": decision.get("first_failing_gate"),
                 "runs": [run.get("id") for run in decision.get("runs", [])],
             },

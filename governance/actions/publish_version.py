@@ -9,7 +9,7 @@ from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.actions.expire_bypass import ExpireBypass
 from governance.choices import BypassState, RequestState, WebhookEvent
-from governance.decision import release_of
+from governance.decision import outcome_of, release_of
 from governance.models import PublishingPolicy, PublishRequest
 from governance.next_step import NO_DECISION, next_step
 from governance.webhooks import notify
@@ -164,6 +164,8 @@ class PublishVersion(GovernanceAction):
                 "publish_request": request.pk,
                 "request_state": new_state,
                 "release": release_of(request.decision),
+                # passed, failed or incomplete: a bypass of an incomplete decision says so.
+                "outcome": outcome_of(request.decision),
                 "cleared_by": self.route,
                 "bypass": self.bypass.pk if self.bypass else None,
                 "policy": {"id": request.policy_id, "version": request.policy.version},

@@ -9,6 +9,7 @@ from governance.actions._bypass_state import move_bypass
 from governance.actions.base import GovernanceAction, substantive_reason
 from governance.actions.expire_bypass import ExpireBypass
 from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
+from governance.decision import outcome_of
 from governance.models import Bypass, PublishingPolicy, PublishRequest
 from governance.next_step import NOTHING, PUBLISH, blocked_allows
 from sherlock.core.audit import audit
@@ -115,6 +116,8 @@ class RequestBypass(GovernanceAction):
                 "agent_version": request.agent_version_id,
                 "config_hash": bypass.config_hash,
                 "first_failing_gate": request.decision.get("first_failing_gate"),
+                # failed or incomplete (evidence missing, nothing failed): what is bypassed.
+                "outcome": outcome_of(request.decision),
                 "expires_at": bypass.expires_at,
                 "requires_second_admin": second_admin,
             },

@@ -30,7 +30,7 @@ from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.rollback_version import RollBackVersion
 from governance.choices import BYPASS_ACTIVE, REQUEST_DECIDED, BypassState, RequestState
 from governance.confirmations import clearance_text, publish_plan, request_plan, retire_plan
-from governance.decision import gate_rows, release_of
+from governance.decision import gate_rows, missing_of, outcome_of
 from governance.models import Bypass, PublishingPolicy, PublishRequest
 from governance.next_step import next_step, what_it_waits_for
 from sherlock.core.api.errors import domain_status
@@ -234,7 +234,14 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
         "version": version,
         "publish_request": publish_request,
         "gates": gate_rows(decision),
-        "release": release_of(decision) if decision else None,
+        # passed, failed or incomplete, as the run page says it; what is missing, and why.
+        "outcome": outcome_of(decision) if decision else None,
+        "reasons": [
+            reason.get("detail")
+            for reason in (decision.get("verdict") or {}).get("reasons") or []
+            if isinstance(reason, dict)
+        ],
+        "missing": missing_of(decision),
         "first_failing": decision.get("first_failing_gate"),
         "evaluating": evaluating,
         "waiting_for_client": waiting_for_client,

@@ -5,7 +5,8 @@ version warns, both confirmed in a second step that works without JavaScript; th
 polled while the gate runs brings the buttons of the decision without a reload.
 
 Screenshots: `publish-ask-again`, `publish-asked-again`, `publish-bypass-refused`,
-`publish-uses-bypass`, `publish-confirm`, `publish-retire-confirm`, `publish-polled`."""
+`publish-uses-bypass`, `publish-confirm`, `publish-retire-confirm`, `publish-polled`,
+`publish-incomplete-gate`."""
 
 import pytest
 from django_q.conf import Conf
@@ -178,3 +179,25 @@ def test_the_buttons_of_the_decision_appear_when_the_polled_gate_decides(
     page.wait_for_selector("text=Publish…", timeout=15000)  # no reload: the poll brought it
     assert f"Publish — gate passed, request #{request.pk}" in page.inner_text("main")
     shot(page, "publish-polled")
+
+
+def test_an_incomplete_gate_reads_incomplete_and_offers_running_it_again_first(
+    server, browser, shot, world
+):
+    """The agent raised in one gate trial: the page says incomplete (never "fail"), names the
+    agent and its error with what to do, offers running the gate again before any bypass, and
+    the bypass form says what it bypasses. Screenshot: `publish-incomplete-gate`."""
+    version = make_version(world["agent"], world["author"])
+    finish_gate_runs(requested(version, world["author"]), errored=1)
+
+    page = open_page(browser, server, "admin", version)
+    release = page.locator("#release")
+    assert release.get_attribute("data-outcome") == "incomplete"
+    text = release.inner_text()
+    assert text.startswith("Release: incomplete")
+    assert "the agent (python tests.support.agents_under_test.echo) did not answer" in text
+    assert "run the gate again" in text
+    main = page.locator("main").inner_text()
+    assert main.index("Request publication again") < main.index("Bypass the incomplete decision")
+    assert "the first step for an incomplete gate" in page.locator(".verbs").inner_text()
+    shot(page, "publish-incomplete-gate")

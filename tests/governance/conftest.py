@@ -138,3 +138,11 @@ def persona(agent, other_agent, gate_dataset, other_dataset):
         return user
 
     return make
+
+
+@pytest.fixture
+def incomplete_request(policy, good_version, author):
+    """A request whose gate run has a trial in error (the agent raised): nothing failed, the
+    evidence is missing, so the verdict is incomplete and the request blocked (fail closed)."""
+    request = RequestPublication(acting_user=author, agent_version=good_version).execute()
+    return finish_gate_runs(request, errored=1)

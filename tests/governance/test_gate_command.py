@@ -50,6 +50,8 @@ def test_a_decision_blocked_for_want_of_evidence_exits_2_not_1(policy, good_vers
     code, out = gate("support-bot", "--version", "1")
     assert code == 2, out
     assert "the verdict is incomplete" in out
+    assert "release: incomplete (evidence missing, nothing failed: run the gate again)" in out
+    assert "missing: 1 trial(s) in error: the agent (python " in out
 
 
 def test_an_advisory_policy_reports_a_blocked_decision_but_exits_0(policy, blocked_request):

@@ -9,7 +9,7 @@ import pytest
 
 from agents.choices import VersionState
 from governance.choices import BypassState, RequestState
-from governance.models import GateDataset
+from governance.models import AuditEntry, GateDataset
 from tests.support import factories
 from tests.support.governance import REASON, TOOLS_CHECK, tool_case
 
@@ -320,3 +320,60 @@ def test_a_builder_is_told_why_an_agent_without_a_gate_dataset_cannot_be_request
     GateDataset.objects.create(agent=agent, dataset=policy.gate_datasets.get())
     body = page(client, author, version).content.decode()
     assert "<button>Request publication</button>" in body and "cannot be requested" not in body
+
+
+# --- an incomplete gate ------------------------------------------------------------------------
+
+
+AGENT_MISSING = (
+    "1 trial(s) in error: the agent (python tests.support.agents_under_test.echo) did not "
+    "answer: RuntimeError: the agent raised"
+)
+
+
+def test_an_incomplete_gate_says_incomplete_names_what_is_missing_and_offers_running_again(
+    client, author, incomplete_request
+):
+    body = page(client, author, incomplete_request.agent_version).content.decode()
+
+    assert 'id="release" class="verdict incomplete" data-outcome="incomplete"' in body
+    assert 'Release: <span class="status incomplete">incomplete</span>' in body
+    assert 'Release: <span class="status fail">' not in body
+    assert AGENT_MISSING in body and "Make the agent answer" in body
+    assert "then run the gate again" in body
+    # Running the gate again is the first step offered, before any bypass.
+    again = body.index("<button>Request publication again…</button>")
+    assert "runs the gate again: the first step for an incomplete gate" in body[again:]
+    assert f"Request #{incomplete_request.pk} is incomplete" in body
+    assert "blocked at checks_scored" not in body
+
+
+def test_a_bypass_of_an_incomplete_gate_says_incomplete_in_its_form_confirmation_and_audit(
+    client, admin_user, publisher, incomplete_request
+):
+    version = incomplete_request.agent_version
+    body = page(client, admin_user, version).content.decode()
+    assert "<h2>Bypass the incomplete decision</h2>" in body
+    assert "Bypass the blocked decision" not in body
+    client.post(f"/governance/versions/{version.pk}/bypass/", {"reason": REASON})
+    bypass = incomplete_request.bypasses.get()
+    entry = AuditEntry.objects.get(action="governance.bypass.request")
+    assert entry.after["outcome"] == "incomplete"
+
+    client.force_login(publisher)
+    url = f"/governance/versions/{version.pk}/publish/"
+    first = client.post(url, {"reason": "ship it"}).content.decode()
+    assert "The gate runs were incomplete, not failed: their evidence is missing" in first
+    assert AGENT_MISSING in first
+    client.post(url, {"reason": "ship it", "confirmed": confirm_key(first)})
+    version.refresh_from_db()
+    assert version.state == VersionState.PUBLISHED
+    published = AuditEntry.objects.get(action="governance.version.publish")
+    assert (published.after["outcome"], published.after["bypass"]) == ("incomplete", bypass.pk)
+
+
+def test_a_failed_gate_still_reads_fail_with_its_reasons(client, builder, blocked_request):
+    body = page(client, builder, blocked_request.agent_version).content.decode()
+    assert 'data-outcome="failed"' in body
+    assert 'Release: <span class="status fail">fail</span>' in body
+    assert "incomplete" not in body.split('id="release"')[1].split("</p>")[0]

@@ -9,11 +9,11 @@ from django.core.management.base import CommandError
 from agents.choices import Adapter, VersionState
 from agents.models import Agent
 from evaluations.choices import RUN_TERMINAL, RunStatus
-from evaluations.verdict import INCOMPLETE
+from evaluations.verdict import INCOMPLETE, PASSED
 from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.request_publication import RequestPublication
 from governance.choices import REQUEST_DECIDED, RequestState
-from governance.decision import PASS, gate_rows, release_of
+from governance.decision import PASS, gate_rows, missing_of, outcome_of, release_of
 from governance.models import PublishingPolicy, PublishRequest
 from governance.next_step import PUBLISH, blocked_allows
 from sherlock.core.commands import ERROR, VerdictCommand
@@ -177,5 +177,13 @@ class Command(VerdictCommand):
         for name, status, detail in rows:
             write(f"  {name:<{width}}  {status:<6}  {detail}")
         failing = decision.get("first_failing_gate")
-        verdict = "pass" if release_of(decision) == PASS else f"blocked (first failing: {failing})"
+        outcome = outcome_of(decision)
+        if outcome == PASSED:
+            verdict = "pass"
+        elif outcome == INCOMPLETE:
+            verdict = "incomplete (evidence missing, nothing failed: run the gate again)"
+        else:
+            verdict = f"blocked (first failing: {failing})"
         write(f"release: {verdict}")
+        for item in missing_of(decision):
+            write(f"  missing: {item.get('detail')}; to add it: {item.get('fix')}")
