@@ -494,36 +494,43 @@ def coverage_warning(estimate, coverage_required=True):
 
 # A rubric's prompt and a short structured answer, when a check has no history yet.
 DEFAULT_JUDGE_TOKENS = (900, 150)
-# Judge calls per case of the kinds that make more than one (docs/checks.md, "The judge").
+# Judge questions per trial of the kinds that ask more than one (docs/checks.md, "The judge").
 DEFAULT_CALLS = {"faithfulness": 2}
 HISTORY = 50
 
 
-def estimate_run(agent_version, dataset_version, checks, trials):
+def estimate_run(agent_version, dataset_version, checks, cases, repetitions):
     """What a run will cost before it starts: calls and USD for the agent and each model check.
 
-    Judge tokens per call and calls per trial come from the newest results of the same check
-    (same dataset, label and kind), else from defaults; the agent's cost from its version's
-    recent trials (their cost, else their tokens x the version model's price). An upper bound:
-    case overrides that disable a check are not subtracted. A part without a price makes `usd`
-    null and is named in `price_missing` with its calls counted in `price_missing_calls`,
-    never counted as $0. `judge` is the judge's status
-    (`evaluations.judge.probe.judge_status`) and `warnings` name the blocking model checks that
-    cannot be scored (`judge_warnings`). `StartRun` stores it on the run.
+    The calls come from the dataset alone, so the same dataset version, checks and repetitions
+    always give the same count: one agent call per case and repetition, and for each model
+    check its questions per trial (`DEFAULT_CALLS`: two for faithfulness, one for the others)
+    times the trials of the cases it is not disabled for. A re-ask (a malformed answer, a retry)
+    is not foreseen, and an answer from the cache costs nothing: the count is what the checks
+    ask. History refines only the tokens and the cost, and `basis` says from what: the judge's
+    tokens per question from the newest results of the same check (same dataset, label and
+    kind), else defaults; the agent's cost from its version's recent trials (their cost, else
+    their tokens x the version model's price). A part without a price makes `usd` null and is
+    named in `price_missing` with its calls counted in `price_missing_calls`, never counted as
+    $0. `judge` is the judge's status (`evaluations.judge.probe.judge_status`) and `warnings`
+    name the blocking model checks that cannot be scored (`judge_warnings`). `StartRun` stores
+    it on the run.
     """
     from evaluations.checks import REGISTRY
     from evaluations.judge.probe import judge_status
 
     prices = load_prices()
     judged = bool(settings.SHERLOCK_JUDGE_BASE_URL)
+    trials = cases * repetitions
+    models = [c for c in checks if (kind := REGISTRY.get(c.kind)) is not None and kind.uses_model]
+    disabled = _disabled_for(dataset_version, models)
     price_missing, per_check, judge_calls, judge_usd = set(), {}, 0, Decimal(0)
-    for check in checks:
-        kind = REGISTRY.get(check.kind)
-        if kind is None or not kind.uses_model:
-            continue
+    for check in models:
         model = check.judge_model or settings.SHERLOCK_JUDGE_MODEL
-        calls_per_trial, prompt, completion, basis = _judge_history(dataset_version, check)
-        calls = round(trials * calls_per_trial) if judged else 0
+        questions = DEFAULT_CALLS.get(check.kind, 1)
+        prompt, completion, basis = _judge_tokens(dataset_version, check)
+        scored_trials = (cases - disabled.get(check.label, 0)) * repetitions
+        calls = scored_trials * questions if judged else 0
         price = prices.get(model)
         usd = price.cost(round(calls * prompt), round(calls * completion)) if price else None
         if usd is None and calls:
@@ -533,6 +540,8 @@ def estimate_run(agent_version, dataset_version, checks, trials):
         per_check[check.label] = {
             "model": model,
             "calls": calls,
+            "questions_per_trial": questions,
+            "trials": scored_trials,
             "prompt_tokens_per_call": round(prompt),
             "completion_tokens_per_call": round(completion),
             "usd": _money(usd),
@@ -572,7 +581,28 @@ def estimate_start(agent_version, dataset_version, repetitions):
     the dataset version's cases x `repetitions` trials, with its checks."""
     cases = CaseVersion.objects.filter(dataset_version=dataset_version).count()
     checks = list(dataset_version.checks.all())
-    return estimate_run(agent_version, dataset_version, checks, cases * repetitions)
+    return estimate_run(agent_version, dataset_version, checks, cases, repetitions)
+
+
+def _disabled_for(dataset_version, checks):
+    """``{label: cases whose override disables it}`` for ``checks``; one query over the cases
+    that have overrides, none without model checks."""
+    if not checks:
+        return {}
+    labels = {check.label for check in checks}
+    disabled: dict[str, int] = {}
+    overrides = (
+        CaseVersion.objects.filter(dataset_version=dataset_version)
+        .exclude(overrides={})
+        .values_list("overrides", flat=True)
+    )
+    for override in overrides:
+        if not isinstance(override, dict):
+            continue
+        for label, entry in override.items():
+            if label in labels and isinstance(entry, dict) and entry.get("disabled"):
+                disabled[label] = disabled.get(label, 0) + 1
+    return disabled
 
 
 def judge_warnings(checks, status):
@@ -613,8 +643,9 @@ def judge_warnings(checks, status):
     return warnings
 
 
-def _judge_history(dataset_version, check):
-    """(calls per trial, prompt tokens per call, completion tokens per call, basis)."""
+def _judge_tokens(dataset_version, check):
+    """(prompt tokens per call, completion tokens per call, basis): the mean of the uncached
+    calls of the newest results of the same check, else the defaults."""
     recent = (
         CheckResult.objects.filter(
             check_config__dataset_version__dataset_id=dataset_version.dataset_id,
@@ -631,13 +662,12 @@ def _judge_history(dataset_version, check):
         ).aggregate(n=Count("id"), prompt=Avg("prompt_tokens"), completion=Avg("completion_tokens"))
         if stats["n"]:
             return (
-                stats["n"] / len(results),
                 float(stats["prompt"]),
                 float(stats["completion"]),
-                f"the last {len(results)} results of this check",
+                f"tokens per question from the last {len(results)} results of this check",
             )
     prompt, completion = DEFAULT_JUDGE_TOKENS
-    return DEFAULT_CALLS.get(check.kind, 1), prompt, completion, "defaults (no history yet)"
+    return prompt, completion, "tokens per question: defaults (no history yet)"
 
 
 def _agent_estimate(agent_version, trials, prices):

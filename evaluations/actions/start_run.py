@@ -97,7 +97,13 @@ class StartRun(Action):
             purpose=self.purpose,
             requested_by=self.acting_user,
             trials_total=trials,
-            estimate=estimate_run(self.agent_version, self.dataset_version, checks, trials),
+            estimate=estimate_run(
+                self.agent_version,
+                self.dataset_version,
+                checks,
+                len(case_versions),
+                self.repetitions,
+            ),
             comparability={
                 "dataset_version": self.dataset_version.pk,
                 "dataset_frozen": self.dataset_version.is_frozen,

@@ -157,7 +157,8 @@ def test_start_run_estimates_calls_and_cost_before_it_starts(
     assert (estimate["trials"], estimate["agent_calls"], estimate["judge_calls"]) == (6, 6, 6)
     assert estimate["calls"] == 12
     polite = estimate["checks"]["Polite"]
-    assert polite["basis"] == "defaults (no history yet)"
+    assert polite["basis"] == "tokens per question: defaults (no history yet)"
+    assert (polite["questions_per_trial"], polite["trials"]) == (1, 6)
     # 6 calls x (900 + 150) tokens at $1/M
     assert polite["usd"] == pytest.approx(0.0063)
     assert estimate["judge_usd"] == pytest.approx(0.0063)
@@ -186,12 +187,44 @@ def test_the_estimate_learns_from_the_same_checks_recent_calls(
     )
     polite = run.estimate["checks"]["Polite"]
     assert (polite["prompt_tokens_per_call"], polite["completion_tokens_per_call"]) == (2000, 100)
-    assert polite["basis"] == "the last 2 results of this check"
+    assert polite["basis"] == "tokens per question from the last 2 results of this check"
+    assert polite["calls"] == 4  # 2 cases x 2 repetitions, whatever the history
     # The agent's last trials: one billed $0.02, one estimated at 1500 tokens x $1/M.
     assert run.estimate["agent_usd"] == pytest.approx(4 * (0.02 + 0.0015) / 2)
     assert run.estimate["agent_basis"] == "the cost of its last 2 trials"
     assert run.estimate["usd"] == pytest.approx(0.043 + 4 * 0.0021)
     assert run.estimate["price_missing"] == []
+
+
+def test_the_same_dataset_is_always_estimated_at_the_same_number_of_calls(
+    builder, judge_settings, llm_server, django_capture_on_commit_callbacks
+):
+    """Calls come from the cases, checks and repetitions: a history of re-asks, retries, cache
+    hits or skipped results changes the tokens and the cost, never the count. A check a case
+    disables is not counted for that case; faithfulness asks two questions a trial."""
+    from tests.support.llm_server import malformed, server_error
+
+    faithful = {"label": "Faithful", "kind": "faithfulness", "threshold": 0.5}
+    cases = [
+        ("one", {"say": "hi"}, {}),
+        ("two", {"say": "yo"}, {}),
+        ("three", {"say": "hey"}, {"overrides": {"Polite": {"disabled": True}}}),
+    ]
+    dataset_version = factories.dataset_version(cases=cases, checks=[SHAPE, CUSTOM, faithful])
+    counts = []
+    for script in ([], [malformed(), server_error(500)] * 4, [GOOD] * 12):
+        llm_server.script(script)
+        run = start(builder, dataset_version, django_capture_on_commit_callbacks, reps=2)
+        estimate = run.estimate
+        counts.append(
+            (
+                estimate["judge_calls"],
+                estimate["checks"]["Polite"]["calls"],
+                estimate["checks"]["Faithful"]["calls"],
+            )
+        )
+    # Polite: 2 cases (one disables it) x 2; faithfulness: 3 cases x 2 x 2 questions.
+    assert counts == [(16, 4, 12)] * 3
 
 
 def test_without_a_judge_the_estimate_says_model_checks_will_be_skipped(
