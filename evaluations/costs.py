@@ -55,8 +55,21 @@ from sherlock.core.numbers import TOTAL, USD, is_out_of_range
 
 def load_prices():
     """Every model's price, model name -> ModelPrice: one query, for work that prices many
-    calls (a shard of the run engine, a run's estimate)."""
-    return {price.model: price for price in ModelPrice.objects.all()}
+    calls (a shard of the run engine, a run's estimate); with `SHERLOCK_JUDGE_FREE`, the
+    judge's model at $0 unless it has a row (`with_free_judge`)."""
+    return with_free_judge({price.model: price for price in ModelPrice.objects.all()})
+
+
+def with_free_judge(prices):
+    """`prices` with the judge's model at $0 when `SHERLOCK_JUDGE_FREE` is set and no row
+    prices it: a judge on the team's own server costs nothing (docs/judges.md)."""
+    model = settings.SHERLOCK_JUDGE_MODEL
+    if settings.SHERLOCK_JUDGE_FREE and model not in prices:
+        prices = {
+            **prices,
+            model: ModelPrice(model=model, usd_per_million_input=0, usd_per_million_output=0),
+        }
+    return prices
 
 
 def agent_cost(transcript, model, prices):
@@ -93,7 +106,7 @@ def price_judge_calls(calls, prices=None):
         return Decimal(0)
     if prices is None:
         models = {call.model for call in real}
-        prices = {p.model: p for p in ModelPrice.objects.filter(model__in=models)}
+        prices = with_free_judge({p.model: p for p in ModelPrice.objects.filter(model__in=models)})
     for call in real:
         price = prices.get(call.model)
         call.usd = price.cost(call.prompt_tokens, call.completion_tokens) if price else None

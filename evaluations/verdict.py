@@ -114,14 +114,18 @@ class Gate:
 @dataclass(frozen=True)
 class Reason:
     """Why the verdict is not passed: ``code`` (a gate's name, ``run_not_completed``, ...),
-    ``detail`` in full for the pages, ``short`` for a table cell."""
+    ``detail`` in full for the pages, ``short`` for a table cell, ``fix`` what to do about it
+    (what the gate measures, what failed, who may change it) and ``docs`` the served docs'
+    section that explains it (``gate_fixes``)."""
 
     code: str
     detail: str
     short: str = ""
+    fix: str = ""
+    docs: str = ""
 
     def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "detail": self.detail}
+        return {"code": self.code, "detail": self.detail, "fix": self.fix, "docs": self.docs}
 
 
 @dataclass(frozen=True)
@@ -372,7 +376,9 @@ def _judge(runs: list, applied: AppliedThresholds, evidence: _Evidence, together
         # gate's reason, which names them ("nothing failed" would be contradicted).
         told_elsewhere = gate.name == "coverage" and (wanting or (incomplete and not together))
         if gate.state == FAIL and not told_elsewhere:
-            reasons.append(_gate_reason(gate, runs, unscored, evidence.errors))
+            reason = _gate_reason(gate, runs, unscored, evidence.errors)
+            fix, docs = gate_fix(gate, runs)
+            reasons.append(replace(reason, fix=fix, docs=docs))
     failed = [
         g
         for g in gates
@@ -471,6 +477,158 @@ def _gate_reason(gate: Gate, runs: list, unscored: dict, errors: dict) -> Reason
         f"the contract fails at {gate.label}: {gate.detail}",
         f"contract: {gate.label}",
     )
+
+
+# --- what fixes a failed gate -----------------------------------------------------------------
+
+# The docs' section of each gate (docs/contract.md, "Fixing a failed gate").
+GATE_DOCS = {
+    "coverage": "Coverage",
+    "false_success": "False success",
+    "unknown_effects": "Unknown effects",
+    "floors": "Floors",
+    "budget": "Budget",
+    "quality": "Quality",
+    "checks_scored": "Blocking checks scored",
+    "case_pass_rate": "Case pass rate",
+}
+REGISTER_TOOLS = "Admin → Agents → Tools; a Builder or an Admin may"
+
+
+def gate_fix(gate: Gate, runs: list) -> tuple[str, str]:
+    """(what to do about ``gate``'s failure, the docs' section that explains it): what the gate
+    measures, what failed in these runs, who may change it. One query, for unknown effects
+    only (``unknown_effect_causes``)."""
+    docs = doc_url("contract", GATE_DOCS.get(gate.name, ""))
+    value = gate.value if isinstance(gate.value, dict) else {}
+    if gate.name == "coverage":
+        parts = []
+        if value.get("missing_cost_trials") or value.get("estimated_cost_trials"):
+            parts.append(report_cost_fix(runs)[:1].lower() + report_cost_fix(runs)[1:])
+        if value.get("unpriced_judge_calls"):
+            parts.append(
+                "give the judge's model a price (Admin → Model prices; a judge on your own "
+                "server: SHERLOCK_JUDGE_FREE=true)"
+            )
+        if value.get("completions_without_outcome") or value.get("unverified_completions"):
+            parts.append("give the dataset's cases an outcome verifier (`outcome_check`)")
+        if value.get("effects_without_state"):
+            parts.append(f"give every effectful tool a verifier ({REGISTER_TOOLS})")
+        fix = "; ".join(parts) or "see the coverage gate's detail"
+        return f"Coverage measures whether the evidence is complete: {fix}.", docs
+    if gate.name == "false_success":
+        return (
+            "False success counts declared completions whose outcome check found the work not "
+            "done: open the failed trials on the run page (outcome failed) and fix the agent, "
+            "or the outcome verifier if it is wrong.",
+            docs,
+        )
+    if gate.name == "unknown_effects":
+        causes = unknown_effect_causes(runs)
+        unregistered = sorted({name for name, why, _ in causes if why == UNREGISTERED})
+        unverified = sorted({name for name, why, _ in causes if why == NO_VERIFIER})
+        parts = []
+        if unregistered:
+            parts.append(
+                f"register {', '.join(repr(n) for n in unregistered)} as tools with a verifier "
+                f"that reads the destination ({REGISTER_TOOLS})"
+            )
+        if unverified:
+            parts.append(
+                f"give {', '.join(repr(n) for n in unverified)} a verifier ({REGISTER_TOOLS})"
+            )
+        other = [f"{name}: {why} ({n})" for name, why, n in causes if why not in MARKED]
+        if other:
+            parts.append(f"see why their verifiers could not decide: {'; '.join(other[:5])}")
+        found = "; ".join(f"{name} ({why}, {n} call(s))" for name, why, n in causes[:5])
+        return (
+            "Unknown effects are tool calls whose effect nobody could check at the destination"
+            + (f": {found}" if found else "")
+            + (f". To fix: {'; '.join(parts)}." if parts else "."),
+            docs,
+        )
+    if gate.name == "floors":
+        return (
+            "Useful progress is the share of observation windows in which the agent produced "
+            "evidence of progress; tool-effect integrity the share of tool effects verified at "
+            "the destination (of verified, failed and unknown). The floor applies to the lower "
+            "bound of the 95 % interval: more trials, or fewer stalled windows and unverified "
+            "effects, raise it; an Admin sets the floors in the policy.",
+            docs,
+        )
+    if gate.name == "budget":
+        return (
+            "The budget is the cost per verified outcome: lower what the agent spends, verify "
+            "more of its outcomes, or an Admin raises the budget in the policy.",
+            docs,
+        )
+    if gate.name == "quality":
+        return (
+            "Quality is the mean score of the dataset's quality grader: see its results on the "
+            "run page; an Admin sets the floor in the policy.",
+            docs,
+        )
+    if gate.name == "case_pass_rate":
+        return (
+            "The case pass rate counts the cases whose blocking checks all passed, of the "
+            "cases with a verdict: open the failed cases on the run page (show: failed) for "
+            "the checks that failed and why.",
+            docs,
+        )
+    if gate.name == EVIDENCE_GATE:
+        return (
+            "Every blocking check must be scored and every trial must finish: see what is "
+            "missing (the agent, the judge) and run again once it answers.",
+            docs,
+        )
+    return "", docs
+
+
+def report_cost_fix(runs: list) -> str:
+    """How the runs' trials report what they cost, in the words of who runs the agent: a task
+    run by the `sherlock` client returns `cost_usd` with its output; a server-side adapter
+    reports billed cost (docs/contract.md, "Cost")."""
+    client = any(str(run.agent_version.adapter) == "client" for run in runs)
+    if client:
+        return (
+            "Return `cost_usd` with your task's output (what the call cost you; 0 for code "
+            "that calls no model), or `usage` with a `model` that has a price (Admin → Model "
+            "prices)"
+        )
+    return (
+        "Have the adapter report billed cost (`cost_usd` in the agent's answer), or token "
+        "usage with a price for its model (Admin → Model prices)"
+    )
+
+
+UNREGISTERED, NO_VERIFIER = "not registered", "no verifier"
+MARKED = (UNREGISTERED, NO_VERIFIER)
+_UNKNOWN_SAMPLE = 500  # trials read to name the tools behind unknown effects
+
+
+def unknown_effect_causes(runs: list) -> list[tuple[str, str, int]]:
+    """``[(tool name, why, calls)]`` of the runs' tool effects with unknown state, the most
+    frequent first: ``not registered``, ``no verifier`` or the verifier's own reason. One query
+    over at most ``_UNKNOWN_SAMPLE`` trials that have any."""
+    from collections import Counter
+
+    from evaluations.models import Trial
+
+    counted: Counter = Counter()
+    effects_of = Trial.objects.filter(
+        run_id__in=[run.pk for run in runs], effects_unknown__gt=0
+    ).values_list("tool_effects", flat=True)[:_UNKNOWN_SAMPLE]
+    for effects in effects_of:
+        for effect in effects if isinstance(effects, list) else ():
+            if not isinstance(effect, dict) or effect.get("state") != "unknown":
+                continue
+            reason = str((effect.get("evidence") or {}).get("reason") or "no reason given")
+            if "is not registered" in reason:
+                reason = UNREGISTERED
+            elif reason == "the tool names no verifier":
+                reason = NO_VERIFIER
+            counted[(str(effect.get("call") or "?")[:200], reason[:200])] += 1
+    return [(name, why, n) for (name, why), n in counted.most_common()]
 
 
 # --- the gates ------------------------------------------------------------------------------
@@ -753,7 +911,7 @@ def _missing(
             Missing(
                 "billing",
                 f"{missing_cost} trial(s) with missing cost, {estimated_cost} with estimated cost",
-                "Have the adapter report billed cost, and give every judge model a price",
+                report_cost_fix(runs),
                 doc_url("contract", "Cost"),
                 fails=limits.coverage_required,
             )

@@ -268,6 +268,10 @@ SHERLOCK_JUDGE_MAX_TOKENS_PARAM = env_choice(
 # maxItems on every array of an answer schema; false for a server that refuses the keyword
 # (one that answers 400 naming it is detected and asked again without, in any case).
 SHERLOCK_JUDGE_SCHEMA_BOUNDS = env_bool("SHERLOCK_JUDGE_SCHEMA_BOUNDS", True)
+# The judge runs on the team's own server and its calls cost nothing: SHERLOCK_JUDGE_MODEL
+# without a ModelPrice row is priced at $0 (a row, when there is one, wins). Off by default: a
+# hosted judge's calls without a price are "price missing", never $0 (docs/judges.md).
+SHERLOCK_JUDGE_FREE = env_bool("SHERLOCK_JUDGE_FREE", False)
 # The judge's keep-alive transport is gone (the OpenAI SDK's own client sends its requests): a
 # leftover SHERLOCK_JUDGE_TRANSPORT is ignored, said once at start-up on stderr (logging's
 # last-resort handler; runserver's reloaded child, RUN_MAIN, does not say it again).

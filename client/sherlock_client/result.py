@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from sherlock_client.runner import Stats
 
@@ -147,7 +148,7 @@ def print_result(result: Result, stream, *, rich: bool) -> None:
         f"{result.outcome.upper()}: run {result.run.get('id')} of {result.agent} "
         f"{result.version} on {result.dataset}"
     )
-    reasons = [r.get("detail") or r.get("code") for r in verdict.get("reasons") or []]
+    reasons = reason_lines(result)
     if rich:
         from rich.console import Console
         from rich.table import Table
@@ -200,6 +201,26 @@ def print_result(result: Result, stream, *, rich: bool) -> None:
         print(f"  missing: {missing.get('detail')} ({missing.get('fix') or ''})", file=stream)
     print(f"cases: {_counts(counts)}", file=stream)
     print(f"run: {result.url}", file=stream)
+
+
+def reason_lines(result: Result) -> list[str]:
+    """The verdict's reasons, each followed by what fixes it and where the docs explain it
+    (the server's words: `reasons[].fix`, `reasons[].docs`; an older server has neither)."""
+    lines = []
+    for reason in result.verdict.get("reasons") or []:
+        lines.append(str(reason.get("detail") or reason.get("code")))
+        if reason.get("fix"):
+            docs = _absolute(result, reason.get("docs") or "")
+            lines.append(f"  to fix: {reason['fix']}" + (f" (docs: {docs})" if docs else ""))
+    return lines
+
+
+def _absolute(result: Result, path: str) -> str:
+    """A docs path the server gave, as a link from the run's URL (its scheme and host)."""
+    if not path or not path.startswith("/"):
+        return path
+    parts = urlsplit(result.url)
+    return f"{parts.scheme}://{parts.netloc}{path}" if parts.netloc else path
 
 
 def _counts(counts: dict) -> str:
@@ -265,6 +286,9 @@ def markdown(result: Result) -> str:
     ]
     for reason in result.verdict.get("reasons") or []:
         lines.append(f"- {reason.get('detail') or reason.get('code')}")
+        if reason.get("fix"):
+            docs = _absolute(result, reason.get("docs") or "")
+            lines.append(f"  - to fix: {reason['fix']}" + (f" ([docs]({docs}))" if docs else ""))
     counts = result.verdict.get("cases") or {}
     if counts:
         lines += ["", f"Cases: {_counts(counts)}"]

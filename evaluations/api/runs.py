@@ -177,6 +177,11 @@ class VerdictReasonSerializer(serializers.Serializer):
         "case_pass_rate) or run_not_completed / run_not_finished"
     )
     detail = serializers.CharField()
+    fix = serializers.CharField(
+        help_text="What to do about it: what the gate measures, what failed, who may change "
+        'it ("" when nothing applies)'
+    )
+    docs = serializers.CharField(help_text='The served docs\' section that explains it, or ""')
 
 
 class VerdictGateSerializer(serializers.Serializer):

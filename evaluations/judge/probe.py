@@ -194,7 +194,7 @@ def judge_status() -> dict:
             "summary": "no judge configured (SHERLOCK_JUDGE_BASE_URL): model checks are skipped",
         }
     probe = JudgeProbe.objects.filter(base_url=base_url, model=model).first()
-    priced = ModelPrice.objects.filter(model=model).exists()
+    priced = settings.SHERLOCK_JUDGE_FREE or ModelPrice.objects.filter(model=model).exists()
     status = {
         "configured": True,
         "base_url": shown_url(base_url),

@@ -242,6 +242,12 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
             if isinstance(reason, dict)
         ],
         "missing": missing_of(decision),
+        # What fixes each failed gate, as the run page says it.
+        "fixes": [
+            reason
+            for reason in (decision.get("verdict") or {}).get("reasons") or []
+            if isinstance(reason, dict) and reason.get("fix")
+        ],
         "first_failing": decision.get("first_failing_gate"),
         "evaluating": evaluating,
         "waiting_for_client": waiting_for_client,

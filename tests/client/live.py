@@ -14,6 +14,7 @@ their cost (`cost_usd`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -101,12 +102,9 @@ def policy(agent, dataset_version, admin):
     return found
 
 
-@pytest.fixture
-def live_sherlock(live_db, builder, admin_user, tmp_path):
-    version = refunds_dataset()
-    agent = factories.agent("refund-bot")
-    policy(agent, version, admin_user)
-    key = api_key(builder)
+@contextlib.contextmanager
+def serving(tmp_path):
+    """The project's web server and a qcluster on the test database; yields the base URL."""
     port = free_port()
     env = {
         **os.environ,
@@ -138,9 +136,21 @@ def live_sherlock(live_db, builder, admin_user, tmp_path):
         with socket.socket() as s:
             return s.connect_ex(("127.0.0.1", port)) == 0
 
-    assert wait_for(answers, timeout=60), (tmp_path / "server.log").read_text()
-    yield Live(f"http://127.0.0.1:{port}", key, builder, agent, version)
-    web.terminate()
-    web.wait(timeout=10)
-    log.close()
-    stop_cluster(cluster)
+    try:
+        assert wait_for(answers, timeout=60), (tmp_path / "server.log").read_text()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        web.terminate()
+        web.wait(timeout=10)
+        log.close()
+        stop_cluster(cluster)
+
+
+@pytest.fixture
+def live_sherlock(live_db, builder, admin_user, tmp_path):
+    version = refunds_dataset()
+    agent = factories.agent("refund-bot")
+    policy(agent, version, admin_user)
+    key = api_key(builder)
+    with serving(tmp_path) as url:
+        yield Live(url, key, builder, agent, version)

@@ -81,6 +81,38 @@ def test_every_agent_and_judge_call_has_a_ledger_line(
     assert {r.trial_id: r.judge_call_ids for r in polite} == {t: [pk] for t, pk in calls.items()}
 
 
+def test_a_judge_on_the_teams_own_server_is_free_when_the_setting_says_so(
+    builder, judge_settings, llm_server, two_cases, django_capture_on_commit_callbacks
+):
+    """Without a price its calls are "price missing" (coverage fails on them); with
+    SHERLOCK_JUDGE_FREE they cost $0, in the estimate, the calls and the ledger. A
+    ModelPrice row for the model still wins."""
+    llm_server.script([GOOD, GOOD])
+    unpriced = start(builder, two_cases, django_capture_on_commit_callbacks)
+    assert JUDGE_MODEL in unpriced.estimate["price_missing"]
+    lines = CostEntry.objects.filter(run=unpriced, kind="scoring")
+    assert lines.count() == 2 and all(line.usd is None for line in lines)
+
+    judge_settings.SHERLOCK_JUDGE_FREE = True
+    llm_server.script([GOOD, GOOD])
+    # Other questions, so the judge is asked again rather than answered from its cache.
+    others = factories.dataset_version(
+        factories.dataset("others"),
+        cases=[("x", {"say": "other"}, {}), ("y", {"say": "more"}, {})],
+        checks=[SHAPE, CUSTOM],
+    )
+    free = start(builder, others, django_capture_on_commit_callbacks)
+    assert JUDGE_MODEL not in free.estimate["price_missing"]
+    assert free.estimate["judge_usd"] == 0
+    lines = CostEntry.objects.filter(run=free, kind="scoring")
+    assert lines.count() == 2 and all(line.usd == 0 for line in lines)
+    assert all(call.usd == 0 for call in JudgeCall.objects.filter(run=free))
+
+    price(JUDGE_MODEL, "1.00", "1.00")
+    priced = start(builder, two_cases, django_capture_on_commit_callbacks, execute=False)
+    assert priced.estimate["judge_usd"] > 0
+
+
 def test_agent_cost_is_billed_when_reported_estimated_from_our_prices_else_missing(
     builder, two_cases, django_capture_on_commit_callbacks
 ):

@@ -18,7 +18,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluations.checks import rubrics
-from evaluations.costs import format_usd
+from evaluations.costs import format_usd, with_free_judge
 
 USAGE_ERROR = 2
 
@@ -61,7 +61,9 @@ class Command(BaseCommand):
         families = options["family"] or list(rubrics.FAMILIES)
         results = probe_judge(judge, families)
         probe = store_probe(judge, results)
-        price = ModelPrice.objects.filter(model=judge.model).first()
+        price = with_free_judge(
+            {p.model: p for p in ModelPrice.objects.filter(model=judge.model)}
+        ).get(judge.model)
         from evaluations.judge.schema import server_bounds
 
         configured = server_bounds(judge.base_url, settings.SHERLOCK_JUDGE_SCHEMA_BOUNDS)
@@ -115,7 +117,8 @@ class Command(BaseCommand):
         if price is None:
             self.stdout.write(
                 f"price: no ModelPrice for {judge.model}: its calls show as price missing; add "
-                "one in the admin (0 and 0 for a local model)"
+                "one in the admin, or set SHERLOCK_JUDGE_FREE=true for a judge on your own "
+                "server"
             )
         else:
             self.stdout.write(

@@ -131,6 +131,9 @@ class Command(VerdictCommand):
             required = " (required by the policy)" if item.fails else ""
             self.stdout.write(f"missing: {item.detail}{required}; to add it: {item.fix}")
         self.stdout.write(f"result: {self.why(verdict)}")
+        for reason in verdict.reasons:
+            if reason.fix:
+                self.stdout.write(f"  to fix {reason.code}: {reason.fix} (docs: {reason.docs})")
         if options["summary"]:
             self.print_summary(user, run)
         if options["junit"]:

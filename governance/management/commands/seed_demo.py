@@ -9,6 +9,8 @@
   and refunds are written to the demo ledger (`agents.demo`) and read back by the cases'
   outcome verifiers and the tools' effect verifiers, and its calls are billed, so the gate has
   the evidence it asks for.
+- `support-faq`: five plain questions with the checks a text answer can meet (shape, latency),
+  for the README's first run of a team's own code with the `sherlock` client.
 - `refund-agent` on `refund-desk`: seed 003's release inversion. Its tools write to a small
   ledger (`agents.demo`), and every case's outcome verifier and every tool's effect verifier
   read that ledger back. Version 2 ("fast") has the higher quality score and the lower cost per
@@ -104,6 +106,9 @@ CHECKS = [
     ),
 ]
 
+# The support questions of `support-faq`, the README's first client run.
+FAQ_CASES = ("shipping-time", "password-reset", "invoice-download", "cancel-plan", "address-change")
+
 PASSWORD = "sherlock-{}"
 
 # The support bot's tools: name, effectful, high impact, the ledger kind its effect verifier
@@ -191,6 +196,7 @@ class Command(BaseCommand):
             agent, versions = self.seed_agent(users["builder"])
             dataset_version = self.seed_dataset(users["editor"])
             self.seed_policy(admin, agent, dataset_version.dataset)
+            self.seed_faq(users["editor"])
         completed_run(users["builder"], versions[0], dataset_version, repetitions=2)
         passed, blocked = (self.seed_publication(users, version) for version in versions[:2])
         if passed.state != RequestState.PUBLISHED:
@@ -354,6 +360,29 @@ class Command(BaseCommand):
             name="Support basics",
             description="Everyday support questions with the tools they need.",
             note="Demo cases",
+            checks=checks,
+            cases=cases,
+        )
+
+    def seed_faq(self, editor):
+        """`support-faq`: the README's first run from a team's own code. Plain questions and
+        the checks a text answer can meet (its shape and its latency), no tools and no answer
+        key: a task that answers in text and says what the call cost passes it."""
+        checks = [
+            {"label": label, "kind": kind, "params": params, "threshold": threshold, "mode": mode}
+            for label, kind, params, threshold, mode in CHECKS[:2]
+        ]
+        cases = [
+            {"key": key, "input": question, "tags": ["faq"]}
+            for key, question, _ in CASES
+            if isinstance(question, str) and key in FAQ_CASES
+        ]
+        return frozen_dataset(
+            editor,
+            slug="support-faq",
+            name="Support FAQ",
+            description="Plain support questions: a first run of your own code (README).",
+            note="Demo cases for a first client run",
             checks=checks,
             cases=cases,
         )
