@@ -630,7 +630,10 @@ def unknown_effect_causes(runs: list) -> list[tuple[str, str, int]]:
         for effect in effects if isinstance(effects, list) else ():
             if not isinstance(effect, dict) or effect.get("state") != "unknown":
                 continue
-            reason = str((effect.get("evidence") or {}).get("reason") or "no reason given")
+            # Imported trials carry the evidence they were given: a dict, a string, anything.
+            evidence = effect.get("evidence")
+            reason = evidence.get("reason") if isinstance(evidence, dict) else evidence
+            reason = str(reason or "no reason given")
             if "is not registered" in reason:
                 reason = UNREGISTERED
             elif reason == "the tool names no verifier":
