@@ -116,6 +116,8 @@ def trends_context(user, agent_slug, dataset_slug):
             {
                 "run": run,
                 "case_pass_rate": (run.summary or {}).get("case_pass_rate"),
+                # Cases without a verdict stand beside the rate, never inside it.
+                "unscored": (run.summary or {}).get("unscored") or 0,
                 "checks": [per_run.get(label) for label in labels],
             }
         )
