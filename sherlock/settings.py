@@ -572,6 +572,15 @@ REST_FRAMEWORK = {
 # The largest request body the API reads, JSON or a file upload: larger answers 413 before
 # anything is parsed. Text fields have their own, smaller limits (sherlock/core/limits.py).
 SHERLOCK_API_MAX_BODY_BYTES = env_int("SHERLOCK_API_MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1024)
+# Django's own limit on a body read at once is the same (its default, 2.5 MiB, would answer
+# first with a 413 that names the wrong limit).
+DATA_UPLOAD_MAX_MEMORY_SIZE = SHERLOCK_API_MAX_BODY_BYTES
+# One uploaded transcript's compact JSON (the client's items, docs/client.md "Limits"): a
+# model's long answer with its tool calls and contexts fits. The client learns both limits
+# from the run it starts and never sends a body over them.
+SHERLOCK_UPLOAD_ITEM_MAX_BYTES = env_int(
+    "SHERLOCK_UPLOAD_ITEM_MAX_BYTES", 1024 * 1024, minimum=1024
+)
 
 # A read authenticated by an API key relies on the user's roles as this process loaded them at
 # most this many seconds ago (revocation, expiry and deactivation are re-read on every request;

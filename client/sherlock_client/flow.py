@@ -28,7 +28,7 @@ from sherlock_client.result import (
     Result,
     case_rows,
 )
-from sherlock_client.runner import Stats, execute
+from sherlock_client.runner import Limits, Stats, execute
 
 
 class ConfigError(Exception):
@@ -176,6 +176,7 @@ def fulfil(api: Client, run: dict, fn: Callable[..., Any], options: RunOptions) 
             progress=options.progress,
             batch=options.batch,
             flush_seconds=options.flush_seconds,
+            limits=Limits.of(run),
         )
     api.finish(run["id"])
     return stats

@@ -10,12 +10,18 @@
   case, so a hung function costs its timeout, not the run's concurrency. An async function that
   blocks the event loop itself (a `time.sleep` inside `async def`) cannot be timed out: keep
   blocking calls in sync functions.
+- **Every item checked where it is made** (`checked`): an output the server would refuse (a
+  lone surrogate, half of an emoji pair; a NUL; a transcript over the server's item limit) is
+  sent as an `invalid` error item with the reason, alone; every other item goes on.
 - **Uploads in batches**, from one uploader thread while the calls go on: what is done is sent
-  every `flush_seconds` or every `batch` items, whichever comes first (retried by the session,
+  every `flush_seconds`, or once a batch holds `batch` items or nears the server's body limit
+  (the run's `limits`, docs/client.md "Limits"), whichever comes first (retried by the session,
   and idempotent on the server, keyed `"<case_version_id>:<repetition>"`), so a job killed
   halfway loses at most the calls of the last moment. A batch the server refuses because of
   one item (400 naming `items[i]`) is sent again with that item as an `invalid` error item
-  carrying the server's reason: the batch's other transcripts are not lost.
+  carrying the server's reason, and a batch it finds too large (413) is sent again in halves:
+  the batch's other transcripts are not lost. An upload that fails otherwise stops the calls,
+  and the run ends with exit 3 and one line; `--resume` does the rest.
 
 The work list is read whole before the first call: the server's list shrinks as uploads land,
 so reading its pages meanwhile would skip items.
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import queue
 import re
 import sys
@@ -40,6 +47,77 @@ from sherlock_client.http import ApiError
 
 ITEM_INDEX = re.compile(r"^items\[(\d+)\]")
 MESSAGE_MAX = 2000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one upload may hold, as the server says when a run starts (`limits`); these
+    defaults are the server's own defaults, for a server that does not say."""
+
+    body_bytes: int = 10 * 1024 * 1024
+    item_bytes: int = 1024 * 1024
+    items: int = UPLOAD_MAX_ITEMS
+
+    @classmethod
+    def of(cls, run: dict) -> Limits:
+        given = run.get("limits") if isinstance(run.get("limits"), dict) else {}
+        values = {}
+        for name in ("body_bytes", "item_bytes", "items"):
+            value = given.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                values[name] = value
+        return cls(**values)
+
+    @property
+    def batch_bytes(self) -> int:
+        """A batch's items stop here: room for the envelope under the body limit."""
+        return max(1024, int(self.body_bytes * 0.9) - 1024)
+
+
+def encoded_size(value: Any) -> int:
+    """`value`'s compact JSON size with every non-ASCII character escaped, as the server
+    measures an item (never less than the UTF-8 body the session sends)."""
+    return len(json.dumps(value, separators=(",", ":"), allow_nan=False))
+
+
+def checked(outcome: dict, limits: Limits) -> tuple[dict, int]:
+    """(the item to send, its size): `outcome` itself, or an `invalid` error item saying why
+    the server would refuse it: text that is not valid Unicode (a lone surrogate), a NUL, a
+    transcript over the item limit. Never raises."""
+    key = outcome["key"]
+    try:
+        text = json.dumps(outcome, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else ""
+        shown = bad.encode("utf-8", "backslashreplace").decode("ascii")
+        item = error_item(
+            key,
+            "invalid",
+            f"the task's answer is not valid Unicode: a lone surrogate ({shown}, half of a "
+            "pair such as an emoji) at character " + str(exc.start),
+        )
+        return item, encoded_size(item)
+    except (TypeError, ValueError) as exc:
+        item = error_item(key, "invalid", f"the task's answer is not JSON: {exc}")
+        return item, encoded_size(item)
+    if _has_nul(outcome):
+        item = error_item(
+            key, "invalid", "the task's answer holds a NUL character, which Sherlock refuses"
+        )
+        return item, encoded_size(item)
+    transcript = outcome.get("transcript")
+    if transcript is not None:
+        size = encoded_size(transcript)
+        if size > limits.item_bytes:
+            item = error_item(
+                key,
+                "invalid",
+                f"the task's answer is {size:,} bytes of JSON, over the server's limit of "
+                f"{limits.item_bytes:,} per transcript (SHERLOCK_UPLOAD_ITEM_MAX_BYTES)",
+            )
+            return item, encoded_size(item)
+    return outcome, encoded_size(outcome)
 
 
 @dataclass
@@ -75,27 +153,55 @@ class Stats:
         }
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
 def error_item(key: str, kind: str, message: str) -> dict:
-    return {"key": key, "error": {"kind": kind, "message": message[:MESSAGE_MAX]}}
+    """An error item; its message made safe to send (a NUL or a lone surrogate in an
+    exception's text is written as its escape)."""
+    text = message[:MESSAGE_MAX].replace("\x00", "\\x00")
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return {"key": key, "error": {"kind": kind, "message": text}}
 
 
 class Uploader(threading.Thread):
     """Sends finished items in batches while the calls go on (see the module's docstring)."""
 
     def __init__(
-        self, api: Client, run_id: int, stats: Stats, *, batch: int = 200, flush_seconds=0.5
+        self,
+        api: Client,
+        run_id: int,
+        stats: Stats,
+        *,
+        batch: int = 200,
+        flush_seconds=0.5,
+        limits: Limits | None = None,
     ):
         super().__init__(name="sherlock-uploader", daemon=True)
         self.api = api
         self.run_id = run_id
         self.stats = stats
-        self.batch = min(batch, UPLOAD_MAX_ITEMS)
+        self.limits = limits or Limits()
+        self.batch = min(batch, self.limits.items)
         self.flush_seconds = flush_seconds
-        self.items: queue.Queue[dict | None] = queue.Queue()
+        self.items: queue.Queue[tuple[dict, int] | None] = queue.Queue()
         self.failure: ApiError | None = None
 
     def put(self, item: dict) -> None:
-        self.items.put(item)
+        """Queue `item` to send, as `checked` makes it (an `invalid` item in its place when
+        the server would refuse it)."""
+        sent, size = checked(item, self.limits)
+        if sent is not item:
+            self.stats.invalid += 1
+            self.stats.ok -= "transcript" in item
+        self.items.put((sent, size))
 
     def close(self) -> None:
         """Send what is left, then stop; raises the upload's failure if there was one."""
@@ -106,25 +212,41 @@ class Uploader(threading.Thread):
 
     def run(self) -> None:
         done = False
-        while not done:
+        held: tuple[dict, int] | None = None  # the item that did not fit the last batch
+        while not done or held is not None:
             pending: list[dict] = []
+            size = 0
+            if held is not None:
+                pending, size, held = [held[0]], held[1] + 1, None
             deadline = time.monotonic() + self.flush_seconds
-            while len(pending) < self.batch:
+            while not done and len(pending) < self.batch:
                 try:
-                    item = self.items.get(timeout=max(0.0, deadline - time.monotonic()))
+                    entry = self.items.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
                     break
-                if item is None:
+                if entry is None:
                     done = True
                     break
-                pending.append(item)
-            if pending and self.failure is None:
-                try:
-                    self.send(pending)
-                except ApiError as exc:
-                    # Kept to raise in the main thread; later items are not sent (the run is
-                    # resumable: what was not stored is still in its work list).
-                    self.failure = exc
+                if pending and size + entry[1] + 1 > self.limits.batch_bytes:
+                    held = entry  # the next batch's first item
+                    break
+                pending.append(entry[0])
+                size += entry[1] + 1
+            self._send_or_keep(pending)
+
+    def _send_or_keep(self, pending: list[dict]) -> None:
+        if not pending or self.failure is not None:
+            return
+        try:
+            self.send(pending)
+        except ApiError as exc:
+            # Kept to raise in the main thread; later items are not sent (the run is
+            # resumable: what was not stored is still in its work list).
+            self.failure = exc
+        except Exception as exc:  # noqa: BLE001 - a bug must not kill the upload silently
+            self.failure = ApiError(
+                f"the upload stopped: {type(exc).__name__}: {exc}", code="client_error"
+            )
 
     def send(self, items: list[dict]) -> None:
         started = time.monotonic()
@@ -132,6 +254,9 @@ class Uploader(threading.Thread):
             try:
                 answer = self.api.upload(self.run_id, items)
             except ApiError as exc:
+                if exc.status == 413:
+                    self._split(items, exc)
+                    return
                 index = _refused_index(exc, len(items))
                 if index is None:
                     raise
@@ -149,6 +274,19 @@ class Uploader(threading.Thread):
             self.stats.remaining = answer.get("remaining")
             break
         self.stats.upload_seconds += time.monotonic() - started
+
+    def _split(self, items: list[dict], exc: ApiError) -> None:
+        """A batch the server found too large (413, a server whose limit is lower than it
+        said): its halves sent apart; one item too large alone is sent as `invalid`."""
+        if len(items) > 1:
+            half = len(items) // 2
+            self.send(items[:half])
+            self.send(items[half:])
+            return
+        (refused,) = items
+        self.stats.invalid += 1
+        self.stats.ok -= "transcript" in refused
+        self.send([error_item(refused["key"], "invalid", f"refused by the server: {exc.detail}")])
 
 
 def _refused_index(exc: ApiError, size: int) -> int | None:
@@ -301,6 +439,7 @@ def execute(
     progress: bool = True,
     batch: int = 200,
     flush_seconds: float = 0.5,
+    limits: Limits | None = None,
 ) -> Stats:
     """Call `fn` on every item of `work` and upload every outcome; the Stats. Raises the
     ApiError of an upload the server refused."""
@@ -308,7 +447,7 @@ def execute(
         raise ValueError("concurrency must be at least 1")
     stats = Stats()
     started = time.monotonic()
-    uploader = Uploader(api, run_id, stats, batch=batch, flush_seconds=flush_seconds)
+    uploader = Uploader(api, run_id, stats, batch=batch, flush_seconds=flush_seconds, limits=limits)
     uploader.start()
     bar = Progress(len(work), enabled=progress)
     try:

@@ -16,6 +16,7 @@ finished (`FinishClientRun`).
   batch, so concurrent batches of one run, and a finish, are serialised.
 """
 
+from django.conf import settings
 from django.utils import timezone
 
 from agents.adapters.client import ERROR_KINDS, error_text, validate_transcript
@@ -28,8 +29,6 @@ from sherlock.core.limits import NOTE_MAX, check_document, excerpt
 from sherlock.core.permissions import user_can
 
 UPLOAD_MAX_ITEMS = 500
-# One transcript's compact JSON: a model's long answer with its tool calls and contexts fits.
-TRANSCRIPT_MAX_BYTES = 1024 * 1024
 
 
 class UploadTranscripts(Action):
@@ -154,7 +153,9 @@ def _read_items(items):
             except ValueError as exc:
                 field = str(exc).split(":", 1)[0]
                 raise ActionInvalid(str(exc), field=field) from None
-            check_document(f"{where}.transcript", transcript, TRANSCRIPT_MAX_BYTES)
+            check_document(
+                f"{where}.transcript", transcript, settings.SHERLOCK_UPLOAD_ITEM_MAX_BYTES
+            )
             read.append((key, transcript, None))
         else:
             read.append((key, None, _error(item["error"], f"{where}.error")))

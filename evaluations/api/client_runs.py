@@ -15,6 +15,7 @@ id, input and tags, the repetition, and the tools the version offers; never the 
 an `http` agent (docs/adapters.md).
 """
 
+from django.conf import settings
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -119,6 +120,10 @@ class ClientRunSerializer(serializers.Serializer):
     work_url = serializers.CharField()
     upload_url = serializers.CharField()
     finish_url = serializers.CharField()
+    limits = serializers.JSONField(
+        help_text="What one upload may hold: `body_bytes` (the request body), `item_bytes` "
+        "(one transcript's compact JSON) and `items` (per call)."
+    )
 
 
 def client_run_data(request, run):
@@ -142,6 +147,17 @@ def client_run_data(request, run):
         "work_url": absolute("run-work"),
         "upload_url": absolute("run-transcripts"),
         "finish_url": absolute("run-finish"),
+        "limits": upload_limits(),
+    }
+
+
+def upload_limits():
+    """The upload limits the server applies, told to the client so that it never exceeds them
+    (docs/client.md, "Limits")."""
+    return {
+        "body_bytes": settings.SHERLOCK_API_MAX_BODY_BYTES,
+        "item_bytes": settings.SHERLOCK_UPLOAD_ITEM_MAX_BYTES,
+        "items": UPLOAD_MAX_ITEMS,
     }
 
 

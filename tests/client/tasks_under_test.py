@@ -124,3 +124,21 @@ def refunds_mixed(input, context):
     if question.endswith("3"):
         return 3.5
     return refunds(input, context)
+
+
+def refunds_hostile(input, context):
+    """The live dataset's cases, with the outputs models really give: case-0 half an emoji pair
+    (a lone surrogate), case-1 a NUL, case-2 an answer of 1.5 MB (over the item limit), case-3
+    raises with a NUL and a lone surrogate in its message; the others pass, each with 900 KB of
+    retrieved contexts, so that their batches together are over 2.5 MB."""
+    question = str(input.get("question"))
+    answer = refunds(input, context)
+    if question.endswith(" 0"):
+        return {**answer, "output": "Refunded \ud83d."}
+    if question.endswith(" 1"):
+        return {**answer, "output": "Refunded\x00."}
+    if question.endswith(" 2"):
+        return {**answer, "output": "x" * 1_500_000}
+    if question.endswith(" 3"):
+        raise ValueError("bad \x00 byte \udc80 here")
+    return {**answer, "contexts": ["policy text " * 75_000]}

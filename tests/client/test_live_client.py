@@ -231,3 +231,32 @@ def test_git_and_ci_metadata_are_stored_on_the_run(live_sherlock):
     assert run.agent_version.name.startswith("4b825dc642cb")
     assert run.source["git_branch"] == "feature/refunds"
     assert run.source["ci_job_url"] == "https://github.com/team/refund-bot/actions/runs/1234"
+
+
+def test_hostile_outputs_are_invalid_alone_and_large_batches_are_never_refused(
+    live_sherlock, tmp_path
+):
+    """A lone surrogate, a NUL, an answer over the item limit and an error message holding both
+    become `invalid` (or `raised`) items with their reasons, each alone; the other cases' 900 KB
+    transcripts (3.6 MB in all, over Django's default 2.5 MB body) go up in batches under the
+    body limit, never a 413: the run is scored, not lost (exit 2: four cases have no
+    verdict)."""
+    done = sherlock(
+        run_args("refunds_hostile", "--repetitions", "2", "--json", str(tmp_path / "r.json")),
+        live_sherlock.url,
+        live_sherlock.key,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = dict(Trial.objects.filter(status=TrialStatus.ERROR).values_list("case__key", "error"))
+    assert set(errors) == {"case-0", "case-1", "case-2", "case-3"}
+    assert "lone surrogate (\\ud83d" in errors["case-0"]
+    assert "NUL character" in errors["case-1"]
+    assert "answer is 1,500,1" in errors["case-2"]
+    assert "over the server's limit of 1,048,576" in errors["case-2"]
+    assert "ValueError: bad \\x00 byte \\udc80 here" in errors["case-3"]
+    completed = Trial.objects.filter(status=TrialStatus.COMPLETED)
+    assert completed.count() == (CASES - 4) * 2
+    assert all(len(t.transcript["contexts"][0]) == 900_000 for t in completed)
+    client = json.loads((tmp_path / "r.json").read_text())["client"]
+    assert client["accepted"] == CASES * 2 and client["invalid"] == 3 * 2

@@ -204,6 +204,35 @@ def test_a_bad_item_refuses_the_whole_batch_naming_it(world, http):
     assert not Trial.objects.filter(run_id=run["id"], uploaded_at__isnull=False).exists()
 
 
+def test_one_upload_limit_said_truly_and_a_batch_over_django_s_default_is_taken(
+    world, http, settings
+):
+    """The run tells the client its limits; a 3 MB batch (over Django's default 2.5 MB read
+    limit) is stored; a body over the API's limit answers 413 naming that limit."""
+    client = http(world["builder"])
+    ensure_version(client)
+    run = start(client).json()
+    assert run["limits"] == {
+        "body_bytes": settings.SHERLOCK_API_MAX_BODY_BYTES,
+        "item_bytes": settings.SHERLOCK_UPLOAD_ITEM_MAX_BYTES,
+        "items": 500,
+    }
+    work = all_work(client, run["work_url"])
+    items = [
+        {
+            "key": item["key"],
+            "transcript": {**answer(item["case"], 1), "contexts": ["c" * 1_000_000]},
+        }
+        for item in work[:4]
+    ]
+    stored = client.post(run["upload_url"], json={"items": items})
+    assert stored.status_code == 200, stored.text
+    assert stored.json()["accepted"] == len(items) == 3  # 3 MB
+    huge = client.post(run["upload_url"], json={"items": [], "pad": "x" * 11_000_000})
+    assert huge.status_code == 413
+    assert "10,485,760 bytes (SHERLOCK_API_MAX_BODY_BYTES)" in huge.json()["detail"]
+
+
 def test_errors_and_never_uploaded_items_are_agent_errors(world, http):
     client = http(world["builder"])
     ensure_version(client)

@@ -184,7 +184,7 @@ def test_trends_chart_and_table_mark_each_runs_version_informative_checks_includ
     # only blocking check does not apply to it, has none).
     assert "Tools" in table and "1.000" in table and "0.000" in table
     # ... and those without one stand beside the rate.
-    assert "0.000 <span class=\"muted unscored-count\"" in table and "(1 unscored)" in table
+    assert '0.000 <span class="muted unscored-count"' in table and "(1 unscored)" in table
     assert table.index(f"#{a.pk}</a>") < table.index(f"#{b.pk}</a>")  # oldest first
 
 

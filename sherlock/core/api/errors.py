@@ -219,7 +219,9 @@ class RequestTooLarge(exceptions.APIException):
 
     def __init__(self):
         limit = settings.SHERLOCK_API_MAX_BODY_BYTES
-        super().__init__(f"The request body is larger than {limit} bytes.")
+        super().__init__(
+            f"The request body is larger than {limit:,} bytes (SHERLOCK_API_MAX_BODY_BYTES)."
+        )
 
 
 class TooDeep(exceptions.ParseError):
