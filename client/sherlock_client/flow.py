@@ -254,6 +254,15 @@ def evaluate_remote(
     """`sherlock evaluate`: a run Sherlock executes itself (its adapter), started and awaited."""
     options = options or RunOptions()
     found = api.version(agent, version)
+    if found.get("adapter") == "client":
+        # Sherlock never calls a client version: its run would wait for uploads for good.
+        raise ApiError(
+            f"{agent} version {found.get('name') or version} runs on the client: run it with "
+            f"`sherlock run --agent {agent} --dataset {dataset} --task module:function`",
+            status=400,
+            code="client_version",
+            field="version",
+        )
     dataset_version = api.latest_frozen_version(dataset)
     started = api.start_run(found["id"], dataset_version["id"], options.repetitions)
     if options.on_run:

@@ -28,6 +28,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from agents.choices import Adapter
 from agents.models import AgentVersion
 from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.start_run import StartRun
@@ -164,6 +165,16 @@ class StartRunSerializer(RefuseUnknownFields, serializers.Serializer):
             "agent"
         )
         self.fields["dataset_version"].queryset = DatasetVersion.objects.for_user(user)
+
+    def validate_agent_version(self, version):
+        # Its run would wait for uploads nobody sends from here (docs/client.md).
+        if version.adapter == Adapter.CLIENT:
+            raise serializers.ValidationError(
+                f"{version} runs on the client, not here: run it with `sherlock run --agent "
+                f"{version.agent.slug} --task module:function` (POST /runs/client/)",
+                code="client_version",
+            )
+        return version
 
 
 class VerdictPolicySerializer(serializers.Serializer):

@@ -63,3 +63,29 @@ def test_evaluate_of_an_unknown_version_exits_3(live_sherlock):
     assert done.returncode == 3
     assert "no version '99'" in done.stderr
     assert not Run.objects.exists()
+
+
+def test_evaluate_of_a_client_version_is_refused_at_once_naming_sherlock_run(live_sherlock):
+    """Sherlock never calls a client version: `evaluate` would wait for uploads for good. It is
+    refused before any run starts, naming the command that runs it; the API refuses it too."""
+    from agents.models import AgentVersion
+    from tests.support.governance import api_client
+
+    version = AgentVersion.objects.create(
+        agent=live_sherlock.agent, number=9, name="abc123", adapter="client", config={}
+    )
+    done = sherlock(
+        ["evaluate", "--agent", "refund-bot", "--version", "abc123", "--dataset", "refunds"],
+        live_sherlock.url,
+        live_sherlock.key,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "runs on the client: run it with `sherlock run --agent refund-bot" in done.stderr
+    refused = api_client(live_sherlock.builder).post(
+        "/api/v1/runs/",
+        {"agent_version": version.pk, "dataset_version": live_sherlock.dataset_version.pk},
+    )
+    assert refused.status_code == 400 and refused.json()["field"] == "agent_version"
+    assert "sherlock run" in refused.json()["detail"]
+    assert not Run.objects.exists()
