@@ -134,6 +134,14 @@ class Session:
         sleep: Callable[[float], None] = time.sleep,
     ):
         base = base_url.rstrip("/")
+        if not base.startswith(("http://", "https://")):
+            # Said at once: a URL without a scheme is a configuration error, never retried.
+            raise ApiError(
+                f"the server's URL must start with http:// or https:// (got {base_url!r}): set "
+                "SHERLOCK_URL or --url",
+                code="config",
+                field="url",
+            )
         if not base.endswith("/api/v1"):
             base += "/api/v1"
         self.base_url = base + "/"

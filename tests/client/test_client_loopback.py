@@ -532,3 +532,17 @@ def test_a_cancelled_job_uploads_what_it_did_before_it_exits_3(server, tmp_path)
     done = len(calls.read_text().splitlines())
     # Everything the function returned was sent but the calls in flight (at most 2).
     assert done - 2 <= len(set(stored_keys(server))) <= done
+
+
+def test_a_url_without_a_scheme_is_a_configuration_error_at_once(tmp_path):
+    """Not retried for seconds as an unreachable server would be: exit 3 with one line, and
+    nothing asked of anyone."""
+    done = sherlock(
+        ["run", "--agent", "bot", "--dataset", "ds", "--task", f"{TASKS}:passes"],
+        "127.0.0.1:8000",
+        "good-key",
+        timeout=20,
+    )
+    assert done.returncode == 3
+    assert "must start with http:// or https:// (got '127.0.0.1:8000')" in done.stderr
+    assert "Traceback" not in done.stderr
