@@ -166,15 +166,12 @@ def print_result(result: Result, stream, *, rich: bool) -> None:
             )
         console.print(cases)
         gates = Table(title="contract")
-        for name in ("gate", "state", "value", "bound", "detail"):
+        for name in ("gate", "state", "detail"):
             gates.add_column(name)
         for gate in verdict.get("gates") or []:
-            gates.add_row(
-                *(
-                    str(gate.get(k) if gate.get(k) is not None else "")
-                    for k in ("name", "state", "value", "bound", "detail")
-                )
-            )
+            # The server's sentence for what the gate read against its bound (the raw
+            # numbers are in --json).
+            gates.add_row(str(gate.get("name")), str(gate.get("state")), str(gate.get("detail")))
         console.print(gates)
         colour = {"passed": "green", "failed": "red"}.get(result.outcome, "yellow")
         console.print(f"[bold {colour}]{head}[/]")
@@ -189,11 +186,7 @@ def print_result(result: Result, stream, *, rich: bool) -> None:
         error = f" {row['error'][:120]}" if row["error"] else ""
         print(f"case {row['case']}: {_state(row)} [{statuses}]{error}", file=stream)
     for gate in verdict.get("gates") or []:
-        print(
-            f"gate {gate.get('name')}: {gate.get('state')} value={gate.get('value')} "
-            f"bound={gate.get('bound')}",
-            file=stream,
-        )
+        print(f"gate {gate.get('name')}: {gate.get('state')}: {gate.get('detail')}", file=stream)
     print(head, file=stream)
     for reason in reasons:
         print(f"  {reason}", file=stream)

@@ -75,3 +75,6 @@ def test_the_readme_quick_start_passes_and_a_task_without_its_cost_is_told_what_
         done = run_in(tmp_path / "bare", bare, args, url, key)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Return `cost_usd` with your task's output" in done.stdout
+    # Gates read as the server's sentences, never as Python reprs of their numbers.
+    assert "gate coverage: fail: 5 trial(s) with missing cost" in done.stdout
+    assert "{'" not in done.stdout and "None" not in done.stdout
