@@ -2,7 +2,11 @@
 an outsider), synchronous django-q2, a fast password hasher, and a live-database fixture for the
 tests that start real worker processes."""
 
+import os
+from pathlib import Path
+
 import pytest
+from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.db import connection
 
@@ -10,6 +14,15 @@ from tests.support import factories
 from tests.support.workers import TEST_AGENT_CALLABLES, TEST_HOSTS
 
 pytest_plugins = ["tests.support.judge_fixtures"]
+
+# Parallel workers (`make test` runs pytest-xdist, one database per worker, made by
+# pytest-django): each worker has its own demo ledger too, which the servers and clusters it
+# starts inherit through the environment, so that no worker's verifiers read another's writes.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER:
+    _LEDGER = Path(settings.SHERLOCK_DEMO_LEDGER).with_name(f"demo-ledger-{_WORKER}.jsonl")
+    os.environ["SHERLOCK_DEMO_LEDGER"] = str(_LEDGER)
+    settings.SHERLOCK_DEMO_LEDGER = _LEDGER
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -82,6 +82,12 @@ class VisibleAgentField(VisibleSlugRelatedField):
     """An agent named by slug (or id), among those the caller may see (others do not exist for
     them, and naming one is audited: `sherlock.core.hidden`)."""
 
+    default_error_messages = {
+        **VisibleSlugRelatedField.default_error_messages,
+        # The words an unknown dataset gets, not DRF's "Object with slug=... does not exist."
+        "does_not_exist": "no agent '{value}' (or you may not see it)",
+    }
+
     def get_queryset(self):
         return Agent.objects.for_user(self.context["request"].user, "view")
 

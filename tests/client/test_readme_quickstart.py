@@ -60,8 +60,9 @@ def run_in(repo, task, args, url, key):
 
 
 def test_the_readme_quick_start_passes_and_a_task_without_its_cost_is_told_what_to_return(
-    live_db, tmp_path
+    live_db, tmp_path, settings
 ):
+    settings.SHERLOCK_DEMO_LEDGER = str(tmp_path / "ledger.jsonl")  # not the demo's own
     call_command("seed_demo", stdout=io.StringIO())
     task, args = readme_quickstart()
     assert "cost_usd" in task and "support-faq" in args

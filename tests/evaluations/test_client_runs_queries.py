@@ -72,3 +72,11 @@ def test_ensure_names_the_agent_by_slug_or_id(builder, outsider):
         "/api/v1/versions/ensure/", {"agent": agent.pk, **body}, format="json"
     )
     assert hidden.status_code == 400 and hidden.json()["field"] == "agent"
+
+
+def test_an_unknown_agent_gets_the_words_an_unknown_dataset_gets(builder):
+    body = {"agent": "suport-bot", "name": "abc", "adapter": "client", "config": {}}
+    refused = factories.api(builder).post("/api/v1/versions/ensure/", body, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["detail"] == "agent: no agent 'suport-bot' (or you may not see it)"
+    assert "Object with" not in refused.content.decode()
