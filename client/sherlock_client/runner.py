@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import queue
 import re
 import sys
@@ -462,6 +463,12 @@ def execute(
                 progress=bar,
             )
         )
+    except KeyboardInterrupt:
+        # The interrupted task holds this very exception: asyncio would print it again, with
+        # its traceback, as "never retrieved" when the task is collected. The caller says it
+        # in one line (the CLI: "interrupted; what was done is uploaded").
+        logging.getLogger("asyncio").disabled = True
+        raise
     finally:
         bar.close()
         # What was done is sent even when the calls were interrupted (Ctrl-C, SIGTERM).

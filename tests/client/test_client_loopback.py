@@ -529,6 +529,7 @@ def test_a_cancelled_job_uploads_what_it_did_before_it_exits_3(server, tmp_path)
     _, stderr = job.communicate(timeout=30)
     assert job.returncode == 3
     assert "interrupted" in stderr
+    assert "Traceback" not in stderr, stderr  # one line, not the interpreter's teardown
     done = len(calls.read_text().splitlines())
     # Everything the function returned was sent but the calls in flight (at most 2).
     assert done - 2 <= len(set(stored_keys(server))) <= done
