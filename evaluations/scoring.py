@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from math import fsum
 
 from evaluations.choices import CaseStatus, CheckMode, CheckStatus
-from evaluations.judge.errors import JUDGE_UNAVAILABLE
 
 
 @dataclass(frozen=True)
@@ -78,6 +77,7 @@ def check_status(score, outcome, threshold):
 # call failed; a model check's judge did not answer (or none is configured); a check errored;
 # no blocking check produced a verdict (all skipped as not applicable, or none blocks).
 AGENT_ERROR = "agent error"
+JUDGE_UNAVAILABLE = "judge unavailable"
 CHECK_ERROR = "check error"
 NOTHING_SCORED = "every blocking check skipped"
 UNSCORED_REASONS = (AGENT_ERROR, JUDGE_UNAVAILABLE, CHECK_ERROR, NOTHING_SCORED)

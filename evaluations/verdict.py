@@ -69,7 +69,7 @@ from evaluations.contract import (
     evaluate,
 )
 from evaluations.contract.db import runs_totals, trials_in_error
-from evaluations.scoring import NO_JUDGE_SKIP
+from evaluations.scoring import JUDGE_UNAVAILABLE
 
 PASSED, FAILED, INCOMPLETE, PENDING = "passed", "failed", "incomplete", "pending"
 OUTCOMES = (PASSED, FAILED, INCOMPLETE, PENDING)
@@ -358,10 +358,7 @@ def _judge(runs: list, applied: AppliedThresholds, evidence: _Evidence, together
             detail=f"{coverage.detail}: {sum(errored_cost)} of them in error, with no cost to "
             "record (the evidence is missing, the verdict incomplete)",
         )
-    unscored = {
-        run.pk: sum(g["n"] for g in evidence.unscored.get(run.pk, []) if _not_run(g))
-        for run in runs
-    }
+    unscored = {run.pk: sum(g["n"] for g in evidence.unscored.get(run.pk, [])) for run in runs}
     gates.append(_checks_scored_gate(runs, unscored, evidence.errors))
     gates.append(_case_pass_rate_gate(runs, applied.min_case_pass_rate))
     missing = _missing(contract, limits, runs, evidence, errored_cost)
@@ -475,10 +472,6 @@ def _gate_reason(gate: Gate, runs: list, unscored: dict, errors: dict) -> Reason
         if e:
             parts.append(f"{e} trial(s) in error")
             short.append(f"{e} trial(s) in error")
-        if not parts:
-            c = sum(r.get("cases_without_verdict", 0) for r in (gate.value or {}).get("runs", []))
-            parts.append(f"{c} case(s) without a verdict (no blocking check applied to them)")
-            short.append(f"{c} case(s) without a verdict")
         return Reason(gate.name, "; ".join(parts) or gate.detail, "; ".join(short))
     return Reason(
         gate.name,
@@ -726,49 +719,28 @@ def _contract_gate(result: ContractResult, name: str, limits: Thresholds) -> Gat
     return Gate(name, GATE_LABELS[name], gate.status, gate.detail, value, bound)
 
 
-def _not_run(group) -> bool:
-    """Whether a group of unscored blocking results (``{label, status, n, reason}``) is a
-    failure to run: an error, or a model check skipped for want of a judge. A check skipped
-    because it does not apply to the case (no reference contexts, say) is not: it neither
-    passes nor fails the case (docs/checks.md, "Case states")."""
-    return group["status"] == CheckStatus.ERROR or (group.get("reason") or "").startswith(
-        NO_JUDGE_SKIP
-    )
-
-
 def _checks_scored_gate(runs: list, unscored: dict, errors: dict) -> Gate:
-    """Fail on what could not be scored, the case states' rule: a blocking check that could
-    not run (an error, a model check with no judge), a trial in error, or a case left without
-    a verdict (`unscored`: every blocking check of it skipped as not applicable, say). Skipped
-    and errored checks count neither against a case nor for it, so a run whose judge was down,
-    or whose agent crashed on every trial, must not pass on the cases that remain; this gate
-    decides whether they block. A check skipped because it does not apply to a case beside
-    others that were scored does not count, nor does one disabled by an override. Imported
-    trials, which no check judged, are the contract's to decide."""
+    """Fail on what could not be scored: skipped or errored checks count neither against a case
+    nor for it (a case left without a verdict is `unscored`, outside the case pass rate), so a
+    run whose judge was down, or whose agent crashed on every trial, must not pass on the cases
+    that remain; this gate decides whether they block. A check disabled for a case by an
+    override is not blocking there, and does not count."""
     per_run = [
         {
             "run": run.pk,
             "unscored_blocking": unscored.get(run.pk, 0),
             "trials_error": errors.get(run.pk, 0),
-            "cases_without_verdict": 0
-            if _unjudged(run)
-            else (run.summary or {}).get("unscored") or 0,
         }
         for run in runs
     ]
-    bad = [
-        r
-        for r in per_run
-        if r["unscored_blocking"] or r["trials_error"] or r["cases_without_verdict"]
-    ]
+    bad = [r for r in per_run if r["unscored_blocking"] or r["trials_error"]]
     if not runs:
         state, detail = FAIL, "no gate run"
     elif bad:
         state = FAIL
         detail = "; ".join(
             f"run #{r['run']}: {r['unscored_blocking']} blocking check result(s) not scored, "
-            f"{r['trials_error']} trial(s) in error, "
-            f"{r['cases_without_verdict']} case(s) without a verdict"
+            f"{r['trials_error']} trial(s) in error"
             for r in bad
         )
     else:
@@ -854,7 +826,6 @@ def _missing(
     evidence: _Evidence,
     errored_cost: tuple[int, int] = (0, 0),
 ):
-    from evaluations.judge.errors import JUDGE_UNAVAILABLE
     from evaluations.judge.setup import judge_configured, judge_named, no_judge_sentence
 
     found = []

@@ -17,7 +17,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from evaluations.judge.errors import JUDGE_UNAVAILABLE, TRANSPORT_CODES
 from sherlock.core.aio import run_unsuspended
 
 SCORED = "scored"
@@ -281,9 +280,10 @@ class JudgeSession:
         self.calls.extend(getattr(answer, "calls", None) or [])
         self.last_raw = answer.raw
         if not answer.ok:
-            if answer.error_code in TRANSPORT_CODES:
-                # Named as a case state names it, with the cause (the verdict names the judge).
-                raise JudgeFailed(f"{JUDGE_UNAVAILABLE}: {answer.error}", answer.raw)
+            if getattr(answer, "unavailable", False):
+                # Named as a case state names it (`evaluations.scoring.JUDGE_UNAVAILABLE`),
+                # with the cause; the verdict names the judge.
+                raise JudgeFailed(f"judge unavailable: {answer.error}", answer.raw)
             raise JudgeFailed(answer.error or "judge failed", answer.raw)
         if not isinstance(answer.data, dict):
             raise JudgeFailed("judge answer is not an object", answer.raw)

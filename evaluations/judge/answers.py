@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from jsonschema.exceptions import best_match
 
 from evaluations.judge.cache import cache_key, canonical_json, sha256
-from evaluations.judge.errors import CUT_OFF, MALFORMED, REFUSED, clip
+from evaluations.judge.errors import CUT_OFF, MALFORMED, REFUSED, TRANSPORT_CODES, clip
 from evaluations.judge.schema import BOUND_KEYWORDS, PreparedRubric, prepare
 
 if TYPE_CHECKING:
@@ -64,6 +64,12 @@ class JudgeAnswer:
     cache_key: str = ""
     # A failure this trial already had for the very same question, returned without asking.
     reused: bool = False
+
+    @property
+    def unavailable(self) -> bool:
+        """The judge did not answer (refused, unreachable, timed out, an HTTP error), as
+        against an answer that came and could not be used."""
+        return not self.ok and self.error_code in TRANSPORT_CODES
 
     @property
     def call_ids(self) -> list[int]:

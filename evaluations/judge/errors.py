@@ -26,7 +26,8 @@ REFUSED = "refused"
 CUT_OFF = "cut_off"
 
 # The codes of a judge that did not answer (as against an answer that could not be used): a
-# check's reason starts with `JUDGE_UNAVAILABLE` for them, the words of a case state's reason.
+# check's reason then starts with "judge unavailable", the words of a case state's reason
+# (`JudgeAnswer.unavailable`, `evaluations.scoring.JUDGE_UNAVAILABLE`).
 TRANSPORT_CODES = frozenset(
     (
         RATE_LIMITED,
@@ -39,7 +40,6 @@ TRANSPORT_CODES = frozenset(
         HTTP_ERROR,
     )
 )
-JUDGE_UNAVAILABLE = "judge unavailable"
 
 _MAX_ERROR_TEXT = 1000
 

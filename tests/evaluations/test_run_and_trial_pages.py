@@ -105,14 +105,15 @@ def test_an_unknown_filter_shows_every_case(signed_in, flaky_run):
 
 
 def test_unscored_blocking_checks_raise_a_banner_with_the_count(signed_in, flaky_run):
+    # Skipped for want of a judge: checks that could not run (not "does not apply").
     CheckResult.objects.filter(trial__run=flaky_run).update(
-        status=CheckStatus.SKIPPED, score=None, reason="no judge is configured"
+        status=CheckStatus.SKIPPED, score=None, reason="no judge configured"
     )
     refinish(flaky_run)
     page = text(signed_in.get(f"/runs/{flaky_run.pk}/"))
     assert 'id="unscored"' in page
     assert "4 blocking check results could not be scored" in page
-    assert "no judge is configured" in page
+    assert "no judge configured" in page
     # The release decision fails closed on unscored checks; the page does not say passed.
     assert 'class="verdict bad"' in page and "4 blocking check results not scored" in page
 
