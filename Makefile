@@ -6,6 +6,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 ADDR ?= 127.0.0.1:8000
+# `make test` runs the suite on this many workers (pytest-xdist), each test module whole on one
+# worker, each worker with its own test database; TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 
 .PHONY: run test lint format schema bench real-judge clean
 
@@ -21,7 +24,7 @@ run: $(STAMP)
 	$(PY) manage.py serve $(ADDR)
 
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -99,10 +99,30 @@ def _audit_triggers(action):
             cursor.execute(sql)
 
 
+# The periodic tasks the migrations schedule (each `update_or_create`, so idempotent): put back
+# after a transactional test's flush, as the role groups are, so that every later test (on
+# this worker, in any order) sees the database as migrated.
+MIGRATED_SCHEDULES = [
+    ("evaluations.migrations.0004_reaper_schedule", "schedule_reaper"),
+    ("governance.migrations.0003_bypass_expiry_schedule", "schedule_expiry"),
+    ("governance.migrations.0006_audit_checkpoint_schedule", "schedule_checkpoints"),
+    ("production.migrations.0002_trace_schedules", "schedule"),
+    ("production.migrations.0003_online_rules_scores_proposals", "schedule_sweep"),
+]
+
+
+def _reschedule(apps):
+    from importlib import import_module
+
+    for module, name in MIGRATED_SCHEDULES:
+        getattr(import_module(module), name)(apps, None)
+
+
 @pytest.fixture
 def _audit_triggers_restored(django_db_blocker):
     """Set up before `transactional_db`, so torn down after its flush: puts the triggers back,
-    and the role groups that the flush emptied (the next transactional test needs them)."""
+    and the role groups and migrated schedules that the flush emptied (the tests after it need
+    them)."""
     yield
     with django_db_blocker.unblock():
         _audit_triggers("up")
@@ -111,6 +131,7 @@ def _audit_triggers_restored(django_db_blocker):
         from governance.roles import sync_role_groups
 
         sync_role_groups(apps)
+        _reschedule(apps)
 
 
 @pytest.fixture

@@ -220,7 +220,7 @@ class RequestTooLarge(exceptions.APIException):
     def __init__(self):
         limit = settings.SHERLOCK_API_MAX_BODY_BYTES
         super().__init__(
-            f"The request body is larger than {limit:,} bytes (SHERLOCK_API_MAX_BODY_BYTES)."
+            f"The request body is larger than {limit} bytes (SHERLOCK_API_MAX_BODY_BYTES)."
         )
 
 
