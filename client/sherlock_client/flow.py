@@ -198,6 +198,7 @@ def run(
     only the work it still lacks is done."""
     options = options or RunOptions()
     fn, entrypoint = load_task(task)
+    check_policy(api, options.policy)
     if resume is not None:
         created = api.run(resume)
     else:
@@ -215,6 +216,23 @@ def run(
     return result_of(
         api, created, verdict, stats=stats, compare=options.compare, policy=options.policy
     )
+
+
+def check_policy(api: Client, policy: int | None) -> None:
+    """Refuse before any call a `--policy` that names no publishing policy (the verdict would
+    refuse it only after the whole run). A key whose role may not read policies cannot tell:
+    the verdict then decides, as before."""
+    if policy is None:
+        return
+    try:
+        api.session.get(f"policies/{policy}/")
+    except ApiError as exc:
+        if exc.status == 404:
+            raise ConfigError(
+                f"--policy {policy}: no publishing policy has that id (or you may not see it)"
+            ) from None
+        if exc.status != 403:
+            raise
 
 
 def _client_run(
@@ -253,6 +271,7 @@ def evaluate_remote(
 ) -> Result:
     """`sherlock evaluate`: a run Sherlock executes itself (its adapter), started and awaited."""
     options = options or RunOptions()
+    check_policy(api, options.policy)
     found = api.version(agent, version)
     if found.get("adapter") == "client":
         # Sherlock never calls a client version: its run would wait for uploads for good.

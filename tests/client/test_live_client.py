@@ -260,3 +260,18 @@ def test_hostile_outputs_are_invalid_alone_and_large_batches_are_never_refused(
     assert all(len(t.transcript["contexts"][0]) == 900_000 for t in completed)
     client = json.loads((tmp_path / "r.json").read_text())["client"]
     assert client["accepted"] == CASES * 2 and client["invalid"] == 3 * 2
+
+
+def test_an_unknown_policy_is_refused_before_any_call(live_sherlock, tmp_path):
+    calls = tmp_path / "calls.log"
+    done = subprocess.run(
+        [sys.executable, "-m", "sherlock_client", *run_args("refunds_slowly", "--policy", "999")],
+        cwd=ROOT,
+        env=cli_env(live_sherlock.url, live_sherlock.key, SHERLOCK_TEST_CALLS=str(calls)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "--policy 999: no publishing policy has that id" in done.stderr
+    assert not calls.exists() and not Run.objects.exists()
