@@ -1,7 +1,7 @@
 """The verifier language: what a spec may say, and what the operator allows it to reach.
 
 Verifiers are written by Editors (a case's outcome check) and Builders (a tool's verifier) but
-run with Sherlock's own privileges, so what they may reach is the operator's to list (README,
+run with Sherlock's own privileges, so what they may reach is the operator's to list (docs/guide.md,
 configuration): ``SHERLOCK_VERIFIER_CALLABLES`` (python), ``SHERLOCK_VERIFIER_DATABASES`` (sql;
 never ``default``, Sherlock's own database, which holds API tokens and password hashes),
 ``SHERLOCK_VERIFIER_HOSTS`` (http) and ``SHERLOCK_VERIFIER_ENV`` (the variables ``headers_env``

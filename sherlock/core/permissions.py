@@ -96,7 +96,11 @@ def missing_role_text(what):
     """Why a person who sees none of `what` ("runs", "costs") sees none: their roles cover no
     agent, and who may grant one."""
     admins = who_grants_roles()
-    who = f"an Admin ({', '.join(admins)})" if admins else "an Admin (none is set up: see README)"
+    who = (
+        f"an Admin ({', '.join(admins)})"
+        if admins
+        else "an Admin (none is set up: see docs/guide.md)"
+    )
     return (
         f"You see no {what} because your roles cover no agent: {what} are shown for the agents "
         f"a role of yours (Editor, Builder, Publisher or Admin) covers. Ask {who} to grant you "
