@@ -284,6 +284,11 @@ class _Evidence:
         self.unscored_cases = _cases_unscored(
             [r for r in runs if sum(g["n"] for g in self.unscored.get(r.pk, []))]
         )
+        # The tools behind unknown effects, for the fix of that gate: one query for all the
+        # runs that have any.
+        self.unknown_causes = unknown_effect_causes(
+            [r for r in runs if getattr(self.totals.get(r.pk), "effects_unknown", 0)]
+        )
 
 
 def _pending(runs: list, applied: AppliedThresholds) -> Verdict:
@@ -378,7 +383,8 @@ def _judge(runs: list, applied: AppliedThresholds, evidence: _Evidence, together
         told_elsewhere = gate.name == "coverage" and (wanting or (incomplete and not together))
         if gate.state == FAIL and not told_elsewhere:
             reason = _gate_reason(gate, runs, unscored, evidence.errors)
-            fix, docs = gate_fix(gate, runs)
+            causes = [c for run in runs for c in evidence.unknown_causes.get(run.pk, [])]
+            fix, docs = gate_fix(gate, runs, causes)
             reasons.append(replace(reason, fix=fix, docs=docs))
     failed = [
         g
@@ -496,16 +502,17 @@ GATE_DOCS = {
 REGISTER_TOOLS = "Admin → Agents → Tools; a Builder or an Admin may"
 
 
-def gate_fix(gate: Gate, runs: list) -> tuple[str, str]:
+def gate_fix(gate: Gate, runs: list, causes=()) -> tuple[str, str]:
     """(what to do about ``gate``'s failure, the docs' section that explains it): what the gate
-    measures, what failed in these runs, who may change it. One query, for unknown effects
-    only (``unknown_effect_causes``)."""
+    measures, what failed in these runs, who may change it. ``causes``: the runs' unknown
+    effects as ``unknown_effect_causes`` counts them."""
     docs = doc_url("contract", GATE_DOCS.get(gate.name, ""))
     value = gate.value if isinstance(gate.value, dict) else {}
     if gate.name == "coverage":
         parts = []
         if value.get("missing_cost_trials") or value.get("estimated_cost_trials"):
-            parts.append(report_cost_fix(runs)[:1].lower() + report_cost_fix(runs)[1:])
+            sentence = report_cost_fix(runs)
+            parts.append(sentence[:1].lower() + sentence[1:])
         if value.get("unpriced_judge_calls"):
             parts.append(
                 "give the judge's model a price (Admin → Model prices; a judge on your own "
@@ -525,7 +532,10 @@ def gate_fix(gate: Gate, runs: list) -> tuple[str, str]:
             docs,
         )
     if gate.name == "unknown_effects":
-        causes = unknown_effect_causes(runs)
+        merged: dict[tuple[str, str], int] = {}
+        for name, why, n in causes:  # the runs of a gate verdict, counted together
+            merged[(name, why)] = merged.get((name, why), 0) + n
+        causes = sorted(((name, why, n) for (name, why), n in merged.items()), key=lambda c: -c[2])
         unregistered = sorted({name for name, why, _ in causes if why == UNREGISTERED})
         unverified = sorted({name for name, why, _ in causes if why == NO_VERIFIER})
         parts = []
@@ -607,19 +617,21 @@ MARKED = (UNREGISTERED, NO_VERIFIER)
 _UNKNOWN_SAMPLE = 500  # trials read to name the tools behind unknown effects
 
 
-def unknown_effect_causes(runs: list) -> list[tuple[str, str, int]]:
-    """``[(tool name, why, calls)]`` of the runs' tool effects with unknown state, the most
-    frequent first: ``not registered``, ``no verifier`` or the verifier's own reason. One query
-    over at most ``_UNKNOWN_SAMPLE`` trials that have any."""
+def unknown_effect_causes(runs: list) -> dict[int, list[tuple[str, str, int]]]:
+    """``{run pk: [(tool name, why, calls)]}`` of the runs' tool effects with unknown state,
+    the most frequent first: ``not registered``, ``no verifier`` or the verifier's own reason.
+    One query over at most ``_UNKNOWN_SAMPLE`` trials that have any, none without runs."""
     from collections import Counter
 
     from evaluations.models import Trial
 
-    counted: Counter = Counter()
+    if not runs:
+        return {}
+    counted: dict[int, Counter] = {}
     effects_of = Trial.objects.filter(
         run_id__in=[run.pk for run in runs], effects_unknown__gt=0
-    ).values_list("tool_effects", flat=True)[:_UNKNOWN_SAMPLE]
-    for effects in effects_of:
+    ).values_list("run_id", "tool_effects")[:_UNKNOWN_SAMPLE]
+    for run_id, effects in effects_of:
         for effect in effects if isinstance(effects, list) else ():
             if not isinstance(effect, dict) or effect.get("state") != "unknown":
                 continue
@@ -631,8 +643,12 @@ def unknown_effect_causes(runs: list) -> list[tuple[str, str, int]]:
                 reason = UNREGISTERED
             elif reason == "the tool names no verifier":
                 reason = NO_VERIFIER
-            counted[(str(effect.get("call") or "?")[:200], reason[:200])] += 1
-    return [(name, why, n) for (name, why), n in counted.most_common()]
+            key = (str(effect.get("call") or "?")[:200], reason[:200])
+            counted.setdefault(run_id, Counter())[key] += 1
+    return {
+        run_id: [(name, why, n) for (name, why), n in found.most_common()]
+        for run_id, found in counted.items()
+    }
 
 
 # --- the gates ------------------------------------------------------------------------------

@@ -108,3 +108,27 @@ def test_the_publish_page_names_the_same_fix(
     fixes = re.search(r'<ul id="gate-fixes">(.*?)</ul>', html, re.S).group(1)
     assert "register &#x27;billing.lookup&#x27; as tools with a verifier" in fixes
     assert "#unknown-effects" in fixes
+
+
+def test_naming_the_tools_costs_one_query_for_any_number_of_runs(world, builder):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from evaluations.verdict import verdicts_of
+
+    agent, dataset_version = world
+    for _ in range(3):
+        evaluate(agent.slug, "--dataset", dataset_version.dataset.slug, "--user", "builder")
+    runs = list(Run.objects.select_related("agent_version__agent").order_by("pk"))
+
+    def queries(some):
+        with CaptureQueriesContext(connection) as seen:
+            found = verdicts_of(some)
+        assert all(
+            "billing.lookup" in v.reasons[-1].fix
+            or any("billing.lookup" in r.fix for r in v.reasons)
+            for v in found.values()
+        )
+        return len(seen)
+
+    assert queries(runs[:1]) == queries(runs)
