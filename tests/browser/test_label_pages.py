@@ -47,6 +47,7 @@ def test_an_editor_labels_three_results_by_keyboard_and_reads_the_calibration(
     # The filtered list is fetched as one types: Enter only once the slug's option is the
     # highlighted one, not a row of the list before it arrived.
     page.wait_for_selector(f".select2-results__option--highlighted >> text={slug}")
+    page.wait_for_load_state("networkidle")  # no answer of the picker's search still coming
     page.keyboard.press("Enter")
     page.wait_for_url(f"**dataset={slug}**")
     page.wait_for_selector("#label-form")
