@@ -17,11 +17,12 @@ sweep rebuilds the trial of an ended trace that received spans since it was buil
 state stays.
 """
 
+import logging
 from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
@@ -31,6 +32,9 @@ from production.choices import TRACE_STATES, TraceState
 from production.models import Span, Trace
 from production.normalize import NORMALIZER_VERSION, normalize
 from production.online import scoring as online_scoring
+from sherlock.core.text import scrub, scrub_text
+
+log = logging.getLogger("sherlock.production")
 
 BATCH = 500
 SPAN_FIELDS = (
@@ -103,37 +107,63 @@ def _spans_of(pks):
 
 
 def _decide(pks, quiet_since, now, prices):
+    """Decide each trace of `pks` in its own transaction: a trace whose trial cannot be stored
+    is marked incomplete with the reason, and never holds back the others of its batch."""
     ended, complete = 0, []
     spans = _spans_of(pks)
-    with transaction.atomic():
-        for trace in Trace.objects.filter(pk__in=pks, state=TraceState.OPEN):
-            rows = spans.get(trace.pk, [])
-            state, reason = verdict(rows, quiet=trace.last_received_at <= quiet_since)
-            if state is None:
-                continue
-            if TRACE_STATES.move(
-                trace,
-                state,
-                completed_at=now,
-                state_reason=reason,
-                **_trial(trace, rows, now, prices),
-            ):
-                ended += 1
-                if state == TraceState.COMPLETE:
-                    complete.append(trace.pk)
-        # Online scoring follows on commit (one task for the batch); the minute's sweep of
-        # online scoring catches any trace this misses (production.online.scoring).
-        online_scoring.enqueue(complete)
+    for trace in Trace.objects.filter(pk__in=pks, state=TraceState.OPEN):
+        rows = spans.get(trace.pk, [])
+        state, reason = verdict(rows, quiet=trace.last_received_at <= quiet_since)
+        if state is None:
+            continue
+        try:
+            with transaction.atomic():
+                moved = TRACE_STATES.move(
+                    trace,
+                    state,
+                    completed_at=now,
+                    state_reason=reason,
+                    **_trial(trace, rows, now, prices),
+                )
+        except (DatabaseError, ValueError, TypeError, RecursionError) as exc:
+            moved = _unstorable(trace, now, exc)
+            state = TraceState.INCOMPLETE
+        if moved:
+            ended += 1
+            if state == TraceState.COMPLETE:
+                complete.append(trace.pk)
+    # Online scoring follows (one task for the batch); the minute's sweep of online scoring
+    # catches any trace this misses (production.online.scoring).
+    online_scoring.enqueue(complete)
     return ended
+
+
+def _unstorable(trace, now, exc):
+    """Mark a trace whose trial could not be stored incomplete, with the reason (its spans are
+    kept: a later normalizer may build it). True when this call moved it."""
+    log.warning("trace %s: its trial could not be stored: %s", trace.pk, exc)
+    reason = f"its trial could not be stored: {type(exc).__name__}: {exc}"
+    with transaction.atomic():
+        return TRACE_STATES.move(
+            trace,
+            TraceState.INCOMPLETE,
+            completed_at=now,
+            normalized_at=now,
+            state_reason=scrub_text(reason)[:300],
+        )
 
 
 def _rebuild(pks, now, prices):
     spans = _spans_of(pks)
-    with transaction.atomic():
-        for trace in Trace.objects.filter(pk__in=pks):
-            Trace.objects.filter(pk=trace.pk).update(
-                **_trial(trace, spans.get(trace.pk, []), now, prices)
-            )
+    for trace in Trace.objects.filter(pk__in=pks):
+        try:
+            with transaction.atomic():
+                Trace.objects.filter(pk=trace.pk).update(
+                    **_trial(trace, spans.get(trace.pk, []), now, prices)
+                )
+        except (DatabaseError, ValueError, TypeError, RecursionError) as exc:
+            log.warning("trace %s: its rebuilt trial could not be stored: %s", trace.pk, exc)
+            Trace.objects.filter(pk=trace.pk).update(normalized_at=now)  # not tried again
 
 
 def verdict(spans, quiet):
@@ -161,7 +191,9 @@ def verdict(spans, quiet):
 def _trial(trace, spans, now, prices):
     """The fields a trace's trial sets (`production.normalize`), its cost priced."""
     result = normalize(spans, trace.trace_id)
-    transcript = result.transcript
+    # Recorded text: a NUL or a lone surrogate a tracer's JSON attribute held (`"\\u0000"`
+    # parsed by the normalizer) becomes U+FFFD (`sherlock.core.text`).
+    transcript = scrub(result.transcript)
     figures = {
         "latency_ms": result.latency_ms,
         "input_tokens": result.input_tokens,
@@ -188,11 +220,11 @@ def _trial(trace, spans, now, prices):
         "normalizer_version": NORMALIZER_VERSION,
         "normalized_at": now,
         "transcript": transcript,
-        "input_text": result.input_text[:100_000],
-        "output_text": result.output_text[:100_000],
+        "input_text": scrub_text(result.input_text[:100_000]),
+        "output_text": scrub_text(result.output_text[:100_000]),
         **figures,
         "cost_usd": cost.quantize(Decimal("0.000001")) if cost is not None else None,
-        "model": result.model,
+        "model": scrub_text(result.model),
         "has_error": result.has_error,
         "span_count": len({s["span_id"] for s in spans}),
         "root_span_id": root["span_id"] if root else "",

@@ -30,6 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from sherlock.core.api.parsers import loads_bounded
+from sherlock.core.text import scrub_text
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -163,8 +164,8 @@ def _encode(message, media):
 def any_value(value):
     """An OTLP AnyValue as plain JSON: strings, booleans, integers and floats as themselves
     (a non-finite float as its text: JSON has none), arrays as lists, key-value lists as
-    objects, bytes as base64, an empty value as null. NUL characters become U+FFFD: neither
-    PostgreSQL's text nor its jsonb keep one."""
+    objects, bytes as base64, an empty value as null. NUL characters and lone surrogates
+    become U+FFFD (`sherlock.core.text`): neither PostgreSQL's text nor its jsonb keep one."""
     kind = value.WhichOneof("value")
     if kind == "string_value":
         return clean_text(value.string_value)
@@ -189,8 +190,7 @@ def attributes(key_values):
     return {clean_text(item.key): any_value(item.value) for item in key_values}
 
 
-def clean_text(text):
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+clean_text = scrub_text  # recorded text: NUL and lone surrogates become U+FFFD
 
 
 def hex_id(raw, size):

@@ -137,7 +137,7 @@ def test_a_nul_in_an_import_address_answers_400_and_writes_nothing(world, admin_
 
 def test_the_audit_writer_stores_no_nul_whoever_calls_it(db):
     """The last line of defence: an entry quoting input with a NUL is written (PostgreSQL
-    stores none), the NUL shown as the four characters `\\x00`."""
+    stores none), the NUL replaced by U+FFFD, as all recorded text (`sherlock.core.text`)."""
     from governance.models import verify_chain
     from sherlock.core.audit import audit
 
@@ -148,14 +148,14 @@ def test_the_audit_writer_stores_no_nul_whoever_calls_it(db):
         reason="why\x00",
     )
     entry.refresh_from_db()
-    assert (entry.target_id, entry.target_repr, entry.reason) == ("1\\x00", "a\\x00b", "why\\x00")
-    assert entry.after == {"verb": "import\\x00", "k\\x00": ["x\\x00"]}
+    assert (entry.target_id, entry.target_repr, entry.reason) == ("1\ufffd", "a\ufffdb", "why\ufffd")
+    assert entry.after == {"verb": "import\ufffd", "k\ufffd": ["x\ufffd"]}
     assert verify_chain()[1] is None  # the hash is over what is stored
 
 
 def test_a_hidden_object_named_with_a_nul_is_audited_not_a_500(world, admin_user, rf):
     """`audit_hidden` (the admin's hidden-object refusal) reached with a NUL id, as any path
-    past the middleware would: no lookup with the NUL, an entry with it escaped."""
+    past the middleware would: no lookup with the NUL, an entry with it replaced by U+FFFD."""
     from evaluations.models import Dataset
     from sherlock.core.hidden import audit_hidden
 
@@ -165,7 +165,7 @@ def test_a_hidden_object_named_with_a_nul_is_audited_not_a_500(world, admin_user
     entry = AuditEntry.objects.latest("sequence")
     assert (entry.action, entry.target_id, entry.after["exists"]) == (
         "evaluations.dataset.refused",
-        "1\\x00",
+        "1\ufffd",
         False,
     )
 

@@ -28,7 +28,7 @@ import logging
 from datetime import timedelta
 from decimal import Decimal
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -40,6 +40,7 @@ from evaluations.evidence import collect_evidence_for, contract_counts
 from production.choices import SCORE_STATES, ScoreState, TraceState
 from production.models import OnlineRule, Span, Trace, TraceScore
 from production.online import rules, spend
+from sherlock.core.text import scrub, scrub_text
 
 log = logging.getLogger("sherlock.production")
 
@@ -152,7 +153,7 @@ def score_traces(trace_ids):
             span_sets = span_attributes.get(trace.pk, [])
             row = _score_at_once(trace, rule, checks_by_rule[rule.pk], prices, span_sets, known)
             rows.append(row)
-        TraceScore.objects.bulk_create(rows, ignore_conflicts=True)
+        _write_scores(rows)
         for trace, row in zip(cheap, rows, strict=True):
             note(trace, row.state)
     for trace in plain:
@@ -228,6 +229,37 @@ def _score_at_once(trace, rule, checks, prices, span_attributes, known):
     for name, value in fields.items():
         setattr(row, name, value)
     return row
+
+
+def _write_scores(rows):
+    """Write the batch's scores in one INSERT; when the database refuses it, each score in its
+    own transaction, so one that cannot be stored never holds back the others: it is written
+    `skipped` with the reason instead (and is not looked at again)."""
+    try:
+        with transaction.atomic():
+            TraceScore.objects.bulk_create(rows, ignore_conflicts=True)
+        return
+    except DatabaseError:
+        log.warning("a batch of %s scores could not be stored at once; one at a time", len(rows))
+    for row in rows:
+        try:
+            with transaction.atomic():
+                TraceScore.objects.bulk_create([row], ignore_conflicts=True)
+        except DatabaseError as exc:
+            log.warning("the score of trace %s could not be stored: %s", row.trace_id, exc)
+            bare = TraceScore(
+                trace_id=row.trace_id,
+                agent_id=row.agent_id,
+                agent_version_id=row.agent_version_id,
+                rule=row.rule,
+                completed_at=row.completed_at,
+                claimed_at=row.claimed_at,
+                state=ScoreState.SKIPPED,
+                reason=scrub_text(f"the score could not be stored: {exc}")[:500],
+            )
+            with transaction.atomic():
+                TraceScore.objects.bulk_create([bare], ignore_conflicts=True)
+            row.state = ScoreState.SKIPPED
 
 
 def _claim(trace, rule, state, reason="", **fields):
@@ -332,7 +364,11 @@ def _scored_fields(trace, rule, checks, judge, prices, *, tools=None, denied=Non
         "trace_id": trace.trace_id,
         "run_id": None,
         "repetition": 0,
-        "started_at": trace.received_at.isoformat() if trace.received_at else None,
+        # The trial's own clock: its first span's start and its last span's end, by the
+        # spans' timestamps (an exporter sends spans after they end, in batches, late: the
+        # receipt time says nothing about when the agent acted).
+        "started_at": trace.first_span_at.isoformat() if trace.first_span_at else None,
+        "ended_at": trace.last_span_at.isoformat() if trace.last_span_at else None,
     }
     evidence = collect_evidence_for(
         case,
@@ -364,9 +400,12 @@ def _scored_fields(trace, rule, checks, judge, prices, *, tools=None, denied=Non
     )
     now = timezone.now()
     completed = trace.completed_at or now
+    # Recorded text (a verifier's evidence, a check's reason quoting the trace) is stored by
+    # the project's one rule: NUL and lone surrogates as U+FFFD (`sherlock.core.text`).
+    evidence = scrub(evidence)
     return {
         **evidence,
-        "results": [_result(item) for item in scored],
+        "results": scrub([_result(item) for item in scored]),
         "judge_call_ids": [call.pk for call in calls if call.pk is not None],
         "quality_score": quality_score,
         "judge_usd": judge_usd,

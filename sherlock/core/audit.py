@@ -17,6 +17,8 @@ import ipaddress
 from django.apps import apps
 from django.conf import settings
 
+from sherlock.core.text import scrub, scrub_text
+
 _request_id = contextvars.ContextVar("sherlock_request_id", default="")
 _client_ip = contextvars.ContextVar("sherlock_client_ip", default=None)
 _actor = contextvars.ContextVar("sherlock_actor", default=None)
@@ -85,24 +87,14 @@ def client_address(request):
     return remote
 
 
-NUL = "\x00"
-NUL_SHOWN = "\\x00"  # the four characters `\x00`: what the entry shows where a NUL was
-
-
 def without_nul(value):
-    """`value` with every NUL in its text (strings, and the keys and items of dicts, lists and
-    tuples) written as the four characters `\x00`. PostgreSQL stores no NUL in text or JSON
-    (`DataError: unsupported Unicode escape sequence`, a 500), and an entry quoting the caller's
-    input (a hidden object's id, a refused username) must still be written: the middleware
-    refuses NULs in URLs and forms (`sherlock.core.inputs`), this is the last line of defence
-    for any other way one reaches an entry."""
-    if isinstance(value, str):
-        return value.replace(NUL, NUL_SHOWN) if NUL in value else value
-    if isinstance(value, dict):
-        return {without_nul(key): without_nul(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(without_nul(item) for item in value)
-    return value
+    """`value` with every NUL and lone surrogate in its text (strings, and the keys and items of
+    dicts, lists and tuples) replaced by U+FFFD, the project's one rule for recorded text
+    (`sherlock.core.text`). An entry quoting the caller's input (a hidden object's id, a refused
+    username) must still be written: the middleware refuses NULs in URLs and forms
+    (`sherlock.core.inputs`), this is the last line of defence for any other way one reaches
+    an entry."""
+    return scrub(value)
 
 
 def _target_without_nul(target):
@@ -111,7 +103,7 @@ def _target_without_nul(target):
     if target is None or isinstance(target, tuple):
         return without_nul(target)
     text, pk = str(target), str(target.pk)
-    if NUL not in text and NUL not in pk:
+    if scrub_text(text) == text and scrub_text(pk) == pk:
         return target
     opts = target._meta
     return (f"{opts.app_label}.{opts.model_name}", without_nul(pk), without_nul(text)[:300])

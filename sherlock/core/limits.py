@@ -72,23 +72,6 @@ def json_depth(value):
     return deepest
 
 
-def has_nul(value):
-    """Whether a NUL character is in any string or key of the JSON document `value`: PostgreSQL
-    stores none in text or jsonb (it would answer a DataError, a 500)."""
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            if "\x00" in node:
-                return True
-        elif isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
-        elif isinstance(node, list | tuple):
-            stack.extend(node)
-    return False
-
-
 def check_text(field, value, maximum):
     """ActionInvalid naming `field` when the text `value` is longer than `maximum` characters."""
     if isinstance(value, str) and len(value) > maximum:

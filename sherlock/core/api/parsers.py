@@ -10,7 +10,8 @@ from django.conf import settings
 from rest_framework import exceptions, parsers
 
 from sherlock.core.api.errors import RequestTooLarge, TooDeep, excerpt_text
-from sherlock.core.limits import JSON_MAX_DEPTH, excerpt, has_nul, json_depth
+from sherlock.core.limits import JSON_MAX_DEPTH, excerpt, json_depth
+from sherlock.core.text import has_unstorable
 
 
 def refuse_large_body(parser_context):
@@ -59,7 +60,7 @@ def loads_bounded(raw, *, strict=True):
         raise exceptions.ParseError(excerpt_text(f"JSON parse error - {exc}")) from None
     if json_depth(value) > JSON_MAX_DEPTH:
         raise TooDeep()
-    if has_nul(value):
+    if has_unstorable(value, surrogates=False):
         raise exceptions.ParseError("JSON strings may not contain NUL (\\u0000) characters.")
     if SURROGATE_ESCAPE.search(text) and not _encodable(value):
         # "\ud800" alone is valid JSON but no text: PostgreSQL refuses it (a 500), SQLite
