@@ -93,6 +93,7 @@ def _collect(trial, transcript) -> dict[str, Any]:
         "run_id": trial.run_id,
         "repetition": trial.repetition,
         "started_at": started_at.isoformat() if started_at else None,
+        "ended_at": None,  # the trial is still running when its evidence is collected
     }
     return _evidence(
         case_version.as_check_input(),

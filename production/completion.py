@@ -28,8 +28,8 @@ from django.utils import timezone
 
 from agents.transcripts import figure_problems
 from evaluations.costs import agent_cost, load_prices
-from production.choices import TRACE_STATES, TraceState
-from production.models import Span, Trace
+from production.choices import TRACE_STATES, ScoreState, TraceState
+from production.models import Span, Trace, TraceScore
 from production.normalize import NORMALIZER_VERSION, normalize
 from production.online import scoring as online_scoring
 from sherlock.core.text import scrub, scrub_text
@@ -154,16 +154,25 @@ def _unstorable(trace, now, exc):
 
 
 def _rebuild(pks, now, prices):
+    """Rebuild the trials of ended traces that received spans since theirs was built; a trace
+    already scored on the old trial loses that score, so the online sweep scores it again on
+    the whole of it (a root span exported before its children completes a trace early)."""
     spans = _spans_of(pks)
+    rescore = []
     for trace in Trace.objects.filter(pk__in=pks):
         try:
             with transaction.atomic():
                 Trace.objects.filter(pk=trace.pk).update(
                     **_trial(trace, spans.get(trace.pk, []), now, prices)
                 )
+                TraceScore.objects.filter(trace=trace).exclude(state=ScoreState.SCORING).delete()
         except (DatabaseError, ValueError, TypeError, RecursionError) as exc:
             log.warning("trace %s: its rebuilt trial could not be stored: %s", trace.pk, exc)
             Trace.objects.filter(pk=trace.pk).update(normalized_at=now)  # not tried again
+            continue
+        if trace.state == TraceState.COMPLETE:
+            rescore.append(trace.pk)
+    online_scoring.enqueue(rescore)
 
 
 def verdict(spans, quiet):

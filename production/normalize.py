@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -495,36 +496,138 @@ def _event_messages(events, input_side):
 
 
 def _tool_calls(steps):
-    """Tool spans' calls, then the calls a model asked for that no tool span recorded (matched
-    by call id), each with the result a later model call was given for it."""
-    recorded = [step.tool for _, step in steps if step.kind == "tool" and step.tool]
-    calls = [
-        {
-            "id": t.get("id"),
-            "name": str(t.get("name") or "tool"),
-            "arguments": t.get("arguments"),
-            "result": t.get("result"),
-        }
-        for t in recorded
-    ]
-    ids = {c["id"] for c in calls if c["id"]}
+    """One call per call (docs/production.md, "One tool call per call"): each tool span is an
+    executed call, each tool call a model's answer asked for is a requested one, and the two
+    are joined, so a call recorded by both is counted once:
+
+    1. by call id, when the tool span has one (`gen_ai.tool.call.id`, `tool_call.id`, or the id
+       a framework's result wrapper carries);
+    2. else by the span tree and the tool's name: the earliest request not joined yet, made by
+       a model span that started before the tool span, whose tool name is the same once case
+       and punctuation are set aside (`refunds.create` is `refunds_create`, the name a model's
+       function must take); a request from a sibling of the tool span comes first.
+
+    A joined call takes the executed span's name and result, and the span's arguments when
+    they are an object (else the request's). A request no tool span executed is kept, with the
+    result a later model call was given for it. Calls are in the order they happened: an
+    executed call at its span's start, a request at its model span's."""
+    requests = []
+    for span, step in steps:
+        if step.kind != "llm":
+            continue
+        for message in step.output_messages:
+            for call in message.tool_calls:
+                if call.get("name"):
+                    requests.append({"span": span, "call": call, "joined": False})
     results = {}
     for _, step in steps:
         for message in step.input_messages:
             if message.role == "tool" and message.tool_call_id:
                 results[message.tool_call_id] = _json(message.content)
-    for _, step in steps:
-        if step.kind != "llm":
+
+    timed = []
+    for span, step in steps:
+        if step.kind != "tool" or not step.tool:
             continue
-        for message in step.output_messages:
-            for call in message.tool_calls:
-                if not call.get("name") or (call.get("id") and call["id"] in ids):
-                    continue
-                if not call.get("id") and recorded:
-                    continue  # no id to match a tool span by: the tool spans tell
-                ids.add(call.get("id"))
-                calls.append({**call, "result": results.get(call.get("id"))})
-    return [{k: v for k, v in call.items() if v is not None or k == "arguments"} for call in calls]
+        executed = _executed(step.tool)
+        request = _join(executed, span, requests)
+        call = {
+            "id": executed["id"],
+            "name": executed["name"],
+            "arguments": executed["arguments"],
+            "result": executed["result"],
+        }
+        if request is not None:
+            asked = request["call"]
+            call["id"] = call["id"] or asked.get("id")
+            if not isinstance(call["arguments"], dict) and asked.get("arguments") is not None:
+                call["arguments"] = asked.get("arguments")
+            if call["result"] is None and asked.get("id") in results:
+                call["result"] = results[asked.get("id")]
+        timed.append((span["start_unix_nano"], len(timed), call))
+    for request in requests:
+        if request["joined"]:
+            continue
+        asked = request["call"]
+        call = {**asked, "result": results.get(asked.get("id"))}
+        timed.append((request["span"]["start_unix_nano"], len(timed), call))
+    timed.sort(key=lambda item: item[:2])
+    return [
+        {k: v for k, v in call.items() if v is not None or k == "arguments"} for *_, call in timed
+    ]
+
+
+def _executed(tool):
+    """A tool span's call, its result unwrapped from a framework's wrapper (LangChain's
+    serialised `ToolMessage`: the content is the result, its `tool_call_id` the call's id) and
+    its arguments from a decorator's `{"args": [], "kwargs": {...}}`."""
+    call = {
+        "id": tool.get("id") or None,
+        "name": str(tool.get("name") or "tool"),
+        "arguments": tool.get("arguments"),
+        "result": tool.get("result"),
+    }
+    wrapped = _tool_message(call["result"])
+    if wrapped is not None:
+        content, call_id = wrapped
+        call["result"] = _json(content) if isinstance(content, str) else content
+        call["id"] = call["id"] or call_id
+    arguments = call["arguments"]
+    decorated = isinstance(arguments, dict) and set(arguments) == {"args", "kwargs"}
+    if decorated and not arguments["args"] and isinstance(arguments["kwargs"], dict):
+        call["arguments"] = arguments["kwargs"]
+    return call
+
+
+def _tool_message(value):
+    """(content, tool call id) of a serialised LangChain `ToolMessage`, or None: as
+    `{"type": "tool", "data": {...}}` (`messages_to_dict`) or as a constructor
+    (`{"lc": 1, "type": "constructor", "id": [..., "ToolMessage"], "kwargs": {...}}`)."""
+    if not isinstance(value, dict):
+        return None
+    if value.get("type") == "tool" and isinstance(value.get("data"), dict):
+        data = value["data"]
+    elif (
+        value.get("type") == "constructor"
+        and isinstance(value.get("id"), list)
+        and value["id"][-1:] == ["ToolMessage"]
+        and isinstance(value.get("kwargs"), dict)
+    ):
+        data = value["kwargs"]
+    else:
+        return None
+    if "content" not in data:
+        return None
+    call_id = data.get("tool_call_id")
+    return data["content"], call_id if isinstance(call_id, str) and call_id else None
+
+
+def _join(executed, span, requests):
+    """The request `executed` (a tool span's call) answers, marked joined; None if none."""
+    if executed["id"]:
+        for request in requests:
+            if not request["joined"] and request["call"].get("id") == executed["id"]:
+                request["joined"] = True
+                return request
+        return None
+    name = _folded(executed["name"])
+    candidates = [
+        request
+        for request in requests
+        if not request["joined"]
+        and _folded(request["call"].get("name")) == name
+        and request["span"]["start_unix_nano"] <= span["start_unix_nano"]
+    ]
+    if not candidates:
+        return None
+    parent = span["parent_span_id"]
+    candidates.sort(key=lambda r: r["span"]["parent_span_id"] != parent)  # stable: siblings first
+    candidates[0]["joined"] = True
+    return candidates[0]
+
+
+def _folded(name):
+    return re.sub(r"[^0-9a-z]+", "_", str(name or "").lower()).strip("_")
 
 
 def _last_user(messages):

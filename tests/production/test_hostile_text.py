@@ -100,9 +100,7 @@ def rule(agent, builder):
     ).execute()
 
 
-def test_a_nul_in_every_kind_of_attribute_completes_and_scores(
-    client, agent, builder_key, rule
-):
+def test_a_nul_in_every_kind_of_attribute_completes_and_scores(client, agent, builder_key, rule):
     bad = finished_spans(RESOURCE, poisoned)
     assert post(client, bad + finished_spans(RESOURCE, healthy), builder_key).status_code == 200
     complete_traces()
