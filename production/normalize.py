@@ -32,7 +32,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-NORMALIZER_VERSION = 2  # 2: GenAI retrieval spans (gen_ai.retrieval.documents) give contexts
+# 2: GenAI retrieval spans (gen_ai.retrieval.documents) give contexts; 3: one tool call per
+# call (requests joined to tool spans), and `sherlock.declared_complete`.
+NORMALIZER_VERSION = 3
+DECLARED = "sherlock.declared_complete"
 
 GENAI, GENAI_LEGACY, OPENINFERENCE = "genai", "genai_legacy", "openinference"
 
@@ -148,6 +151,9 @@ def normalize(spans, trace_id=""):
     latency = _latency(root, spans)
     if latency is not None:
         transcript["latency_ms"] = latency
+    declared = _declared(root, spans)
+    if declared is not None:
+        transcript["declared_complete"] = declared
     if root is not None and root["status_code"] == 2:
         transcript["error"] = root["status_message"] or f"span {root['name']!r} ended in error"
     transcript["trace"] = {
@@ -610,12 +616,12 @@ def _join(executed, span, requests):
                 request["joined"] = True
                 return request
         return None
-    name = _folded(executed["name"])
+    name = folded_name(executed["name"])
     candidates = [
         request
         for request in requests
         if not request["joined"]
-        and _folded(request["call"].get("name")) == name
+        and folded_name(request["call"].get("name")) == name
         and request["span"]["start_unix_nano"] <= span["start_unix_nano"]
     ]
     if not candidates:
@@ -626,8 +632,26 @@ def _join(executed, span, requests):
     return candidates[0]
 
 
-def _folded(name):
+def folded_name(name):
+    """A tool name with case and punctuation set aside (`refunds.create` is `refunds_create`)."""
     return re.sub(r"[^0-9a-z]+", "_", str(name or "").lower()).strip("_")
+
+
+def _declared(root, spans):
+    """The trial's declared completion from `sherlock.declared_complete` (a boolean, or the
+    text "true"/"false"): the root span's when it has one, else the last span to end that has
+    one; None when no span says."""
+
+    def read(span):
+        value = (span.get("attributes") or {}).get(DECLARED)
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        return value if isinstance(value, bool) else None
+
+    if root is not None and read(root) is not None:
+        return read(root)
+    saying = [s for s in spans if read(s) is not None]
+    return read(max(saying, key=lambda s: s["end_unix_nano"])) if saying else None
 
 
 def _last_user(messages):

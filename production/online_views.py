@@ -71,13 +71,15 @@ def production_page(request, slug, refusal=None, status=200):
     rule = OnlineRule.objects.filter(agent=agent).select_related("library_version").first()
     spend = None
     if rule is not None:
-        spent, reserved, capped_at, capped = day_spend(rule)
+        spent, reserved, capped_at, capped, stopped_by = day_spend(rule)
         spend = {
             "spent": spent,
             "reserved": reserved,
             "capped_at": capped_at,
             "capped": capped,
             "cap": rule.daily_cap_usd,
+            "stopped_by": stopped_by,
+            "raised": stopped_by is not None and rule.daily_cap_usd > stopped_by,
         }
     count, p50, p95 = lag_figures(agent, timezone.now() - timedelta(hours=24))
     proposal = (
@@ -211,6 +213,12 @@ class OnlineRuleForm(forms.Form):
         help_text="A verifier as a case's outcome check (JSON, docs/contract.md).",
     )
     verify_effects = forms.BooleanField(required=False, label="verify the tools' effects")
+    completion_tool = forms.CharField(
+        required=False,
+        label="completion tool",
+        help_text="A trace that called this tool declared its task complete (empty: only the "
+        "sherlock.declared_complete span attribute declares it).",
+    )
     judge_model = forms.CharField(
         required=False, label="judge model (pinned)", help_text="Empty: the configured one."
     )
@@ -248,6 +256,7 @@ class OnlineRuleForm(forms.Form):
                 "quality_check": rule.quality_check,
                 "outcome_check": _json(rule.outcome_check),
                 "verify_effects": rule.verify_effects,
+                "completion_tool": rule.completion_tool,
                 "judge_model": rule.judge_model,
                 "daily_cap_usd": str(rule.daily_cap_usd),
             },
@@ -277,7 +286,7 @@ class OnlineRuleForm(forms.Form):
         data["library_version"] = raw.get("library_version") or None
         labels = raw.get("library_labels", "")
         data["library_labels"] = [part.strip() for part in labels.split(",") if part.strip()]
-        for name in ("quality_check", "judge_model", "daily_cap_usd"):
+        for name in ("quality_check", "completion_tool", "judge_model", "daily_cap_usd"):
             data[name] = raw.get(name, "").strip()
         return data, errors
 

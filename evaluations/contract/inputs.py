@@ -83,6 +83,10 @@ class Thresholds:
     # only when the policy says so; otherwise it is named as missing evidence (docs/contract.md,
     # "A dataset without outcome verifiers").
     requires_verified_outcomes: bool = False
+    # Production windows only: cost priced from the tokens a tracer reported, with the team's
+    # price, is recorded cost there (a trace carries no bill), so it does not fail coverage;
+    # it is still named, and kept apart from billed cost (docs/production-online.md, "Cost").
+    priced_usage_is_recorded: bool = False
 
 
 # The thresholds declared with seed 003's worked example, used when a trial file has none. The

@@ -278,7 +278,10 @@ def _coverage_gate(t: VariantTotals, limits: Thresholds) -> GateResult:
     defects = [
         (t.completions_without_outcome, "declared completion(s) without an outcome state"),
         (t.effects_without_state, "effectful tool attempt(s) without a destination state"),
-        (t.estimated_runs, "trial(s) with estimated cost"),
+        (
+            0 if limits.priced_usage_is_recorded else t.estimated_runs,
+            "trial(s) with estimated cost",
+        ),
         (t.missing_cost_runs, "trial(s) with missing cost"),
         (t.unpriced_judge_calls, "judge call(s) of the run with no price"),
     ]

@@ -30,6 +30,7 @@ FIELDS = (
     "quality_check",
     "outcome_check",
     "verify_effects",
+    "completion_tool",
     "judge_model",
     "daily_cap_usd",
 )
@@ -130,6 +131,12 @@ def _clean(name, value, user, current_version_id):
         if name == "quality_check":
             if not isinstance(value, str) or len(value) > 100:
                 raise ActionInvalid("must be a check label", field=name)
+            return value.strip()
+        if name == "completion_tool":
+            if value is None:
+                return ""
+            if not isinstance(value, str) or len(value) > 200:
+                raise ActionInvalid("must be a tool name of at most 200 characters", field=name)
             return value.strip()
         if name == "judge_model":
             if not isinstance(value, str) or len(value) > 200:
@@ -239,6 +246,7 @@ def snapshot(rule):
         "quality_check": rule.quality_check,
         "outcome_check": rule.outcome_check,
         "verify_effects": rule.verify_effects,
+        "completion_tool": rule.completion_tool,
         "judge_model": rule.judge_model,
         "daily_cap_usd": str(rule.daily_cap_usd),
     }

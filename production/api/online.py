@@ -50,6 +50,7 @@ class OnlineRuleInputSerializer(RefuseUnknownFields, serializers.Serializer):
     quality_check = serializers.JSONField(required=False)
     outcome_check = serializers.JSONField(required=False)
     verify_effects = serializers.JSONField(required=False)
+    completion_tool = serializers.JSONField(required=False)
     judge_model = serializers.JSONField(required=False)
     daily_cap_usd = serializers.JSONField(required=False)
 
@@ -131,13 +132,14 @@ class AgentProductionViewSet(viewsets.GenericViewSet):
         body["rule"] = OnlineRuleSerializer(rule).data if rule else None
         body["spend_today"] = None
         if rule is not None:
-            spent, reserved, capped_at, capped = day_spend(rule)
+            spent, reserved, capped_at, capped, stopped_by = day_spend(rule)
             body["spend_today"] = {
                 "cap_usd": str(rule.daily_cap_usd),
                 "spent_usd": str(spent),
                 "reserved_usd": str(reserved),
                 "capped_at": capped_at,
                 "capped_traces": capped,
+                "capped_by_cap_usd": None if stopped_by is None else str(stopped_by),
             }
         count, p50, p95 = lag_figures(agent, timezone.now() - timedelta(hours=24))
         body["lag_ms_24h"] = {"scored": count, "p50": p50, "p95": p95}

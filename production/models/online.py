@@ -42,9 +42,11 @@ class OnlineRule(models.Model):
     whose score is the contract's task quality (empty: the library version's quality grader
     when it is among the checks). `outcome_check` is an outcome verifier (agents.verifiers),
     run on every scored trace as a case's is; `verify_effects` runs the tools' effect
-    verifiers on the tools each trace called. `judge_model` is pinned when the rule is
-    written, so a window's scores come from one judge. `daily_cap_usd` bounds the judge spend
-    of a day (UTC date of the settings' time zone): nothing is asked beyond it.
+    verifiers on the tools each trace called. `completion_tool` names the tool whose call
+    declares the task complete, when the spans do not say it themselves. `judge_model` is
+    pinned when the rule is written, so a window's scores come from one judge. `daily_cap_usd`
+    bounds the judge spend of a day (UTC date of the settings' time zone): nothing is asked
+    beyond it.
     """
 
     agent = models.OneToOneField(
@@ -65,6 +67,13 @@ class OnlineRule(models.Model):
     quality_check = models.CharField(max_length=100, blank=True)
     outcome_check = models.JSONField(default=dict, blank=True)
     verify_effects = models.BooleanField(default=True)
+    completion_tool = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="A trace that called this tool declared its task complete (docs/production-"
+        "online.md, 'Declared completion'); empty: only the sherlock.declared_complete span "
+        "attribute declares it.",
+    )
     judge_model = models.CharField(max_length=200, blank=True)
     daily_cap_usd = models.DecimalField(
         max_digits=12,
@@ -181,13 +190,15 @@ class TraceScore(models.Model):
 class OnlineSpend(models.Model):
     """The judge spend of one rule on one day: `reserved_usd` held by asks in flight (their
     estimated cost), `spent_usd` settled (their priced cost). `capped_at` is when the first ask
-    found no room under the cap; the page says scoring stopped then."""
+    found no room under the cap, `capped_cap_usd` the cap in force then; the page says scoring
+    stopped then, at that cap. Raising the cap reopens the day (`spend.reopen`)."""
 
     rule = models.ForeignKey(OnlineRule, on_delete=models.CASCADE, related_name="spend")
     day = models.DateField()
     reserved_usd = MoneyField(total=True, default=Decimal(0))
     spent_usd = MoneyField(total=True, default=Decimal(0))
     capped_at = models.DateTimeField(null=True, blank=True)
+    capped_cap_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     capped_traces = models.PositiveIntegerField(default=0)
 
     class Meta:

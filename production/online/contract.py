@@ -24,7 +24,7 @@ above 0) is not judged in production, and the window says so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from decimal import Decimal
 from fractions import Fraction
@@ -35,6 +35,7 @@ from django.db.models import Count, F, FloatField, Q, Sum
 from django.db.models.functions import Floor
 from django.utils import timezone
 
+from evaluations import costs
 from evaluations.contract import (
     ContractResult,
     VariantTotals,
@@ -56,6 +57,7 @@ class Window:
     result: ContractResult
     breaches: list[dict] = field(default_factory=list)
     unjudged: list[str] = field(default_factory=list)
+    unmeasured: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -119,7 +121,7 @@ def production_contract(agent, now=None) -> ProductionContract | None:
         return None
     now = now or timezone.now()
     applied = thresholds_for(agent)
-    limits = applied.thresholds
+    limits = replace(applied.thresholds, priced_usage_is_recorded=True)
     request = gate_request_of(version)
     runs = list(request.runs.all()) if request is not None else []
     gate = runs_contract(runs, limits) if runs else None
@@ -129,8 +131,39 @@ def production_contract(agent, now=None) -> ProductionContract | None:
         result = evaluate(window_totals(version, since), limits)
         window = Window(window_name(hours), hours, since, result)
         window.breaches, window.unjudged = breaches(result, gate, limits, window.name)
+        window.unmeasured = not_measured(result)
         windows.append(window)
     return ProductionContract(agent, version, applied, windows, gate, request)
+
+
+def not_measured(result: ContractResult) -> list[str]:
+    """What this window's traces cannot measure, said plainly (docs/production-online.md,
+    "What production measures"): a measure with nothing in its denominator although traces
+    were scored is not "0" nor "pass" for this agent."""
+    lines = []
+    t = result.totals
+    if not t.runs:
+        return lines
+    if not t.declared_complete:
+        lines.append(
+            "false success: not measured: no trace declared its task complete (set the "
+            "sherlock.declared_complete span attribute, or name the online rule's completion "
+            "tool)"
+        )
+    if not t.graded:
+        lines.append("task quality: not measured: no check of the rule graded a trace")
+    if not result.useful_progress.den:
+        lines.append(
+            "useful progress: not measured: the traces carry no observation windows (a "
+            "production trace is one turn; progress is measured by runs)"
+        )
+    if not t.billed_runs and t.estimated_runs:
+        lines.append(
+            "cost per verified outcome: not measured from billed cost (no trace carried one); "
+            f"{t.estimated_runs} traces were priced from the tokens they reported with your "
+            f"model prices, {costs.format_usd(t.estimated_usd)} in all, kept apart as estimated"
+        )
+    return lines
 
 
 def _tolerated(maximum: int, gate_den: int | None) -> Fraction | None:
@@ -249,6 +282,7 @@ def window_dict(window: Window) -> dict[str, Any]:
         "contract": window.result.as_dict(),
         "breaches": window.breaches,
         "not_judged": window.unjudged,
+        "not_measured": window.unmeasured,
     }
 
 

@@ -85,6 +85,9 @@ def sweep():
     breach. Returns the number of traces looked at."""
     stale = timezone.now() - CLAIM_TIMEOUT
     TraceScore.objects.filter(state=ScoreState.SCORING, claimed_at__lt=stale).delete()
+    # A cap raised since it stopped scoring today: today's capped traces are scored again.
+    for rule in OnlineRule.objects.filter(active=True, spend__capped_at__isnull=False).distinct():
+        spend.reopen(rule)
     pks = list(
         Trace.objects.filter(state=TraceState.COMPLETE, online_score__isnull=True)
         .order_by("completed_at", "pk")
@@ -334,7 +337,11 @@ def score_trace(trace, rule, checks, prices, span_attributes=()):
                 )
             if not spend.reserve(rule, amount):
                 cap = costs.format_usd(rule.daily_cap_usd)
-                return _capped(score, f"the daily judge spend cap of {cap} was reached")
+                return _capped(
+                    score,
+                    f"the daily judge spend cap of {cap} was reached (scored again today if "
+                    "the cap is raised)",
+                )
             reserved = amount
             judge = PinnedJudge(judge, rule.judge_model)
     try:
@@ -355,8 +362,23 @@ def _capped(score, reason):
     return ScoreState.CAPPED
 
 
+def declared_transcript(transcript, rule):
+    """`transcript` with its declared completion as the rule reads it (docs/production-
+    online.md, "Declared completion"): the spans' own `sherlock.declared_complete` when they
+    said it, else, when the rule names a completion tool, whether the trace called it; else as
+    it is (nothing declared)."""
+    if isinstance(transcript.get("declared_complete"), bool) or not rule.completion_tool:
+        return transcript
+    from production.normalize import folded_name
+
+    wanted = folded_name(rule.completion_tool)
+    calls = transcript.get("tool_calls") if isinstance(transcript.get("tool_calls"), list) else []
+    called = any(isinstance(c, dict) and folded_name(c.get("name")) == wanted for c in calls)
+    return {**transcript, "declared_complete": called}
+
+
 def _scored_fields(trace, rule, checks, judge, prices, *, tools=None, denied=None):
-    transcript = trace.transcript
+    transcript = declared_transcript(trace.transcript, rule)
     case = case_of(trace)
     scored = score_transcript(case, transcript, checks, judge)
     context = {

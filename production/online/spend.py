@@ -16,6 +16,7 @@ model without a price cannot be held to a cap: its traces are not scored (said s
 
 from __future__ import annotations
 
+from datetime import datetime, time
 from decimal import Decimal
 
 from django.db.models import F, Value
@@ -68,9 +69,29 @@ def reserve(rule, amount: Decimal, day=None) -> bool:
         return True
     OnlineSpend.objects.filter(rule=rule, day=day).update(capped_traces=F("capped_traces") + 1)
     OnlineSpend.objects.filter(rule=rule, day=day, capped_at__isnull=True).update(
-        capped_at=timezone.now()
+        capped_at=timezone.now(), capped_cap_usd=rule.daily_cap_usd
     )
     return False
+
+
+def reopen(rule, day=None) -> int:
+    """When the rule's cap was raised above the one that stopped scoring today, the traces
+    left `capped` today get scored again: their scores are taken back (the sweep scores every
+    complete trace without one, oldest first, within the new cap, and caps again if it is
+    reached again) and the day is no longer stopped. Traces capped on earlier days stay so:
+    a day's budget is spent on that day's traffic. Returns the number of traces reopened."""
+    day = day or day_now()
+    row = OnlineSpend.objects.filter(rule=rule, day=day, capped_at__isnull=False).first()
+    if row is None or row.capped_cap_usd is None or rule.daily_cap_usd <= row.capped_cap_usd:
+        return 0
+    start = datetime.combine(day, time.min, tzinfo=timezone.get_current_timezone())
+    reopened, _ = TraceScore.objects.filter(
+        rule=rule, state=ScoreState.CAPPED, scored_at__gte=start
+    ).delete()
+    OnlineSpend.objects.filter(pk=row.pk, capped_at=row.capped_at).update(
+        capped_at=None, capped_cap_usd=None, capped_traces=0
+    )
+    return reopened
 
 
 def settle(rule, reserved: Decimal, spent: Decimal, day=None) -> None:
@@ -81,8 +102,9 @@ def settle(rule, reserved: Decimal, spent: Decimal, day=None) -> None:
 
 
 def day_spend(rule, day=None):
-    """(spent, reserved, capped_at, capped traces) of the rule's day, zeros when none."""
+    """(spent, reserved, capped_at, capped traces, the cap that stopped scoring) of the rule's
+    day, zeros and None when none."""
     row = OnlineSpend.objects.filter(rule=rule, day=day or day_now()).first()
     if row is None:
-        return Decimal(0), Decimal(0), None, 0
-    return row.spent_usd, row.reserved_usd, row.capped_at, row.capped_traces
+        return Decimal(0), Decimal(0), None, 0, None
+    return row.spent_usd, row.reserved_usd, row.capped_at, row.capped_traces, row.capped_cap_usd

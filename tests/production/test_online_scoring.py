@@ -214,6 +214,46 @@ def test_nothing_is_scored_beyond_the_daily_cap(
     assert "daily judge spend cap" in capped.reason and capped.results == []
 
 
+def test_raising_the_cap_scores_todays_capped_traces_within_the_new_one(
+    agent, version, builder, judge_settings, llm_server, priced, client
+):
+    """A team raising its cap expects the traces it left unscored today to be scored: the
+    sweep takes them back, oldest first, within the new cap; the page names the cap that
+    stopped scoring, not the one in force since."""
+    from production.actions.update_online_rule import UpdateOnlineRule
+
+    llm_server.responder = schema_responder
+    rule = rule_for(agent, builder, checks=[SAFETY], daily_cap_usd="0")
+    rows = [
+        online.trace(agent, version, {**TRANSCRIPT, "output": f"It ships in {n} days."})
+        for n in range(3)
+    ]
+    scoring.score_traces([row.pk for row in rows])
+    assert set(TraceScore.objects.values_list("state", flat=True)) == {ScoreState.CAPPED}
+    assert "raised" in TraceScore.objects.first().reason
+
+    UpdateOnlineRule(acting_user=builder, rule=rule, changes={"daily_cap_usd": "50"}).execute()
+    client.force_login(builder)
+    page = client.get(f"/production/agents/{agent.slug}/").content.decode()
+    assert "the daily judge spend cap of $0.00 was reached" in page
+    assert "The cap is now $50.00" in page
+
+    scoring.sweep()
+    assert set(TraceScore.objects.values_list("state", flat=True)) == {ScoreState.SCORED}
+    assert len(llm_server.requests) == 3
+    spend = OnlineSpend.objects.get(rule=rule)
+    assert spend.capped_at is None and spend.spent_usd <= Decimal("50")
+    page = client.get(f"/production/agents/{agent.slug}/").content.decode()
+    assert 'id="capped"' not in page
+
+    # Lowered again below what today has spent: later traces are capped, by the new cap.
+    UpdateOnlineRule(acting_user=builder, rule=rule, changes={"daily_cap_usd": "0"}).execute()
+    later = online.trace(agent, version, {**TRANSCRIPT, "output": "Tomorrow."})
+    scoring.sweep()
+    assert TraceScore.objects.get(trace=later).state == ScoreState.CAPPED
+    assert OnlineSpend.objects.get(rule=rule).capped_cap_usd == Decimal("0")
+
+
 def test_a_cap_of_zero_asks_nothing(agent, version, builder, judge_settings, llm_server, priced):
     rule_for(agent, builder, checks=[SAFETY], daily_cap_usd="0")
     row = online.trace(agent, version, TRANSCRIPT)
