@@ -35,7 +35,7 @@ from django.utils import timezone
 from agents.models import Agent, AgentVersion
 from production.completion import enqueue_completion
 from production.models import Span, Trace
-from production.otlp import attributes, clean_text, from_nanos, hex_id, nanos
+from production.otlp import TooDeepValue, attributes, clean_text, from_nanos, hex_id, nanos
 from sherlock.core.bulk import insert_all
 from sherlock.core.permissions import user_can
 
@@ -79,7 +79,11 @@ def ingest(request_message, user):
         count = sum(len(scope.spans) for scope in resource_spans.scope_spans)
         if not count:
             continue
-        resource = attributes(resource_spans.resource.attributes)
+        try:
+            resource = attributes(resource_spans.resource.attributes)
+        except TooDeepValue as exc:
+            outcome.reject(count, f"a resource's attribute: {exc}")
+            continue
         target, reason = targets.resolve(resource)
         if target is None:
             outcome.reject(count, reason)
@@ -93,11 +97,14 @@ def ingest(request_message, user):
                 if trace_hex is None or span_hex is None:
                     outcome.reject(1, "a span's trace_id must be 16 bytes and span_id 8, not zero")
                     continue
+                try:
+                    row = _span_row(span, span_hex, scope_name, scope_version, now)
+                except TooDeepValue as exc:
+                    outcome.reject(1, f"a span's attribute: {exc}")
+                    continue
                 key = (*target, trace_hex)
                 resources.setdefault(key, resource)
-                rows_by_trace.setdefault(key, []).append(
-                    _span_row(span, span_hex, scope_name, scope_version, now)
-                )
+                rows_by_trace.setdefault(key, []).append(row)
     if rows_by_trace:
         _write(rows_by_trace, resources, now, outcome)
     return outcome

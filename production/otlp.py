@@ -36,6 +36,15 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 MEDIA_TYPES = (PROTOBUF, JSON)
 
+# Attribute values nest at most this deep (an array or a key-value list inside another), in
+# both encodings: a span or a resource with a deeper value is rejected alone (`TooDeepValue`).
+MAX_VALUE_DEPTH = 10
+# A JSON body may nest as deep as the deepest valid span needs (an event attribute's value
+# nested MAX_VALUE_DEPTH deep: 12 levels of envelope, 4 per key-value list level), and no
+# deeper: beyond it, it is refused whole, as protobuf's parser refuses a message nested deeper
+# than its own limit.
+JSON_MAX_DEPTH = 12 + 4 * (MAX_VALUE_DEPTH + 1)
+
 # The largest signed 64-bit value: a timestamp beyond it is no time a database column keeps.
 _INT64_MAX = 2**63 - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -91,7 +100,7 @@ def decode_request(body, media):
             raise OTLPError(400, f"The body is not an ExportTraceServiceRequest: {exc}") from None
         return message
     try:
-        document = loads_bounded(body)
+        document = loads_bounded(body, max_depth=JSON_MAX_DEPTH, recorded=True)
     except Exception as exc:  # ParseError or TooDeep: both are a bad body here
         raise OTLPError(400, f"The body is not JSON: {exc}") from None
     if not isinstance(document, dict):
@@ -161,7 +170,11 @@ def _encode(message, media):
     return message.SerializeToString(), PROTOBUF
 
 
-def any_value(value):
+class TooDeepValue(ValueError):
+    """An attribute value nested deeper than `MAX_VALUE_DEPTH`."""
+
+
+def any_value(value, depth=0):
     """An OTLP AnyValue as plain JSON: strings, booleans, integers and floats as themselves
     (a non-finite float as its text: JSON has none), arrays as lists, key-value lists as
     objects, bytes as base64, an empty value as null. NUL characters and lone surrogates
@@ -176,18 +189,21 @@ def any_value(value):
     if kind == "double_value":
         number = value.double_value
         return number if math.isfinite(number) else str(number)
+    if kind in ("array_value", "kvlist_value") and depth >= MAX_VALUE_DEPTH:
+        raise TooDeepValue(f"an attribute value nests deeper than {MAX_VALUE_DEPTH} levels")
     if kind == "array_value":
-        return [any_value(item) for item in value.array_value.values]
+        return [any_value(item, depth + 1) for item in value.array_value.values]
     if kind == "kvlist_value":
-        return attributes(value.kvlist_value.values)
+        return attributes(value.kvlist_value.values, depth + 1)
     if kind == "bytes_value":
         return base64.b64encode(value.bytes_value).decode()
     return None
 
 
-def attributes(key_values):
-    """OTLP KeyValues as one JSON object (a key given twice: the last value)."""
-    return {clean_text(item.key): any_value(item.value) for item in key_values}
+def attributes(key_values, depth=0):
+    """OTLP KeyValues as one JSON object (a key given twice: the last value); `TooDeepValue`
+    when a value nests deeper than `MAX_VALUE_DEPTH`."""
+    return {clean_text(item.key): any_value(item.value, depth) for item in key_values}
 
 
 clean_text = scrub_text  # recorded text: NUL and lone surrogates become U+FFFD

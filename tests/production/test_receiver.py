@@ -192,7 +192,9 @@ def test_a_body_that_is_no_export_request_answers_400(client, agent, builder_key
         '{"resourceSpans": 3}',
         '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "00"}]}]}]}',
         "[" * 5000 + "]" * 5000,
-        '{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "a\\u0000"}]}]}]}',
+        # deeper than any valid span could need (a NUL, by contrast, is recorded text: kept
+        # as U+FFFD in both encodings, below)
+        '{"resourceSpans": ' + "[" * 60 + "]" * 60 + "}",
     ],
 )
 def test_a_json_body_that_is_no_export_request_answers_400_in_json(
@@ -386,3 +388,89 @@ def test_a_builder_role_taken_away_elsewhere_stops_the_writes_within_the_memory(
     monkeypatch.setattr(authentication.time, "monotonic", lambda: now)
     refused = answer(post(client, export_body(finished_spans(RESOURCE, two_spans)), key))
     assert refused.partial_success.rejected_spans == 2 and Span.objects.count() == 4
+
+
+# --- one rule for both encodings -------------------------------------------------------------
+
+
+def nested_request(depth, *, nul=False):
+    """An export request of one span whose attribute `deep` nests `depth` key-value lists (and
+    the same in an event's attribute), built from the OTLP messages themselves: the SDK's
+    `set_attribute` takes no nested value."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    value = AnyValue(string_value="leaf\x00" if nul else "leaf")
+    for _ in range(depth):
+        value = AnyValue(kvlist_value={"values": [KeyValue(key="k", value=value)]})
+    message = ExportTraceServiceRequest()
+    resource_spans = message.resource_spans.add()
+    for key, text in (("sherlock.agent", "support-bot"),):
+        resource_spans.resource.attributes.add(key=key, value=AnyValue(string_value=text))
+    span = resource_spans.scope_spans.add().spans.add(
+        trace_id=bytes.fromhex("0af7651916cd43dd8448eb211c80319c"),
+        span_id=bytes.fromhex("b7ad6b7169203331"),
+        name="turn",
+        start_time_unix_nano=1_700_000_000_000_000_000,
+        end_time_unix_nano=1_700_000_001_000_000_000,
+    )
+    span.attributes.add(key="deep", value=value)
+    span.events.add(name="e", time_unix_nano=1_700_000_000_500_000_000).attributes.add(
+        key="deep", value=value
+    )
+    return message
+
+
+def as_otlp_json(message):
+    """The message in OTLP/JSON: protobuf's JSON mapping with the ids as hex."""
+    from google.protobuf import json_format
+
+    document = json_format.MessageToDict(message)
+    for resource_spans in document["resourceSpans"]:
+        for scope in resource_spans["scopeSpans"]:
+            for span in scope["spans"]:
+                for name in ("traceId", "spanId"):
+                    span[name] = __import__("base64").b64decode(span[name]).hex()
+    return json.dumps(document).encode()
+
+
+@pytest.mark.parametrize("encoding", ["protobuf", "json"])
+def test_both_encodings_accept_the_same_nesting(client, agent, builder_key, encoding):
+    """Attribute values nest at most 10 levels in either encoding: at 10 the span is kept, at
+    11 it is rejected alone with the reason (docs/production.md, "Limits")."""
+
+    def send(message):
+        if encoding == "json":
+            return post(client, as_otlp_json(message), builder_key, content_type="application/json")
+        return post(client, message.SerializeToString(), builder_key)
+
+    response = send(nested_request(10))
+    assert response.status_code == 200, response.content[:300]
+    assert Span.objects.count() == 1
+    Span.objects.all().delete()
+    Trace.objects.all().delete()
+
+    response = send(nested_request(11))
+    assert response.status_code == 200, response.content[:300]
+    if encoding == "json":
+        partial = response.json()["partialSuccess"]
+        rejected, message = int(partial["rejectedSpans"]), partial["errorMessage"]
+    else:
+        partial = answer(response).partial_success
+        rejected, message = partial.rejected_spans, partial.error_message
+    assert rejected == 1 and "deeper than 10 levels" in message
+    assert Span.objects.count() == 0
+
+
+@pytest.mark.parametrize("encoding", ["protobuf", "json"])
+def test_a_nul_is_kept_as_a_replacement_character_in_both_encodings(
+    client, agent, builder_key, encoding
+):
+    message = nested_request(1, nul=True)
+    if encoding == "json":
+        body = as_otlp_json(message)
+        assert b"\\u0000" in body
+        response = post(client, body, builder_key, content_type="application/json")
+    else:
+        response = post(client, message.SerializeToString(), builder_key)
+    assert response.status_code == 200, response.content[:300]
+    assert Span.objects.get().attributes["deep"] == {"k": "leaf\ufffd"}

@@ -11,7 +11,7 @@ from rest_framework import exceptions, parsers
 
 from sherlock.core.api.errors import RequestTooLarge, TooDeep, excerpt_text
 from sherlock.core.limits import JSON_MAX_DEPTH, excerpt, json_depth
-from sherlock.core.text import has_unstorable
+from sherlock.core.text import has_unstorable, scrub
 
 
 def refuse_large_body(parser_context):
@@ -26,11 +26,13 @@ def refuse_large_body(parser_context):
         raise RequestTooLarge()
 
 
-def loads_bounded(raw, *, strict=True):
+def loads_bounded(raw, *, strict=True, max_depth=JSON_MAX_DEPTH, recorded=False):
     """`raw` (bytes or text) parsed as JSON, refused as `TooDeep` when it nests deeper than
-    `JSON_MAX_DEPTH` (the C parser's RecursionError included) or `ParseError` when it is not
+    `max_depth` (the C parser's RecursionError included) or `ParseError` when it is not
     JSON. NaN and Infinity are refused when `strict`, as DRF's own parser does; an object that
-    names a member twice is refused (last-wins would keep a value the sender may not see)."""
+    names a member twice is refused (last-wins would keep a value the sender may not see).
+    A NUL or a lone surrogate is refused, as in any authored text, unless the body is
+    `recorded` text (a tracer's spans): then each becomes U+FFFD (`sherlock.core.text`)."""
 
     def members(pairs):
         names = set()
@@ -58,8 +60,10 @@ def loads_bounded(raw, *, strict=True):
         raise TooDeep() from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise exceptions.ParseError(excerpt_text(f"JSON parse error - {exc}")) from None
-    if json_depth(value) > JSON_MAX_DEPTH:
+    if json_depth(value) > max_depth:
         raise TooDeep()
+    if recorded:
+        return scrub(value)
     if has_unstorable(value, surrogates=False):
         raise exceptions.ParseError("JSON strings may not contain NUL (\\u0000) characters.")
     if SURROGATE_ESCAPE.search(text) and not _encodable(value):
