@@ -74,6 +74,32 @@ def test_serve_answers_static_traversal_with_404_and_still_serves_static_files(s
         assert status_of(served, path) == 404, path
 
 
+def test_a_body_over_the_limit_is_answered_413_unread_and_the_connection_closed(served):
+    """A client declaring 50 MB and sending only the first 64 KB gets its 413 and then the
+    connection's end: the server read none of the rest (Django's own server would wait for all
+    50 MB after answering, to keep the connection)."""
+    from tests.support import factories
+    from tests.support.governance import api_key
+
+    key = api_key(factories.user("tracer", role="Builder"))[1]
+    declared = 50 * 1024 * 1024
+    with socket.create_connection(("127.0.0.1", served), timeout=30) as s:
+        s.sendall(
+            b"POST /api/v1/v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/x-protobuf\r\n"
+            + f"Authorization: Token {key}\r\nContent-Length: {declared}\r\n\r\n".encode()
+            + b"\x0a" * 65536
+        )
+        received = b""
+        while True:  # until the server closes: it does not wait for the other 50 MB
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    head = received.split(b"\r\n", 1)[0]
+    assert head.startswith(b"HTTP/1.1 413"), received[:300]
+
+
 def _serve(port, log_path):
     env = {**os.environ, "DATABASE_URL": workers.test_database_url(), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(

@@ -5,9 +5,12 @@ stops both groups, and if either exits the other is stopped too (and `serve` exi
 which), so a half-running Sherlock is never left behind. An address it cannot listen on (a port
 taken) is one line and exit 1, before any worker starts. For a deployment, see docs/deploy.md.
 
-The web server is Django's `runserver` serving the static files itself (`--insecure`), with one
-change: a path that climbs out of the static directories (`/static/../..`) is a 404, where
-Django's handler lets the finder's `SuspiciousFileOperation` through as a 500 (issue 22).
+The web server is Django's `runserver` serving the static files itself (`--insecure`), with two
+changes: a path that climbs out of the static directories (`/static/../..`) is a 404, where
+Django's handler lets the finder's `SuspiciousFileOperation` through as a 500; and a request
+whose declared body is over the limit (`SHERLOCK_API_MAX_BODY_BYTES`) is answered (413, by the
+view, which reads none of it) and its connection closed, where Django's server reads the whole
+body after answering so as to keep the connection: no body over the limit is ever read.
 """
 
 import contextlib
@@ -17,12 +20,15 @@ import socket
 import subprocess
 import sys
 import time
+from wsgiref import simple_server
 
+from django.conf import settings
 from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.contrib.staticfiles.management.commands.runserver import Command as RunServer
 from django.core.exceptions import SuspiciousFileOperation
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.core.servers.basehttp import ServerHandler, WSGIRequestHandler, WSGIServer
 from django.http import Http404
 
 
@@ -36,8 +42,51 @@ class StaticFiles(StaticFilesHandler):
             raise Http404("no such static file") from None
 
 
+class BoundedServerHandler(ServerHandler):
+    """Django's development `ServerHandler`, which reads what the application left unread of
+    the body once it has answered (to keep the connection alive), except when the declared
+    body is over the limit: that connection is closed instead, unread."""
+
+    def close(self):
+        try:
+            declared = int(self.environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > settings.SHERLOCK_API_MAX_BODY_BYTES:
+            self.request_handler.close_connection = True
+            simple_server.ServerHandler.close(self)  # the base's close, without the read
+            return
+        super().close()
+
+
+class BoundedRequestHandler(WSGIRequestHandler):
+    def handle_one_request(self):
+        """Django's own (`WSGIRequestHandler.handle_one_request`), with `BoundedServerHandler`."""
+        self.raw_requestline = self.rfile.readline(65537)
+        if len(self.raw_requestline) > 65536:
+            self.requestline = self.request_version = self.command = ""
+            self.send_error(414)
+            return
+        if not self.parse_request():
+            return
+        handler = BoundedServerHandler(
+            self.rfile, self.wfile, self.get_stderr(), self.get_environ()
+        )
+        handler.request_handler = self
+        handler.run(self.server.get_app())
+
+
+class BoundedServer(WSGIServer):
+    """Django's development server, its requests handled by `BoundedRequestHandler`."""
+
+    def __init__(self, server_address, handler_class, *args, **kwargs):
+        super().__init__(server_address, BoundedRequestHandler, *args, **kwargs)
+
+
 class WebServer(RunServer):
-    """`runserver` with `StaticFiles` as its static handler."""
+    """`runserver` with `StaticFiles` as its static handler, on `BoundedServer`."""
+
+    server_cls = BoundedServer
 
     def get_handler(self, *args, **options):
         handler = super().get_handler(*args, **options)
