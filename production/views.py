@@ -114,7 +114,11 @@ def add_to_dataset(request, pk):
     key = (request.POST.get("key") or "").strip() or None
     try:
         case_version = AddTraceToDataset(
-            acting_user=request.user, trace=trace, dataset_version=version, key=key
+            acting_user=request.user,
+            trace=trace,
+            dataset_version=version,
+            key=key,
+            contexts_as_reference=request.POST.get("contexts_as_reference") == "on",
         ).execute()
     except ActionError as exc:
         messages.error(request, str(exc))

@@ -2,12 +2,15 @@
 
 The case is created by the case verb itself (`evaluations.actions.create_case.CreateCase`): the
 Editor role on the dataset, a draft version, the case's validation and its audit entry
-(`evaluations.case.create`) are that verb's. What a trace gives the case: its input, its
-retrieved contexts, and its provenance, the tag `trace:<trace id>` (a case outlives the trace,
-which retention deletes). The expected output is left to the Editor: what the agent answered in
-production is what is being judged, not the reference. This verb records
-`production.trace.add_to_dataset` beside the case's entry, naming the trace, its agent and the
-case, so the audit log says where the case came from after the trace is gone.
+(`evaluations.case.create`) are that verb's. What a trace gives the case: its input and its
+provenance, the tag `trace:<trace id>` (a case outlives the trace, which retention deletes).
+The expected output is left to the Editor: what the agent answered in production is what is
+being judged, not the reference. So are the contexts: what production *retrieved* is not what
+*should* have been retrieved, so it becomes the case's reference contexts only when the Editor
+says so (`contexts_as_reference`); otherwise it is kept, as retrieved, in the audit entry.
+This verb records `production.trace.add_to_dataset` beside the case's entry, naming the trace,
+its agent and the case, so the audit log says where the case came from after the trace is
+gone.
 """
 
 from evaluations.actions.create_case import CreateCase
@@ -18,6 +21,7 @@ from sherlock.core.permissions import user_can
 
 PROVENANCE_TAG = "trace:{}"
 TAGS = ["production"]
+RETRIEVED_KEPT = 20  # the retrieved contexts the audit entry keeps
 
 
 def default_key(trace):
@@ -30,11 +34,14 @@ class AddTraceToDataset(Action):
     noun = "trace"
     verb = "add_to_dataset"
 
-    def __init__(self, *, acting_user, trace, dataset_version, key=None):
+    def __init__(
+        self, *, acting_user, trace, dataset_version, key=None, contexts_as_reference=False
+    ):
         super().__init__(acting_user=acting_user)
         self.trace = trace
         self.dataset_version = dataset_version
         self.key = key or default_key(trace)
+        self.contexts_as_reference = bool(contexts_as_reference)
 
     def check(self):
         if not user_can(self.acting_user, "view", self.trace.agent):
@@ -55,7 +62,7 @@ class AddTraceToDataset(Action):
             dataset_version=self.dataset_version,
             key=self.key,
             input=transcript.get("input", ""),
-            contexts=contexts,
+            contexts=contexts if self.contexts_as_reference else [],
             tags=[*TAGS, PROVENANCE_TAG.format(self.trace.trace_id)],
         ).execute_in_transaction()
         audit(
@@ -68,6 +75,8 @@ class AddTraceToDataset(Action):
                 "dataset_version": self.dataset_version.pk,
                 "case": self.key,
                 "case_version": case_version.pk,
+                "retrieved_contexts": contexts[:RETRIEVED_KEPT],
+                "contexts_as_reference": self.contexts_as_reference,
             },
         )
         return case_version

@@ -85,15 +85,32 @@ def test_an_editor_adds_the_trace_to_a_draft_as_a_case(logged_in, trace, editor,
     case = CaseVersion.objects.get(dataset_version=draft)
     assert case.case.key == f"trace-{trace.trace_id[:16]}"
     assert case.input == "Can I get a refund?"
-    assert case.contexts == ["Refunds: 30 days."]
+    # What production retrieved is not the reference: kept in the audit entry, not the case.
+    assert case.contexts == []
     assert case.expected == {}  # left to the Editor
     assert case.tags == ["production", f"trace:{trace.trace_id}"]
     codes = list(AuditEntry.objects.values_list("action", flat=True))
     assert "evaluations.case.create" in codes and "production.trace.add_to_dataset" in codes
     entry = AuditEntry.objects.get(action="production.trace.add_to_dataset")
     assert entry.after["trace_id"] == trace.trace_id and entry.after["case"] == case.case.key
+    assert entry.after["retrieved_contexts"] == ["Refunds: 30 days."]
     page = client.get(response["Location"])
     assert b"added to" in page.content
+
+
+def test_the_retrieved_contexts_become_reference_only_when_the_editor_says_so(
+    logged_in, trace, editor, draft
+):
+    client = logged_in(editor)
+    assert b'name="contexts_as_reference"' in client.get(f"/production/traces/{trace.pk}/").content
+    client.post(
+        f"/production/traces/{trace.pk}/add-to-dataset/",
+        {"dataset_version": draft.pk, "contexts_as_reference": "on"},
+    )
+    case = CaseVersion.objects.get(dataset_version=draft)
+    assert case.contexts == ["Refunds: 30 days."]
+    entry = AuditEntry.objects.get(action="production.trace.add_to_dataset")
+    assert entry.after["contexts_as_reference"] is True
 
 
 @pytest.mark.parametrize("role", ["Builder", "Publisher"])
