@@ -30,7 +30,7 @@ from agents.transcripts import figure_problems
 from evaluations.costs import agent_cost, load_prices
 from production.choices import TRACE_STATES, ScoreState, TraceState
 from production.models import Span, Trace, TraceScore
-from production.normalize import NORMALIZER_VERSION, normalize
+from production.normalize import NORMALIZER_VERSION, SESSION_KEYS, USER_KEYS, normalize
 from production.online import scoring as online_scoring
 from sherlock.core.text import scrub, scrub_text
 
@@ -234,12 +234,24 @@ def _trial(trace, spans, now, prices):
         **figures,
         "cost_usd": cost.quantize(Decimal("0.000001")) if cost is not None else None,
         "model": scrub_text(result.model),
+        "session": scrub_text(result.session or _resource_identity(trace, SESSION_KEYS)),
+        "end_user": scrub_text(result.end_user or _resource_identity(trace, USER_KEYS)),
         "has_error": result.has_error,
         "span_count": len({s["span_id"] for s in spans}),
         "root_span_id": root["span_id"] if root else "",
         "first_span_at": _at(min(starts)) if starts else trace.first_span_at,
         "last_span_at": _at(max(ends)) if ends else None,
     }
+
+
+def _resource_identity(trace, keys):
+    """A session or user the trace's resource names, when no span does."""
+    resource = trace.resource or {}
+    for key in keys:
+        value = resource.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+            return str(value)[:200]
+    return ""
 
 
 def _at(value):

@@ -101,6 +101,8 @@ class Normalized:
     latency_ms: float | None
     model: str
     has_error: bool
+    session: str = ""
+    end_user: str = ""
 
 
 def normalize(spans, trace_id=""):
@@ -172,6 +174,8 @@ def normalize(spans, trace_id=""):
         latency_ms=latency,
         model=model[:200],
         has_error=any(s["status_code"] == 2 for s in spans),
+        session=_identity(root, spans, SESSION_KEYS),
+        end_user=_identity(root, spans, USER_KEYS),
     )
 
 
@@ -635,6 +639,26 @@ def _join(executed, span, requests):
 def folded_name(name):
     """A tool name with case and punctuation set aside (`refunds.create` is `refunds_create`)."""
     return re.sub(r"[^0-9a-z]+", "_", str(name or "").lower()).strip("_")
+
+
+# The standard attributes that name a trace's conversation and its end user: OpenTelemetry's
+# `session.id` and `user.id` (OpenInference writes the same), the GenAI conventions'
+# `gen_ai.conversation.id`, and the older `enduser.id`.
+SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
+USER_KEYS = ("user.id", "enduser.id")
+
+
+def _identity(root, spans, keys):
+    """The first of `keys` a span carries as text or a number, the root span's first, then the
+    others in start order; "" when none does. At most 200 characters."""
+    ordered = ([root] if root is not None else []) + [s for s in spans if s is not root]
+    for span in ordered:
+        attributes = span.get("attributes") or {}
+        for key in keys:
+            value = attributes.get(key)
+            if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+                return str(value)[:200]
+    return ""
 
 
 def _declared(root, spans):

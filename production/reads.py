@@ -1,7 +1,7 @@
 """Read-only questions the trace pages (and later the API) share: which traces a user sees,
 filtered, and one trace's spans as a tree (STYLE.md item 19)."""
 
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from production.choices import TraceState
 from production.models import Trace
@@ -9,10 +9,20 @@ from production.models import Trace
 PAGE_SIZE = 50
 
 
-def visible_traces(user, agent_slug="", state=""):
-    """The traces of the agents `user` may see, newest first, filtered by agent and state, with
-    their agent and version and the number of spans received (also for open traces, whose
-    `span_count` is set only at completion): one query."""
+def search_text(traces, text):
+    """`traces` whose input or output holds `text` (case-insensitive; the first 200
+    characters of it)."""
+    text = (text or "").strip()[:200]
+    if not text:
+        return traces
+    return traces.filter(Q(input_text__icontains=text) | Q(output_text__icontains=text))
+
+
+def visible_traces(user, agent_slug="", state="", session="", end_user="", text=""):
+    """The traces of the agents `user` may see, newest first, filtered by agent, state,
+    session, end user and a text search, with their agent and version and the number of spans
+    received (also for open traces, whose `span_count` is set only at completion): one
+    query."""
     traces = (
         Trace.objects.for_user(user)
         .select_related("agent", "agent_version")
@@ -24,7 +34,24 @@ def visible_traces(user, agent_slug="", state=""):
         traces = traces.filter(agent__slug=agent_slug)
     if state in TraceState.values:
         traces = traces.filter(state=state)
-    return traces
+    if session:
+        traces = traces.filter(session=session)
+    if end_user:
+        traces = traces.filter(end_user=end_user)
+    return search_text(traces, text)
+
+
+def session_traces(user, agent, session):
+    """The traces of one session of `agent`, in the order they started by their own clock (a
+    conversation's turns; a batch exports several at once), with their versions and scores:
+    one query."""
+    return (
+        Trace.objects.for_user(user)
+        .filter(agent=agent, session=session)
+        .select_related("agent_version", "online_score")
+        .defer("resource")
+        .order_by("first_span_at", "received_at", "id")
+    )
 
 
 def span_tree(spans):

@@ -2,6 +2,7 @@
 made, its spans as a tree with their raw attributes, its scores) with "Add to dataset"."""
 
 import json
+from decimal import Decimal
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -17,7 +18,7 @@ from evaluations.models import DatasetVersion
 from production.actions.add_trace_to_dataset import AddTraceToDataset, default_key
 from production.choices import TraceState
 from production.models import Trace
-from production.reads import PAGE_SIZE, span_tree, visible_traces
+from production.reads import PAGE_SIZE, session_traces, span_tree, visible_traces
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
@@ -26,22 +27,61 @@ from sherlock.core.inputs import parse_id
 
 @login_required
 def trace_list(request):
-    """The newest traces first, 50 a page, filtered by agent and state."""
-    agent_slug = request.GET.get("agent", "")
-    state = request.GET.get("state", "")
-    page = Paginator(visible_traces(request.user, agent_slug, state), PAGE_SIZE).get_page(
-        request.GET.get("page")
+    """The newest traces first, 50 a page, filtered by agent, state, session and end user, and
+    searched in their input and output."""
+    filters = {
+        name: request.GET.get(name, "").strip()[:200]
+        for name in ("agent", "state", "session", "user", "q")
+    }
+    traces = visible_traces(
+        request.user,
+        filters["agent"],
+        filters["state"],
+        session=filters["session"],
+        end_user=filters["user"],
+        text=filters["q"],
     )
+    page = Paginator(traces, PAGE_SIZE).get_page(request.GET.get("page"))
     return render_page(
         request,
         "production/trace_list.html",
         {
             "page": page,
-            "agent_slug": agent_slug,
-            "state": state,
+            "agent_slug": filters["agent"],
+            "state": filters["state"],
+            "filters": filters,
+            "filtered": any(filters.values()),
+            "query": urlencode({k: v for k, v in filters.items() if v}),
             "states": TraceState.choices,
         },
     )
+
+
+@login_required
+def session_detail(request, slug):
+    """One session of an agent (`?id=`): its traces as the turns of a conversation, oldest
+    first, with the session's totals."""
+    from agents.models import Agent
+
+    agent = visible_or_404(request, Agent.objects.for_user(request.user), slug=slug)
+    session = request.GET.get("id", "").strip()[:200]
+    turns = list(session_traces(request.user, agent, session)) if session else []
+    totals = {
+        "turns": len(turns),
+        "errors": sum(1 for t in turns if t.has_error),
+        "tokens": sum((t.input_tokens or 0) + (t.output_tokens or 0) for t in turns),
+        "cost": sum((t.cost_usd for t in turns if t.cost_usd is not None), Decimal(0)),
+        "priced": all(t.cost_usd is not None for t in turns),
+        "users": sorted({t.end_user for t in turns if t.end_user}),
+    }
+    response = render_page(
+        request,
+        "production/session.html",
+        {"agent": agent, "session": session, "turns": turns, "totals": totals},
+    )
+    if session and not turns:
+        response.status_code = 404  # no such session of this agent (the page says so)
+    return response
 
 
 def _pretty(value):

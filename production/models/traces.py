@@ -56,6 +56,15 @@ class Trace(models.Model):
     cost_usd = MoneyField(null=True, blank=True, decimal_places=6)
     model = models.CharField(max_length=200, blank=True)
     has_error = models.BooleanField(default=False)
+    session = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The conversation the trace belongs to: `session.id` or "
+        "`gen_ai.conversation.id` (docs/production.md, 'Sessions and users').",
+    )
+    end_user = models.CharField(
+        max_length=200, blank=True, help_text="The end user: `user.id` or `enduser.id`."
+    )
     resource = models.JSONField(default=dict, blank=True, help_text="Raw resource attributes.")
 
     objects = TraceQuerySet.as_manager()
@@ -69,6 +78,8 @@ class Trace(models.Model):
             models.Index(fields=["agent", "-received_at"], name="trace_agent_recent"),
             models.Index(fields=["state", "last_received_at"], name="trace_state_quiet"),
             models.Index(fields=["received_at"], name="trace_received"),
+            models.Index(fields=["agent", "session", "received_at"], name="trace_agent_session"),
+            models.Index(fields=["agent", "end_user", "received_at"], name="trace_agent_user"),
         ]
 
     def __str__(self):
