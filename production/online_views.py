@@ -26,6 +26,7 @@ from production.actions.dismiss_rollback_proposal import DismissRollbackProposal
 from production.actions.online_rule_fields import check_may_write, partial_errors
 from production.actions.update_online_rule import UpdateOnlineRule
 from production.choices import ScoreState
+from production.metrics import metrics_json, production_metrics
 from production.models import OnlineRule, RollbackProposal, TraceScore
 from production.online.contract import lag_figures, production_contract
 from production.online.rules import rule_checks
@@ -117,6 +118,7 @@ def production_page(request, slug, refusal=None, status=200):
         "refusal": refusal,
         "recent": recent,
     }
+    context["metrics"] = metrics_json(production_metrics(agent, request.GET.get("range", "48h")))
     response = render_page(request, "production/production.html", context)
     response.status_code = status
     return response

@@ -7,9 +7,15 @@ from datetime import timedelta
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from agents.models import Agent
@@ -18,6 +24,7 @@ from production.actions.create_online_rule import CreateOnlineRule
 from production.actions.dismiss_rollback_proposal import DismissRollbackProposal
 from production.actions.online_rule_fields import FIELDS
 from production.actions.update_online_rule import UpdateOnlineRule
+from production.metrics import RANGES, metrics_json, production_metrics
 from production.models import OnlineRule, RollbackProposal
 from production.online.contract import lag_figures, production_contract, production_dict
 from production.online.spend import day_spend
@@ -148,6 +155,26 @@ class AgentProductionViewSet(viewsets.GenericViewSet):
         ).open_for(agent)
         body["open_proposal"] = ProposalSerializer(proposal).data if proposal else None
         return Response(body)
+
+    @extend_schema(
+        summary="Production metrics of the agent over time, per version",
+        description="Per hour over the last 48 hours (`range=48h`, the default) or per day "
+        "over the last 30 days (`range=30d`), per version: traces received, errors and error "
+        "rate, latency p50 and p95 (nearest rank), tokens, cost (and traces without a price), "
+        "and the mean score of each online check over the traces scored (the newest 10,000). "
+        "Lists are aligned on `buckets` (UTC); null where nothing was measured.",
+        parameters=[
+            OpenApiParameter("range", str, enum=["48h", "30d"], required=False),
+        ],
+        responses={200: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get"], url_path="production/metrics")
+    def production_metrics(self, request, slug=None):
+        agent = self.get_object()
+        wanted = request.query_params.get("range", "48h")
+        if wanted not in RANGES:
+            raise ValidationError({"range": ["must be 48h or 30d"]})
+        return Response(metrics_json(production_metrics(agent, wanted)))
 
     @extend_schema(
         methods=["get"],

@@ -109,3 +109,71 @@ def test_a_builder_picks_only_the_checks_of_datasets_they_may_see(server, browse
     page.click("#online-rule button")
     page.wait_for_selector("text=Online rule saved")
     assert agent.online_rule.library_version == shared
+
+
+def test_metrics_sessions_and_what_is_not_measured_as_a_person_reads_them(
+    server, browser, shot, live_db
+):
+    """The production page draws its charts (uPlot, from the embedded figures) and says what
+    production does not measure; the traces page searches and links a session; the session
+    page reads the conversation in order. Screenshots: `production-metrics`,
+    `traces-filtered`, `session-page`."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from production.actions.create_online_rule import CreateOnlineRule
+
+    builder = factories.user("builder", role="Builder")
+    agent = factories.agent("support-bot")
+    version = factories.agent_version(agent, number=1)
+    agent.live_version = version
+    agent.save(update_fields=["live_version"])
+    CreateOnlineRule(
+        acting_user=builder,
+        agent=agent,
+        checks=[{"label": "shape", "kind": "output_type", "params": {"type": "text"}}],
+    ).execute()
+    now = timezone.now()
+    rows = []
+    for n in range(24):
+        at = now - timedelta(hours=n % 12, minutes=n)
+        row = online.trace(
+            agent,
+            version,
+            {"input": f"Question {n}?", "output": f"Answer {n}."},
+            completed_at=at,
+        )
+        row.received_at = row.first_span_at = at
+        row.latency_ms = 200.0 + 37 * n
+        row.input_tokens, row.output_tokens = 120, 30 + n
+        row.cost_usd = Decimal("0.0004")
+        row.has_error = n % 7 == 0
+        row.session = "chat-7" if n < 3 else f"chat-{n + 100}"
+        row.end_user = "ana"
+        row.save()
+        rows.append(row)
+    scoring.score_traces([row.pk for row in rows])
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    log_in(page, server, "builder", f"/production/agents/{agent.slug}/")
+    page.wait_for_selector("#chart-latency .uplot")
+    assert page.locator("#metrics canvas").count() >= 5
+    assert (
+        "nothing measured" in page.inner_text("#chart-checks")
+        or page.locator("#chart-checks .uplot").count()
+    )
+    assert "false success: not measured" in page.inner_text("#not-measured")
+    shot(page, "production-metrics")
+
+    page.goto(f"{server}/production/traces/?q=Question+1")
+    assert "Question 12?" in page.inner_text("#traces")
+    assert "Question 2?" not in page.inner_text("#traces")
+    page.goto(f"{server}/production/traces/?session=chat-7")
+    shot(page, "traces-filtered")
+    page.click("#traces a:has-text('chat-7')")
+    page.wait_for_selector("#turns")
+    turns = page.inner_text("#turns")
+    assert turns.index("Question 2?") < turns.index("Question 1?") < turns.index("Question 0?")
+    assert "turns\n3" in page.inner_text("#session-totals")
+    shot(page, "session-page")
