@@ -318,9 +318,10 @@ def backend_pids(database):
     return [pid for (pid,) in rows]
 
 
-def start_server(args, port, env, extra=()):
-    """gunicorn with `args.workers` sync workers on `port` (`extra`: more of its options)."""
-    log = open("/tmp/sherlock-bench-api-gunicorn.log", "wb")  # noqa: SIM115
+def start_server(args, port, env, extra=(), log_path="/tmp/sherlock-bench-api-gunicorn.log"):
+    """gunicorn with `args.workers` sync workers on `port` (`extra`: more of its options), its
+    log in `log_path`."""
+    log = open(log_path, "wb")  # noqa: SIM115
     process = subprocess.Popen(
         [
             sys.executable,
@@ -346,7 +347,7 @@ def start_server(args, port, env, extra=()):
     deadline = time.monotonic() + 60
     while True:
         if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("gunicorn did not start; see /tmp/sherlock-bench-api-gunicorn.log")
+            raise SystemExit(f"gunicorn did not start; see {log_path}")
         with contextlib.suppress(httpx2.HTTPError):
             if httpx2.get(f"http://127.0.0.1:{port}/api/v1/", timeout=2).status_code == 401:
                 return process

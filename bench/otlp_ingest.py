@@ -38,6 +38,11 @@ failed_calls=.. accepted=.. stored=.. lost=.. server_cpu_ms_per_1k_spans=.. load
 
     .venv/bin/python bench/otlp_ingest.py [--duration 60] [--exporters 4] [--workers 4]
         [--traces-per-call 20] [--rate 2400] [--orm-inserts] [--sqlite]
+        [--port 0] [--postgres postgres://postgres@127.0.0.1:5432] [--database NAME]
+        [--log /tmp/sherlock-bench-otlp-gunicorn.log]
+
+`--port` is gunicorn's (0: a free one), `--postgres` the server the bench database is created
+on (and dropped from), `--database` its name, `--log` where gunicorn's log goes.
 """
 
 import argparse
@@ -220,14 +225,20 @@ def main():
         "--orm-inserts", action="store_true", help="spans by bulk_create, not insert_rows"
     )
     parser.add_argument("--sqlite", action="store_true", help="a fresh SQLite file, not PG")
+    parser.add_argument("--port", type=int, default=0, help="gunicorn's port (0: a free one)")
+    parser.add_argument("--postgres", default=PG, help="the PostgreSQL server, as a URL")
+    parser.add_argument("--database", default=DATABASE, help="the bench database's name")
+    parser.add_argument(
+        "--log", default="/tmp/sherlock-bench-otlp-gunicorn.log", help="gunicorn's log"
+    )
     args = parser.parse_args()
 
     if args.sqlite:
         path = Path(tempfile.mkdtemp(prefix="sherlock-bench-otlp-")) / "db.sqlite3"
         database_url = f"sqlite:///{path}"
     else:
-        recreate_database(DATABASE)
-        database_url = f"{PG}/{DATABASE}"
+        recreate_database(args.database, server=args.postgres)
+        database_url = f"{args.postgres}/{args.database}"
     os.environ["DATABASE_URL"] = database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sherlock.settings")
     env = {**os.environ, "DATABASE_URL": database_url, "DB_CONN_MAX_AGE": "60"}
@@ -236,9 +247,9 @@ def main():
     server = None
     try:
         secret = seed()
-        port = free_port()
+        port = args.port or free_port()
         extra = ["-c", "python:bench.otlp_orm_inserts"] if args.orm_inserts else []
-        server = start_server(args, port, env, extra)
+        server = start_server(args, port, env, extra, log_path=args.log)
         base_url = f"http://127.0.0.1:{port}"
         context = multiprocessing.get_context("spawn")
         results = context.Queue()
@@ -264,7 +275,7 @@ def main():
             process.start()
         time.sleep(max(0.0, start_at - time.time()))
         load_before = os.getloadavg()[0]
-        database = None if args.sqlite else DATABASE
+        database = None if args.sqlite else args.database
         cpu_before = server_cpu(server.pid, database)
         outcomes = [results.get(timeout=args.duration + 120) for _ in processes]
         cpu_after = server_cpu(server.pid, database)
@@ -279,7 +290,7 @@ def main():
             from django.db import connections
 
             connections.close_all()
-            drop_database(DATABASE)
+            drop_database(args.database, server=args.postgres)
 
     from bench.api_load import cpu_used
 

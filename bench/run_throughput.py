@@ -58,18 +58,18 @@ def responder(request):
     )
 
 
-def recreate_database(name):
+def recreate_database(name, server=PG):
     import psycopg
 
-    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def drop_database(name):
+def drop_database(name, server=PG):
     import psycopg
 
-    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

@@ -78,8 +78,18 @@ class Trace(models.Model):
             models.Index(fields=["agent", "-received_at"], name="trace_agent_recent"),
             models.Index(fields=["state", "last_received_at"], name="trace_state_quiet"),
             models.Index(fields=["received_at"], name="trace_received"),
-            models.Index(fields=["agent", "session", "received_at"], name="trace_agent_session"),
-            models.Index(fields=["agent", "end_user", "received_at"], name="trace_agent_user"),
+            # Partial: a trace is inserted with neither (they are read at completion), so the
+            # receiver's inserts, hundreds a second, do not maintain them.
+            models.Index(
+                fields=["agent", "session", "received_at"],
+                name="trace_agent_session",
+                condition=~models.Q(session=""),
+            ),
+            models.Index(
+                fields=["agent", "end_user", "received_at"],
+                name="trace_agent_user",
+                condition=~models.Q(end_user=""),
+            ),
         ]
 
     def __str__(self):

@@ -25,7 +25,11 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def scrub_text(text: str) -> str:
-    """`text` with every NUL and lone surrogate replaced by U+FFFD."""
+    """`text` with every NUL and lone surrogate replaced by U+FFFD. ASCII text (CPython knows
+    it without a scan) can hold no surrogate: only the NUL is looked for, as `in` does, which
+    keeps this off the receiver's profile (every attribute string goes through it)."""
+    if text.isascii():
+        return text.replace(NUL, REPLACEMENT) if NUL in text else text
     return _UNSTORABLE.sub(REPLACEMENT, text) if _UNSTORABLE.search(text) else text
 
 
