@@ -24,6 +24,22 @@ from evaluations.models import Check, HumanLabel
 # z of a two-sided 95 % normal interval.
 Z95 = 1.96
 
+# Other places a check's results are labelled (production's traces, `production.labels`): each
+# is a callable taking check ids and returning its labels of those checks' results, objects
+# with a `HumanLabel`'s reading (`check_id`, `calibration_key`, `passed`, `score`, `note`,
+# `labeled_by`, `created_at`, `pk`, and `check_result` with `status` and `threshold`). An app
+# above this one registers its source in its `ready()`: the calibration counts those labels
+# too, and knows nothing of where they come from.
+LABEL_SOURCES = []
+
+
+def other_labels(check_ids):
+    """The labels of `check_ids`' results that the registered sources hold."""
+    found = []
+    for source in LABEL_SOURCES:
+        found.extend(source(list(check_ids)))
+    return found
+
 
 @dataclass
 class Agreement:
@@ -155,6 +171,9 @@ def agreement_for(check_ids):
         check_id = label.check_result.check_config_id
         if label.calibration_key == keys.get(check_id):
             _tally(results[check_id], label)
+    for label in other_labels(check_ids):
+        if label.calibration_key == keys.get(label.check_id):
+            _tally(results[label.check_id], label)
     return results
 
 
@@ -209,9 +228,22 @@ class Calibration:
         return ""
 
 
+def namesakes_of(check):
+    """The ids of the check and of its namesakes in its dataset (earlier versions too)."""
+    return Check.objects.filter(
+        dataset_version__dataset_id=check.dataset_version.dataset_id,
+        label=check.label,
+        kind=check.kind,
+    ).values_list("pk", flat=True)
+
+
 def calibration_of(check, labels=None):
-    """The `Calibration` of one check from its labels (`same_check_labels` unless given)."""
-    labels = same_check_labels(check) if labels is None else labels
+    """The `Calibration` of one check from its labels (`same_check_labels` and the other
+    sources' labels of the check and its namesakes, unless given)."""
+    if labels is None:
+        labels = list(same_check_labels(check))
+        if LABEL_SOURCES:
+            labels += other_labels(namesakes_of(check))
     agreement, old, key = Agreement(), 0, check.calibration_key  # a hash: computed once
     for label in labels:
         if label.calibration_key != key:

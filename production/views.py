@@ -177,3 +177,50 @@ def add_to_dataset(request, pk):
             ),
         )
     return redirect("production:trace-detail", pk=trace.pk)
+
+
+@login_required
+def label_queue(request):
+    """Production traces to label: the model-check results of the dataset checks online rules
+    reuse, for an Editor of those datasets; a label posted here counts toward the check's
+    calibration."""
+    from evaluations.models import Check
+    from production.actions.label_trace_result import LabelTraceResult
+    from production.labels import queue
+    from production.models import TraceScore
+
+    if request.method == "POST":
+        score_row = visible_or_404(
+            request,
+            TraceScore.objects.for_user(request.user).select_related("trace", "agent", "rule"),
+            pk=parse_id(request.POST.get("trace_score", "")) or 0,
+        )
+        check = visible_or_404(
+            request,
+            Check.objects.select_related("dataset_version__dataset"),
+            pk=parse_id(request.POST.get("check", "")) or 0,
+        )
+        verdict = request.POST.get("verdict", "")
+        raw_score = request.POST.get("score", "").strip()
+        passed = {"pass": True, "fail": False}.get(verdict)
+        try:
+            score = float(raw_score) if raw_score else None
+        except ValueError:
+            score = -1.0  # refused by the action, on its field
+        try:
+            LabelTraceResult(
+                acting_user=request.user,
+                trace_score=score_row,
+                check=check,
+                passed=passed,
+                score=score,
+                note=request.POST.get("note", ""),
+            ).execute()
+        except ActionError as exc:
+            messages.error(request, str(exc))
+        else:
+            trace_name = score_row.trace.trace_id[:12]
+            messages.success(request, f"Labelled {check.label} on trace {trace_name}.")
+        return redirect("production:labels")
+    rows = queue(request.user)
+    return render_page(request, "production/labels.html", {"rows": rows})

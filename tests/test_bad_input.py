@@ -148,7 +148,11 @@ def test_the_audit_writer_stores_no_nul_whoever_calls_it(db):
         reason="why\x00",
     )
     entry.refresh_from_db()
-    assert (entry.target_id, entry.target_repr, entry.reason) == ("1\ufffd", "a\ufffdb", "why\ufffd")
+    assert (entry.target_id, entry.target_repr, entry.reason) == (
+        "1\ufffd",
+        "a\ufffdb",
+        "why\ufffd",
+    )
     assert entry.after == {"verb": "import\ufffd", "k\ufffd": ["x\ufffd"]}
     assert verify_chain()[1] is None  # the hash is over what is stored
 

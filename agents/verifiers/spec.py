@@ -35,11 +35,11 @@ A predicate ``P`` is ``{"path": "$.rows[0].amount", "op": "eq", "value": 40}``; 
 ``PREDICATE_OPS`` (``exists`` needs no value). String values in ``url``, ``params`` and a
 predicate's ``value`` may hold ``{dotted.names}`` from the verifier context (``predicates``):
 ``case`` (the check input: ``case.id``, ``case.input...``), ``trial`` (``id``, ``run_id``,
-``repetition``, ``started_at``, ``ended_at``), ``transcript`` and, for effect verifiers, ``call`` (``name``,
-``id``, ``arguments``, ``result``). A string that is exactly one ``{name}`` keeps the value's
-type; a name that is missing or null gives no verdict. An effect verifier keys on the call's
-receipt (``{call.result.id}``), not on its arguments alone: concurrent trials write identical
-rows (docs/contract.md, "Effect verifiers").
+``repetition``, ``started_at``, ``ended_at``), ``transcript`` and, for effect verifiers,
+``call`` (``name``, ``id``, ``arguments``, ``result``). A string that is exactly one
+``{name}`` keeps the value's type; a name that is missing or null gives no verdict. An effect
+verifier keys on the call's receipt (``{call.result.id}``), not on its arguments alone:
+concurrent trials write identical rows (docs/contract.md, "Effect verifiers").
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ from evaluations.calibration import (
     calibration_of,
     human_passed,
     judge_passed,
+    namesakes_of,
+    other_labels,
     same_check_labels,
 )
 from evaluations.checks.base import as_text
@@ -142,6 +144,8 @@ def calibration(request, pk):
     # Every label counts toward kappa, so all are read, but only the columns the tally reads;
     # the rows are shown a page at a time, their trials and cases read for that page only.
     labels = list(calibration_of_labels(check).only(*LABEL_COLUMNS))
+    # Production's labels of the check's results (its traces), counted and listed too.
+    labels += other_labels(namesakes_of(check))
     calibration = calibration_of(check, labels)
     rows, current_key = [], check.calibration_key
     for label in labels:
@@ -164,8 +168,12 @@ def calibration(request, pk):
     shown = CheckResult.objects.select_related(
         "trial__case_version__case", "check_config__dataset_version"
     ).only(*RESULT_COLUMNS)
-    results = shown.in_bulk([row["result"].pk for row in page.object_list])
+    results = shown.in_bulk(
+        [row["result"].pk for row in page.object_list if not hasattr(row["label"], "trace_url")]
+    )
     for row in page.object_list:
+        if hasattr(row["label"], "trace_url"):
+            continue  # a production label: its row links to its trace
         row["result"] = results[row["result"].pk]
     return render_page(
         request,

@@ -1,5 +1,6 @@
 """Models of the production app, re-exported here: import from `production.models`."""
 
+from production.models.labels import TraceLabel
 from production.models.online import (
     OnlineRule,
     OnlineSpend,
@@ -14,6 +15,7 @@ __all__ = [
     "RollbackProposal",
     "Span",
     "Trace",
+    "TraceLabel",
     "TraceQuerySet",
     "TraceScore",
 ]
