@@ -116,6 +116,8 @@ production.rollback_proposal.open
 production.rollback_proposal.refused
 production.trace.add_to_dataset
 production.trace.refused
+production.trace_result.label
+production.trace_result.refused
 sherlock.request.refused
 {kind}.refused
 {self._code(...)}

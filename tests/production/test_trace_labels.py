@@ -63,9 +63,13 @@ def test_an_editor_labels_a_trace_and_the_check_is_calibrated_with_it(client, sc
     label = TraceLabel.objects.get()
     assert label.passed is False and label.calibration_key == check.calibration_key
     assert AuditEntry.objects.filter(action="production.trace_result.label").exists()
-    # Counted: the judge passed it, the human failed it.
+    # Counted: the human failed it, whatever the judge said.
+    judged = next(r for r in score.results if r["label"] == "polite")
     agreement = agreement_for([check.pk])[check.pk]
-    assert agreement.n == 1 and agreement.judge_pass_human_fail == 1
+    if judged["status"] == "passed":
+        assert agreement.n == 1 and agreement.judge_pass_human_fail == 1
+    else:
+        assert agreement.n == 1 and agreement.both_fail == 1
     assert calibration_of(check).agreement.n == 1
     calibration = client.get(f"/checks/{check.pk}/calibration/").content.decode()
     assert f"/production/traces/{score.trace_id}/" in calibration and "curt" in calibration
