@@ -14,6 +14,7 @@ import contextvars
 from django.db.models import Q
 
 from governance.choices import Role
+from sherlock.core import permissions
 
 _CRUD = ("add", "change", "delete", "view")
 
@@ -86,10 +87,10 @@ def sync_role_groups(apps):
 
 def is_global_admin(user):
     """Roles and publishing policies are managed by global Admins only: a role granted for one
-    agent carries that agent's verbs, never the right to hand out rights."""
-    if user is None or not user.is_active:
-        return False
-    return user.is_superuser or user.groups.filter(name=Role.ADMIN.value).exists()
+    agent carries that agent's verbs, never the right to hand out rights. The one rule is the
+    kernel's (`sherlock.core.permissions.is_global_admin`), which the navigation and the "ask an
+    Admin" lists read too."""
+    return permissions.is_global_admin(user)
 
 
 def holds_admin_rights(user):

@@ -5,6 +5,8 @@ that only says "nothing you may do here" (the pages still answer such a visit, w
 
 from django.utils.functional import SimpleLazyObject
 
+from sherlock.core.permissions import is_global_admin
+
 
 def _signed_in(request):
     user = getattr(request, "user", None)
@@ -69,9 +71,8 @@ def navigation(request):
         user = _signed_in(request)
         if user is None:
             return False
-        # The People page is governance's; a global Admin holds the Admin group (no query: the
-        # permission cache), read through the auth app so this module imports no governance.
-        return user.is_superuser or user.has_perm("auth.change_user")
+        # The People page is governance's, for global Admins: the kernel's one rule.
+        return is_global_admin(user)
 
     return {
         # Where every "no judge configured" sentence links (docs/judges.md, served).

@@ -74,22 +74,41 @@ class ScopedThroughQuerySet(models.QuerySet):
         return within(self, self.scope_path, allowed)
 
 
-# Who may grant roles: whoever may change users (the global Admin role holds every permission of
-# the user model; a superuser too). Named on the pages whose emptiness a missing role explains.
-GRANTS_ROLES = "auth.change_user"
-# `with_perm` needs a backend named when several are configured: global (model) permissions
-# are the ones that make an Admin.
+# `with_perm` needs a backend named when several are configured: global (model) permissions.
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+# Who is a global Admin, decided here once for the actions, the navigation and the "ask an
+# Admin" lists: an active superuser, or an active member of the Admin role's group (the group
+# governance's roles keep, `governance.choices.Role.ADMIN`). A permission held outside that
+# group (`auth.change_user` given by hand in the admin) makes no Admin.
+ADMIN_GROUP = "Admin"
 ADMINS_NAMED = 5
 
 
-def who_grants_roles():
-    """The usernames (at most `ADMINS_NAMED`, active, sorted) of those who may grant roles, for
-    an empty page that says why it is empty (issue 24): one query."""
+def is_global_admin(user):
+    """Whether `user` is a global Admin (see `ADMIN_GROUP`): roles, people and publishing
+    policies are managed by global Admins only. One query (none for a superuser)."""
+    if user is None or not getattr(user, "is_active", False):
+        return False
+    return user.is_superuser or user.groups.filter(name=ADMIN_GROUP).exists()
+
+
+def global_admins():
+    """Every active global Admin, as a queryset of users."""
     from django.contrib.auth import get_user_model
 
-    users = get_user_model()._default_manager.with_perm(GRANTS_ROLES, backend=MODEL_BACKEND)
-    return list(users.order_by("username").values_list("username", flat=True)[:ADMINS_NAMED])
+    return (
+        get_user_model()
+        ._default_manager.filter(is_active=True)
+        .filter(models.Q(is_superuser=True) | models.Q(groups__name=ADMIN_GROUP))
+        .distinct()
+    )
+
+
+def who_grants_roles():
+    """The usernames (at most `ADMINS_NAMED`, sorted) of the global Admins, who grant roles, for
+    an empty page that says why it is empty: one query."""
+    users = global_admins().order_by("username").values_list("username", flat=True)
+    return list(users[:ADMINS_NAMED])
 
 
 def missing_role_text(what):
