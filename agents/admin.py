@@ -42,7 +42,7 @@ class AgentAdmin(ScopedAdminMixin, AuditedEdits, admin.ModelAdmin):
     list_select_related = ["live_version", "owner"]
     search_fields = ["slug", "name"]
     readonly_fields = ["live_version", "created_at"]
-    autocomplete_fields = ["owner"]  # a name typed and picked, not a bare id (issue 24)
+    autocomplete_fields = ["owner"]  # a name typed and picked, not a bare id
     prepopulated_fields = {"slug": ["name"]}
     inlines = [VersionInline]
 
@@ -56,7 +56,7 @@ class AgentAdmin(ScopedAdminMixin, AuditedEdits, admin.ModelAdmin):
         return request.user.has_perm("agents.add_agent")
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        # "Add version" on the agent's page, for whoever may build it (issue 24).
+        # "Add version" on the agent's page, for whoever may build it.
         context["may_add_version"] = obj is not None and user_can(request.user, "build", obj)
         return super().render_change_form(request, context, add, change, form_url, obj)
 
@@ -106,7 +106,7 @@ SETTING_FIELDS = {
 
 
 class AgentVersionFormBase(forms.ModelForm):
-    """The config edited per adapter (issue 24): each scalar setting of the chosen adapter's
+    """The config edited per adapter: each scalar setting of the chosen adapter's
     SCHEMA is a field of its own, described, with its errors on it; objects and lists (a
     python agent's kwargs, headers, tools, an api_key secret) stay in the JSON box, "Advanced
     settings", which also takes any setting as JSON. Every error of the config is shown at once
@@ -221,7 +221,7 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_select_related = ["agent", "created_by"]
     search_fields = ["agent__slug", "notes"]
     readonly_fields = ["number", "state", "config_hash", "created_by", "created_at"]
-    # Typed and picked, never listed whole (issue 24): the agents one may see, by slug or name;
+    # Typed and picked, never listed whole: the agents one may see, by slug or name;
     # the tools by name or description.
     autocomplete_fields = ["agent", "tools", "denied_tools"]
     form = AgentVersionForm

@@ -11,7 +11,7 @@ class VersionState(models.TextChoices):
     RETIRED = "retired", "retired"
 
 
-# A retired version may be published again: that is a rollback (DESIGN section 10).
+# A retired version may be published again: that is a rollback.
 VERSION_TRANSITIONS = {
     VersionState.DRAFT: {VersionState.PUBLISHED},
     VersionState.PUBLISHED: {VersionState.RETIRED},

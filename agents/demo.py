@@ -7,7 +7,7 @@ passes the default publishing policy; `style="fast"`, the second demo version, i
 terser but skips the order lookup before refunding, which the `tools_used` check catches, so
 its publication is blocked.
 
-`refund_agent` (below) is the second demo, seed 003's story: see its comment block.
+`refund_agent` (below) is the second demo, the release-inversion story: see its comment block.
 """
 
 import json
@@ -93,11 +93,12 @@ def support_bot(case, style="careful", delay_ms=5):
 _SUPPORT_COSTS = {"careful": 0.012, "fast": 0.008}
 
 
-# --- The refund desk: seed 003's release inversion, told with a real destination ---------------
+# --- The refund desk: the release inversion, told with a real destination --------------------
+# (a faster, cheaper-looking version that loses on verified outcomes)
 #
 # `refund_agent` is a tool-using agent whose tools write to a small ledger (a JSON Lines file,
 # the demo's "destination"), and the outcome and effect verifiers below read that ledger back:
-# the transcript is never taken as evidence. Two styles tell the story of seed 003:
+# the transcript is never taken as evidence. Two styles tell the release-inversion story:
 #
 # - `stable` looks the order up, writes, reads the receipt back, and stops at an approval wait
 #   (owner, decision requested, deadline, resumable) when a credit exceeds its autonomous limit;

@@ -4,7 +4,7 @@ Adapters produce transcripts, so the reading of ``transcript["tool_calls"]`` liv
 The checks (``tools_used``, ``trajectory``), evidence collection (each effectful call's
 verifier) and the OpenTelemetry export all read calls through ``tool_calls``: a call a check
 scores is the call whose effect is verified and the span that is exported. Before one reader,
-a Vertex-shaped call was scored but its effect never verified (issue 10).
+a Vertex-shaped call was scored but its effect never verified.
 
 One call may come in any of these shapes:
 

@@ -1,4 +1,4 @@
-"""API under load: list and detail endpoints of runs, trials and audit at a fixed rate (issue 16).
+"""API under load: list and detail endpoints of runs, trials and audit at a fixed rate.
 
 Seeds its own PostgreSQL database (`sherlock_bench_api`, created and dropped here) directly:
 R runs of one agent (the first T of them with their trials, N cases x k repetitions each, two

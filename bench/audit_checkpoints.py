@@ -1,4 +1,4 @@
-"""What audit checkpoints cost (issue 15, point 5), on a fresh SQLite database (a temp file,
+"""What audit checkpoints cost, on a fresh SQLite database (a temp file,
 migrated):
 
 - ``write``: `write_checkpoint` with the head moved since the last one (the head read, the file

@@ -1,4 +1,4 @@
-"""A client run end to end (issue 25, point 8): N cases x k repetitions of a team's task that
+"""A client run end to end: N cases x k repetitions of a team's task that
 takes L seconds, C in flight, through `sherlock_client` over HTTP to a local Sherlock (gunicorn,
 two qcluster workers, PostgreSQL), scored by m model checks against the loopback judge.
 

@@ -1,4 +1,4 @@
-"""The server's side of a client run (issue 25, docs/client.md): uploads and scoring, alone.
+"""The server's side of a client run (docs/client.md): uploads and scoring, alone.
 
 On a fresh SQLite database (a temp file, migrated), a `client` run of N cases x k repetitions
 with m heuristic checks: the work list read in pages of 500, the N x k transcripts uploaded

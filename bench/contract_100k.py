@@ -1,5 +1,4 @@
-"""A run of 100,000 trials: its case results, contract and gate decision, and its pages (issue 16,
-point 5).
+"""A run of 100,000 trials: its case results, contract and gate decision, and its pages.
 
 Targets on this 2-core machine, PostgreSQL: finishing a run of 100,000 trials (10,000 cases x
 10 repetitions, four checks each: 400,000 check results, 300,000 cost lines) takes under 2 s,

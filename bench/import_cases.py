@@ -1,4 +1,4 @@
-"""Case import speed (issue 11, point 2): 10,000 cases under 10 s on SQLite, end to end.
+"""Case import speed: 10,000 cases under 10 s on SQLite, end to end.
 
 Builds a Sherlock case JSONL file of N cases (input, expected output, two contexts, an expected
 tool, tags, and a per-check override on every tenth), then on a fresh SQLite database (a temp

@@ -1,4 +1,4 @@
-"""Judge economy: what the four RAG checks cost per case (issue 3, point 8).
+"""Judge economy: what the four RAG checks cost per case.
 
 Runs faithfulness, answer_relevance, context_precision and context_recall on 20 RAG cases
 against the loopback OpenAI-compatible server (tests/support/llm_server.py), through the real judge
@@ -8,7 +8,7 @@ per call (CPU time of the scoring thread, which includes building prompts, the S
 parsing and validating the answer, the cache look-up, and storing the JudgeCall rows the way
 the run engine does, in one batch per trial) and the wall time.
 
-Reference, measured on this kind of machine with the same kind of fake server (issue 3):
+Reference, measured on this kind of machine with the same kind of fake server:
 RAGAS 0.4.3 spends 7 calls + 2 embedding calls and 6,942 prompt tokens per case (its newer API:
 9 calls, 10,506 tokens); DeepEval 4.3.1 11 calls and 6,009 prompt tokens with reasons, about
 25 ms of client CPU per call. The last line is machine-readable:

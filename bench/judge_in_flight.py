@@ -1,10 +1,11 @@
-"""Judge questions in flight: CPU per question, blocking threads against the event loop (issue 16).
+"""Judge questions in flight: CPU per question, blocking threads against the event loop.
 
 Asks N distinct questions, C in flight at a time, through the real judge client (official
 OpenAI SDK, cache on, recording to memory) against the loopback OpenAI-compatible server
 (tests/support/llm_server.py) with a fixed latency L, run in a subprocess so that its CPU is
 not counted. `--mode threads` asks with `JudgeClient.ask` from a pool of C threads (how the run
-engine judged before issue 16); `--mode loop` awaits `JudgeClient.aask` as C coroutines on one
+engine judged before its async rework); `--mode loop` awaits `JudgeClient.aask` as C coroutines
+on one
 event loop (how a shard judges now), through the loop's `AsyncOpenAI` over aiohttp
 (`evaluations/judge/sdk.py`); `--http httpx` swaps in the SDK's default httpx transport for
 that client, to compare. Prints this process's CPU per question (user + system, all threads)

@@ -1,5 +1,5 @@
 """Lag from a production trace's completion to its online scores, at 50 traces a second with
-deterministic checks (issue 26, point 8; target: p95 < 10 s on this machine).
+deterministic checks (target: p95 < 10 s on this machine).
 
 The path is the real one after the completion step: this process creates complete traces at
 `--rate` a second for `--seconds` (in batches every `--tick` seconds, each batch's scoring

@@ -1,6 +1,5 @@
 """OTLP ingest under load: several exporter processes send traces of 5 spans to gunicorn over
-loopback for D seconds; accepted spans per second, latency per export call, and 0 lost (issue 26,
-point 8).
+loopback for D seconds; accepted spans per second, latency per export call, and 0 lost.
 
 Seeds its own database (PostgreSQL `sherlock_bench_otlp`, created and dropped here; `--sqlite`
 uses a fresh SQLite file instead): one agent with a version, a Builder and an API key. Starts

@@ -1,7 +1,7 @@
 """A gunicorn configuration for `bench/otlp_ingest.py --orm-inserts`: each worker writes an export
 call's spans with the ORM's `bulk_create` instead of `production.ingest.insert_rows` (COPY on
 PostgreSQL, one `executemany` on SQLite), so that one bench session measures what that fast path
-pays (STYLE.md item 17: a fast path over a library is kept only when the bench shows it pays).
+pays (a fast path over a library is kept only when the bench shows it pays).
 Used by the bench only; `gunicorn -c python:bench.otlp_orm_inserts`."""
 
 

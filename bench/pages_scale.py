@@ -1,5 +1,5 @@
 """Every admin page and every Sherlock page at scale: a dataset version of 10,000 cases and a run
-of 100,000 trials (issue 24, point 7).
+of 100,000 trials.
 
 Target on this 2-core machine: every page answers in under 300 ms of server time (through
 Django's test client, signed in as the demo's Admin), and no page's number of queries grows

@@ -1,4 +1,4 @@
-"""Run throughput: N cases x k repetitions x m model checks through the real path (issue 4).
+"""Run throughput: N cases x k repetitions x m model checks through the real path.
 
 StartRun in this process plans the run and enqueues its shards; two `qcluster` processes (one
 worker process each, `SHERLOCK_RUN_CONCURRENCY` = C / 2 calls in flight each) execute them against
@@ -18,7 +18,7 @@ Peak memory: the largest peak RSS (VmHWM) among the worker processes. Database c
 worker: the most a worker cluster held at once (pg_stat_activity sampled twice a second, its
 client ports matched to the cluster's sockets). Worker CPU: user + system time of the clusters.
 
-Targets on a 2-core machine (issue 16): ratio <= 1.25 at N=500, k=3, m=4, L=200 ms, C=32, and
+Targets on a 2-core machine: ratio <= 1.25 at N=500, k=3, m=4, L=200 ms, C=32, and
 within 10 % of that at N=2000; ratio <= 1.25 at L=1000 ms, C=256 with at most 12 database
 connections per worker; peak memory flat in N. Uses its own database (`sherlock_bench`,
 created and dropped here) on the local PostgreSQL, and Redis database 14 (`--redis` names

@@ -1,10 +1,10 @@
-"""Calibration of model checks against human labels (DESIGN section 8, issue 3 and 13).
+"""Calibration of model checks against human labels.
 
 Editors label check results by hand (`HumanLabel`: pass/fail, or a score read as pass when it
 meets the check's threshold). For each check we compare the judge's pass/fail with the humans'
 and report Cohen's kappa, its 95 % interval and the confusion counts.
 
-The rule (issue 13): a check marked `requires_calibration` counts as blocking only while it has
+The rule: a check marked `requires_calibration` counts as blocking only while it has
 at least `min_labels` labels under its current judging configuration and the LOWER bound of
 kappa's 95 % interval is >= `kappa_floor`; until then scoring treats it as informative and the
 result says why (evaluations.engine.shards loads `calibration_gate` once per shard). Each label

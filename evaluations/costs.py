@@ -399,7 +399,7 @@ def _calls(n):
 
 
 def format_usd(amount, missing_calls=0, *, item=False):
-    """Money as every page, the admin and the commands show it (issue 12): "$0.0123", "$1.89",
+    """Money as every page, the admin and the commands show it: "$0.0123", "$1.89",
     thousands grouped ("$13,967.09"; the rule is `sherlock.core.money`'s); with
     calls whose price is missing, "price missing (3 calls)" when nothing is priced, or
     "$0.0123 + price missing (3 calls)"; an amount of None is "price missing". Never $0.0000
@@ -471,7 +471,7 @@ def coverage_warning(estimate, coverage_required=True):
     """The warning an estimate needs when some of its calls have no price, or None.
 
     A trial's cost is covered only when it is billed and each of its judge calls has a price
-    (`trial_cost`); the contract's coverage gate fails on any trial without (DESIGN section 6,
+    (`trial_cost`); the contract's coverage gate fails on any trial without (docs/contract.md,
     "coverage: N trial(s) with missing cost"). So a judge model without a price fails the gate
     for sure; an agent with neither a price nor a cost history fails it unless it reports its
     billed cost. ``coverage_required`` is the applied thresholds' (a policy may waive the

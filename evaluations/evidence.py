@@ -1,4 +1,4 @@
-"""Outcome and tool-effect evidence of one trial, read at the destination (seed 003).
+"""Outcome and tool-effect evidence of one trial, read at the destination.
 
 Seed 003: "the transcript may say a flight was booked; the outcome is whether the booking
 exists in the database". So the engine never infers an outcome from what the agent said. Right
@@ -19,7 +19,7 @@ The verifiers themselves (their language, the operator's allowlists, the python/
 runners and the predicates) are the tools' part, in ``agents.verifiers``: this module decides
 which ones run for a trial, with what context, and what the trial records. A verifier that
 cannot decide gives ``unavailable`` (outcomes) or ``unknown`` (effects) with the reason as
-evidence, never ``failed`` and never ``verified`` (seed 003).
+evidence, never ``failed`` and never ``verified``.
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def read_progress(transcript: Mapping) -> dict[str, int]:
 
 def read_wait(transcript: Mapping) -> dict | None:
     """The transcript's ``wait`` (owner, decision requested, decision, deadline, resumable), or
-    None. Whether it is owned is judged by ``wait_is_owned`` (seed 003), not here."""
+    None. Whether it is owned is judged by ``wait_is_owned``, not here."""
     wait = transcript.get("wait")
     if not isinstance(wait, Mapping):
         return None

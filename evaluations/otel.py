@@ -1,4 +1,4 @@
-"""A run as OpenTelemetry traces: one OTLP/JSON ``ExportTraceServiceRequest`` (seed 003).
+"""A run as OpenTelemetry traces: one OTLP/JSON ``ExportTraceServiceRequest``.
 
 Seed 003 keeps operational telemetry in the ledger ("token usage, operation duration, tool call
 count ... explain workload and efficiency; they do not claim that a record exists"), so the

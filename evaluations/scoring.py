@@ -1,4 +1,4 @@
-"""The scoring rules of seeds 000-002 (DESIGN section 5), as pure functions.
+"""The scoring rules (docs/checks.md), as pure functions.
 
 - A check with a threshold passes when score >= threshold; without one it is `scored`: shown,
   never pretending to have passed.

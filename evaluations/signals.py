@@ -12,5 +12,5 @@ run_finished = Signal()
 # `schedule_failed(sender=RunSchedule, schedule_id=int, error=str)` is sent on commit when a
 # schedule fires but cannot start its run (no live agent version, no frozen dataset version,
 # the creator lost the right to schedule, StartRun refused). `evaluations.tasks.run_schedule`
-# sends it; governance (webhooks, issue 13 point 6) may listen.
+# sends it; governance (webhooks) may listen.
 schedule_failed = Signal()

@@ -2,7 +2,7 @@
 
 django-q2 hands a task to another worker when it has not been acknowledged within `retry`
 seconds; if `retry` is not longer than `timeout`, a shard that is still running legitimately is
-started a second time (DESIGN section 10, pitfalls). Every management command (runserver,
+started a second time (pitfalls). Every management command (runserver,
 qcluster, migrate) runs these checks first and stops on an error.
 """
 

@@ -1,4 +1,4 @@
-"""Who may be the second Admin that approves a bypass (DESIGN 10.4). What makes a bypass void,
+"""Who may be the second Admin that approves a bypass. What makes a bypass void,
 shared by approving and using one, is `governance.next_step.void_reason`."""
 
 from datetime import timedelta
@@ -104,7 +104,7 @@ APPROVERS_NAMED = 5
 def who_may_approve(bypass, agent, policy, *, now=None):
     """The usernames (at most `APPROVERS_NAMED`) of the Admins who may approve `bypass` now:
     global Admins (and superusers) other than its requester for whom `approver_conflict` finds
-    nothing, for the publish page's "waits for" (issue 24). One query for the candidates, one
+    nothing, for the publish page's "waits for". One query for the candidates, one
     audit look-up each."""
     from django.contrib.auth import get_user_model
 

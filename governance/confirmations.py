@@ -45,7 +45,7 @@ def clearance_text(action):
 
 def clearance_sentence(action):
     """`clearance_text` as the sentence that opens a confirmation: "The gate passed: request
-    #3." (not "It gate passed, request #3.", issue 24), "It uses bypass #2 approved by ...",
+    #3." (not "It gate passed, request #3."), "It uses bypass #2 approved by ...",
     "Request #3 was blocked at budget; the policy is advisory ..."."""
     if action.route == PASSED:
         return f"The gate passed: request #{action.request.pk}."

@@ -93,7 +93,7 @@ def policy_applied_by_id(policy_id):
 def in_force_thresholds(agents):
     """`{agent pk: AppliedThresholds}` of the policy that would govern publishing each of
     `agents` now (`PublishingPolicy.objects.in_force_for_agents`, in one query); an agent no
-    policy governs is left out (seed 003's defaults apply to it).
+    policy governs is left out (the default thresholds apply to it).
 
     This is the provider of `evaluations.contract.applied` (registered in
     `GovernanceConfig.ready`), the one documented hook through which the pages and commands of

@@ -19,8 +19,8 @@ it once, as a `NextStep`:
 level allows (`blocked_allows`), the publish page tells it (`what_it_waits_for`) and `manage.py
 gate` exits by it; the API reaches it through those actions.
 
-`void_reason` is what makes a given bypass void (shared by approving and using one, DESIGN
-10.4); who may be the second Admin approving one is `governance.bypass_rules`.
+`void_reason` is what makes a given bypass void (shared by approving and using one); who may be
+the second Admin approving one is `governance.bypass_rules`.
 """
 
 from dataclasses import dataclass

@@ -3,7 +3,7 @@ finish, the audit of logins
 and of every change to rights, whichever path made it, and the message of a sign-out.
 
 Connected in `GovernanceConfig.ready()`. The `run_finished` receiver is the one message that
-travels up the dependency line (DESIGN section 3). The auth receivers close the gaps NetBox and
+travels up the dependency line. The auth receivers close the gaps NetBox and
 Wagtail users reported (netbox#11486, #17882; wagtail#14178): logins, failed logins and logouts,
 group memberships, model and object permissions, and the superuser/staff/active flags are
 audited even when they change outside `GrantRole`/`RevokeRole` (a shell, `createsuperuser`, a

@@ -1,4 +1,4 @@
-"""The four roles of DESIGN section 2 as Django groups, and the model permissions each holds.
+"""The four roles (docs/governance.md) as Django groups, and the model permissions each holds.
 
 A role is granted as a record (`governance.models.RoleGrant`: user, role, scope, who, when,
 why), and the rights are derived from the records (`materialize`): a role granted globally is
@@ -146,7 +146,7 @@ def materialize(user, obj=None):
     dataset it is the union of the `OBJECT_PERMS` verbs of the roles granted there, among the
     verbs roles carry on that kind of object (a permission no role carries is not ours to
     touch). Run inside `role_action()` by the role actions, after they wrote the grant, so a
-    revocation keeps what the other grants still give and nothing more (issue 22 point 2).
+    revocation keeps what the other grants still give and nothing more.
     Rights held there without a grant (a role group joined from a shell, a verb assigned by
     hand) are removed too; the catch-all receivers are quiet inside `role_action()`, so the
     callers name them in their entry (`also_removed`, `also_added`).

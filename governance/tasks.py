@@ -1,4 +1,4 @@
-"""django-q2 tasks of governance: thin and idempotent (STYLE.md item 5)."""
+"""django-q2 tasks of governance: thin and idempotent."""
 
 from django.utils import timezone
 

@@ -1,4 +1,4 @@
-"""Webhooks (issue 13 point 6): `notify(event, payload)` queues one signed POST per active
+"""Webhooks: `notify(event, payload)` queues one signed POST per active
 endpoint subscribed to `event`, after the current transaction commits; `deliver` is the
 django-q2 task that makes one attempt, logs it, and leaves a retry to django-q2's scheduler.
 

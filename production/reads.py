@@ -1,5 +1,5 @@
 """Read-only questions the trace pages (and later the API) share: which traces a user sees,
-filtered, and one trace's spans as a tree (STYLE.md item 19)."""
+filtered, and one trace's spans as a tree."""
 
 from django.db.models import Count, Q
 

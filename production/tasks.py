@@ -1,4 +1,4 @@
-"""django-q2 tasks: thin, idempotent, and taking ids only (STYLE.md item 5)."""
+"""django-q2 tasks: thin, idempotent, and taking ids only."""
 
 from production import completion, retention
 from production.online import scoring

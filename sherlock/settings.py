@@ -1,4 +1,4 @@
-"""Sherlock's settings: one module, driven by environment variables (DESIGN section 12).
+"""Sherlock's settings: one module, driven by environment variables.
 
 Every variable is read through a small helper that fails loudly (ImproperlyConfigured) on a
 value it cannot parse, so a typo in a deployment stops the process at start-up instead of

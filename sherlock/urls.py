@@ -21,7 +21,7 @@ from governance.views import sign_in as sign_in_views
 from sherlock.core import pickers
 
 # The admin's header, its pages' <title>s and its index say Sherlock, not "Django
-# administration" (issue 24).
+# administration".
 admin.site.site_header = "Sherlock"
 admin.site.site_title = "Sherlock admin"
 admin.site.index_title = "Sherlock administration"

@@ -1,5 +1,5 @@
 """Bad input to every endpoint family answers a 4xx in the one error shape, writes nothing and
-echoes no more than an excerpt (issue 15): deeply nested JSON, an oversized body, an
+echoes no more than an excerpt: deeply nested JSON, an oversized body, an
 oversized text field, wrong types, unknown fields and a 100,000-character slug in a URL.
 
 The operations come from the served schema, so every endpoint that reads a body is tried,

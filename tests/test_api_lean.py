@@ -1,4 +1,4 @@
-"""The lean read path of the API (issue 16) answers what DRF's own does, byte for byte: the
+"""The lean read path of the API answers what DRF's own does, byte for byte: the
 serializers' `LeanRepresentation` (fields built once per class, attributes read by path, values
 that represent as themselves not converted) against DRF's `to_representation` and `get_fields`,
 on runs, trials and audit entries with nulls, decimals and date-times; and on a serializer made

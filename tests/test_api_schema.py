@@ -1,9 +1,9 @@
-"""Schemathesis against the served schema (issue 15): every operation of `/api/schema/`, with
+"""Schemathesis against the served schema: every operation of `/api/schema/`, with
 generated valid and invalid input and every integer parameter just beyond 64 bits, as a role that
 may use it (a global Admin) and as one that may not (an outsider), answers no server error,
 nothing the schema does not describe and no status it does not list; and so do workflows of
 calls chained through the links schemathesis infers from the schema (an object listed or created,
-then read or changed through the id the answer gave; issue 22), as the Admin, who may make the
+then read or changed through the id the answer gave), as the Admin, who may make the
 objects the links follow."""
 
 import os

@@ -1,4 +1,4 @@
-"""No input reaches a 500 (issue 22): a NUL character anywhere in a request (path, query string,
+"""No input reaches a 500: a NUL character anywhere in a request (path, query string,
 form or JSON body) is refused with 400, in the API's error shape under /api/ and as the site's
 400 page elsewhere; an integer beyond a 64-bit signed one is 400 (a filter) or 404 (an id); a
 date that is not one is 400 on the audit page as in the API. Each was a 500 on SQLite, on

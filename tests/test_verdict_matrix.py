@@ -1,4 +1,4 @@
-"""One verdict per run and policy, through every surface (issue 24, point 3).
+"""One verdict per run and policy, through every surface.
 
 A matrix of policies (no budget, a budget, floors off, verified outcomes required, coverage
 not required) and runs (with outcome verifiers, a question-answering dataset without them, a
@@ -102,7 +102,7 @@ EXPECTED = {
     # checks-scored gate names the trial (its case has no verdict: unscored, outside the case
     # pass rate, which is why that gate exists). The missing cost
     # is the missing evidence of the error itself, not a failure: incomplete, exit 2, under
-    # every policy (seed 003: unavailable is never turned into a failure).
+    # every policy (unavailable is never turned into a failure).
     "errored trial": {
         "no budget": ("incomplete", 2, "coverage"),
         "a budget": ("incomplete", 2, "coverage"),

@@ -1,4 +1,4 @@
-"""Words a user understands (issue 24): money with thousands separators from the one
+"""Words a user understands: money with thousands separators from the one
 formatter, every figure of the contract with its unit on the pages, refusals logged as one
 line, the admin's titles and a favicon that say Sherlock."""
 

@@ -137,7 +137,7 @@ def _describe(error):
 
 
 # The bounds a form says in words ("must be more than 0"), not jsonschema's "0.0 is less than or
-# equal to the minimum of 0" (issue 24).
+# equal to the minimum of 0".
 PLAIN_BOUNDS = {
     "exclusiveMinimum": "more than",
     "minimum": "at least",

@@ -8,7 +8,7 @@ transcript records each call with its arguments and result.
 A version's `denied_tools` (its tool policy refuses these high-impact tools) are offered to the
 model like the others, so that a model that reaches for one is seen doing so, but the adapter
 never executes them: the model gets a refusal as the tool result, and the call is recorded
-with `"denied": true` (seed 003: an intentionally denied call is proof a boundary worked).
+with `"denied": true` (an intentionally denied call is proof a boundary worked).
 
 Each answer's `finish_reason` is recorded (`finish_reasons`, one per turn; `finish_reason`, the
 last), and `warnings` lists what a person should know before trusting the transcript: an answer

@@ -62,7 +62,7 @@ class Agent(models.Model):
 
 class Tool(models.Model):
     """A tool an agent may call. Effectful tools write somewhere; their effect is checked at the
-    destination by `verifier` (seed 003: the transcript is not evidence of the effect), written
+    destination by `verifier` (the transcript is not evidence of the effect), written
     in the language of `agents.verifiers.spec` and run by `agents.verifiers.runners`.
     High-impact tools may be denied by a version's tool policy."""
 

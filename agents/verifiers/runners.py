@@ -5,7 +5,7 @@
 verifier that raises, times out, is refused (HTTP 401/403, a database permission error, a
 statement that is not read-only) or is misconfigured gives no verdict (``unavailable`` for an
 outcome, ``unknown`` for an effect) with the reason as evidence: "no verdict was possible" is
-a coverage fact, never ``failed`` and never ``verified`` (seed 003: "do not turn unavailable
+a coverage fact, never ``failed`` and never ``verified`` ("do not turn unavailable
 into zero or into success").
 
 The ``observed`` value kept from an HTTP or SQL verifier is cut to ``MAX_OBSERVED_CHARS`` of
@@ -64,7 +64,7 @@ def run_verifier(spec: Any, context: Mapping, target: str = OUTCOME) -> tuple[st
     except (VerifierUnavailable, InvalidVerifier) as exc:
         state = NO_VERDICT[target]
         evidence["reason"] = str(exc)
-    except Exception as exc:  # noqa: BLE001 -- a raising verifier gives no verdict (seed 003)
+    except Exception as exc:  # noqa: BLE001 -- a raising verifier gives no verdict
         state = NO_VERDICT[target]
         evidence["reason"] = f"the verifier raised {type(exc).__name__}: {exc}"
     evidence["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)

@@ -61,7 +61,7 @@ DEFAULT_TIMEOUT_S = 10.0
 
 # What a verifier concludes about its target. Outcome verdicts and effect states share
 # "verified"/"failed"; "no verdict possible" is `unavailable` for an outcome and `unknown` for
-# an effect (DESIGN section 1). The Trial columns' choices (evaluations.choices.OutcomeVerdict
+# an effect. The Trial columns' choices (evaluations.choices.OutcomeVerdict
 # and EffectState) hold the same values; a python verifier may answer with any of them.
 OUTCOME = "outcome"
 EFFECT = "effect"

@@ -42,7 +42,7 @@ def refuse_unknown(fields):
 
 def validate_check(check):
     """Run the model's validation (params against the kind's schema, label uniqueness,
-    threshold in [0, 1]) and refuse with every error at once (issue 24), an ActionInvalid
+    threshold in [0, 1]) and refuse with every error at once, an ActionInvalid
     naming its field each. Params are bounded first (`limits.PARAMS_MAX_BYTES`): the kind's
     schema is checked by recursive code."""
     check_document("params", check.params, PARAMS_MAX_BYTES)

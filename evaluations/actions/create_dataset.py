@@ -25,7 +25,7 @@ def create_owned_dataset(owner, *, actor, slug, name, description=""):
     dataset = Dataset(owner=owner, **fields)
     try:
         dataset.full_clean()
-    except ValidationError as exc:  # every field's error at once (issue 24)
+    except ValidationError as exc:  # every field's error at once
         raise_invalid(
             ActionInvalid(f"{field}: {messages[0]}", field=field)
             for field, messages in exc.message_dict.items()

@@ -31,7 +31,7 @@ class CreateSchedule(Action):
     def check(self):
         check_may_schedule(self.acting_user, self.schedule.agent, self.schedule.dataset)
         validate(self.schedule)
-        # A month above SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD needs `confirm_cost` (issue 24).
+        # A month above SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD needs `confirm_cost`.
         self.confirmed = check_cost_confirmed(self.schedule, self.confirm_cost)
 
     def perform(self):

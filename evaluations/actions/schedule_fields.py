@@ -65,7 +65,7 @@ def check_may_schedule(user, agent, dataset):
 def schedule_errors(schedule):
     """Every reason `schedule` could never fire or would fire a run StartRun refuses, each an
     ActionInvalid naming its field, in the form's order: a form shows them all at once, not one
-    per submit (issue 24)."""
+    per submit."""
     errors = []
     cron, minutes = (schedule.cron or "").strip(), schedule.interval_minutes
     if bool(cron) == (minutes is not None):

@@ -48,7 +48,7 @@ class UpdateSchedule(Action):
             setattr(schedule, name, value)
         validate(schedule)
         # A change of what runs or how often, to a month above the limit, is confirmed
-        # (issue 24); pausing or a change that costs nothing more never needs it.
+        # ; pausing or a change that costs nothing more never needs it.
         confirmed = {}
         if self.changes and schedule.active:
             confirmed = check_cost_confirmed(schedule, self.confirm_cost)

@@ -57,7 +57,7 @@ class Refused(Exception):
 
 
 class RefusalsMixin(AuditsHiddenObjects):
-    """A refusal of an action is a message on the form, never a bare 403 (issue 11).
+    """A refusal of an action is a message on the form, never a bare 403.
 
     Django's admin validates the form, then calls `save_model` inside its transaction, where a
     form can no longer be given errors. So `save_model` raises `Refused`, which rolls the
@@ -201,7 +201,7 @@ class DatasetScopedMixin(RefusalsMixin):
 
     def _back_to_version(self, obj):
         # "Save" on a case or a check returns to the draft it belongs to, where the person was
-        # working, not to the list of every case of every dataset (issue 24). "Save and
+        # working, not to the list of every case of every dataset. "Save and
         # continue" and "Save and add another" keep Django's own answers.
         return redirect(
             reverse("admin:evaluations_datasetversion_change", args=[obj.dataset_version_id])

@@ -1,4 +1,4 @@
-"""Admin pages for a dataset's cases as files and for comparing its versions (issue 11):
+"""Admin pages for a dataset's cases as files and for comparing its versions:
 
 - the dataset's page lists its versions (links, state, counts, downloads) and links to
 - the import page (`<id>/import/`): upload a file or paste it, choose the format or let it be

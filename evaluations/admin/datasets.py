@@ -313,7 +313,7 @@ class CaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["dataset"]
     show_full_result_count = False  # one count of a dataset's 10,000 cases, not two
     search_fields = ["key"]
-    # The dataset typed and picked, never a sidebar of every dataset (issue 24).
+    # The dataset typed and picked, never a sidebar of every dataset.
     list_filter = [("dataset", PickerFilter.of("dataset"))]
 
     @property

@@ -529,7 +529,7 @@ class CheckForm(forms.ModelForm):
         """With a field wrong the form is not saved, so the check verbs never see the others:
         their validation (`validate_check`: params against the kind's schema, the label's
         uniqueness) is asked here of what the form could read, nothing written, and each of
-        its errors on a field that has none yet is shown beside the fields' own (issue 24).
+        its errors on a field that has none yet is shown beside the fields' own.
         A valid form is checked by the verb itself when it saves."""
         instance = self.instance
         fields = {n: cleaned[n] for n in CHECK_FIELDS if n in cleaned and n != "params"}

@@ -1,5 +1,5 @@
 """The admin's "Freeze" of a draft dataset version: a confirmation page, not an instant bulk
-action (issue 24).
+action.
 
 Freezing cannot be undone: the version's cases, checks and case overrides become read-only,
 runs may pin it, and a later change needs a new draft. So the page says what becomes

@@ -129,7 +129,7 @@ class CheckPreviewView(APIView):
     def post(self, request):
         if not may_preview(request.user):
             # No action runs a preview, so the view records its refusal as an action's would
-            # be (`<app>.<noun>.refused`): every refusal is audited (issue 22).
+            # be (`<app>.<noun>.refused`): every refusal is audited.
             denied = ActionDenied("You may not preview checks (no dataset role).")
             audit(
                 "evaluations.check.refused",

@@ -1,12 +1,12 @@
-"""`GET /api/v1/runs/compare/?a=RUN&b=RUN`: two runs side by side (seed 003's contract table).
+"""`GET /api/v1/runs/compare/?a=RUN&b=RUN`: two runs side by side.
 
 `a` is the baseline, `b` the candidate. The answer holds
 
-- ``table``: the five measures of both runs, one row each, in the cells of DESIGN section 6, and
+- ``table``: the five measures of both runs, one row each, in the contract table's cells, and
   ``a``/``b``: each run's measures in full (``ContractResult.as_dict``) and the thresholds its
   gates used (``thresholds``: ``AppliedThresholds.as_dict``): those of the publishing policy in
   force for the run's agent, as the publish gate, the run page and the compare page apply them,
-  else seed 003's defaults (``evaluations.contract.applied``, one query for both runs). The
+  else the default thresholds (``evaluations.contract.applied``, one query for both runs). The
   top-level ``thresholds`` says which in words, per side when the two differ;
 - ``cases``: per-case changes from the case results: ``regressed`` (passed in a, fails in b),
   ``improved``, ``newly_unscored`` (a verdict in a, none in b), ``newly_scored``,
@@ -57,9 +57,10 @@ class PolicyBriefSerializer(serializers.Serializer):
 
 class AppliedThresholdsSerializer(serializers.Serializer):
     source = serializers.CharField(
-        help_text="'thresholds of policy «name» vN', or seed 003's defaults when no policy applies"
+        help_text="'thresholds of policy «name» vN', or the default thresholds when no policy "
+        "applies"
     )
-    policy = PolicyBriefSerializer(allow_null=True, help_text="null: seed 003's defaults")
+    policy = PolicyBriefSerializer(allow_null=True, help_text="null: the default thresholds")
     values = serializers.DictField(
         help_text="The contract thresholds (the policy's fields; decimals as strings)"
     )
@@ -95,7 +96,7 @@ class ComparisonSerializer(serializers.Serializer):
     b = SideSerializer()
     table = serializers.ListField(
         child=serializers.DictField(child=serializers.CharField()),
-        help_text="One row per run, the cells of DESIGN section 6.",
+        help_text="One row per run, the contract table's cells.",
     )
     markdown = serializers.CharField(help_text="The same table as markdown.")
     thresholds = serializers.CharField(

@@ -1,7 +1,7 @@
 """Sherlock's check (evaluator) kinds: a pure-Python scoring library with one entry point.
 
 Each kind scores one trial of one case and returns a `CheckVerdict`; the run engine applies
-thresholds, modes and repetitions to it (DESIGN.md §5). The library imports neither Django nor
+thresholds, modes and repetitions to it. The library imports neither Django nor
 the judge client, so models, the engine, the API and the judge package can all depend on it.
 Formats of the case and transcript a check reads are in docs/checks.md.
 
@@ -37,7 +37,7 @@ from .base import (
 )
 from .rubrics import RUBRICS, Rubric
 
-# List kinds in the order of DESIGN.md §7 (cheap and certain first), whatever the import order.
+# List kinds cheap and certain first, whatever the import order.
 _ordered = sorted(REGISTRY.items(), key=lambda item: GROUPS.index(item[1].group))
 REGISTRY.clear()
 REGISTRY.update(_ordered)
@@ -152,7 +152,7 @@ def evaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge
     """Score one trial. Never raises: bad params or a bug in a kind become an `error` verdict.
 
     A trial has many checks; one broken check must not lose the others, and an `error` never
-    counts as a pass (DESIGN.md §10, fail closed), so turning exceptions into verdicts is safe.
+    counts as a pass (fail closed), so turning exceptions into verdicts is safe.
     A model kind asks through the judge's blocking `ask`.
     """
     cls, normalized = _kind_and_params(kind, params)

@@ -1,4 +1,4 @@
-"""Behavioural checks: cheap, certain, no model (seeds 000-002, "start here").
+"""Behavioural checks: cheap, certain, no model ("start here").
 
 They read only the transcript's shape, timing and tool calls (through
 `agents.transcripts.tool_calls`, the reader evidence collection and the export share), so they
@@ -77,7 +77,7 @@ def recorded_calls(transcript: dict, params: dict) -> list[ToolCall] | None:
     A missing `tool_calls` key is not "no calls": a guardrail must not pass on a transcript that
     could not have shown the forbidden call. Adapters write `[]` when the agent called nothing.
     Denied calls count by default: the agent attempted them, and the policy stopping it is not
-    the agent's merit (seed 003 keeps intentional denials separate for the same reason).
+    the agent's merit (the contract keeps intentional denials separate for the same reason).
     """
     calls = tool_calls(transcript)
     if calls is not None and not params.get("count_denied", True):

@@ -11,7 +11,7 @@ RAG checks share one claim extraction and see each context list once per call.
 Bump `version` whenever a prompt or schema changes: the judge cache and the comparability key of
 a run include it, so old answers are not reused for a changed question.
 
-Bounded answers (issue 14): a small local model can loop inside an answer array until its
+Bounded answers: a small local model can loop inside an answer array until its
 context runs out. So each rubric says how many items each of its arrays may hold for one
 question (`max_items`, read from the question's own variables): one verdict per numbered claim
 or context, and for lists the judge writes from a text (claims, statements, points, quotes) one
@@ -291,7 +291,7 @@ CUSTOM = Rubric(
     ranges=lambda v: {"score": (int(v["low"]), int(v["high"]))},
 )
 
-# A finished run's summary (issue 13 point 5, `evaluations.actions.summarize_run`): every
+# A finished run's summary (`evaluations.actions.summarize_run`): every
 # statement cites case keys of the run, which the action checks after the answer (a statement
 # citing a key the run does not have is dropped, as custom checks drop quotes not in the output).
 RUN_SUMMARY = Rubric(

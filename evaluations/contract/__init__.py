@@ -1,4 +1,4 @@
-"""The five-metric release contract for tool-using agents (DESIGN section 6, seed 003).
+"""The five-metric release contract for tool-using agents.
 
 Seed 003 replaces "one composite score" with five measures that are kept separate and never
 averaged, each with its own numerator, denominator and evidence coverage:
@@ -16,7 +16,7 @@ false-success rate         declared completions whose outcome failed /    unveri
                            all declared completions                       (verdict unavailable)
 =========================  =============================================  ========================
 
-Reading a trial record (seed 003, "count useful progress during the active windows before the
+Reading a trial record ("count useful progress during the active windows before the
 wait, then stop the active progress clock"): ``progress.active_windows`` are the windows the
 agent was working, ``progress.excluded_wait_windows`` the windows spent inside a wait. They
 are excluded only when the wait is owned (it names an owner, the decision requested, a
@@ -25,7 +25,7 @@ all, is a stall, and its windows are added to the active windows with no evidenc
 ``stale_collector_windows`` are in neither count and are reported apart. A trial's
 ``cost.usd`` is its whole cost, agent and judge; only ``billed`` cost is covered cost.
 
-The contract's gates come in a fixed order (seed 003): coverage, false success, unknown
+The contract's gates come in a fixed order: coverage, false success, unknown
 effects, floors (useful progress and tool-effect integrity), budget, then quality (only when
 the thresholds set a quality floor). The result names the first failing gate and still
 evaluates and reports every later one, so a reviewer sees all that is wrong at once.
@@ -36,7 +36,8 @@ gates and stores the snapshot, is governance's (``governance.decision``).
 
 The computation is split in two so that the platform can feed it from the database:
 
-1. ``accumulate(trials)`` reads trial records (the import/export format of DESIGN section 6)
+1. ``accumulate(trials)`` reads trial records (the trial-record import/export format,
+   docs/contract.md)
    into one ``VariantTotals`` per variant: plain counts and exact sums, nothing derived. The
    per-trial judgements (is this wait owned? is this cost billed?) happen here, once.
 2. ``evaluate(totals, thresholds)`` turns one ``VariantTotals`` into the five measures and the
@@ -45,14 +46,14 @@ The computation is split in two so that the platform can feed it from the databa
    ``Trial``) give the same result.
 
 ``compute_contract(trials, thresholds)`` chains the two; ``render_table`` prints the table of
-DESIGN section 6; ``ContractResult.as_dict`` is the JSON shape of ``manage.py contract --json``.
+docs/contract.md; ``ContractResult.as_dict`` is the JSON shape of ``manage.py contract --json``.
 Import everything from ``evaluations.contract``; the modules follow the data, one per step:
 
 - ``inputs``: thresholds (``parse_thresholds``), trial records (``read_trial``) and trial
   files (``load_document``), checked on the way in;
 - ``totals``: ``accumulate``/``add_trial`` -> ``VariantTotals``;
 - ``measures``: ``evaluate`` -> ``ContractResult`` (measures, gates, verdict);
-- ``table``: ``format_cells``/``render_table``, the table of DESIGN section 6;
+- ``table``: ``format_cells``/``render_table``, the contract table (docs/contract.md);
 - ``db``: the same from stored runs (``run_contract``, ``runs_contract``, ``runs_totals``;
   imported from ``evaluations.contract.db``, as it reads the database);
 - ``applied``: the thresholds a run's contract is shown under outside the gate
@@ -63,7 +64,7 @@ Import everything from ``evaluations.contract``; the modules follow the data, on
 Thresholds (``parse_thresholds``) come in one of two shapes, never mixed:
 
 ==============================================  ===========================================
-publishing policy field                         trial-file "thresholds" object (seed 003)
+publishing policy field                         trial-file "thresholds" object
 ==============================================  ===========================================
 ``max_false_successes`` (int, required)          ``false_success_max_count``
 ``max_unknown_effects`` (int, required)          ``unknown_tool_effects_max_count``
@@ -77,7 +78,7 @@ publishing policy field                         trial-file "thresholds" object (
 ==============================================  ===========================================
 
 ``gate_order`` and ``rounding`` in the file format are informational: the order and the
-rounding are fixed by seed 003 and are not configurable. A threshold set to None means "this
+rounding are fixed by the contract and are not configurable. A threshold set to None means "this
 policy sets no such limit"; that is a policy choice, not missing evidence, so the limit passes
 and says so. Missing *evidence* always fails closed: a gate whose number cannot be computed
 fails (no verified outcome -> no cost per verified outcome -> the budget gate fails; a quality
@@ -85,12 +86,12 @@ floor with no graded trial fails).
 
 Numbers. Scores and money are read as ``Decimal`` (floats through ``repr``, so 0.44 is 0.44 and
 not its binary neighbour), summed exactly and rounded once, half-up, at the end: quality to
-3 decimals, money to cents (seed 003: "half-up; quality to 3 decimals, money to cents"). For
+3 decimals, money to cents ("half-up; quality to 3 decimals, money to cents"). For
 inputs given in cents and thousandths this is the same as integer cents/thousandths; for
 sub-cent token costs it avoids rounding every trial before the sum. Ratios (floors) are
 compared exactly as fractions; the budget and quality gates compare the rounded figures that
 are shown, so the gate and the table never disagree. Raw counts are always reported; a Wilson
-95 % interval is added when n >= 30 (seed 003: five trials are 0/5, not proof of a zero rate).
+95 % interval is added when n >= 30 (five trials are 0/5, not proof of a zero rate).
 """
 
 from evaluations.contract.applied import (

@@ -5,7 +5,7 @@ show a run's contract under the thresholds of the publishing policy that would g
 publishing the run's agent now (the agent's own newest policy, else the global one), so that
 no surface reads PASS where the publish gate, which applies that policy, would fail, or the
 reverse. They say which thresholds they used (``AppliedThresholds.source``): "thresholds of
-policy «name» v3", or "seed 003's defaults: no publishing policy applies" when none does.
+policy «name» v3", or "the default thresholds: no publishing policy applies" when none does.
 
 Policies live in governance, which evaluations may not import (the layers of pyproject.toml:
 governance > evaluations > agents > sherlock.core). So the policy comes through a **provider
@@ -15,8 +15,8 @@ and ``applied_thresholds(agents)`` asks it. A registered function was chosen ove
 naming a callable: the registration is a plain, import-checked call in the app that owns the
 policies, the dependency points the way the layers allow (governance names evaluations' hook),
 and a test swaps the provider with ``register_thresholds_provider`` (it returns the previous
-one, to restore). Without a provider (governance not installed) every agent gets seed 003's
-defaults, said as such.
+one, to restore). Without a provider (governance not installed) every agent gets the default
+thresholds, said as such.
 
 This hook is the one place evaluations learns of a policy, and it learns only its plain
 ``Thresholds`` with a name to show: governance turns a ``PublishingPolicy`` into thresholds
@@ -43,7 +43,7 @@ DEFAULTS_SOURCE = "the default thresholds: no publishing policy applies"
 @dataclass(frozen=True)
 class AppliedThresholds:
     """Thresholds and where they come from: a publishing policy (its id, name, version and
-    scope, ``"agent"`` for the agent's own or ``"global"``), or seed 003's defaults (no
+    scope, ``"agent"`` for the agent's own or ``"global"``), or the default thresholds (no
     policy: ``policy_id`` is None)."""
 
     thresholds: Thresholds
@@ -102,8 +102,8 @@ def thresholds_provider() -> Provider | None:
 
 
 def applied_thresholds(agents: Iterable[Any]) -> dict[int, AppliedThresholds]:
-    """``{agent pk: AppliedThresholds}`` for each of ``agents``: the provider's, else seed
-    003's defaults. One call to the provider, whatever the number of agents."""
+    """``{agent pk: AppliedThresholds}`` for each of ``agents``: the provider's, else the
+    default thresholds. One call to the provider, whatever the number of agents."""
     agents = list({agent.pk: agent for agent in agents}.values())
     found = _provider(agents) if _provider is not None and agents else {}
     return {agent.pk: found.get(agent.pk, DEFAULT_APPLIED) for agent in agents}

@@ -17,7 +17,7 @@ per-trial judgements as ``add_trial`` does for a trial file, on plain columns:
   version names no grader has no graded trial: quality is n/a (never 0), and a policy with a
   quality floor fails closed on it. Scores are summed in millionths, exactly, the same way
   ``export_run`` writes them, so the contract of a run and of its export agree;
-- cost (seed 003: "total covered run cost, agent + judge"): a trial's cost is its agent cost
+- cost ("total covered run cost, agent + judge"): a trial's cost is its agent cost
   (``Trial.cost_usd``) plus the judge spend bound to it (``CostEntry`` of kind ``scoring``).
   It is covered (``billed``) when the agent cost is billed and every one of its judge calls
   has a price; a judge call without a price makes the trial's cost ``missing``. Judge spend of
@@ -242,7 +242,7 @@ def run_variant(run) -> str:
 def run_contract(run, thresholds: Thresholds | Mapping[str, Any] | None) -> ContractResult:
     """The five measures and gates of one run (``thresholds`` as accepted by
     ``parse_thresholds``: a ``Thresholds``, a trial file's object, plain limits by
-    ``POLICY_FIELDS``, or None for seed 003's defaults), read once."""
+    ``POLICY_FIELDS``, or None for the default thresholds), read once."""
     return evaluate(run_totals(run), parse_thresholds(thresholds))
 
 
@@ -258,7 +258,7 @@ def runs_contract(runs: Iterable, thresholds: Thresholds) -> ContractResult:
 
 
 def trials_in_error(runs) -> dict[int, int]:
-    """``{run pk: its trials in error}`` (DESIGN section 10.5): from the runs' stored figures,
+    """``{run pk: its trials in error}``: from the runs' stored figures,
     and in one grouped query for the runs without; a run with none may be left out."""
     from evaluations.choices import TrialStatus
     from evaluations.models import Trial
@@ -280,7 +280,7 @@ def trials_in_error(runs) -> dict[int, int]:
 
 
 def unscored_blocking(runs) -> dict[int, int]:
-    """``{run pk: its blocking check results skipped or in error}`` (DESIGN section 10.5): from
+    """``{run pk: its blocking check results skipped or in error}``: from
     the runs' stored figures, and in one grouped query for the runs without (finished before
     figures were stored, or not finished). The checks-scored gate and the runs list's verdicts
     both count them so."""

@@ -3,7 +3,7 @@
 Malformed input raises a ``ContractInputError`` that names the place (``trials[3]``,
 ``line 4``), the trial and the field. Missing *evidence* is not malformed input: a declared
 completion without an outcome state, an effect without a destination state or a trial without
-billed cost is read as a coverage defect, which seed 003 makes the coverage gate fail on.
+billed cost is read as a coverage defect, which the contract makes the coverage gate fail on.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class Thresholds:
     priced_usage_is_recorded: bool = False
 
 
-# The thresholds declared with seed 003's worked example, used when a trial file has none. The
+# The thresholds declared with the contract's worked example, used when a trial file has none. The
 # article warns that $0.60 is not a universal budget; a file or a policy should say its own.
 DEFAULT_THRESHOLDS = Thresholds(
     max_false_successes=0,
@@ -130,7 +130,7 @@ _FILE_ONLY_KEYS = {
     # A Sherlock extension, as quality_min: the policy's requires_verified_outcomes.
     "verified_outcomes_required",
 }
-# The coverage states the file format may list; Sherlock's coverage rule is fixed (DESIGN 6),
+# The coverage states the file format may list; Sherlock's coverage rule is fixed,
 # so a file that asks for something else is refused rather than silently reinterpreted.
 _FILE_COVERAGE = {
     "declared_completion_needs_outcome_state": sorted(_OUTCOME_VERDICTS),
@@ -196,7 +196,7 @@ def _thresholds_from_file(raw: Mapping[str, Any]) -> Thresholds:
             if given != expected:
                 raise ThresholdsError(
                     f"thresholds.coverage.{key}: Sherlock's coverage rule is fixed "
-                    f'(DESIGN section 6) to {json.dumps(expected)}; set "coverage": false '
+                    f' to {json.dumps(expected)}; set "coverage": false '
                     "to turn the coverage gate off instead"
                 )
         coverage_required = True
@@ -302,12 +302,12 @@ class TrialRecord:
 
 
 def read_trial(record: Any, where: str = "trial") -> TrialRecord:
-    """Check one trial record (DESIGN section 6 format) and reduce it to a ``TrialRecord``.
+    """Check one trial record and reduce it to a ``TrialRecord``.
 
     Raises ``TrialRecordError`` naming ``where`` (e.g. "trials[3]" or "line 4"), the trial id
     and the field. Absent *states* are not errors: ``outcome: null``, a missing verdict, an
     effect without ``state`` and ``cost: null`` are recorded as coverage defects, because
-    seed 003 makes them fail the coverage gate rather than the import.
+    the contract makes them fail the coverage gate rather than the import.
     """
     if not isinstance(record, Mapping):
         raise TrialRecordError(

@@ -1,4 +1,4 @@
-"""Totals + thresholds -> the five measures and the gates in seed 003's order.
+"""Totals + thresholds -> the five measures and the gates in the contract's order.
 
 Nothing here looks at a trial: ``evaluate`` only reads a ``VariantTotals``, so totals summed
 from trial records and totals summed by the database give the same result. Nothing here knows
@@ -25,7 +25,7 @@ PASS = "pass"
 FAIL = "fail"
 NOT_APPLICABLE = "n/a"
 
-# The fixed gate order of seed 003. "quality" is only evaluated when the policy sets a floor.
+# The contract's fixed gate order. "quality" is only evaluated when the policy sets a floor.
 GATE_ORDER = ("coverage", "false_success", "unknown_effects", "floors", "budget", "quality")
 GATE_LABELS = {
     "coverage": "coverage",
@@ -198,7 +198,7 @@ def _float(value: Decimal | None) -> float | None:
 
 
 def evaluate(totals: VariantTotals, limits: Thresholds) -> ContractResult:
-    """Turn one variant's totals into the five measures, the gates (in seed 003's fixed order,
+    """Turn one variant's totals into the five measures, the gates (in the contract's fixed order,
     every gate evaluated even after one fails) and the contract's verdict, under ``limits``
     read once by ``parse_thresholds`` (a caller holding a trial file's object or a policy's
     values reads it first; governance reads a policy in ``governance.decision``)."""
@@ -213,8 +213,8 @@ def evaluate(totals: VariantTotals, limits: Thresholds) -> ContractResult:
     )
     false_success = _ratio(t.false_successes, t.declared_complete, limits.wilson_min_n)
     cost_per_run = round_half_up(t.billed_usd, t.billed_runs, CENT) if t.billed_runs else None
-    # Zero verified outcomes: nothing was bought, so the figure is unavailable, not $0 (seed
-    # 003). With no billed cost at all the numerator is unknown, and $0 would be a lie too.
+    # Zero verified outcomes: nothing was bought, so the figure is unavailable, not $0. With no
+    # billed cost at all the numerator is unknown, and $0 would be a lie too.
     cost_per_outcome = (
         round_half_up(t.billed_usd, t.outcomes_verified, CENT)
         if t.outcomes_verified and t.billed_runs
@@ -342,7 +342,7 @@ def _floor(label: str, ratio: Ratio, minimum: Decimal | None) -> tuple[str, str]
     if minimum is None:
         return PASS, f"{label} {ratio}: no floor set"
     if not ratio.den:
-        # DESIGN 6: a floor with an empty denominator does not apply and is shown as "n/a".
+        # A floor with an empty denominator does not apply and is shown as "n/a".
         return NOT_APPLICABLE, f"{label} n/a (nothing to count)"
     ok = Fraction(ratio.num, ratio.den) >= Fraction(minimum)
     shown = round_half_up(ratio.num, ratio.den, THOUSANDTH)

@@ -1,4 +1,4 @@
-"""A stored run's trials as trial records (DESIGN section 6), the format ``contract`` reads.
+"""A stored run's trials as trial records, the format ``contract`` reads.
 
 Seed 003 asks for "one row per trial" from which every numerator, denominator, exclusion and
 unavailable state can be reproduced. ``run_records(run)`` writes exactly what

@@ -1,11 +1,12 @@
-"""The table of DESIGN section 6, one markdown row per variant, in the article's cell formats.
+"""The contract table (docs/contract.md), one markdown row per variant, in the article's cell
+formats.
 
 The quality cell is the mean score with two counts: the trials the quality grader ran on
 (``graded``, the mean's denominator) and the declared completions. Seed 003's worked example
 grades only declared completions, so its "0.818 (4/4)" reads as graded out of the completions;
 Sherlock's grader also scores the trials that did not declare completion, so a run may read
 "0.321 (5/4)", which looks like five out of four. The markdown table and the API's ``table``
-keep the article's "(graded/declared)" (DESIGN section 6 requires exactly that table); the
+keep the article's "(graded/declared)" (the contract prints exactly that table); the
 pages ask ``format_cells(result, explained=True)``, which names both counts:
 "0.321 (5 trials graded, 4 declared complete)".
 """
@@ -33,7 +34,7 @@ TABLE_COLUMNS = (
 
 # The pages' names for the columns whose article names hide a unit: the article's "cost/run" is
 # the cost of one of its runs, which Sherlock calls a trial, and a run page that read
-# "cost/run $0.01" under a run that cost $4.85 said something false (issue 24).
+# "cost/run $0.01" under a run that cost $4.85 said something false.
 PAGE_COLUMN_LABELS = {
     "cost/run": "cost per trial",
     "cost/verified outcome": "cost per verified outcome",
@@ -52,7 +53,7 @@ def _money(value: Decimal | None, unit: str = "") -> str:
 
 
 def _counted(ratio: Ratio) -> str:
-    # An empty denominator is shown as n/a (DESIGN 6), with the raw counts kept visible.
+    # An empty denominator is shown as n/a, with the raw counts kept visible.
     return f"{ratio} (n/a)" if not ratio.den else str(ratio)
 
 
@@ -68,11 +69,11 @@ def quality_cell(result: ContractResult, *, explained: bool = False) -> str:
 
 def gate_cell(result: ContractResult, verdict: Any = None) -> str:
     """The "gate" cell. Of a trial file (``manage.py contract``, no policy): the contract's,
-    "pass" or "fail (<first failing gate>)", as DESIGN section 6 prints the article's table.
+    "pass" or "fail (<first failing gate>)", as the contract table prints it.
     Of a run, with its ``verdict`` (``evaluations.verdict.Verdict``): the verdict's, because a
     contract that passes says nothing about the trials in error, the results no check could
     score or a run that did not complete; so "pass" only when the verdict passed,
-    "incomplete (<gate>)" when evidence is missing (seed 003: unavailable is never a pass, nor
+    "incomplete (<gate>)" when evidence is missing (unavailable is never a pass, nor
     a failure), "fail (<gate>)", or "pending"."""
     if verdict is None:
         first = result.first_failing_gate
@@ -119,7 +120,7 @@ def format_cells(
 
 
 def render_table(results: Iterable[ContractResult], verdicts: Sequence[Any] = ()) -> str:
-    """The markdown table of DESIGN section 6, one row per variant; ``verdicts``, one per
+    """The markdown contract table (docs/contract.md), one row per variant; ``verdicts``, one per
     result when they are runs', make each gate cell the run's verdict (`gate_cell`)."""
 
     def row(cells: Iterable[str]) -> str:

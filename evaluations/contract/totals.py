@@ -1,6 +1,6 @@
 """Trial records -> per-variant totals: plain counts and exact sums, nothing derived.
 
-The per-trial judgements of seed 003 are made here, once: whether a wait is owned, whether a
+The contract's per-trial judgements are made here, once: whether a wait is owned, whether a
 completion was verified, failed or left unverified, whether an effect was denied on purpose,
 whether a cost was billed. A database aggregate that fills ``VariantTotals`` must make the
 same judgements (the field comments say what each counts).

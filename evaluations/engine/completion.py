@@ -62,7 +62,7 @@ def maybe_finish_run(run_id):
 
 
 def compute_case_results(run):
-    """Write one CaseResult per case (DESIGN section 5), store the run's figures
+    """Write one CaseResult per case, store the run's figures
     (`evaluations.reads.figures`) and return the run summary.
 
     Cancelled trials never ran: they are no repetition of their case (a case whose every

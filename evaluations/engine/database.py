@@ -1,7 +1,7 @@
 """The engine's database connections: a fixed few per worker process, whatever the calls in flight.
 
 Calls in flight are cheap (a coroutine each, on the shard's loop); database connections are not
-(PostgreSQL's `max_connections` is 100 by default, issue 16). So every statement of an async
+(PostgreSQL's `max_connections` is 100 by default). So every statement of an async
 shard (claims, the help-with-pending query, the evidence step, the judge's stored-cache
 lookups) runs on the shard's `Database`: `SHERLOCK_DB_CONNECTIONS` threads, each keeping its
 own Django connection for the shard's life. With the shard's own thread and its writer that is

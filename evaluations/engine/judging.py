@@ -67,7 +67,7 @@ _engine_judge_lock = threading.Lock()
 # Answers the engine's judge keeps in memory (the default judge keeps 4,096). Within a run a
 # question is almost never asked twice (its key holds the repetition and the agent's answer),
 # so a large memory only grew the worker by about 13 MB as it filled, over the first thousand
-# cases (issue 16: peak memory flat in N); answers from earlier runs come from the stored cache
+# cases (peak memory flat in N); answers from earlier runs come from the stored cache
 # (`lookup_stored_answer`), and identical questions in flight still share one request.
 ENGINE_CACHE_SIZE = 512
 

@@ -11,7 +11,7 @@ finished ones in batches (evaluations.engine.writer). A trial's own calls stay i
 checks read the agent's answer), so C slots keep C calls in flight. None of that holds a
 database connection: every statement goes through the shard's `SHERLOCK_DB_CONNECTIONS` database
 threads (evaluations.engine.database), so calls in flight are not capped by PostgreSQL's
-`max_connections` (issue 16: one connection per trial thread stalled two workers of 64). When
+`max_connections` (one connection per trial thread stalled two workers of 64). When
 the shard is done it tries to complete the run (evaluations.engine.completion).
 
 While the loop holds claimed trials it renews their leases (`Claims.renew`), so a trial that

@@ -22,7 +22,7 @@ and `await JudgeClient.aask(...)` (on the run engine's event loop), and gets a c
 - `probe`: `check_judge`'s one question per rubric family, and the judge's stored status
   (`judge_status`) that the admin and a run's estimate show.
 
-Every question is bounded (issue 14): `maxItems` on every answer array, `maxLength` on its
+Every question is bounded: `maxItems` on every answer array, `maxLength` on its
 free-text strings where the server takes it, and a completion cap (`schema`); a cut-off
 answer is re-asked fresh and brief (`answers`), and the cache key names the server (`cache`).
 """

@@ -1,6 +1,6 @@
 """The judge's answer cache: canonical keys, an in-process LRU, and single-flight asks.
 
-DESIGN section 8: a cache keyed by (model, prompt, params) saves cost on re-scoring. The key is
+A cache keyed by (model, prompt, params) saves cost on re-scoring. The key is
 a sha256 over a canonical JSON of the judge's server (its base URL), the model, the messages, the
 answer schema (with its bounds), temperature, seed and the agent repetition (see `cache_key`):
 pointing Sherlock at another server, or another model on it, never reuses old answers. The
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 # Bump when the key's recipe changes, so old rows stop matching instead of matching wrongly.
-# 2: the base URL joined the key (issue 14), and answer schemas carry maxItems.
+# 2: the base URL joined the key, and answer schemas carry maxItems.
 KEY_VERSION = 2
 
 A = TypeVar("A")
@@ -60,7 +60,7 @@ def cache_key(
     one small hash instead of re-serializing the schema on every ask. Hashing the schema's
     hash is as collision-resistant as hashing the schema.
 
-    `repetition` is the agent repetition the question scores: DESIGN section 8 says the cache is
+    `repetition` is the agent repetition the question scores: the cache is
     bypassed for repetitions of the agent (they must be independent), so two repetitions that
     happen to produce the same output still get two independent judgements, while re-scoring
     the same repetition later is answered from the cache.

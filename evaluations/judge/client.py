@@ -1,4 +1,4 @@
-"""The judge client: one way for every model-based check to ask a judge model (DESIGN section 8).
+"""The judge client: one way for every model-based check to ask a judge model.
 
 `JudgeClient.ask(rubric, variables) -> JudgeAnswer` is the whole interface, and
 `await JudgeClient.aask(...)` the same on an event loop (the run engine's shards: hundreds of
@@ -12,7 +12,7 @@ once as coroutines over a transport (`transport.py`: blocking I/O that never sus
   exponentially on 5xx, timeouts and connection errors; every attempt is recorded as a
   `JudgeCall` row, which the SDK's hidden retries would not let us.
 - `schema.py` and `answers.py`: every answer is a structured output against the rubric's strict
-  JSON schema, with bounds on its arrays and strings and a completion cap (issue 14: a small local
+  JSON schema, with bounds on its arrays and strings and a completion cap (a small local
   model must not loop to the end of its context), temperature 0 and a fixed seed, validated
   with `jsonschema` on arrival. An answer cut off at the cap is asked again once, fresh and
   briefer; any other malformed answer (not JSON, not valid against the schema, a refusal) is
@@ -250,7 +250,7 @@ class JudgeClient:
 
         Each may be a model instance or a primary key; unset ones keep the current binding.
         A `Trial` instance also gives its run and `repetition` (the agent repetition, which
-        keeps the cache from sharing judgements between repetitions, DESIGN section 8), and a
+        keeps the cache from sharing judgements between repetitions), and a
         `Run` instance gives its agent (pass `agent=` to save that lookup). Binding a trial
         starts that trial's record of failed questions, which are not asked again through
         this view (or views bound from it without another trial).

@@ -1,14 +1,14 @@
 """A rubric's answer schema, prepared once: the bounds, the strict response_format, its hash,
 a validator, and the completion budget.
 
-Every answer is a structured output against the rubric's strict JSON schema (DESIGN section 8).
+Every answer is a structured output against the rubric's strict JSON schema.
 What that costs to use is paid once per rubric schema and bounds (`prepare`): the `response_format`
 sent with each question, the schema hash that goes into cache keys (`cache.cache_key`), a compiled
 `jsonschema` validator, which `answers.read_answer` uses. (A plain-Python pre-check of the common
 valid answer was measured and removed: 0.03 to 0.07 ms of 1.23 ms of CPU per question in
 `bench/judge_in_flight.py` with a real rubric's schema, under 1 % of a trial's engine time.)
 
-Bounded answers (issue 14): every array of the schema sent gets a `maxItems`, the rubric's bound
+Bounded answers: every array of the schema sent gets a `maxItems`, the rubric's bound
 for this question (`Rubric.max_items`) or `DEFAULT_MAX_ITEMS` for an array it does not name,
 and every free-text string a `maxLength` of `STRING_MAX_CHARS` (`bound_schema`), so that a
 small model's grammar-constrained answer ends even when the model loops inside a list or a

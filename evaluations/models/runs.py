@@ -126,7 +126,7 @@ class Run(models.Model):
         if self.status != RunStatus.COMPLETED:
             return "Only a completed run can be summarised."
         if not judge_configured():
-            return NO_JUDGE  # the one sentence every no-judge place says (issue 24)
+            return NO_JUDGE  # the one sentence every no-judge place says
         return None
 
     @property
@@ -169,7 +169,7 @@ class Trial(models.Model):
     progress = models.JSONField(default=dict, blank=True)
     wait = models.JSONField(null=True, blank=True)
     tool_effects = models.JSONField(default=list, blank=True)
-    # The contract's per-trial counts (seed 003), derived from `progress`, `wait` and
+    # The contract's per-trial counts, derived from `progress`, `wait` and
     # `tool_effects` by `evaluations.evidence.contract_counts` whenever those are written, so
     # that a run's five measures are one aggregate query (evaluations.contract.db).
     # `active_windows` includes the windows of an unowned wait (a stall, never a delta);

@@ -42,7 +42,7 @@ def comparability_differences(a: Run, b: Run) -> list[str]:
 
 
 def _grader(run: Run) -> str | None:
-    """The run's quality grader as "label@version" (seed 003 keeps the grader version apart)."""
+    """The run's quality grader as "label@version" (the contract keeps the grader version apart)."""
     check = Check.objects.filter(dataset_version_id=run.dataset_version_id, quality_grader=True)
     found = check.first()
     return f"{found.label}@{found.version_hash}" if found else None

@@ -15,7 +15,7 @@ per check as they stream past (`Tally`), with the contract's totals of its trial
 
 A finished run's trials and check results do not change any more, so its page, the compare
 page, the trends and the gate decision read these (`stored_totals`, `stored_check_stats`,
-`stored_unscored`, `stored_checks`) instead of aggregating 400,000 rows per view (issue 16:
+`stored_unscored`, `stored_checks`) instead of aggregating 400,000 rows per view (
 a run of 100,000 trials). A run without figures (still running, finished before figures
 existed, built by hand) is aggregated live, by the same rules and in a constant number of
 queries. Means are the database's sum of the scores over their count.

@@ -28,7 +28,7 @@ def results_grid(run, labels, show="all", check="", page_number=1):
 
     Two queries whatever the run's size (the page count and the page): the filter runs in the
     database, on ``CaseResult.passed``/``flaky`` or, for one check, on its summary in
-    ``CaseResult.checks`` (``{label: {status, flaky, ...}}``, DESIGN section 5).
+    ``CaseResult.checks`` (``{label: {status, flaky, ...}}``, docs/checks.md).
     """
     results = CaseResult.objects.filter(run=run).select_related("case").order_by("case__key")
     if check:
@@ -77,7 +77,7 @@ def results_grid(run, labels, show="all", check="", page_number=1):
 def unscored_checks(run):
     """Blocking check results the run could not score (skipped or error: no judge configured,
     judge down, missing input), per check and status, with one reason each. A case's pass does
-    not count them (DESIGN section 5), so the page must say so. A finished run's come from its
+    not count them, so the page must say so. A finished run's come from its
     stored figures (`evaluations.reads.figures`); else one query."""
     stored = stored_checks(run)
     if stored is not None:

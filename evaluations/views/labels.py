@@ -1,4 +1,4 @@
-"""The labelling queue and the calibration page of a model check (issue 13, points 1 and 2).
+"""The labelling queue and the calibration page of a model check (points 1 and 2).
 
 `/labels/?dataset=<slug>` shows an Editor (global, or of the dataset) one model-check result at
 a time: its input, output, contexts and the judge's reason and evidence. The Editor labels it

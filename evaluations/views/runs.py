@@ -352,7 +352,7 @@ def costs(request):
 
 
 def no_role_reason(user, what):
-    """An empty list's reason when it is a missing role (issue 24): the person sees no agent at
+    """An empty list's reason when it is a missing role: the person sees no agent at
     all, so "No runs yet" would be false; "" when they see one (the list is truly empty)."""
     if Agent.objects.for_user(user, "view").exists():
         return ""

@@ -1,4 +1,4 @@
-"""The schedules page (`/schedules/`, issue 13 point 4): schedules, their last and next run,
+"""The schedules page (`/schedules/`): schedules, their last and next run,
 and a form to add one that shows the cost per run and per month before saving.
 
 The form posts "estimate" first (`evaluations.schedules.estimate_schedule` with the versions the
@@ -96,7 +96,7 @@ class ScheduleForm(forms.Form):
         )
 
     def clean(self):
-        """Every error at once (issue 24): the fields' own, then each reason the schedule verbs
+        """Every error at once: the fields' own, then each reason the schedule verbs
         would refuse the timing or the versions (`schedule_errors`) on a field that has none
         yet, and a pair that resolves to no version: one submit shows them all."""
         cleaned = super().clean()

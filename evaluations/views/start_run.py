@@ -1,4 +1,4 @@
-"""Starting a run from the pages (issue 12): the run list's "Start a run" form.
+"""Starting a run from the pages: the run list's "Start a run" form.
 
 `GET /runs/start/` is the form on a page of its own, open; the run list shows the same partial
 (`{% start_run_form %}`, evaluations/templatetags/runs.py) to whoever may start runs, folded

@@ -1,4 +1,4 @@
-"""The "start a run" form of the run list page and of the two admin actions (issue 12).
+"""The "start a run" form of the run list page and of the two admin actions.
 
 A person chooses an agent version (of the agents they may build), a dataset version (of the
 datasets they may see) and the repetitions, sees the estimate (`estimate_start`: calls, USD,

@@ -56,7 +56,7 @@ def clean_events(events):
 
 def clean_fields(changes):
     """`changes` ("url", "events" among them) cleaned in place, every bad one reported at once
-    (issue 24): a bad URL and no event are two errors of one submit."""
+    : a bad URL and no event are two errors of one submit."""
     errors = []
     for name, clean in (("url", clean_url), ("events", clean_events)):
         if name in changes:

@@ -67,7 +67,7 @@ class GovernanceAction(Action):
 def substantive_reason(reason, *, minimum=MIN_REASON_LENGTH):
     """The reason, whitespace-normalised, or ActionInvalid when it says nothing.
 
-    "Substantive" (DESIGN section 10.4) is approximated by what filler lacks: at least
+    "Substantive" is approximated by what filler lacks: at least
     `minimum` characters, and at least four different words and eight different letters or
     digits, so "aaaa...", "asdf asdf asdf ..." and 30 spaces are refused while any real
     sentence passes.

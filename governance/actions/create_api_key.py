@@ -42,7 +42,7 @@ class CreateAPIKey(GovernanceAction):
             raise ActionDenied("Only an Admin may issue an API key to another user.")
         if not self.user.is_active:
             raise ActionConflict(f"{self.user} is inactive.", code="inactive_user")
-        errors = []  # the name's and the days' at once (issue 24)
+        errors = []  # the name's and the days' at once
         self.name = " ".join((self.name or "").split())
         if not self.name:
             errors.append(

@@ -42,7 +42,7 @@ class InviteUser(GovernanceAction):
                 "sign-on, at their first sign-in.",
                 code="password_login_off",
             )
-        errors = []  # the username's and the e-mail's at once (issue 24)
+        errors = []  # the username's and the e-mail's at once
         if not self.username:
             errors.append(ActionInvalid("A username is required.", field="username"))
         else:

@@ -29,7 +29,7 @@ class MapSSOGroup(SSOVerb):
     def check(self):
         self.check_role()
         self.check_provider(self.provider_id)
-        errors = []  # every problem of the mapping at once (issue 24)
+        errors = []  # every problem of the mapping at once
         if not self.group:
             errors.append(ActionInvalid("Name the provider's group.", field="group"))
         try:

@@ -37,7 +37,7 @@ def snapshot(policy, gate_datasets):
 
 def validate(policy, fields):
     """Reject unknown fields and whatever the model's own validation refuses: every problem at
-    once (issue 24), each an ActionInvalid on its field (`raise_invalid`)."""
+    once, each an ActionInvalid on its field (`raise_invalid`)."""
     unknown = set(fields) - set(POLICY_FIELDS)
     if unknown:
         raise_invalid(

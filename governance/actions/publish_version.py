@@ -1,4 +1,4 @@
-"""PublishVersion: the one path to a live version (DESIGN section 10.6)."""
+"""PublishVersion: the one path to a live version."""
 
 from django.utils import timezone
 

@@ -7,7 +7,7 @@ from sherlock.core.errors import ActionConflict
 
 class RollBackVersion(PublishVersion):
     """Make a retired version live again (Publisher). It goes through the same gate as a first
-    publication (DESIGN section 10.3): its own, fresh publish request under the policy in force
+    publication: its own, fresh publish request under the policy in force
     must have passed, or be blocked and bypassed. A decision from the version's first release is
     not reused: the policy and the gate datasets may have moved since."""
 

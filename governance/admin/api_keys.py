@@ -61,7 +61,7 @@ class APIKeyAdmin(ActionFormAdmin, admin.ModelAdmin):
     list_filter = ["revoked"]
     list_select_related = ["user"]
     search_fields = ["name", "prefix", "user__username"]
-    autocomplete_fields = ["user"]  # a username typed and picked, not a bare id (issue 24)
+    autocomplete_fields = ["user"]  # a username typed and picked, not a bare id
     actions = ["revoke_keys"]
     readonly_fields = [
         "prefix",

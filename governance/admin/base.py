@@ -67,7 +67,7 @@ class ActionForm(forms.ModelForm):
     """A form whose row is written by an action (`make_action(user)`, set by the subclass):
     `clean` asks the action's `check()`, so a refusal is shown on its field (or the form)
     instead of failing inside the admin's transaction, and the form never touches the
-    instance itself. Every error comes at once (issue 24): each of the action's on its field,
+    instance itself. Every error comes at once: each of the action's on its field,
     and, when `make_action` takes a partly cleaned form (`checks_partial`: it reads the fields
     with defaults), the action's errors on the fields that passed beside the fields' own."""
 

@@ -52,7 +52,7 @@ class PublishingPolicyAdmin(admin.ModelAdmin):
     list_filter = ["enforcement", "scope_key"]
     readonly_fields = ["scope_key", "version", "created_by", "created_at"]
     # Typed and picked (the datasets the person may see, by slug or name), never every dataset
-    # in two boxes (issue 24).
+    # in two boxes.
     autocomplete_fields = ["agent", "gate_datasets"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):

@@ -6,7 +6,7 @@ characters of a token converted by migration 0006, which has no dot) finds the r
 library checks the whole key against its hash in constant time. An expired or revoked key, or
 one whose user was deactivated, answers 401 saying which.
 
-Reads are answered from what a process verified a moment ago (issue 16: loading the key, its
+Reads are answered from what a process verified a moment ago (loading the key, its
 user and the user's roles was three queries and most of a read's time). A key verified by a
 read is remembered by this process, with its user and the user's global permissions as the
 first request loaded them, for `SHERLOCK_API_AUTH_CACHE_SECONDS` (default 5; 0 turns it off).

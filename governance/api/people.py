@@ -1,4 +1,4 @@
-"""People through the API (issue 24 point 1): the same actions as the People page.
+"""People through the API: the same actions as the People page.
 
 Global Admins list everyone (roles, how they sign in, last sign-in), invite a person (the answer
 carries the one-time sign-up link, once) and deactivate or reactivate them; roles are granted

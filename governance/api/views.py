@@ -270,7 +270,7 @@ class BypassViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 
 
 class CanReadAuditLog(permissions.BasePermission):
-    """The audit log is for Admins: the global `view_auditentry` permission (DESIGN 2)."""
+    """The audit log is for Admins: the global `view_auditentry` permission."""
 
     message = "Only an Admin may read the audit log."
 

@@ -20,7 +20,7 @@ became grants"):
   verbs are held; on a dataset, where an Admin holds exactly an Editor's verbs, an Editor grant;
 - verbs that still no grant explains (`view_agent` alone, a stray `bypass_agent`, a Builder's
   `build_agent` beside a Publisher's set) are removed: a right that `GET /role-grants/` does not
-  show must not be kept (issue 22: "no role is ever reported that was not granted", and no right
+  show must not be kept ("no role is ever reported that was not granted", and no right
   held that no role explains).
 
 Each user and object whose verbs were recorded as grants or removed is printed on a line of its
@@ -31,7 +31,7 @@ The lines are written when there was anything to read, so an empty database (a n
 the test database) migrates quietly. Reversing drops the records, keeping the rights that
 remain (the removed ones are named in the output, not restored).
 
-This migration was corrected in place (issue 22 review: it removed every unexplained verb when
+This migration was corrected in place (a review found it removed every unexplained verb when
 the log had any role entry about the user and object, and kept verbs no grant explains): it is
 new in this release and on no user's database yet (the last release is main before it), so no
 installed database has run the first version.
@@ -56,7 +56,7 @@ OBJECT_PERMS = {
 }
 ROLES = ("Editor", "Builder", "Publisher", "Admin")
 KINDS = {"agent": ("agents", "Agent"), "dataset": ("evaluations", "Dataset")}
-MIGRATED = "Recorded from the rights held when role grants became records (issue 22)."
+MIGRATED = "Recorded from the rights held when role grants became records."
 
 
 def verbs(role, kind):

@@ -1,4 +1,4 @@
-"""API keys: named, expiring, revocable credentials of one user, stored hashed (issue 15 item 4).
+"""API keys: named, expiring, revocable credentials of one user, stored hashed.
 
 The key itself (`<prefix>.<secret>`) is shown once, when it is issued (`CreateAPIKey`), and
 never stored: djangorestframework-api-key keeps the prefix (to find the row) and a SHA-512 hash

@@ -8,7 +8,7 @@ from django.db.models import OuterRef, Q, Subquery
 from governance.choices import Enforcement
 from sherlock.core.numbers import USD
 
-# Rates and floors are fractions of a denominator (DESIGN section 6): a floor of 7 blocks every
+# Rates and floors are fractions of a denominator: a floor of 7 blocks every
 # release, and -3 lets every one through. Validators name the field in a form or an action's
 # error; the CheckConstraints below refuse the same values from any other writer.
 UNIT_INTERVAL = [MinValueValidator(0.0), MaxValueValidator(1.0)]
@@ -62,7 +62,7 @@ class PublishingPolicy(models.Model):
     enforcement = models.CharField(
         max_length=10, choices=Enforcement.choices, default=Enforcement.SOFT
     )
-    # The contract gates of seed 003 (DESIGN section 6), in their fixed order.
+    # The contract's gates, in their fixed order.
     coverage_required = models.BooleanField(default=True)
     max_false_successes = models.PositiveIntegerField(default=0)
     max_unknown_effects = models.PositiveIntegerField(default=0)

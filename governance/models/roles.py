@@ -18,7 +18,7 @@ class RoleGrantQuerySet(models.QuerySet):
 
 
 class RoleGrant(models.Model):
-    """One role granted to one user: globally, or on one agent or dataset (issue 22 point 2).
+    """One role granted to one user: globally, or on one agent or dataset.
 
     The grant is what the Admin gave (who, when, why); the rights are derived from the grants:
     `governance.roles.materialize` makes the user's role-group memberships, and their guardian

@@ -1,4 +1,4 @@
-"""Webhook endpoints and the log of their deliveries (issue 13 point 6).
+"""Webhook endpoints and the log of their deliveries.
 
 An endpoint is managed only through the webhook actions (`governance.actions.*_webhook`,
 audited, Admins only); its secret signs every delivery's body (`governance.webhooks`). A

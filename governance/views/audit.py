@@ -1,4 +1,4 @@
-"""The audit review page (issue 13 point 3): the audit log for Admins, filtered by actor, action
+"""The audit review page: the audit log for Admins, filtered by actor, action
 code, target, date range and request id, each entry's before/after shown as a diff of the keys
 that changed, the chain and its checkpoints verified from the page (the same `verify_chain` and
 `verify_file` as `manage.py verify_audit`) and the filtered view exported (oldest first, every
@@ -32,7 +32,7 @@ from sherlock.core.limits import excerpt
 PAGE_SIZE = 50
 FILTERS = ("actor", "action", "target", "since", "until", "request_id", "sign_ins")
 # Sign-ins, sign-outs and failed sign-ins: one entry per person per day at least, which crowded
-# the governance events out of the page (issue 24). The page lists them apart (the newest few,
+# the governance events out of the page. The page lists them apart (the newest few,
 # and how many) unless asked to mix them in (`?sign_ins=show`) or to show only them (an action
 # filter of `auth.user.log`); they stay in the log, the chain, the verification and the export.
 SIGN_IN_ACTIONS = ("auth.user.login", "auth.user.login_failed", "auth.user.logout")

@@ -1,4 +1,4 @@
-"""People: the one page where a global Admin manages the team (issue 24 point 1).
+"""People: the one page where a global Admin manages the team.
 
 Invite a person (a one-time sign-up link to copy, `InviteUser`, and a first role), grant and
 revoke their roles globally or on one agent or dataset (`GrantRole`/`RevokeRole`, the one role
@@ -119,7 +119,7 @@ def people_page(request):
                     acting_user=request.user, user=user, role=data["role"], reason="invited"
                 ).execute()
         except ActionError as exc:
-            for error in each_error(exc):  # every one on its field (issue 24)
+            for error in each_error(exc):  # every one on its field
                 form.add_error(error.field if error.field in form.fields else None, str(error))
         else:
             link = invite_url(request, token)

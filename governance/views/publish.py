@@ -1,4 +1,4 @@
-"""The publish page (DESIGN section 11): a version's gate checklist with the publish and bypass
+"""The publish page: a version's gate checklist with the publish and bypass
 forms. Every button calls the same action as the API and the admin, and is shown only when the
 action's `check()` would let this user use it now; the checklist refreshes itself (htmx) while
 the gate runs are evaluating. Objects come from `for_user`: what a user may not see is 404.
@@ -122,7 +122,7 @@ def _refusal(check):
 
 
 # Why a Builder may not ask for publication that only someone else can fix: the agent lacks a
-# policy or a gate dataset (issue 24). The page says it instead of offering nothing.
+# policy or a gate dataset. The page says it instead of offering nothing.
 SETUP_REFUSALS = ("no_policy", "no_gate_datasets", "no_frozen_dataset")
 
 

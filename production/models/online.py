@@ -1,5 +1,5 @@
 """Online scoring of production traces: an agent's rule, each trace's score, the judge spend of
-a day under the rule's cap, and the rollback proposals a breach opens (issue 26, points 4-5).
+a day under the rule's cap, and the rollback proposals a breach opens (points 4-5).
 
 - `OnlineRule`: one per agent, written only by `CreateOnlineRule`/`UpdateOnlineRule`
   (Builder or Admin of the agent, audited). It says which complete traces are scored (a

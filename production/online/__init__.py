@@ -1,4 +1,4 @@
-"""Online scoring of production traces (issue 26, points 4-5; docs/production-online.md).
+"""Online scoring of production traces (points 4-5; docs/production-online.md).
 
 - `rules`: what a rule selects (deterministic sampling, attribute filters) and the checks it
   runs, validated once for the rule's actions;

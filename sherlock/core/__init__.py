@@ -1,6 +1,6 @@
 """Sherlock's shared kernel: the framework code every app builds on, importing no app.
 
-- `actions`: the action template (`check()` / `execute()`), STYLE.md items 2-3;
+- `actions`: the action template (`check()` / `execute()`);
 - `errors`: the domain errors actions raise (`ActionDenied`, `ActionConflict`, `ActionInvalid`,
   `ActionRefused`);
 - `permissions`: global-or-object permission checks and scoped querysets;

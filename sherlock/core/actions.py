@@ -1,4 +1,4 @@
-"""The action template every app uses (STYLE.md items 2-3).
+"""The action template every app uses.
 
 An action is one verb on the domain. `check()` answers "may this user do it now?" (the UI uses
 it to show or hide a button) by raising `ActionDenied` or `ActionConflict`; `execute()` calls

@@ -10,8 +10,8 @@ keeps them per loop and key, and `aclose_loop_clients` closes a loop's clients b
 A key's calls in flight are spread over clients of at most `POOL_SIZE` connections each: the
 connection pool under every client (httpcore's) looks at each connection it holds on every
 request and every response, to find a free one and drop expired ones, so one pool of 128
-connections spent more of the engine's loop in that scan than in building the requests (issue
-16, profiled at 256 calls in flight on two workers).
+connections spent more of the engine's loop in that scan than in building the requests
+(profiled at 256 calls in flight on two workers).
 
 Code written once for both worlds (the judge's flow, the model checks' judging) is a coroutine
 over its I/O: awaited on a loop it awaits async I/O; given blocking I/O that never suspends, the

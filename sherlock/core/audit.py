@@ -1,6 +1,6 @@
 """The one audit trail, reachable from every app.
 
-The `AuditEntry` model lives in `governance` (DESIGN section 4), at the top of the dependency
+The `AuditEntry` model lives in `governance`, at the top of the dependency
 line, yet actions in every app must write to it in their own transaction ("evaluations.case.update",
 "agents.version.create"). So this module, at the bottom of the line, resolves the model through
 the app registry instead of importing it: the one sanctioned upward reference besides the

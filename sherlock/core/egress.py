@@ -1,5 +1,5 @@
 """What may leave Sherlock: the one rule for environment variables and destinations that
-user-written configs name (issue 22, point 1; docs/adapters.md "Secrets and destinations").
+user-written configs name (docs/adapters.md "Secrets and destinations").
 
 Builders write agent configs (adapters' headers, API keys, tool executors' URLs), Editors and
 Builders write verifiers, Admins write webhook endpoints; all of them run with the workers'

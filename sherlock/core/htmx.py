@@ -1,4 +1,4 @@
-"""The one place that decides between a full page and an htmx partial (STYLE.md item 13)."""
+"""The one place that decides between a full page and an htmx partial."""
 
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers

@@ -1,4 +1,4 @@
-"""What a caller may put in a URL and a form (issue 22): the rules every page and endpoint that
+"""What a caller may put in a URL and a form: the rules every page and endpoint that
 reads a path, a query string or a form body shares, so no input reaches a 500.
 
 - NUL: PostgreSQL stores no NUL character in text (a query naming one answers a `DataError`,

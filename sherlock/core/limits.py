@@ -1,4 +1,4 @@
-"""Size limits of what callers may send, in one place (issue 15): every text and JSON document a
+"""Size limits of what callers may send, in one place: every text and JSON document a
 user writes has a documented bound, checked by the domain actions before anything is written
 (so the admin, the API, the commands and the tasks all obey it) and mirrored as `max_length`
 in the API's serializers (so the OpenAPI schema documents it).

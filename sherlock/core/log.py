@@ -1,4 +1,4 @@
-"""Refusals logged as one line (issue 24): Django's request log hands every 403 its exception
+"""Refusals logged as one line: Django's request log hands every 403 its exception
 (`django.core.handlers.exception.response_for_exception` logs "Forbidden (Permission denied):
 /path" with ``exc_info``), so each refused click printed a whole traceback on the console and
 buried the errors that need one. A refusal is an expected answer, already in the audit log when

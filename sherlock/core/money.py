@@ -1,4 +1,4 @@
-"""Money as text, the one formatter every page, the admin and the commands use (issue 24):
+"""Money as text, the one formatter every page, the admin and the commands use:
 thousands grouped and a precision that fits the amount, so "$13,967.09" a month reads at a
 glance where "$13967.0880" does not, and a trial's "$0.0012" still says what it cost.
 

@@ -1,7 +1,7 @@
 """One answer to "may this user do this to this object?", from global OR object permissions.
 
 django-guardian's object check ignores global (group/user model) permissions, and Django's own
-check ignores object permissions; Sherlock's roles may be granted either way (DESIGN section 2),
+check ignores object permissions; Sherlock's roles may be granted either way,
 so every check and every listing goes through these two helpers.
 """
 
@@ -26,7 +26,7 @@ def user_can(user, action, obj):
 
 
 class ScopedQuerySet(models.QuerySet):
-    """A queryset that knows what a user may see (STYLE.md item 6)."""
+    """A queryset that knows what a user may see."""
 
     def for_user(self, user, action="view"):
         if user is None or not user.is_active:
@@ -45,7 +45,7 @@ def within(queryset, lookup, allowed):
     of its model (a global grant, a superuser: guardian hands back the unfiltered queryset) and
     every row of `queryset` has one (the path's foreign keys are not nullable): a subquery over
     every row filters nothing, but it was compiled for every API request and nested in every
-    list's SQL (issue 16). `none()` has a filter, so it still scopes to none."""
+    list's SQL. `none()` has a filter, so it still scopes to none."""
     if not allowed.query.has_filters() and not allowed.query.is_sliced:
         model, required = queryset.model, True
         for name in lookup.split("__"):

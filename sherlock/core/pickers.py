@@ -1,5 +1,5 @@
 """Pickers: a name typed and chosen from the rows the person may see, never a list of them all
-(issue 24 point 6: "autocomplete wherever a person picks an agent, user, dataset or version").
+("autocomplete wherever a person picks an agent, user, dataset or version").
 
 A picker is a `<select>` that select2 (the copy the admin ships) fills from `/pick/<kind>/`
 as the person types: twenty rows a page, searched by every typed word, scoped by the kind's

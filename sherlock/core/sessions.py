@@ -1,7 +1,7 @@
 """The session store (`SESSION_ENGINE`): Django's database store, where a session cookie holding
 a NUL character is no session, as a key too short already is (Django's own
 `_validate_session_key`): the request is anonymous. PostgreSQL stores no NUL in text, so looking
-such a key up was a `DataError`, a 500 on every page and endpoint (issue 22)."""
+such a key up was a `DataError`, a 500 on every page and endpoint."""
 
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 

@@ -1,4 +1,4 @@
-"""Moving a row from one state to the next by compare-and-set (STYLE.md item 4).
+"""Moving a row from one state to the next by compare-and-set.
 
 Each app declares a `StateMachine` per stateful model once, in its `choices.py` (the field and
 its allowed transitions), and every change of that field after creation goes through the

@@ -1,4 +1,4 @@
-"""The agent version's config in the admin, per adapter (issue 24): the chosen adapter's
+"""The agent version's config in the admin, per adapter: the chosen adapter's
 settings are fields of their own, built from its SCHEMA, described, linked to its section of
 docs/adapters.md, validated with every error on its field at once; what has no field (kwargs,
 headers, tools, a secret) stays JSON, and the JSON box still takes any setting."""

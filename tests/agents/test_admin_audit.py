@@ -1,4 +1,4 @@
-"""Admin edits no action makes are audited with before and after (issue 15 item 6): an agent's
+"""Admin edits no action makes are audited with before and after: an agent's
 name, description and owner, its deletion, and tools (added, changed, deleted), each with the
 signed-in user as the actor; a save that changes nothing writes nothing."""
 

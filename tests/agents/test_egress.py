@@ -1,4 +1,4 @@
-"""No secret leaves by configuration (issue 22, point 1): an agent version may name only the
+"""No secret leaves by configuration: an agent version may name only the
 environment variables the operator listed (never Sherlock's own secrets) and send them only to
 hosts the operator named; its destinations follow the operator's host rules, with loopback,
 link-local, private addresses and credentials in URLs refused unless explicitly allowed. Each

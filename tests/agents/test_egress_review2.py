@@ -1,4 +1,4 @@
-"""Review 2 of issue 22 point 1 ("no secret leaves by configuration"), from the outside: each
+"""A second review ("no secret leaves by configuration"), from the outside: each
 test states what must hold and fails on today's main.
 
 1. A host name is checked under one IDNA reading and connected to under another: the check

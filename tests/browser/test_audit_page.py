@@ -1,4 +1,4 @@
-"""The audit review page in chromium (issue 13 point 7): an Admin opens Audit from the
+"""The audit review page in chromium: an Admin opens Audit from the
 navigation, filters the log by action code, reads an entry's diff, verifies the chain (intact),
 exports the filtered view; then someone rewrites a row behind the trigger's back and the page's
 Verify names it; and a tail cut behind the trigger's back, which the chain cannot see, named by

@@ -116,7 +116,7 @@ def test_the_publisher_compares_candidate_and_live_from_the_publish_page(
     table = page.inner_text("#trend-table")
     assert "Task quality (informative)" in table and "n/a" in table
     shot(page, "trends-informative")
-    page.click("text=Compare the first and the last run")  # seed 003: stable vs fast
+    page.click("text=Compare the first and the last run")  # the demo's stable vs fast
     page.wait_for_selector("#contract")
     assert "fail (false success)" in page.inner_text("#contract")
     assert "«Refund desk policy» v1" in page.inner_text("#contract-thresholds")

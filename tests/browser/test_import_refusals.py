@@ -1,5 +1,5 @@
 """The admin's import page in a real browser (chromium through Playwright) refusing what used
-to be a 500 or a silent import (issue 22): a file with JSON nested 10,000 deep and one with a
+to be a 500 or a silent import: a file with JSON nested 10,000 deep and one with a
 NUL each show their line on the page, and nothing is saved."""
 
 import pytest

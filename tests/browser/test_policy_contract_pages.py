@@ -1,6 +1,6 @@
 """The run and compare pages read the contract under the agent's publishing policy, in chromium.
 
-A run that costs $0.10 per verified outcome passes seed 003's $0.60 budget: with no policy its
+A run that costs $0.10 per verified outcome passes the default $0.60 budget: with no policy its
 page reads PASSED and says the defaults applied. Once the agent has a policy with a $0.05
 budget, the same page reads FAILED at the budget gate, as the publish gate would, and names
 the policy; so does the compare page, for both runs, and it names each side's thresholds when

@@ -1,4 +1,4 @@
-"""The publish page in chromium (issue 15 item 6): an Admin whose Admin role was granted by a
+"""The publish page in chromium: an Admin whose Admin role was granted by a
 bypass's requester opens the page of the blocked version; instead of an Approve button they
 read why they may not approve it and what the bypass waits for (naming the Admin who may give
 it), and an independent Admin sees the button. Screenshot:
@@ -62,7 +62,7 @@ def test_an_admin_made_by_the_requester_reads_why_they_may_not_approve(
     row = page.inner_text("table >> nth=-1")
     assert "You may not approve: Your Admin role was granted by the requester, alice" in row
     assert page.locator("button", has_text="approve").count() == 0
-    # What it waits for, and who may give it (issue 24): carol, not bob (alice made him).
+    # What it waits for, and who may give it: carol, not bob (alice made him).
     main = page.inner_text("main")
     assert "requested by alice, waits for a second Admin's approval" in main
     assert "who may approve it now: carol." in main

@@ -1,7 +1,7 @@
 """From a failed cell to its reason, in a real browser (chromium through Playwright).
 
 A Builder opens a finished run, sees it read FAILED with the contract table on top, clicks the
-failed cell and reads the check's reason on the trial page; seed 003's fast refund agent reads
+failed cell and reads the check's reason on the trial page; the demo's fast refund agent reads
 FAILED although its cases pass; a run whose blocking checks went unscored reads INCOMPLETE and
 says so in a banner.
 Set SHERLOCK_SCREENSHOTS to a directory to keep a screenshot of each page (conftest.py).

@@ -61,7 +61,7 @@ def test_a_schedule_above_the_monthly_limit_is_saved_only_once_confirmed(
 ):
     """Every minute, the demo's support-bot costs thousands of dollars a month, above the
     default SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD (100): the page says so in a warning, refuses
-    a save without the box ticked, on the box, and saves once it is (issue 24). Screenshot:
+    a save without the box ticked, on the box, and saves once it is. Screenshot:
     `schedule-confirm-cost`."""
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     sign_in(page, server, "builder")

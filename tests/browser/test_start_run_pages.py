@@ -1,4 +1,4 @@
-"""Starting a run in a real browser (issue 12): a Builder uses the admin's "Start a run…" on an
+"""Starting a run in a real browser: a Builder uses the admin's "Start a run…" on an
 agent version, sees the estimate with "price missing (N calls)", confirms and lands on the
 changelist with a link to the run; then the run list's form, estimate then confirm, which goes
 to the run's page. The start page opens with its form open; its estimate shows the known cost

@@ -1,4 +1,4 @@
-"""The verdict in a real browser (issue 24, points 3 and 5): a question-answering dataset
+"""The verdict in a real browser (points 3 and 5): a question-answering dataset
 without outcome verifiers under a policy with no budget reads PASSED on its run page, names the
 missing outcome verification with what adds it and where it is documented, and never "fails at
 budget"; a run whose blocking model check no judge could score reads INCOMPLETE with the

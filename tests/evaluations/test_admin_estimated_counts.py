@@ -1,4 +1,4 @@
-"""The big admin lists' count (issue 24, point 7): on PostgreSQL, a whole table above
+"""The big admin lists' count: on PostgreSQL, a whole table above
 `EstimatedCountPaginator.estimate_above` rows is counted by the planner's estimate and said
 "about N"; a search, a list filter or a user's scope is counted exactly, and a page past the
 real end answers without an error. The threshold is set low here, and the table analysed, so

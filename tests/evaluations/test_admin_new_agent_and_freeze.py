@@ -1,4 +1,4 @@
-"""A new agent and a new dataset in the admin (issue 24, point 6): names picked from an
+"""A new agent and a new dataset in the admin: names picked from an
 autocomplete (never a bare id box), "Add version" on the agent's page, "Freeze…" on the draft's
 page with a confirmation that names what becomes read-only and takes a note (audited), and a
 saved case that leads back to its draft."""

@@ -1,4 +1,4 @@
-"""Admin pages at scale (issue 24, point 7): no page lists every row of a big dataset version
+"""Admin pages at scale: no page lists every row of a big dataset version
 or run, and none costs more queries as rows grow. What they cost in milliseconds at 10,000
 cases and 100,000 trials is measured by `bench/pages_scale.py`, not here: these tests compare
 query counts at 5 and 50 rows, and read what the pages show.

@@ -1,4 +1,4 @@
-"""Calibration that decides (issue 13): Cohen's kappa with its 95 % interval, the rule (enough
+"""Calibration that decides: Cohen's kappa with its 95 % interval, the rule (enough
 labels and the interval's lower bound at the floor), the reset when the check's judging
 configuration changes (old labels kept, shown as old) and refusing labels on results with no
 verdict, through the action and the API."""

@@ -498,7 +498,7 @@ def test_the_api_refuses_a_json_list_of_more_cases_than_the_limit(editor, datase
     assert nothing_written(dataset)
 
 
-# --- review 1 (issue 22): what the first fixes left open ----------------------------------------
+# --- review 1: what the first fixes left open ----------------------------------------
 
 
 def test_the_csv_delimiter_is_counted_not_sniffed_in_a_long_header(editor, dataset, monkeypatch):

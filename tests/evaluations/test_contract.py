@@ -1,4 +1,4 @@
-"""The five-metric release contract (seed 003, DESIGN section 6): one test per rule.
+"""The five-metric release contract: one test per rule.
 
 Pure computation: no database. Each test builds a few trial records that differ from a clean,
 passing trial only in what the rule is about.
@@ -454,7 +454,7 @@ def test_quality_is_averaged_only_over_trials_where_the_grader_ran():
 def test_the_pages_quality_cell_names_its_two_counts_where_graded_exceeds_declared():
     """The grader also scores a trial that did not declare completion: 2 graded, 1 declared.
     The article's "(2/1)" read as two out of one; the pages say what each number counts,
-    and the markdown table keeps the article's format (DESIGN section 6)."""
+    and the markdown table keeps the article's format."""
     result = contract(
         make_trial(quality={"grader_ran": True, "score": 0.5}),
         make_trial(declared_complete=False, quality={"grader_ran": True, "score": 0.7}),

@@ -1,4 +1,4 @@
-"""`manage.py contract FILE [--json]` on the worked example of seed 003, and on bad input."""
+"""`manage.py contract FILE [--json]` on the contract's worked example, and on bad input."""
 
 import io
 import json
@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "seed_table_trials.json"
 PROJECT = Path(__file__).resolve().parents[2]
 
-# DESIGN section 6: "The platform must print exactly this table from it".
+# The contract table, printed exactly.
 SEED_TABLE = """\
 | variant | quality | useful progress | verified tool effects | cost/run | cost/verified outcome | false success | unverified completion | gate |
 |---|---|---|---|---|---|---|---|---|

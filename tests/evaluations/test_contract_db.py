@@ -1,4 +1,4 @@
-"""The contract of stored runs (seed 003): totals by database aggregates and `run_contract`
+"""The contract of stored runs: totals by database aggregates and `run_contract`
 (the release decision that applies a policy to them is `tests/governance/test_decide.py`)."""
 
 from datetime import date

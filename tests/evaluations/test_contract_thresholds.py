@@ -1,9 +1,9 @@
 """The run page, the compare page and API and `manage.py evaluate` show a run's contract under
-the thresholds of the publishing policy in force for its agent (the publish gate's), else seed
-003's defaults, and say which (`evaluations.contract.applied`, governance's provider).
+the thresholds of the publishing policy in force for its agent (the publish gate's), else the
+default thresholds, and say which (`evaluations.contract.applied`, governance's provider).
 
 Two runs of one trial each, whose contract differs only by the budget: `cheap` costs $0.10 per
-verified outcome (passes seed 003's $0.60), `dear` $0.70 (fails it). A policy with a $0.05
+verified outcome (passes the default $0.60), `dear` $0.70 (fails it). A policy with a $0.05
 budget makes `cheap` fail where the defaults pass; one with no budget makes `dear` pass where
 the defaults fail.
 """

@@ -1,7 +1,7 @@
 """Every path that makes a dataset gives it an owner and an `evaluations.dataset.create` entry
 (the admin, the API, the trial import's external dataset; the demo seed in test_seed_demo.py),
 and the admin's edits of a dataset's name and description, and of model prices, are audited
-with before and after (issue 15 item 6)."""
+with before and after."""
 
 from decimal import Decimal
 

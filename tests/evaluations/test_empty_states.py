@@ -1,4 +1,4 @@
-"""An empty list says when the reason is a missing role (issue 24): an outsider's /runs/ and
+"""An empty list says when the reason is a missing role: an outsider's /runs/ and
 /costs/ say their roles cover no agent and who may grant one, not "No runs yet" while runs
 exist; someone who sees the agents and has no run yet still reads "No runs yet"."""
 
@@ -22,7 +22,7 @@ def test_an_outsiders_runs_page_says_it_is_their_roles_and_who_grants_them(
     assert "No runs yet." not in body
     assert "You see no runs because your roles cover no agent" in body
     assert f"Ask an Admin ({admin_user.username}) to grant you" in body
-    assert "on the People page (/people/)" in body  # where an Admin grants it since issue 24
+    assert "on the People page (/people/)" in body  # where an Admin grants it
 
 
 def test_an_outsiders_costs_page_says_the_same(logged_in, outsider, admin_user, a_run):

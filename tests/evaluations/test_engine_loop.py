@@ -1,4 +1,4 @@
-"""The engine's event loop (issue 16): calls in flight no longer hold database connections.
+"""The engine's event loop: calls in flight no longer hold database connections.
 
 The stall it fixes: every trial in flight was a thread with a database connection of its own,
 so two workers at 64 trials each asked PostgreSQL (max_connections 100) for more connections

@@ -121,7 +121,7 @@ def test_a_run_whose_cases_and_contract_pass_exits_0_with_its_tables(
 def test_the_contract_is_the_agents_publishing_policys_and_says_so(
     live_db, builder, refunds, agent, tmp_path
 ):
-    """The run would pass seed 003's $0.60 budget at $0.01 a verified outcome; the agent's
+    """The run would pass the default $0.60 budget at $0.01 a verified outcome; the agent's
     policy allows half a cent, as its publish gate would apply it."""
     from governance.models import PublishingPolicy
 

@@ -1,4 +1,4 @@
-"""Outcome and effect evidence (seed 003): verifiers read the destination, never the transcript;
+"""Outcome and effect evidence: verifiers read the destination, never the transcript;
 a verifier that raises, times out or is refused gives `unavailable`/`unknown`, never a verdict.
 Running the SQL and HTTP verifiers themselves: tests/agents/test_verifier_runners.py."""
 

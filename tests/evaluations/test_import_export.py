@@ -1,4 +1,4 @@
-"""Trial records in and out (seed 003: the same contract for Sherlock's runs and for trials
+"""Trial records in and out (the same contract for Sherlock's runs and for trials
 evaluated elsewhere): `import_trials` stores them atomically as an external run, `export_run`
 writes a run's own records (and JSONL, CSV, JUnit XML), and `contract` on the export gives the
 numbers of `run_contract`."""

@@ -102,7 +102,7 @@ def test_the_request_is_a_strict_structured_output_at_temperature_zero_with_a_se
     assert request["seed"] == settings.SHERLOCK_JUDGE_SEED
     assert request["response_format"] == {
         "type": "json_schema",
-        # The rubric's schema with its bounds (issue 14): the reason's maxLength.
+        # The rubric's schema with its bounds: the reason's maxLength.
         "json_schema": {"name": "test_relevance", "schema": BOUNDED, "strict": True},
     }
     assert request["messages"] == [

@@ -1,4 +1,4 @@
-"""Bounded answers on the wire (issue 14): a completion cap on every call, maxItems on every
+"""Bounded answers on the wire: a completion cap on every call, maxItems on every
 answer array derived from the question, a cut-off answer asked again fresh and brief, a server
 that refuses maxItems, a failed question not asked twice in a trial, and a cache that knows
 which server answered."""

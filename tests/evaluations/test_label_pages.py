@@ -1,4 +1,4 @@
-"""The labelling queue and the calibration page (issue 13): who may label, the ranking, the
+"""The labelling queue and the calibration page: who may label, the ranking, the
 label saved through the action (skipped and error refused with a message), constant queries."""
 
 import pytest

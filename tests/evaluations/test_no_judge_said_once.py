@@ -1,4 +1,4 @@
-"""No judge configured, said once and everywhere (issue 24, point 5): saving a blocking model
+"""No judge configured, said once and everywhere: saving a blocking model
 check (admin, API), its preview, the estimates (the Start-a-run form on /runs/, the API, the
 schedules), the run banner and the labelling queue's empty state all say the one sentence of
 `evaluations.judge.setup`, with the setting to change and a link to docs/judges.md; and the

@@ -1,4 +1,4 @@
-"""Sherlock's labelling and calibration pages at scale (issue 24, point 7): the queue ranks a
+"""Sherlock's labelling and calibration pages at scale: the queue ranks a
 bounded window of the newest results and counts up to it, the calibration page shows its labels
 a page at a time; neither costs more queries with more rows. Their milliseconds at 100,000
 trials are `bench/pages_scale.py`'s to measure."""

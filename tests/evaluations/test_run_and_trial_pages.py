@@ -1,4 +1,4 @@
-"""The run page tells the truth first, and every cell leads to its reason (issue 12, points 2-3).
+"""The run page tells the truth first, and every cell leads to its reason (points 2-3).
 
 The run page: the verdict (failed when a case failed or the contract fails, naming the first
 failing gate), the five-metric contract table, a banner when blocking checks went unscored, and
@@ -64,10 +64,10 @@ def test_a_run_with_a_failed_case_reads_failed_and_shows_the_contract(signed_in,
     # The plain case's only blocking check does not apply to it: no verdict, never a pass.
     assert "FAILED" in page and "1 of 1 cases failed, 1 without a verdict" in page
     assert 'id="contract"' in page and "useful progress" in page and "false success" in page
-    # Every cost says its unit: the article's "cost/run" is a trial's (issue 24).
+    # Every cost says its unit: the article's "cost/run" is a trial's.
     assert "cost per trial" in page and "cost per verified outcome" in page
     assert "cost/run" not in page and " per trial<" in page
-    assert "1. coverage:" in page  # the gates, in seed 003's order
+    assert "1. coverage:" in page  # the gates, in the contract's order
 
 
 def test_every_case_row_and_cell_links_to_its_trial_page(signed_in, flaky_run):
@@ -143,7 +143,7 @@ def ledger(db, settings, tmp_path):
 
 
 def test_seed_003s_fast_refund_agent_reads_failed_although_its_cases_pass(client, ledger):
-    """The very mistake seed 003 warns against: 5/5 cases passed, contract failed."""
+    """The very mistake the release contract warns against: 5/5 cases passed, contract failed."""
     call_command("seed_demo", stdout=io.StringIO())
     fast = Run.objects.get(
         agent_version__agent__slug="refund-agent", agent_version__config__kwargs__style="fast"
@@ -356,7 +356,7 @@ def test_a_run_of_5000_cases_costs_the_queries_of_a_run_of_20(signed_in):
 
 def test_the_quality_cell_says_what_its_counts_count_on_the_run_and_compare_pages(signed_in):
     """The quality grader scored both trials; one declared completion. The cell read
-    "0.600 (2/1)", two out of one; it names both counts (DESIGN section 6, quality)."""
+    "0.600 (2/1)", two out of one; it names both counts (quality)."""
     from tests.support.contract_runs import GRADER, add_trial, empty_run
 
     runs = []

@@ -1,5 +1,6 @@
 """One evaluation end to end through django-q2's sync mode: start_run plans every trial, the
-shard executes them, checks are scored and case results follow the rules of DESIGN section 5."""
+shard executes them, checks are scored and case results follow the scoring rules
+(docs/checks.md)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""A finished run's case results and figures, computed in the database once (issue 16.5):
+"""A finished run's case results and figures, computed in the database once:
 the same numbers as the rules computed row by row, in a number of queries that does not grow
 with the trials."""
 

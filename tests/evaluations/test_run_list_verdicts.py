@@ -35,7 +35,7 @@ def signed_in(client, builder, password):
 
 
 def costing(usd, agent, *, stored=False):
-    """A run of one verified trial costing ``usd``: $0.70 fails seed 003's $0.60 budget. Built
+    """A run of one verified trial costing ``usd``: $0.70 fails the default $0.60 budget. Built
     by hand, it has no stored figures unless ``stored`` (then finished as the engine does)."""
     run = empty_run(
         agent_version=factories.agent_version(agent),

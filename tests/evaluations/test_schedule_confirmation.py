@@ -1,6 +1,6 @@
 """A schedule's form shows every error at once, and a month above
 SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD is saved only once its cost is confirmed, on the page,
-in the admin and through the API, with the confirmation in the audit entry (issue 24)."""
+in the admin and through the API, with the confirmation in the audit entry."""
 
 from decimal import Decimal
 

@@ -1,4 +1,4 @@
-"""Schedules (issue 13 point 4): the verbs and who may use them, the django-q2 row each owns,
+"""Schedules: the verbs and who may use them, the django-q2 row each owns,
 the monthly estimate, and the task that fires a run (pinned vs latest versions, failures)."""
 
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""One test per scoring rule of DESIGN section 5 (seeds 000-002)."""
+"""One test per scoring rule (docs/checks.md)."""
 
 from types import SimpleNamespace
 

@@ -1,4 +1,4 @@
-"""`seed_demo` shows both paths of the publish gate and tells seed 003's story.
+"""`seed_demo` shows both paths of the publish gate and tells the release-inversion story.
 
 `support-bot` v1 passes the default publishing policy and is published by `publisher` with no
 bypass; v2 is blocked. The fast refund agent scores higher and costs less per run, yet its

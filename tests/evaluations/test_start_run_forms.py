@@ -1,4 +1,4 @@
-"""Starting a run where people work (issue 12): the admin's "Start a run…" on agent versions
+"""Starting a run where people work: the admin's "Start a run…" on agent versions
 and "Run an agent on it…" on dataset versions, and the run list's form. Each shows the estimate
 (calls, "price missing (N calls)") before the person confirms, starts through StartRun, and is
 offered only to those who may start runs."""

@@ -1,4 +1,4 @@
-"""What each part of Sherlock reads as a transcript's tool calls, shape by shape (issue 10,
+"""What each part of Sherlock reads as a transcript's tool calls, shape by shape (
 point 6): the checks (`tools_used`, `trajectory`), evidence collection (`tool_effects`) and the
 OpenTelemetry export must agree on the name, the arguments and the id of every call."""
 

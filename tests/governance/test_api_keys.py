@@ -300,7 +300,7 @@ def test_invalid_days_are_refused_by_the_action(builder):
     assert refused.value.field == "days"
 
 
-# --- remembered: a read relies on what this process verified a moment ago (issue 16) ----------
+# --- remembered: a read relies on what this process verified a moment ago ----------
 
 
 def remembered(builder):

@@ -96,7 +96,7 @@ def test_the_date_range_filter(admin_client, entries):
         e.sequence for e in entries
     }
     assert _sequences(admin_client.get(URL, {"until": yesterday})) == []
-    # A date that is not one is refused, as the API's ?since= is (issue 22), not ignored.
+    # A date that is not one is refused, as the API's ?since= is, not ignored.
     refused = admin_client.get(URL, {"since": "not a date", "action": "agents."})
     assert refused.status_code == 400 and _sequences(refused) == []
     assert "since: &#x27;not a date&#x27; is not a date" in refused.content.decode()
@@ -226,7 +226,7 @@ def test_the_csv_export_neutralises_cells_a_spreadsheet_would_run(
     assert not [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
 
 
-# --- sign-ins apart (issue 24) -----------------------------------------------------------------
+# --- sign-ins apart -----------------------------------------------------------------
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The bypass (DESIGN section 10.4): Admins only, a substantive reason, bound to one decision
+"""The bypass: Admins only, a substantive reason, bound to one decision
 and config hash, single use, expiring, a second Admin when the policy says so, never under a
 hard policy; every step and every refusal audited."""
 

@@ -1,4 +1,4 @@
-"""Who may be the second Admin of a bypass (issue 15 item 6): not an Admin made by the bypass's
+"""Who may be the second Admin of a bypass: not an Admin made by the bypass's
 requester, nor one whose Admin rights are younger than the policy's
 `bypass_approver_min_role_age_hours`; the refusal says why and is audited. Where a grant came
 from is read from the audit log, whichever path wrote it (GrantRole, a group membership or a

@@ -1,4 +1,4 @@
-"""One writer of `Bypass.state` (STYLE item 4): every verb that moves a bypass goes through
+"""One writer of `Bypass.state`: every verb that moves a bypass goes through
 `governance.actions._bypass_state.move_bypass`, a compare-and-set guarded by
 `BYPASS_TRANSITIONS`, and a transition that table does not declare is refused."""
 

@@ -1,4 +1,4 @@
-"""Fail closed (DESIGN section 10.5): a release never rests on blocking checks that could not
+"""Fail closed: a release never rests on blocking checks that could not
 be scored, even though such checks do not fail a case (section 5)."""
 
 import pytest

@@ -1,5 +1,5 @@
 """The release decision `governance.decision.decide`: a version's gate runs under a publishing
-policy, every gate with its numbers, as the snapshot a publish request stores (seed 003)."""
+policy, every gate with its numbers, as the snapshot a publish request stores."""
 
 import json
 

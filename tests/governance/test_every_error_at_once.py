@@ -1,4 +1,4 @@
-"""A form shows all its errors at once (issue 24 point 8): the governance verbs behind the
+"""A form shows all its errors at once: the governance verbs behind the
 policy, webhook, API key, invitation and single sign-on forms report every bad field of one
 submit, and the admin's forms show the fields' own errors beside the action's."""
 

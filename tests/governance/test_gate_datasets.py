@@ -1,4 +1,4 @@
-"""Gate datasets fit the agent (issue 24, point 4): an agent is gated only on datasets chosen for
+"""Gate datasets fit the agent: an agent is gated only on datasets chosen for
 it, a global policy never carries one agent's dataset to another, an agent with none is refused
 saying how to choose one and who may, and only an Admin chooses (audited)."""
 

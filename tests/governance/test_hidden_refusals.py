@@ -1,4 +1,4 @@
-"""Refusals answered 404 are audited (issue 15 item 2): a verb (POST, PATCH, DELETE) on an
+"""Refusals answered 404 are audited: a verb (POST, PATCH, DELETE) on an
 object the user may not see answers the same 404 as one that does not exist, and leaves an
 `<app>.<model>.refused` entry with the actor, the attempted verb and a short excerpt of the
 target id; the API, the pages and the admin alike (`sherlock.core.hidden`). Reading a 404 (GET)

@@ -1,5 +1,5 @@
 """A pending bypass says what it waits for (a second Admin's approval) and who may give it,
-on the publish page (issue 24); with no eligible Admin, it points at the order that works with
+on the publish page; with no eligible Admin, it points at the order that works with
 one seeded Admin (docs/governance.md)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""People (issue 24 point 1): a global Admin invites a person (a one-time, expiring sign-up
+"""People: a global Admin invites a person (a one-time, expiring sign-up
 link), grants and revokes their roles, deactivates and reactivates them, on the People page and
 through the API; every change is an action, audited. Editors, Builders, Publishers and outsiders
 may do none of it, as pages or API. Roles decide `is_staff`: nobody ticks a hidden switch."""

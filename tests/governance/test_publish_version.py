@@ -1,4 +1,4 @@
-"""Publishing as DESIGN section 10 says: the gate runs of the policy in force, one decision,
+"""Publishing as docs/governance.md says: the gate runs of the policy in force, one decision,
 one publish path that retires the previous version atomically, enforcement levels, separation
 of duties, stale decisions and roll back through the same gate."""
 

@@ -1,4 +1,4 @@
-"""Roles are records, revocation is exact (issue 22 point 2): a grant is stored as what it is,
+"""Roles are records, revocation is exact: a grant is stored as what it is,
 the rights derive from the grants, revoking one grant takes exactly what it gave and keeps what
 the others give, revoking what is not held is 409 `not_held`, and no role is ever listed that
 was not granted. Written from the outside: the API, the actions, the admin."""

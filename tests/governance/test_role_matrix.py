@@ -1,5 +1,5 @@
 """Who may do what, through the actions: every role granted globally, for this agent (or the
-gate dataset) only, for another one only, and an outsider (STYLE.md item 10). Each allowed call
+gate dataset) only, for another one only, and an outsider. Each allowed call
 leaves the state change and its audit entry; each refused one leaves the state as it was and a
 `governance.<noun>.refused` entry. The API and the admin matrices are in test_api_governance.py
 and test_admin_governance.py."""

@@ -1,4 +1,4 @@
-"""The dataset verbs in the role matrix (STYLE.md item 10): start a draft, change a check,
+"""The dataset verbs in the role matrix: start a draft, change a check,
 freeze. Each role granted globally, for this dataset only ("here"; for agent roles: their agent
 only), for another object only, and an outsider; through the action, the API and the admin.
 Only Editors (global, or of this dataset) and global Admins may."""

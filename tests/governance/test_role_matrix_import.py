@@ -1,4 +1,4 @@
-"""Importing cases in the role matrix (STYLE.md item 10): the Editor role, global or on this
+"""Importing cases in the role matrix: the Editor role, global or on this
 dataset (and a global Admin), may import; Builders, Publishers, an Editor of another dataset
 and outsiders may not, through the action, the API and the command alike, and a refused
 import changes nothing."""

@@ -1,9 +1,8 @@
-"""Every role on every scope it has a meaning on (OBJECT_PERMS), walked end to end (issue 22
-point 2): an Admin grants it through the API, the user uses it through the API, the pages, the
-admin and the commands, the Admin revokes it through the API, and the user can no longer do
-what only that grant allowed, by any of those paths; the grant and the revocation are audited,
-the revocation removes exactly the grant's verbs, nothing is listed afterwards and a second
-revocation is 409 `not_held`."""
+"""Every role on every scope it has a meaning on (OBJECT_PERMS), walked end to end: an Admin grants
+it through the API, the user uses it through the API, the pages, the admin and the commands, the
+Admin revokes it through the API, and the user can no longer do what only that grant allowed, by any
+of those paths; the grant and the revocation are audited, the revocation removes exactly the grant's
+verbs, nothing is listed afterwards and a second revocation is 409 `not_held`."""
 
 import io
 import json

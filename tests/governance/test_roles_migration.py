@@ -1,4 +1,4 @@
-"""The data migration creates the four role groups with the permissions of DESIGN section 2."""
+"""The data migration creates the four role groups with the permissions of the four roles."""
 
 import pytest
 from django.contrib.auth.models import Group

@@ -1,6 +1,6 @@
-"""Migration 0011 turns the rights held before grants were records into grants (issue 22 point
-2), reading overlapping verb sets as documented in docs/governance.md: the audit log first, else
-the fewest whole roles; it says what it found."""
+"""Migration 0011 turns the rights held before grants were records into grants, reading
+overlapping verb sets as documented in docs/governance.md: the audit log first, else the fewest
+whole roles; it says what it found."""
 
 import importlib
 import io
@@ -88,7 +88,7 @@ def test_the_audit_log_names_an_admin_of_a_dataset(boss, gate_dataset):
 
 
 def test_a_logged_revocation_whose_verbs_stayed_is_carried_out(boss, gate_dataset):
-    """The defect of issue 22: revoking an Editor of a dataset left every verb in place."""
+    """The defect found in review: revoking an Editor of a dataset left every verb in place."""
     user = factories.user("revoked")
     held(user, "Editor", gate_dataset)
     scope = scope_of(gate_dataset)

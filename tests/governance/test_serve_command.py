@@ -1,5 +1,5 @@
 """`manage.py serve` as a person starts it, on loopback: its static handler serves the pages'
-files and answers a path that climbs out of the static directories with 404 (issue 22: Django's
+files and answers a path that climbs out of the static directories with 404 (Django's
 handler let the finder's SuspiciousFileOperation through as a 500)."""
 
 import http.client

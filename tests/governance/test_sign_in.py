@@ -1,4 +1,4 @@
-"""Sherlock's sign-in (issue 24 points 1, 2 and 8): one page titled Sherlock for every role,
+"""Sherlock's sign-in: one page titled Sherlock for every role,
 the admin's login leading to it; password sign-in can be switched off (SSO only); a single
 sign-on answer that does not carry this sign-in's nonce is refused; the provider settings
 insist on HTTPS except on loopback."""

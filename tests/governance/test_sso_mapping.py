@@ -1,4 +1,4 @@
-"""The single sign-on mapping (issue 24 point 2), as data: a provider's claim path and strict
+"""The single sign-on mapping, as data: a provider's claim path and strict
 mode, and rules group -> role (global or on one agent or dataset), edited by Admins through
 actions; re-applied at every sign-in by `ApplySSORoles`: SSO grants follow the groups, grants
 made by hand are never touched, and every change is audited with the claims that caused it."""

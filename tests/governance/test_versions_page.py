@@ -1,6 +1,6 @@
 """The nav's Publish page (/governance/versions/): the versions a user may see, where each one's
 publication stands, its publish page one click away; scoped by role, filtered, and read with a
-constant number of queries as versions grow (issue 24: "Publish" dropped into the admin)."""
+constant number of queries as versions grow ("Publish" dropped into the admin)."""
 
 from django.db import connection
 from django.test.utils import CaptureQueriesContext

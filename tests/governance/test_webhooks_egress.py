@@ -1,4 +1,4 @@
-"""Webhook endpoints follow the operator's host rules (issue 22, point 1): loopback, the metadata
+"""Webhook endpoints follow the operator's host rules: loopback, the metadata
 address, private addresses, local names and credentials in the URL are refused on save (an
 error on `url`, audited) unless SHERLOCK_WEBHOOK_HOSTS lists them, and checked again before
 every attempt, so an endpoint saved under laxer rules gets nothing."""

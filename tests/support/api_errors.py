@@ -1,4 +1,4 @@
-"""What the bad-input tests of every endpoint family share (issue 15): the operations of the
+"""What the bad-input tests of every endpoint family share: the operations of the
 served schema (so an endpoint added later is covered without a new test), their URLs filled
 with seeded objects, the one error shape, and a count of every row so "nothing written" is a
 comparison."""
@@ -56,7 +56,7 @@ def url_of(path, seeded, value=None):
 
 def rows():
     """How many rows every model of the apps holds: equal before and after = nothing written.
-    Refusal entries of the audit log are left out: a refused attempt is recorded (issue 15.2),
+    Refusal entries of the audit log are left out: a refused attempt is recorded,
     which writes nothing of the caller's input."""
     counts = {
         model._meta.label: model.objects.count()

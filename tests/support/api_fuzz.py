@@ -1,11 +1,11 @@
-"""Schemathesis against the served schema (issue 15): a small dataset of every object kind the
+"""Schemathesis against the served schema: a small dataset of every object kind the
 API serves, the path parameters that name those objects, and one function that runs an
 operation's generated cases (valid and invalid) through the WSGI app and collects what broke:
 a server error, an answer the schema does not describe, or a status it does not list.
 
 Besides the generated cases, every integer parameter (path or query) is tried just beyond a
 64-bit signed integer, 2**63 and -2**63-1 (`boundary_cases`): the first values no database
-column holds, which random generation reaches only by luck (issue 22: `?run=2**63` was
+column holds, which random generation reaches only by luck (`?run=2**63` was
 SQLite's `OverflowError`).
 
 The seeded objects come from `api_world.seed_every_kind`. The WSGI app runs in the test's

@@ -1,4 +1,5 @@
-"""Helpers for the tests of stored contracts: runs built from seed 003's trial file or by hand."""
+"""Helpers for the tests of stored contracts: runs built from the worked example's trial file
+or by hand."""
 
 import itertools
 import json
@@ -35,7 +36,7 @@ def seed_records(variant=None):
 
 
 def import_seed_variant(variant, agent_version=None, dataset=None):
-    """One variant of seed 003's worked example, stored as an external run."""
+    """One variant of the contract's worked example, stored as an external run."""
     agent_version = agent_version or factories.agent_version()
     return ImportTrials(
         acting_user=None,

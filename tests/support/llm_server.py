@@ -1,6 +1,6 @@
 """A real OpenAI-compatible HTTP server on loopback, for the tests and the benchmarks.
 
-DESIGN section 13: external model calls are served by a real server that the official OpenAI
+External model calls are served by a real server that the official OpenAI
 SDK talks to over HTTP, so the tests exercise the same wire format, connection pool, timeouts
 and error mapping as production, with no mocks of the SDK internals.
 

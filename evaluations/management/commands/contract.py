@@ -1,9 +1,9 @@
 """`manage.py contract FILE [--json]`: the five-metric release contract of a trial file.
 
-Reads trial records (DESIGN section 6 format) from a file, either `{"thresholds": {...},
+Reads trial records from a file, either `{"thresholds": {...},
 "trials": [...]}` or JSON Lines with one trial per line (then the thresholds declared with
-seed 003's worked example apply, and a note on stderr says so), and prints the table of DESIGN
-section 6, or with `--json` one object per variant. Bad input exits with status 2 and a
+the contract's worked example apply, and a note on stderr says so), and prints the contract table
+(docs/contract.md), or with `--json` one object per variant. Bad input exits with status 2 and a
 one-line message, never a traceback.
 """
 
@@ -26,7 +26,7 @@ INPUT_ERROR = 2
 
 
 class Command(BaseCommand):
-    help = "Compute the five-metric release contract (seed 003) of a trial-record file."
+    help = "Compute the five-metric release contract of a trial-record file."
 
     # Reads a file and touches no database: the project's system checks (queues, database
     # settings) have nothing to say about it and must not stop an offline computation.
@@ -61,7 +61,8 @@ class Command(BaseCommand):
         if document.thresholds is None:
             d = DEFAULT_THRESHOLDS
             self.stderr.write(
-                "note: the file has no thresholds; using those of seed 003's worked example "
+                "note: the file has no thresholds; using the default thresholds (the contract's "
+                "worked example) "
                 f"(max false successes {d.max_false_successes}, max unknown effects "
                 f"{d.max_unknown_effects}, useful progress >= {d.min_useful_progress}, "
                 f"tool-effect integrity >= {d.min_tool_effect_integrity}, cost per verified "

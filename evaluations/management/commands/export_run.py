@@ -1,9 +1,9 @@
 """`manage.py export_run RUN [--format F] [--output FILE]`: a run's results for CI and other tools.
 
-Formats (DESIGN section 11):
+Formats:
 
-- ``trials``: the run's trial records (DESIGN section 6), JSON Lines. ``manage.py contract`` on
-  the file gives the numbers of ``run_contract`` (seed 003: the same contract for runs and for
+- ``trials``: the run's trial records, JSON Lines. ``manage.py contract`` on
+  the file gives the numbers of ``run_contract`` (the same contract for runs and for
   records). Judge spend bound to the run but to no trial cannot go in a record: stderr says so.
 - ``jsonl``: one line per trial with its status, evidence, cost and check results.
 - ``csv``: one row per check result (run, case, repetition, check, status, score, threshold,

@@ -1,10 +1,11 @@
 """`manage.py import_trials AGENT VERSION FILE [--dataset SLUG] [--variant NAME] [--thresholds]`.
 
-Stores the trial records of FILE (DESIGN section 6 format: JSON Lines, a JSON array or
+Stores the trial records of FILE (JSON Lines, a JSON array or
 ``{"thresholds", "trials"}``) as a completed external run of the agent version, atomically
 (``ImportTrials``), then prints the run's five-metric contract, computed from the database as
-for any run. The contract uses the file's thresholds when it has them, else seed 003's. Bad
-input exits with status 2 and one line naming the record (``line 4``); nothing is saved.
+for any run. The contract uses the file's thresholds when it has them, else the default
+thresholds. Bad input exits with status 2 and one line naming the record (``line 4``); nothing
+is saved.
 """
 
 from pathlib import Path
@@ -15,7 +16,7 @@ INPUT_ERROR = 2
 
 
 class Command(BaseCommand):
-    help = "Import trial records (seed 003 format) as an external run of an agent version."
+    help = "Import trial records (the trial-record format) as an external run of an agent version."
 
     def add_arguments(self, parser):
         parser.add_argument("agent", help="the agent's slug")

@@ -4,7 +4,7 @@ Scores one transcript with one check, outside any run: the quickest way to try a
 params on a real case before putting it in a dataset, and to reproduce a surprising result
 from CI. Prints the verdict as JSON (`score`, `status`, `reason`, `evidence`, ...). Status is
 `skipped` or `error` when the check could not score; otherwise `passed`/`failed` against
-`--threshold`, or `scored` without one (DESIGN.md §5: no threshold, no pass bar). Bad params,
+`--threshold`, or `scored` without one (no threshold, no pass bar). Bad params,
 an unknown kind or unreadable files exit with status 2 and a one-line message on stderr.
 Model checks use the configured judge, if any (else they are skipped, "no judge configured").
 """

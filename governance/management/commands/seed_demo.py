@@ -2,7 +2,7 @@
 
 - `support-bot` on `support-basics`: the everyday checks (answer shape, latency, expected tools,
   a guardrail), one completed ad-hoc run with two repetitions, then both paths of the publish
-  gate (DESIGN section 10) under the default publishing policy, through the real actions:
+  gate under the default publishing policy, through the real actions:
   v1 ("careful") is requested by `builder`, its gate run passes every gate and `publisher`
   publishes it, with no bypass; v2 ("fast") is requested too and blocked (it skips the order
   lookup before refunding, so its case pass rate is under the policy's 0.9). The bot's replies
@@ -11,11 +11,12 @@
   the evidence it asks for.
 - `support-faq`: five plain questions with the checks a text answer can meet (shape, latency),
   for the README's first run of a team's own code with the `sherlock` client.
-- `refund-agent` on `refund-desk`: seed 003's release inversion. Its tools write to a small
-  ledger (`agents.demo`), and every case's outcome verifier and every tool's effect verifier
-  read that ledger back. Version 2 ("fast") has the higher quality score and the lower cost per
-  run, yet its contract fails at the false-success gate: it told the customer a $250 credit was
-  applied when the tool policy had refused it. Version 1 ("stable") passes. Their runs show it
+- `refund-agent` on `refund-desk`: the release inversion (a faster, cheaper-looking version that
+  loses on verified outcomes). Its tools write to a small ledger (`agents.demo`), and every case's
+  outcome verifier and every tool's effect verifier read that ledger back. Version 2 ("fast") has
+  the higher quality score and the lower cost per run, yet its contract fails at the false-success
+  gate: it told the customer a $250 credit was applied when the tool policy had refused it. Version
+  1 ("stable") passes. Their runs show it
   (the compare page puts them side by side).
 
 It prints only where to look and the logins. Idempotent: running it again resets the demo
@@ -213,7 +214,7 @@ class Command(BaseCommand):
             )
         self.stdout.write(
             f"  /runs/compare/?a={refund_runs[0].pk}&b={refund_runs[1].pk}  refund-agent v1 vs "
-            "v2: v2 scores higher, yet fails at false success (seed 003)"
+            "v2: v2 scores higher, yet fails at false success"
         )
         self.stdout.write(
             "Logins: "
@@ -403,7 +404,7 @@ class Command(BaseCommand):
             SetGateDatasets(acting_user=admin, agent=agent, datasets=[dataset]).execute()
         return policy
 
-    # --- seed 003: the refund desk ---------------------------------------------------------
+    # --- the refund desk ---------------------------------------------------------
 
     def seed_refund_desk(self, users):
         """Two versions of `refund-agent`, the `refund-desk` dataset, its policy and one
@@ -488,7 +489,7 @@ class Command(BaseCommand):
             editor,
             slug="refund-desk",
             name="Refund desk",
-            description="Tasks whose outcome is checked in the ledger (seed 003).",
+            description="Tasks whose outcome is checked in the ledger.",
             note="Seed 003's tasks",
             checks=REFUND_CHECKS,
             cases=cases,

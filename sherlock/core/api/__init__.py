@@ -1,4 +1,4 @@
-"""What every app's API shares (issue 15: bad input never reaches a 500), one module per job:
+"""What every app's API shares (bad input never reaches a 500), one module per job:
 
 - `errors`: the one error shape (`ErrorSerializer`), the exception handler that turns domain
   errors and Django's and DRF's exceptions into it, `refusals` for `extend_schema`, and the

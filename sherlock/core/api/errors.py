@@ -1,4 +1,4 @@
-"""The API's error side (issue 15): whatever goes wrong with a request, the answer is a 4xx in
+"""The API's error side: whatever goes wrong with a request, the answer is a 4xx in
 one shape (`ErrorSerializer`), documented on every operation of the OpenAPI schema
 (`sherlock.core.api.schema.document_errors`), and bad input never reaches a 500.
 

@@ -17,7 +17,7 @@ class ListFilterBackend(DjangoFilterBackend):
     """django-filter's backend, run only where there is something to filter. The schema
     documents filters on lists (as drf-spectacular does for any filter backend), yet DRF also
     runs them when it looks up one object, building the whole filter set and its form for
-    nothing: a fifth of a detail's time (issue 16). So a detail answers the object its URL
+    nothing: a fifth of a detail's time. So a detail answers the object its URL
     names, whatever the query string says; and a list asked with no query parameter but the
     page's is the whole list (an empty filter set filters nothing, since no filter of ours is
     `required`), without building the set."""
@@ -40,7 +40,7 @@ class IdFilter(django_filters.NumberFilter):
     """A filter on an id or an integer column (`?run=12`): a whole number a database can be
     asked about, else 400 naming the parameter. django-filter's `NumberFilter` takes any
     decimal and Django bounds the lookups of integer columns, not of foreign keys: `run_id=2**63`
-    is an `OverflowError` on SQLite (issue 22)."""
+    is an `OverflowError` on SQLite."""
 
     field_class = forms.IntegerField
 

@@ -58,7 +58,7 @@ class RefuseUnknownFields:
 # `to_representation`, with its per-row overhead taken out. DRF walks `self.fields` through
 # `Mapping.values()` and a generator for every row, and looks each attribute up through
 # `get_attribute`, which tests every step for a Mapping and a callable: on a page of 50 rows and
-# 20 fields that was half the serializer's time (issue 16). Here the readable fields are listed
+# 20 fields that was half the serializer's time. Here the readable fields are listed
 # once per serializer, and a field that reads a plain attribute path (DRF's base
 # `get_attribute`, a dotted `source`) reads it with `operator.attrgetter`; anything else, and
 # any attribute that is missing, None on the way, or callable, goes through the field's own

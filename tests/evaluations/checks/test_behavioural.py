@@ -347,7 +347,7 @@ def test_tool_calls_given_as_a_string_are_named_as_such():
     )
 
 
-# A list of plain names is valid since issue 14 (tests/evaluations/checks/test_empty_inputs.py).
+# A list of plain names is valid (tests/evaluations/checks/test_empty_inputs.py).
 @pytest.mark.parametrize("expected_tools", ["search_orders", {"name": "search_orders"}, [7], [""]])
 def test_tools_used_is_an_error_when_the_cases_expected_tools_are_malformed(expected_tools):
     verdict = run("tools_used", {}, CALLS, {"expected_tools": expected_tools})
