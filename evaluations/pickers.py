@@ -27,6 +27,29 @@ def dataset_versions(user, params, action="view"):
     return found.order_by("dataset__slug", "-number")
 
 
+def dataset_versions_to_run(user, params):
+    """The versions a run may be started on: `dataset_versions` of what the user may see, plus
+    the datasets an agent they build is gated on (`evaluations.run_rights`)."""
+    from evaluations import run_rights
+
+    found = run_rights.dataset_versions_to_run(user)
+    state = params.get("state") or None
+    if state is not None:
+        if state not in STATES:
+            raise ValueError("state: frozen or draft")
+        found = found.filter(**STATES[state])
+    dataset = int_param(params, "dataset")
+    if dataset is not None:
+        found = found.filter(dataset_id=dataset)
+    return found.order_by("dataset__slug", "-number")
+
+
+def datasets_to_run(user, params):
+    from evaluations import run_rights
+
+    return run_rights.datasets_to_run(user).order_by("slug")
+
+
 def editable_drafts(user, params):
     return dataset_versions(user, params).drafts_to_edit(user)
 
@@ -64,6 +87,28 @@ register(
         by=("pk", "number"),  # by number: one dataset's versions (the admin's compare page)
         none="No dataset version you may see matches: a dataset's versions are seen with a role "
         "on it, or a global one.",
+    ),
+)
+# What a run may be started on (Start a run, schedules): a Builder's gate datasets too.
+register(
+    "dataset-version-to-run",
+    Kind(
+        dataset_versions_to_run,
+        VERSION_WORDS,
+        "number",
+        by=("pk", "number"),
+        none="No dataset version you may run matches: a run is started on a dataset you may see, "
+        "or on one an agent you build is gated on.",
+    ),
+)
+register(
+    "dataset-to-run",
+    Kind(
+        datasets_to_run,
+        words=("slug", "name"),
+        by=("pk", "slug"),
+        none="No dataset you may run matches: a run is started on a dataset you may see, or on "
+        "one an agent you build is gated on.",
     ),
 )
 register(

@@ -21,3 +21,9 @@ class GovernanceConfig(AppConfig):
         register_thresholds_provider(in_force_thresholds)
         # A verdict asked under a named policy (GET /api/v1/runs/{id}/verdict/?policy=<id>).
         register_policy_lookup(policy_applied_by_id)
+        # An agent's Builders run it on the datasets it is gated on (evaluations.run_rights).
+        from evaluations import run_rights
+        from governance.models.gate_datasets import gated_dataset_ids
+
+        if gated_dataset_ids not in run_rights.RUN_RIGHTS:
+            run_rights.RUN_RIGHTS.append(gated_dataset_ids)

@@ -8,6 +8,7 @@ from evaluations.choices import RunPurpose, RunStatus
 from evaluations.costs import estimate_run
 from evaluations.engine import enqueue_run
 from evaluations.models import CaseVersion, Run, Trial
+from evaluations.run_rights import may_run_on
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
@@ -57,7 +58,8 @@ class StartRun(Action):
         user = self.acting_user
         if user is not None and not user_can(user, "build", self.agent_version.agent):
             raise ActionDenied("You may not start runs of this agent (Builder role needed).")
-        if user is not None and not user_can(user, "view", self.dataset_version.dataset):
+        dataset = self.dataset_version.dataset
+        if user is not None and not may_run_on(user, self.agent_version.agent, dataset):
             # As every surface lists only the versions of visible datasets, one named anyway
             # reads as one that does not exist; the attempt is audited as a hidden refusal.
             hidden = ActionInvalid(

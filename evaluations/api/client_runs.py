@@ -32,6 +32,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.actions.upload_transcripts import UPLOAD_MAX_ITEMS, UploadTranscripts
 from evaluations.choices import RunPurpose, RunStatus, TrialStatus
 from evaluations.models import Dataset, Run, Trial
+from evaluations.run_rights import runnable_datasets
 from sherlock.core.api.errors import refusals
 from sherlock.core.api.serializers import RefuseUnknownFields
 from sherlock.core.errors import ActionConflict, ActionInvalid
@@ -200,8 +201,8 @@ def _version(request, agent, name):
     return found
 
 
-def _dataset(request, slug):
-    found = Dataset.objects.for_user(request.user).filter(slug=slug).first()
+def _dataset(request, slug, agent):
+    found = runnable_datasets(request.user, agent).filter(slug=slug).first()
     if found is None:
         raise _missing(
             request, Dataset, "dataset", f"dataset: no dataset {excerpt(slug)}", slug=slug
@@ -247,7 +248,7 @@ class ClientRunStartView(APIView):
         data = body.validated_data
         agent = _agent(request, data["agent"])
         version = _version(request, agent, data["version"])
-        dataset_version = _dataset(request, data["dataset"])
+        dataset_version = _dataset(request, data["dataset"], agent)
         source = data.get("metadata") or {}
         if data["purpose"] == "gate":
             waiting = Run.objects.for_user(request.user).filter(

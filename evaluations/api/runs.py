@@ -39,6 +39,7 @@ from evaluations.contract import policy_by_id
 from evaluations.costs import format_usd
 from evaluations.models import DatasetVersion, Run
 from evaluations.reads.junit import run_junit
+from evaluations.run_rights import dataset_versions_to_run
 from evaluations.verdict import OUTCOMES, run_verdict
 from sherlock.core.api.filters import IdFilter
 from sherlock.core.api.serializers import LeanRepresentation, MoneyField, RefuseUnknownFields
@@ -164,7 +165,7 @@ class StartRunSerializer(RefuseUnknownFields, serializers.Serializer):
         self.fields["agent_version"].queryset = AgentVersion.objects.for_user(user).select_related(
             "agent"
         )
-        self.fields["dataset_version"].queryset = DatasetVersion.objects.for_user(user)
+        self.fields["dataset_version"].queryset = dataset_versions_to_run(user)
 
     def validate_agent_version(self, version):
         # Its run would wait for uploads nobody sends from here (docs/client.md).

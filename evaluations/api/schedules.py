@@ -20,6 +20,7 @@ from evaluations.actions.pause_schedule import PauseSchedule
 from evaluations.actions.schedule_fields import SCHEDULE_FIELDS
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
+from evaluations.run_rights import datasets_to_run
 from evaluations.schedules import estimate_schedule
 from sherlock.core.api.errors import refusals
 from sherlock.core.api.serializers import RefuseUnknownFields
@@ -73,7 +74,7 @@ class ScheduleSerializer(RefuseUnknownFields, serializers.ModelSerializer):
         if request is None:
             return
         agents = Agent.objects.for_user(request.user)
-        datasets = Dataset.objects.for_user(request.user)
+        datasets = datasets_to_run(request.user)
         self.fields["agent"].queryset = agents
         self.fields["dataset"].queryset = datasets
         self.fields["agent_version"].queryset = AgentVersion.objects.filter(agent__in=agents)

@@ -32,6 +32,7 @@ from evaluations.actions.schedule_fields import (
 )
 from evaluations.costs import format_usd
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
+from evaluations.run_rights import dataset_versions_to_run, datasets_to_run
 from evaluations.schedules import estimate_schedule
 from sherlock.core.errors import ActionError, ActionInvalid, InvalidFields
 from sherlock.core.hidden import visible_or_404
@@ -59,13 +60,13 @@ class ScheduleForm(forms.Form):
         ),
     )
     dataset = forms.ModelChoiceField(
-        Dataset.objects.none(), widget=Picker("dataset", placeholder="type a slug or name")
+        Dataset.objects.none(), widget=Picker("dataset-to-run", placeholder="type a slug or name")
     )
     dataset_version = forms.ModelChoiceField(
         DatasetVersion.objects.none(),
         required=False,
         widget=Picker(
-            "dataset-version",
+            "dataset-version-to-run",
             params={"state": "frozen"},
             depends=["dataset"],
             first="Choose the dataset first (left empty: its latest frozen version).",
@@ -85,14 +86,12 @@ class ScheduleForm(forms.Form):
         super().__init__(*args, **kwargs)
         # What the pickers offer is what the form accepts: the same scoped querysets.
         self.fields["agent"].queryset = Agent.objects.for_user(user)
-        self.fields["dataset"].queryset = Dataset.objects.for_user(user)
+        self.fields["dataset"].queryset = datasets_to_run(user)
         self.fields["agent_version"].queryset = AgentVersion.objects.for_user(user).select_related(
             "agent"
         )
-        self.fields["dataset_version"].queryset = (
-            DatasetVersion.objects.for_user(user)
-            .filter(frozen_at__isnull=False)
-            .select_related("dataset")
+        self.fields["dataset_version"].queryset = dataset_versions_to_run(user).filter(
+            frozen_at__isnull=False
         )
 
     def clean(self):

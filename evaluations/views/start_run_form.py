@@ -15,6 +15,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.contract import thresholds_for
 from evaluations.costs import coverage_warning, describe_estimate, estimate_cost, estimate_start
 from evaluations.models import DatasetVersion
+from evaluations.run_rights import dataset_versions_to_run
 from sherlock.core.errors import ActionError
 from sherlock.core.pickers import Picker
 
@@ -33,8 +34,10 @@ def startable_agent_versions(user):
 
 
 def visible_dataset_versions(user):
-    """What the dataset version's picker offers (`dataset-version`) and the form accepts."""
-    return DatasetVersion.objects.for_user(user).select_related("dataset")
+    """What the dataset version's picker offers (`dataset-version-to-run`) and the form
+    accepts: the versions of the datasets the person may see, and of those an agent they build
+    is gated on (`evaluations.run_rights`)."""
+    return dataset_versions_to_run(user)
 
 
 class StartRunForm(forms.Form):
@@ -49,7 +52,7 @@ class StartRunForm(forms.Form):
     dataset_version = forms.ModelChoiceField(
         DatasetVersion.objects.none(),
         label="Dataset version",
-        widget=Picker("dataset-version", placeholder="type a dataset's slug or name"),
+        widget=Picker("dataset-version-to-run", placeholder="type a dataset's slug or name"),
         help_text="A draft version may be run ad hoc; its results are not comparable with gate "
         "runs.",
     )

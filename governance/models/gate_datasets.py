@@ -40,6 +40,15 @@ class GateDataset(models.Model):
         return f"{self.dataset} gates {self.agent}"
 
 
+def gated_dataset_ids(agent):
+    """The ids of the datasets `agent` is gated on under the policy in force: what its Builders
+    may run it on without a role on them (`evaluations.run_rights`). Two queries."""
+    from governance.models.policies import PublishingPolicy
+
+    policy = PublishingPolicy.objects.in_force_for(agent)
+    return set(gate_datasets_for(agent, policy).values_list("pk", flat=True))
+
+
 def gate_datasets_for(agent, policy):
     """The datasets `agent`'s versions are gated on under `policy` (the one in force), by slug:
     the gate datasets of the agent's own policy when it names any (an agent's policy wins over

@@ -43,8 +43,9 @@ from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.choices import RUN_TERMINAL, RunStatus
 from evaluations.contract import render_table
 from evaluations.costs import describe_estimate, describe_spend, format_usd
-from evaluations.models import CaseResult, Dataset, Run, case_counts_words
+from evaluations.models import CaseResult, Run, case_counts_words
 from evaluations.reads.junit import run_junit
+from evaluations.run_rights import runnable_datasets
 from evaluations.verdict import run_verdict
 from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
@@ -89,7 +90,9 @@ class Command(VerdictCommand):
     def handle(self, *args, agent_slug, dataset, **options):
         user = self.acting_user(options["user"])
         agent_version = self.agent_version(user, agent_slug, options["version"])
-        dataset_version = self.dataset_version(user, dataset, options["dataset_version"])
+        dataset_version = self.dataset_version(
+            user, agent_version.agent, dataset, options["dataset_version"]
+        )
         if agent_version.adapter == Adapter.CLIENT:
             # Its run would wait for uploads this command never sends (docs/client.md).
             raise CommandError(
@@ -183,10 +186,15 @@ class Command(VerdictCommand):
             raise CommandError(f"{slug} has no {which}", returncode=ERROR)
         return found
 
-    def dataset_version(self, user, slug, number):
-        dataset = Dataset.objects.for_user(user).filter(slug=slug).first()
+    def dataset_version(self, user, agent, slug, number):
+        """The version of the dataset `slug` to run `agent` on: one `user` may see, or one the
+        agent is gated on when `user` builds it (`evaluations.run_rights`)."""
+        dataset = runnable_datasets(user, agent).filter(slug=slug).first()
         if dataset is None:
-            raise CommandError(f"no dataset {slug!r} (that {user} may see)", returncode=ERROR)
+            raise CommandError(
+                f"no dataset {slug!r} (that {user} may see or run {agent.slug} on)",
+                returncode=ERROR,
+            )
         versions = dataset.versions.select_related("dataset").order_by("-number")
         if number is not None:
             found = versions.filter(number=number).first()

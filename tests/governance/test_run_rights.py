@@ -1,0 +1,129 @@
+"""Running is a right of its own: a Builder of one agent runs it on the datasets it is gated on
+(chosen by an Admin), from every surface (the API, `evaluate --user`, the client's run start,
+the start-run picker and the schedule form), without any right to see the dataset otherwise or
+to edit its cases; a Builder of another agent may not run on them; runs on a dataset the Builder
+may not see open for them (the agent's runs are theirs)."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from evaluations.models import Run
+from evaluations.run_rights import may_run_on, runnable_datasets
+from governance.models import GateDataset
+from tests.support import factories
+from tests.support.governance import api_client, grant_on
+
+ECHO = "tests.support.agents_under_test.echo"
+CHECKS = [{"label": "shape", "kind": "output_type", "params": {"type": "text"}}]
+
+
+@pytest.fixture
+def team(request):
+    if "live_db" not in request.fixturenames:
+        request.getfixturevalue("db")
+    admin = factories.user("ada", role="Admin")
+    agent = factories.agent("acme-helpdesk")
+    version = factories.agent_version(agent, number=1, callable_path=ECHO)
+    faq = factories.dataset("acme-faq")
+    frozen = factories.dataset_version(faq, cases=[("hello", "Hello?", {})], checks=CHECKS)
+    GateDataset.objects.create(agent=agent, dataset=faq, chosen_by=admin)
+    omar = grant_on(factories.user("omar"), "Builder", agent)
+    other = factories.agent("other-bot")
+    factories.agent_version(other, number=1, callable_path=ECHO)
+    stranger = grant_on(factories.user("stranger"), "Builder", other)
+    return {
+        "agent": agent,
+        "version": version,
+        "faq": faq,
+        "frozen": frozen,
+        "omar": omar,
+        "other": other,
+        "stranger": stranger,
+    }
+
+
+def test_the_right_follows_the_gate_datasets(team):
+    omar, faq = team["omar"], team["faq"]
+    assert may_run_on(omar, team["agent"], faq)
+    assert not may_run_on(omar, team["other"], faq)  # not an agent he builds
+    assert not may_run_on(team["stranger"], team["other"], faq)  # not gated on it
+    assert list(runnable_datasets(omar, team["agent"])) == [faq]
+    assert list(runnable_datasets(omar, team["other"])) == []
+
+
+def test_a_builder_runs_the_agent_on_its_gate_dataset_through_the_api(
+    team, django_capture_on_commit_callbacks
+):
+    api = api_client(team["omar"])
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = api.post(
+            "/api/v1/runs/",
+            {"agent_version": team["version"].pk, "dataset_version": team["frozen"].pk},
+            format="json",
+        )
+    assert answer.status_code == 201, answer.content
+    run = Run.objects.get(pk=answer.json()["id"])
+    assert run.dataset_version == team["frozen"]
+    # The run is his (his agent's): its page and its trials open.
+    assert api.get(f"/api/v1/runs/{run.pk}/").status_code == 200
+    # Running it is no right to read or edit the dataset itself.
+    assert api.get("/api/v1/datasets/acme-faq/").status_code == 404
+    imported = api.post("/api/v1/datasets/acme-faq/cases/import/", {"cases": []}, format="json")
+    assert imported.status_code == 404
+
+
+def test_a_builder_of_another_agent_may_not(team):
+    answer = api_client(team["stranger"]).post(
+        "/api/v1/runs/",
+        {"agent_version": team["version"].pk, "dataset_version": team["frozen"].pk},
+        format="json",
+    )
+    assert answer.status_code == 400  # his agent version and the dataset: neither his
+
+
+def test_evaluate_user_runs_the_gate_dataset(live_db, team):
+    out = StringIO()
+    try:
+        call_command(
+            "evaluate", "acme-helpdesk", "--dataset", "acme-faq", "--user", "omar", stdout=out
+        )
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    except CommandError as error:
+        pytest.fail(f"evaluate refused: {error}")
+    assert code in (0, 1), out.getvalue()  # it ran (pass or fail is the contract's)
+    assert Run.objects.filter(dataset_version=team["frozen"]).exists()
+    with pytest.raises(CommandError, match="may see or run"):
+        call_command(
+            "evaluate", "other-bot", "--dataset", "acme-faq", "--user", "stranger", stdout=out
+        )
+
+
+def test_the_clients_run_start_takes_the_gate_dataset(team):
+    answer = api_client(team["omar"]).post(
+        "/api/v1/runs/client/",
+        {"agent": "acme-helpdesk", "version": "ci-main", "dataset": "acme-faq"},
+        format="json",
+    )
+    # The version is created for the client by name, or refused as not a client version: the
+    # dataset was found either way (a dataset he may not run on answers "no dataset").
+    assert "no dataset" not in json.dumps(answer.json()), answer.content
+
+
+def test_the_pickers_and_forms_offer_the_gate_dataset(client, team):
+    client.force_login(team["omar"])
+    found = client.get("/pick/dataset-version-to-run/", {"term": "acme"}).content.decode()
+    assert "acme-faq" in found
+    assert "acme-faq" not in client.get("/pick/dataset/", {"term": "acme"}).content.decode()
+    schedules = client.get("/pick/dataset-to-run/", {"term": "acme"}).content.decode()
+    assert "acme-faq" in schedules
+    client.force_login(team["stranger"])
+    assert (
+        "acme-faq"
+        not in client.get("/pick/dataset-version-to-run/", {"term": "acme"}).content.decode()
+    )
