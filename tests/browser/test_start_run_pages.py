@@ -121,3 +121,37 @@ def test_the_start_page_warns_of_an_unpriced_judge_and_the_list_gives_verdicts(
     shot(page, "run-list-verdicts")
     page.click(f"a[href='/runs/{failed.pk}/']")
     assert "the contract fails at false success" in page.inner_text("#verdict")
+
+
+def test_a_scoped_builder_runs_the_agent_on_its_gate_dataset(server, browser, shot, live_db):
+    """omar builds acme-helpdesk only, and holds no role on acme-faq, the dataset an Admin chose
+    as its gate: *Start a run* offers it and starts the run, whose page opens for him.
+    Screenshot: `start-run-gate-dataset`."""
+    from governance.models import GateDataset
+    from tests.support.governance import grant_on
+
+    admin = factories.user("ada", role="Admin")
+    agent = factories.agent("acme-helpdesk")
+    version = factories.agent_version(agent, number=1)
+    faq = factories.dataset("acme-faq")
+    frozen = factories.dataset_version(
+        faq,
+        cases=[("hello", "Hello?", {})],
+        checks=[{"label": "shape", "kind": "output_type", "params": {"type": "text"}}],
+    )
+    GateDataset.objects.create(agent=agent, dataset=faq, chosen_by=admin)
+    omar = grant_on(factories.user("omar"), "Builder", agent)
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, server, "omar", "/runs/")
+    page.click("text=Start a run")
+    pick(page, "agent_version", "acme", str(version))
+    pick(page, "dataset_version", "acme-faq", str(frozen))
+    page.click("#start-run button[name=estimate]")
+    page.wait_for_selector("#start-estimate")
+    shot(page, "start-run-gate-dataset")
+    page.click("#start-run button[name=confirm]")
+    page.wait_for_url(f"{server}/runs/*/")
+    run = Run.objects.order_by("-pk").first()
+    assert run.dataset_version == frozen and run.requested_by == omar
+    assert "acme-faq" in page.inner_text("body")
