@@ -18,15 +18,23 @@ from django.db.models import Q
 from evaluations.models import Dataset
 from sherlock.core.permissions import user_can
 
-# Callables `(agent) -> iterable of dataset ids` that the agent's Builders may run it on.
+# Callables `(agents) -> {agent pk: dataset ids}`: the datasets each agent's Builders may run
+# it on. In a constant number of queries whatever the number of agents.
 RUN_RIGHTS = []
 
 
 def gate_dataset_ids(agent):
     """The ids of the datasets the registered sources let `agent`'s Builders run it on."""
-    found = set()
+    return gated_of([agent]).get(agent.pk, set())
+
+
+def gated_of(agents):
+    """`{agent pk: dataset ids}` of the registered sources, for many agents at once."""
+    agents = list(agents)
+    found = {agent.pk: set() for agent in agents}
     for source in RUN_RIGHTS:
-        found.update(source(agent))
+        for pk, ids in source(agents).items():
+            found.setdefault(pk, set()).update(ids)
     return found
 
 
@@ -34,7 +42,9 @@ def runnable_datasets(user, agent):
     """The datasets `user` may run `agent` on: those they may see, and, when they build the
     agent, the datasets it is gated on."""
     visible = Dataset.objects.for_user(user)
-    if agent is None or not RUN_RIGHTS or not user_can(user, "build", agent):
+    if agent is None or not RUN_RIGHTS or not visible.query.has_filters():
+        return visible
+    if not user_can(user, "build", agent):
         return visible
     gated = gate_dataset_ids(agent)
     if not gated:
@@ -53,15 +63,13 @@ def may_run_on(user, agent, dataset):
 def datasets_to_run(user):
     """The datasets `user` may run some agent on: those they may see, and those an agent they
     build is gated on (what the start-run and schedule pickers offer before an agent is chosen;
-    `StartRun` still decides per agent). One query per agent they build, beyond the first."""
+    `StartRun` still decides per agent). A constant number of queries."""
     from agents.models import Agent
 
     visible = Dataset.objects.for_user(user)
-    if not RUN_RIGHTS:
-        return visible
-    gated = set()
-    for agent in Agent.objects.for_user(user, "build"):
-        gated |= gate_dataset_ids(agent)
+    if not RUN_RIGHTS or not visible.query.has_filters():
+        return visible  # every dataset already (a global role)
+    gated = set().union(*gated_of(Agent.objects.for_user(user, "build")).values())
     if not gated:
         return visible
     return Dataset.objects.filter(Q(pk__in=visible.values("pk")) | Q(pk__in=gated))

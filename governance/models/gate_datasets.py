@@ -40,13 +40,35 @@ class GateDataset(models.Model):
         return f"{self.dataset} gates {self.agent}"
 
 
-def gated_dataset_ids(agent):
-    """The ids of the datasets `agent` is gated on under the policy in force: what its Builders
-    may run it on without a role on them (`evaluations.run_rights`). Two queries."""
+def gated_dataset_ids(agents):
+    """`{agent pk: ids of the datasets it is gated on}` under the policy in force for each of
+    `agents` (`gate_datasets_for`, for many at once): what their Builders may run them on
+    without a role on the datasets (`evaluations.run_rights`). Three queries, whatever the
+    number of agents."""
     from governance.models.policies import PublishingPolicy
 
-    policy = PublishingPolicy.objects.in_force_for(agent)
-    return set(gate_datasets_for(agent, policy).values_list("pk", flat=True))
+    agents = list(agents)
+    if not agents:
+        return {}
+    policies = PublishingPolicy.objects.in_force_for_agents(agents)
+    own = {pk: policy for pk, policy in policies.items() if policy and policy.agent_id == pk}
+    through = PublishingPolicy.gate_datasets.through
+    by_policy = {}
+    for policy_id, dataset_id in through.objects.filter(
+        publishingpolicy_id__in=[policy.pk for policy in own.values()]
+    ).values_list("publishingpolicy_id", "dataset_id"):
+        by_policy.setdefault(policy_id, set()).add(dataset_id)
+    chosen = {}
+    for agent_id, dataset_id in GateDataset.objects.filter(
+        agent_id__in=[agent.pk for agent in agents]
+    ).values_list("agent_id", "dataset_id"):
+        chosen.setdefault(agent_id, set()).add(dataset_id)
+    found = {}
+    for agent in agents:
+        policy = own.get(agent.pk)
+        named = by_policy.get(policy.pk) if policy is not None else None
+        found[agent.pk] = named if named else chosen.get(agent.pk, set())
+    return found
 
 
 def gate_datasets_for(agent, policy):

@@ -127,3 +127,20 @@ def test_the_pickers_and_forms_offer_the_gate_dataset(client, team):
         "acme-faq"
         not in client.get("/pick/dataset-version-to-run/", {"term": "acme"}).content.decode()
     )
+
+
+def test_what_a_builder_may_run_costs_the_same_queries_for_many_agents(
+    team, django_assert_max_num_queries
+):
+    from evaluations.run_rights import datasets_to_run
+
+    omar = team["omar"]
+    with django_assert_max_num_queries(10) as few:
+        assert list(datasets_to_run(omar)) == [team["faq"]]
+    for n in range(4):
+        agent = factories.agent(f"more-{n}")
+        dataset = factories.dataset(f"gate-{n}")
+        GateDataset.objects.create(agent=agent, dataset=dataset)
+        grant_on(omar, "Builder", agent)
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        assert len(datasets_to_run(omar)) == 5
