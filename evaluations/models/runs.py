@@ -22,10 +22,22 @@ from sherlock.core.permissions import within
 
 class RunQuerySet(models.QuerySet):
     def for_user(self, user, action="view"):
-        """Runs of the agents the user may see (a run is scoped by its agent)."""
+        """Runs of the agents the user may see (a run is scoped by its agent), and, to read,
+        the runs on the datasets the user may see: an Editor of a dataset reads the runs on it
+        (its cases' answers are what they curate), a scoped Editor holding no agent too."""
         from agents.models import Agent
+        from evaluations.models.datasets import Dataset
 
-        return within(self, "agent_version__agent", Agent.objects.for_user(user, action))
+        by_agent = within(self, "agent_version__agent", Agent.objects.for_user(user, action))
+        if action != "view" or not by_agent.query.has_filters():
+            return by_agent
+        datasets = Dataset.objects.for_user(user, "view")
+        if not datasets.query.has_filters():
+            return self  # every dataset: every run
+        return self.filter(
+            models.Q(pk__in=by_agent.values("pk"))
+            | models.Q(dataset_version__dataset__in=datasets.values("pk"))
+        )
 
 
 class TrialQuerySet(models.QuerySet):

@@ -22,9 +22,7 @@ CHECKS = [{"label": "shape", "kind": "output_type", "params": {"type": "text"}}]
 
 
 @pytest.fixture
-def team(request):
-    if "live_db" not in request.fixturenames:
-        request.getfixturevalue("db")
+def team():
     admin = factories.user("ada", role="Admin")
     agent = factories.agent("acme-helpdesk")
     version = factories.agent_version(agent, number=1, callable_path=ECHO)
@@ -46,7 +44,7 @@ def team(request):
     }
 
 
-def test_the_right_follows_the_gate_datasets(team):
+def test_the_right_follows_the_gate_datasets(db, team):
     omar, faq = team["omar"], team["faq"]
     assert may_run_on(omar, team["agent"], faq)
     assert not may_run_on(omar, team["other"], faq)  # not an agent he builds
@@ -56,7 +54,7 @@ def test_the_right_follows_the_gate_datasets(team):
 
 
 def test_a_builder_runs_the_agent_on_its_gate_dataset_through_the_api(
-    team, django_capture_on_commit_callbacks
+    db, team, django_capture_on_commit_callbacks
 ):
     api = api_client(team["omar"])
     with django_capture_on_commit_callbacks(execute=True):
@@ -76,7 +74,7 @@ def test_a_builder_runs_the_agent_on_its_gate_dataset_through_the_api(
     assert imported.status_code == 404
 
 
-def test_a_builder_of_another_agent_may_not(team):
+def test_a_builder_of_another_agent_may_not(db, team):
     answer = api_client(team["stranger"]).post(
         "/api/v1/runs/",
         {"agent_version": team["version"].pk, "dataset_version": team["frozen"].pk},
@@ -104,7 +102,7 @@ def test_evaluate_user_runs_the_gate_dataset(live_db, team):
         )
 
 
-def test_the_clients_run_start_takes_the_gate_dataset(team):
+def test_the_clients_run_start_takes_the_gate_dataset(db, team):
     answer = api_client(team["omar"]).post(
         "/api/v1/runs/client/",
         {"agent": "acme-helpdesk", "version": "ci-main", "dataset": "acme-faq"},
@@ -115,7 +113,7 @@ def test_the_clients_run_start_takes_the_gate_dataset(team):
     assert "no dataset" not in json.dumps(answer.json()), answer.content
 
 
-def test_the_pickers_and_forms_offer_the_gate_dataset(client, team):
+def test_the_pickers_and_forms_offer_the_gate_dataset(db, client, team):
     client.force_login(team["omar"])
     found = client.get("/pick/dataset-version-to-run/", {"term": "acme"}).content.decode()
     assert "acme-faq" in found
@@ -130,7 +128,7 @@ def test_the_pickers_and_forms_offer_the_gate_dataset(client, team):
 
 
 def test_what_a_builder_may_run_costs_the_same_queries_for_many_agents(
-    team, django_assert_max_num_queries
+    db, team, django_assert_max_num_queries
 ):
     from evaluations.run_rights import datasets_to_run
 
@@ -144,3 +142,37 @@ def test_what_a_builder_may_run_costs_the_same_queries_for_many_agents(
         grant_on(omar, "Builder", agent)
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert len(datasets_to_run(omar)) == 5
+
+
+def test_an_editor_of_a_dataset_reads_the_runs_on_it(
+    db, client, team, django_capture_on_commit_callbacks
+):
+    """priya edits acme-faq and holds no agent: the runs on acme-faq are listed for her, their
+    pages and trials open (through the API too); runs on other datasets stay hidden, and she
+    may still not start a run."""
+    with django_capture_on_commit_callbacks(execute=True):
+        api_client(team["omar"]).post(
+            "/api/v1/runs/",
+            {"agent_version": team["version"].pk, "dataset_version": team["frozen"].pk},
+            format="json",
+        )
+    run = Run.objects.get()
+    elsewhere = factories.dataset_version(
+        factories.dataset("secret"), cases=[("x", "?", {})], checks=CHECKS
+    )
+    from evaluations.actions.start_run import StartRun
+
+    with django_capture_on_commit_callbacks(execute=True):
+        hidden = StartRun(
+            acting_user=None, agent_version=team["version"], dataset_version=elsewhere
+        ).execute()
+    priya = grant_on(factories.user("priya"), "Editor", team["faq"])
+    client.force_login(priya)
+    listed = client.get("/runs/").content.decode()
+    assert f"/runs/{run.pk}/" in listed and f"/runs/{hidden.pk}/" not in listed
+    assert "Start a run" not in listed
+    assert client.get(f"/runs/{run.pk}/").status_code == 200
+    assert client.get(f"/runs/{run.pk}/cases/hello/").status_code == 200
+    assert client.get(f"/runs/{hidden.pk}/").status_code == 404
+    ids = [row["id"] for row in api_client(priya).get("/api/v1/runs/").json()["results"]]
+    assert ids == [run.pk]
