@@ -390,7 +390,7 @@ def refund_agent(case, style="stable", deny=()):
         args = {"account": task["account"], "amount": task["amount"]}
         tools.call("billing.apply_credit", args, lambda: write_ledger("credit", **args))
         if fast:
-            # Seed 003's false success: the refusal is ignored and the claim is made anyway.
+            # The false success: the refusal is ignored and the claim is made anyway.
             progressed("credit requested")
             progressed("customer told")
             progressed("ticket closed")

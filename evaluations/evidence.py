@@ -1,8 +1,8 @@
 """Outcome and tool-effect evidence of one trial, read at the destination.
 
-Seed 003: "the transcript may say a flight was booked; the outcome is whether the booking
-exists in the database". So the engine never infers an outcome from what the agent said. Right
-after the agent call it calls ``collect_evidence(trial, transcript)``, which
+The release contract: "the transcript may say a flight was booked; the outcome is whether the
+booking exists in the database". So the engine never infers an outcome from what the agent said.
+Right after the agent call it calls ``collect_evidence(trial, transcript)``, which
 
 - runs the case version's **outcome verifier** (``CaseVersion.outcome_check``) and records
   ``verified``, ``failed`` or ``unavailable`` with the verifier's evidence;

@@ -1,6 +1,6 @@
 """A run as OpenTelemetry traces: one OTLP/JSON ``ExportTraceServiceRequest``.
 
-Seed 003 keeps operational telemetry in the ledger ("token usage, operation duration, tool call
+The contract keeps operational telemetry in the ledger ("token usage, operation duration, tool call
 count ... explain workload and efficiency; they do not claim that a record exists"), so the
 export carries both, each under its own names:
 

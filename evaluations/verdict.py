@@ -434,7 +434,7 @@ def _coverage_wants_errored(
     """Whether the coverage gate fails only because trials in error have no billed cost.
 
     A trial in error did not run to the end: its cost is unknown because its evidence is, and
-    the checks-scored gate already names it. Seed 003: an unavailable verdict is never turned
+    the checks-scored gate already names it. An unavailable verdict is never turned
     into a failure (nor a success), so a coverage failure that the errored trials alone cause
     makes the verdict incomplete; one that stays without them (a completed trial without
     billed cost, an outcome or an effect without a state) is a failure."""

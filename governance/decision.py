@@ -109,7 +109,7 @@ def make_decision(publish_request):
     runs = publish_request.runs.select_related("dataset_version__dataset", "agent_version__agent")
     runs = list(runs.order_by("pk"))
     decision = decide(runs, publish_request.policy)
-    # Issue 13: which checks did not block (mode, calibration, overrides) and why.
+    # Which checks did not block (mode, calibration, overrides) and why.
     decision["informative_checks"] = informative_checks(runs)
     decision["config_hash"] = publish_request.config_hash
     decision["decided_at"] = timezone.now().isoformat()

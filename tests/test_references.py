@@ -9,7 +9,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = (".py", ".html", ".md", ".js", ".toml", ".yml", ".txt", ".cfg", ".css")
 # What a clone does not hold: the design notes, the style guide, the seeds, the issue tracker.
-OUTSIDE = re.compile(r"\bDESIGN\b|STYLE\.md|\bSTYLE item|\bseeds? 0\d\d\b|\bissues? \d+\b")
+OUTSIDE = re.compile(
+    r"\bDESIGN\b|STYLE\.md|\bSTYLE item|(?i:\bseeds? 0\d\d\b|\bthe seeds'|\bissues? \d+\b)"
+)
 DOC = re.compile(r"\bdocs/([\w./-]+?\.md)\b")
 LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
 

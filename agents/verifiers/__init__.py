@@ -2,7 +2,7 @@
 
 A tool declares its verifier (``Tool.verifier``: was this call's effect written?), and a case
 version may name one for its outcome (``CaseVersion.outcome_check``: does the thing the task
-asked for exist?). Seed 003: the transcript may say a flight was booked; the outcome is whether
+asked for exist?). The transcript may say a flight was booked; the outcome is whether
 the booking exists. This package is that part of the tools, kept in ``agents`` beside them so a
 tool can validate its verifier on save without reaching up into ``evaluations``:
 

@@ -1,6 +1,6 @@
 """ImportTrials: trial records from elsewhere become an external run of an agent version.
 
-Seed 003's contract is meant for agents evaluated elsewhere and for production traces too, so
+The five-measure contract is meant for agents evaluated elsewhere and for production traces too, so
 a trial file (JSON Lines, a JSON array, or ``{"thresholds",
 "trials"}``) can be stored as a run with purpose ``external``; it then gets the same measures,
 gates and comparison as a run Sherlock executed (``evaluations.contract.db``).

@@ -1,6 +1,6 @@
 """Structured (RAG) checks: is the answer faithful to, and was retrieval right for, the documents?
 
-Faithfulness is the seeds' headline check for agents that answer from a collection: it catches
+Faithfulness is the headline check for agents that answer from a collection: it catches
 invention. The two context checks are diagnostics for when answers are faithful but thin.
 
 Judge economy (at most 5 judge calls per case for the four model checks; this design uses 4):

@@ -1,6 +1,6 @@
 """The five-metric release contract for tool-using agents.
 
-Seed 003 replaces "one composite score" with five measures that are kept separate and never
+The contract replaces "one composite score" with five measures that are kept separate and never
 averaged, each with its own numerator, denominator and evidence coverage:
 
 =========================  =============================================  ========================

@@ -455,7 +455,7 @@ def read_trial(record: Any, where: str = "trial") -> TrialRecord:
 
 
 def wait_is_owned(wait: Mapping[str, Any]) -> bool:
-    """Seed 003: a wait is owned when it names an owner, the decision requested, a deadline
+    """A wait is owned when it names an owner, the decision requested, a deadline
     and whether the run can resume. ``resumable: false`` still answers the question."""
     named = all(
         isinstance(wait.get(key), str) and wait[key].strip()

@@ -1,6 +1,6 @@
 """A stored run's trials as trial records, the format ``contract`` reads.
 
-Seed 003 asks for "one row per trial" from which every numerator, denominator, exclusion and
+The contract asks for "one row per trial" from which every numerator, denominator, exclusion and
 unavailable state can be reproduced. ``run_records(run)`` writes exactly what
 ``evaluations.contract.db.run_totals`` counts, judged the same way, so that
 ``manage.py contract`` on the export gives the numbers of ``run_contract``:

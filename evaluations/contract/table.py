@@ -2,7 +2,7 @@
 formats.
 
 The quality cell is the mean score with two counts: the trials the quality grader ran on
-(``graded``, the mean's denominator) and the declared completions. Seed 003's worked example
+(``graded``, the mean's denominator) and the declared completions. The contract's worked example
 grades only declared completions, so its "0.818 (4/4)" reads as graded out of the completions;
 Sherlock's grader also scores the trials that did not declare completion, so a run may read
 "0.321 (5/4)", which looks like five out of four. The markdown table and the API's ``table``

@@ -89,7 +89,7 @@ def trial_counts(trial: TrialRecord) -> dict[str, int]:
     counts["active_windows"] = trial.active_windows
     counts["stale_collector_windows"] = trial.stale_collector_windows
     if trial.wait_owned:
-        # Seed 003: an owned wait is not a stall; stop the progress clock for its windows.
+        # An owned wait is not a stall; stop the progress clock for its windows.
         counts["excluded_wait_windows"] = trial.wait_windows
     else:
         # An unowned wait (or wait windows with no wait named at all) is a stall: the windows
@@ -101,7 +101,7 @@ def trial_counts(trial: TrialRecord) -> dict[str, int]:
         if state is None:
             counts["effects_without_state"] += 1
         if denied:
-            # Seed 003: a denied high-impact call is proof the boundary worked, not a failure.
+            # A denied high-impact call is proof the boundary worked, not a failure.
             counts["effects_denied"] += 1
         elif state == EffectState.VERIFIED:
             counts["effects_verified"] += 1
@@ -121,7 +121,7 @@ def add_trial(totals: VariantTotals, trial: TrialRecord) -> None:
         if trial.outcome_verdict == OutcomeVerdict.FAILED:
             totals.false_successes += 1
         elif trial.outcome_verdict == OutcomeVerdict.UNAVAILABLE:
-            # Seed 003: unavailable is a coverage fact, never zero and never success; it is an
+            # Unavailable is a coverage fact, never zero and never success; it is an
             # unverified completion, kept apart from the false-success numerator.
             totals.unverified_completions += 1
         elif trial.outcome_verdict is None:

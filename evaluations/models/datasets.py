@@ -177,7 +177,7 @@ class Check(models.Model):
         default=0.6, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
     position = models.PositiveIntegerField(default=0, validators=COUNT.validators())
-    # Seed 003: task quality is "the sum of quality scores over the trials where the quality
+    # Task quality is "the sum of quality scores over the trials where the quality
     # grader actually ran". The grader is named, not guessed from a kind: at most one check per
     # dataset version carries this flag, and a run without one reports quality as n/a.
     quality_grader = models.BooleanField(

@@ -1,6 +1,6 @@
 """The trends page (`/trends/?agent=SLUG&dataset=SLUG`): how each check moves over time.
 
-Seeds 000-002 say an informative check is "scored, shown and tracked over time"; this is where.
+An informative check is "scored, shown and tracked over time" (docs/checks.md); this is where.
 For one agent and one dataset, every completed run the user may see (`Run.objects.for_user`),
 oldest first, up to `MAX_RUNS`: each check's mean score and pass rate, and the run's case pass
 rate, as two server-rendered SVG charts (no chart library, no CDN, like the costs page) and a

@@ -1,4 +1,4 @@
-"""Issue 22 point 2: a `RoleGrant` for every role the rights held before this migration amount to.
+"""A `RoleGrant` for every role the rights held before this migration amount to.
 
 Until now a role was read back from the rights it had left (group memberships, guardian object
 permissions), and the verb sets of the roles overlap, so the same rights could be read as several

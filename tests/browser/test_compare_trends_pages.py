@@ -111,7 +111,7 @@ def test_the_publisher_compares_candidate_and_live_from_the_publish_page(
     assert "regressed" in page.inner_text("#changes")
     shot(page, "publish-compare")
 
-    # Seed 003's informative task-quality check is tracked over time too.
+    # The demo's informative task-quality check is tracked over time too.
     page.goto(f"{server}/trends/?agent=refund-agent&dataset=refund-desk")
     table = page.inner_text("#trend-table")
     assert "Task quality (informative)" in table and "n/a" in table

@@ -1,4 +1,4 @@
-"""Issue 24 in chromium: a Builder adds a version from the agent's page, picks the agent from
+"""In chromium: a Builder adds a version from the agent's page, picks the agent from
 the autocomplete and fills the http adapter's own fields (a bad URL is told on its field);
 an Editor freezes a draft from its page after a confirmation naming what becomes read-only; an
 Admin reads the audit log at 1366 px with sign-ins apart; an outsider's empty runs and costs

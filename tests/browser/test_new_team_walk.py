@@ -1,4 +1,4 @@
-"""Issue 24 point 9: a new team's first walk through Sherlock in chromium, on a database seeded as
+"""A new team's first walk through Sherlock in chromium, on a database seeded as
 `make run` seeds it (`seed_demo`), every step through the pages a person uses (Sherlock's pages
 and the admin), and then the same pages tried by an outsider.
 

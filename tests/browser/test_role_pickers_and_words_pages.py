@@ -1,4 +1,4 @@
-"""Issue 24 in chromium, the pickers and the words: an Admin grants a role on one agent from a
+"""In chromium, the pickers and the words: an Admin grants a role on one agent from a
 person's page by typing its name into the admin's autocomplete (no list of every agent), and
 on the admin's Roles page the same way; a user with no role sees no Admin link; the invitation
 and the check form show every error of one submit. Screenshots: `person-pick-agent`,

@@ -1,4 +1,4 @@
-"""Issue 22 (imports and exports): every import path (the `import_cases` command, the API's
+"""Imports and exports: every import path (the `import_cases` command, the API's
 upload, the admin's import page) reads a file through the one bounded reader, and refuses,
 naming the line and field, what used to be a traceback, a 500 or a silent loss: a NUL, JSON
 nested 10,000 deep, a byte that is not UTF-8, a member or column given twice, elements of the

@@ -20,7 +20,8 @@ URL = "/api/v1/runs/compare/"
 
 @pytest.fixture
 def seed_runs():
-    """Seed 003's two variants as runs of two versions of one agent, on one dataset version."""
+    """The worked example's two variants as runs of two versions of one agent, on one dataset
+    version."""
     agent = factories.agent("refund-agent")
     stable = import_seed_variant("stable v1", factories.agent_version(agent))
     fast = import_seed_variant("fast v2", factories.agent_version(agent))

@@ -89,7 +89,7 @@ def test_the_estimate_reads_as_calls_and_what_is_missing_a_price():
     assert costs.describe_estimate({"calls": 3, "judge_calls": 1, "usd": 0.25}) == (
         "3 calls (1 judge), $0.25"
     )
-    # Issue 12: a missing price reads "price missing (N calls)", never "$0.0000 known".
+    # A missing price reads "price missing (N calls)", never "$0.0000 known".
     missing = {
         "calls": 2,
         "agent_calls": 2,

@@ -105,7 +105,7 @@ def threads_in_flight(server):
 def test_many_trials_judge_calls_overlap_on_the_loop_without_a_thread_each(
     live_db, judge_settings, llm_server, builder
 ):
-    # Issue 16: the checks' judge questions are awaited on the shard's loop (AsyncOpenAI), not
+    # The checks' judge questions are awaited on the shard's loop (AsyncOpenAI), not
     # asked from a pool thread each; 64 judge calls in flight take no more threads than one.
     judge_settings.SHERLOCK_RUN_CONCURRENCY = 64
     judge_settings.SHERLOCK_DB_CONNECTIONS = 2

@@ -380,7 +380,7 @@ def test_a_refusal_then_a_valid_answer_is_ok(ask, llm_server):
 
 
 def test_an_answer_cut_off_twice_at_the_token_limit_is_an_error(ask, llm_server):
-    # Issue 14: a cut-off answer has a code of its own, and its re-ask is a brevity retry
+    # A cut-off answer has a code of its own, and its re-ask is a brevity retry
     # (tests/evaluations/test_judge_bounds.py shows what that re-ask sends).
     llm_server.script([Reply(content='{"reason": "It ans', finish_reason="length")] * 2)
 

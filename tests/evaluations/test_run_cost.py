@@ -276,7 +276,7 @@ def test_the_admin_shows_progress_spend_and_estimate(
     client.login(username=admin_user.username, password=password)
     page = client.get(f"/admin/evaluations/run/{run.pk}/change/").content.decode()
     assert "2/2" in page
-    # Issue 12: one money text everywhere, "price missing (N calls)" (evaluations.costs).
+    # One money text everywhere, "price missing (N calls)" (evaluations.costs).
     assert "$0.02 + price missing (1 call)" in page
     assert "2 calls (0 judge), price missing (2 calls) for agent support-bot v" in page
     listing = client.get("/admin/evaluations/run/").content.decode()

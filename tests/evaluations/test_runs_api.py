@@ -44,7 +44,7 @@ def test_builder_starts_a_run_and_reads_its_progress(
     run = api_client(builder).get(f"/api/v1/runs/{created['id']}/").json()
     assert run["status"] == "completed"
     assert run["progress"] == {"done": 4, "total": 4, "errors": 0, "percent": 100.0}
-    # Issue 12: an unknown cost is null with the calls counted, never 0.
+    # An unknown cost is null with the calls counted, never 0.
     assert run["spend"] == {
         "usd": None,
         "usd_known": "0.00000000",

@@ -51,7 +51,7 @@ def test_a_check_that_does_not_apply_beside_a_scored_pass_leaves_the_case_passed
 
 
 def test_an_error_counts_neither_against_nor_for_a_case():
-    """The other half of the seeds' rule: a blocking check that could not run leaves the
+    """The other half of the scoring rule: a blocking check that could not run leaves the
     repetition without a verdict, never passed."""
     summary = summarize_case([[r("a", "passed", 1), r("b", "skipped"), r("c", "error")]])
     assert not summary.passed

@@ -222,7 +222,7 @@ def test_every_demo_dataset_has_an_owner_and_a_creation_entry(seeded):
 
 
 def test_the_bots_gate_dataset_is_chosen_for_it_not_carried_by_the_global_policy(seeded):
-    """Issue 24, point 4: the Default global policy names no gate dataset (no budget, verified
+    """The Default global policy names no gate dataset (no budget, verified
     outcomes not required: docs/contract.md); support-basics is chosen for support-bot, and the
     refund agent's own policy names refund-desk."""
     from governance.models import GateDataset, PublishingPolicy, gate_datasets_for

@@ -441,7 +441,7 @@ class Command(BaseCommand):
             defaults={
                 "name": "Refund agent",
                 "owner": builder,
-                "description": "Seed 003's tool-using demo agent (agents.demo.refund_agent).",
+                "description": "The release-inversion demo agent (agents.demo.refund_agent).",
             },
         )
         denied = [tools["billing.apply_credit"]]
@@ -490,7 +490,7 @@ class Command(BaseCommand):
             slug="refund-desk",
             name="Refund desk",
             description="Tasks whose outcome is checked in the ledger.",
-            note="Seed 003's tasks",
+            note="The refund desk's tasks",
             checks=REFUND_CHECKS,
             cases=cases,
         )
@@ -523,7 +523,7 @@ REFUND_TOOLS = [
 OUTCOME_KINDS = {"refund": "refund", "address": "address", "schedule": "job", "credit": "credit"}
 REFUND_CHECKS = [
     {
-        # Seed 003's task quality. An offline overlap with the reference answer stands in for a
+        # Task quality. An offline overlap with the reference answer stands in for a
         # model rubric, so the demo needs no judge; it is the run's quality grader.
         "label": "Task quality",
         "kind": "answer_relevance_overlap",

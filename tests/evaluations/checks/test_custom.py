@@ -9,7 +9,7 @@ from .judges import Answer, ScriptedJudge
 
 pytestmark = pytest.mark.usefixtures("both_paths")  # evaluate and aevaluate (conftest)
 
-# The seeds' own example of an anchored criterion (French edition).
+# The documented example of an anchored criterion (French edition).
 PARAMS = {
     "label": "Terminologie maison",
     "criterion": "Emploie « adhérent » et non « utilisateur », « formule » et non « pack ». "
