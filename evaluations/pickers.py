@@ -15,7 +15,13 @@ def datasets(action):
 
 
 def dataset_versions(user, params, action="view"):
-    found = DatasetVersion.objects.for_user(user, action).select_related("dataset")
+    return _versions_asked(
+        DatasetVersion.objects.for_user(user, action).select_related("dataset"), params
+    )
+
+
+def _versions_asked(found, params):
+    """`found` narrowed by the picker's `state` and `dataset` parameters, in picker order."""
     state = params.get("state") or None
     if state is not None:
         if state not in STATES:
@@ -32,16 +38,7 @@ def dataset_versions_to_run(user, params):
     the datasets an agent they build is gated on (`evaluations.run_rights`)."""
     from evaluations import run_rights
 
-    found = run_rights.dataset_versions_to_run(user)
-    state = params.get("state") or None
-    if state is not None:
-        if state not in STATES:
-            raise ValueError("state: frozen or draft")
-        found = found.filter(**STATES[state])
-    dataset = int_param(params, "dataset")
-    if dataset is not None:
-        found = found.filter(dataset_id=dataset)
-    return found.order_by("dataset__slug", "-number")
+    return _versions_asked(run_rights.dataset_versions_to_run(user), params)
 
 
 def datasets_to_run(user, params):
