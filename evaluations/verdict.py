@@ -69,6 +69,7 @@ from evaluations.contract import (
     evaluate,
 )
 from evaluations.contract.db import runs_totals, trials_in_error
+from evaluations.contract.measures import round_half_up
 from evaluations.scoring import JUDGE_UNAVAILABLE
 
 PASSED, FAILED, INCOMPLETE, PENDING = "passed", "failed", "incomplete", "pending"
@@ -654,6 +655,9 @@ def unknown_effect_causes(runs: list) -> dict[int, list[tuple[str, str, int]]]:
 # --- the gates ------------------------------------------------------------------------------
 
 
+MILLIONTH = Decimal("0.000001")
+
+
 def _json(value: Any) -> Any:
     return str(value) if isinstance(value, Decimal) else value
 
@@ -720,7 +724,12 @@ def _contract_gate(result: ContractResult, name: str, limits: Thresholds) -> Gat
             "cost_per_verified_outcome_usd": _json(result.cost_per_verified_outcome_usd),
             "verified_outcomes": result.verified_outcomes,
             "covered_usd": _json(result.billed_usd),
-            "cost_per_trial_usd": _json(result.cost_per_run_usd),
+            # To the millionth, not the contract's cent: a trial's cost lives below a cent.
+            "cost_per_trial_usd": _json(
+                round_half_up(t.billed_usd, t.billed_runs, MILLIONTH)
+                if t.billed_runs
+                else None
+            ),
             "estimated_usd": _json(result.estimated_usd),
         }
         bound = {"max": _json(limits.max_cost_per_verified_outcome_usd)}

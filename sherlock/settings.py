@@ -297,6 +297,12 @@ SHERLOCK_TRIAL_LEASE_SECONDS = env_int("SHERLOCK_TRIAL_LEASE_SECONDS", 600, mini
 SHERLOCK_CLIENT_RUN_TIMEOUT_HOURS = env_int(
     "SHERLOCK_CLIENT_RUN_TIMEOUT_HOURS", 24, minimum=1, maximum=24 * 90
 )
+# `GET /api/v1/runs/{id}/verdict/?wait=<s>` holds its answer at most this long while the run is
+# unfinished (the client waits on the server's word, docs/api.md "Verdict"); each wait holds a
+# web thread, so keep it under the proxy's and gunicorn's timeouts.
+SHERLOCK_VERDICT_WAIT_MAX_SECONDS = env_int(
+    "SHERLOCK_VERDICT_WAIT_MAX_SECONDS", 20, minimum=0, maximum=50
+)
 
 # Webhook deliveries (governance.webhooks, docs/governance.md "Webhooks"): each POST waits at most
 # SHERLOCK_WEBHOOK_TIMEOUT seconds; a 5xx, 408, 425, 429 or transport error is retried up to

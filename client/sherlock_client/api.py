@@ -9,6 +9,7 @@ The client computes no result itself: pass, fail and incomplete come from the se
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, NotRequired, TypedDict
 
@@ -133,12 +134,20 @@ class Client:
         return list(self.session.paginate("versions/", agent=agent))
 
     def version(self, agent: str, name: str) -> dict:
-        """The agent's version named `name` (a client version's name, or a version number)."""
-        for found in self.versions(agent):
-            if str(found.get("name")) == name or str(found.get("number")) == name:
+        """The agent's version named `name`; `v<number>` (`v3`) names one by its number when no
+        version has that very name. A bare number is a name, never a number: `10` is the
+        version named "10"."""
+        versions = self.versions(agent)
+        for found in versions:
+            if str(found.get("name")) == name:
                 return found
+        match = re.fullmatch(r"v(\d+)", name)
+        for found in versions if match else ():
+            if str(found.get("number")) == match.group(1):
+                return found
+        hint = "" if match or not name.isdigit() else f" (version number {name} is v{name})"
         raise ApiError(
-            f"agent '{agent}' has no version '{name}'",
+            f"agent '{agent}' has no version named '{name}'{hint}",
             status=404,
             code="not_found",
             field="version",
@@ -209,8 +218,12 @@ class Client:
     def cancel(self, run_id: int) -> dict:
         return self.session.post(f"runs/{run_id}/cancel/", idempotent=True)
 
-    def verdict(self, run_id: int, policy: int | None = None) -> Verdict:
-        return self.session.get(f"runs/{run_id}/verdict/", policy=policy)
+    def verdict(self, run_id: int, policy: int | None = None, wait: float | None = None) -> Verdict:
+        """The run's verdict; `wait` seconds: the server holds its answer while the run is
+        unfinished, up to that long (its own limit applies; a server before long polls answers
+        at once)."""
+        held = round(wait, 1) if wait else None
+        return self.session.get(f"runs/{run_id}/verdict/", policy=policy, wait=held)
 
     def junit(self, run_id: int, policy: int | None = None) -> str:
         """The run's JUnit XML as the server writes it (one writer for every surface)."""

@@ -46,7 +46,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--agent")
     run.add_argument("--dataset")
     run.add_argument("--task", required=True, help="package.module:function")
-    run.add_argument("--version", help="version name (default: git short sha, -dirty)")
+    run.add_argument(
+        "--version",
+        help="version name (default: the task's entrypoint at the commit, "
+        "module:function@<12 characters of the sha>, -dirty)",
+    )
     run.add_argument("--repetitions", type=int, default=1)
     run.add_argument("--concurrency", type=int, default=8)
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per case (60)")
@@ -62,14 +66,19 @@ def _parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("evaluate", help="a run Sherlock executes itself, awaited")
     evaluate.add_argument("--agent", required=True)
-    evaluate.add_argument("--version", required=True)
+    evaluate.add_argument(
+        "--version", required=True, help="a version's name, or v<number> for its number"
+    )
     evaluate.add_argument("--dataset", required=True)
     evaluate.add_argument("--repetitions", type=int, default=1)
     outputs(evaluate)
 
     gate = commands.add_parser("gate", help="request publication and await the decision")
     gate.add_argument("--agent", required=True)
-    gate.add_argument("--version", required=True)
+    gate.add_argument(
+        "--version",
+        help="a version's name, or v<number> (default: the name `sherlock run --task` gives)",
+    )
     gate.add_argument("--task", help="package.module:function, to fulfil client gate runs")
     gate.add_argument("--concurrency", type=int, default=8)
     gate.add_argument("--timeout", type=float, default=60.0, help="seconds per case (60)")
@@ -79,7 +88,13 @@ def _parser() -> argparse.ArgumentParser:
 
     verify = commands.add_parser("verify", help="exit 0 only if the version is published")
     verify.add_argument("--agent", required=True)
-    verify.add_argument("--version", required=True)
+    verify.add_argument(
+        "--version",
+        help="a version's name, or v<number> (default: the name `sherlock run --task` gives)",
+    )
+    verify.add_argument(
+        "--task", help="package.module:function: names the version as `sherlock run` does"
+    )
     return parser
 
 
@@ -170,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
 
                     _write(args.json, json.dumps(decided.as_dict(), indent=2, default=str))
                 return decided.exit_code
-            code, lines = flow.verify(api, agent=args.agent, version=args.version)
+            code, lines = flow.verify(api, agent=args.agent, version=args.version, task=args.task)
             for line in lines:
                 print(line)
             return code

@@ -3,12 +3,16 @@ on a dataset, uploaded and scored by Sherlock), `evaluate` (a run Sherlock execu
 `gate` (publication requested and its gate runs fulfilled) and `verify` (is it published?).
 
 Every outcome is the server's: the verdict of a run (`GET /runs/{id}/verdict/`) or the decision
-of a publish request. Waiting polls with backoff (0.5 s growing to 5 s) until `wait` seconds
-have passed; a verdict still pending then is incomplete (exit 2), never a pass.
+of a publish request. A run's verdict is awaited by long polls (the server answers the moment
+the run finishes); a publish request's decision by polling with backoff (0.5 s growing to 5 s).
+Either way, until `wait` seconds have passed; a verdict still pending then is incomplete
+(exit 2), never a pass.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import random
 import sys
 import time
@@ -29,6 +33,9 @@ from sherlock_client.result import (
     case_rows,
 )
 from sherlock_client.runner import Limits, Stats, execute
+
+# One verdict call holds at most this long on the server (which may hold less).
+LONG_POLL_SECONDS = 20.0
 
 
 class ConfigError(Exception):
@@ -53,14 +60,23 @@ def await_verdict(
     wait: float = 1800.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict:
-    """The run's verdict once it is no longer pending (or the pending one at the deadline)."""
+    """The run's verdict once it is no longer pending (or the pending one at the deadline).
+
+    Each call is a long poll (`?wait=`): the server answers as soon as the run finishes, so
+    the verdict is known within a fraction of a second of it. A server that answers at once
+    (one before long polls, or one whose limit is lower) is asked again after a backoff."""
     deadline = time.monotonic() + wait
     step = [0.5]
+    # Held under the HTTP timeout of one call, so a long poll is never taken for a dead server.
+    longest = max(0.0, min(LONG_POLL_SECONDS, api.session.timeout - 5.0))
     while True:
-        verdict: dict[str, Any] = dict(api.verdict(run_id, policy=policy))
+        hold = max(0.0, min(longest, deadline - time.monotonic()))
+        asked = time.monotonic()
+        verdict: dict[str, Any] = dict(api.verdict(run_id, policy=policy, wait=hold or None))
         if verdict.get("outcome") != "pending" and verdict.get("exit_code") is not None:
             return verdict
-        if not _poll(deadline, step, sleep):
+        held = time.monotonic() - asked
+        if time.monotonic() >= deadline or (held < hold / 2 and not _poll(deadline, step, sleep)):
             verdict.setdefault("reasons", [])
             verdict["reasons"] = [
                 *verdict["reasons"],
@@ -143,6 +159,8 @@ class RunOptions:
     flush_seconds: float = 0.5
     purpose: str = "auto"  # auto: a waiting gate run of the version if any, else a new one
     on_run: Callable[[dict], None] | None = None  # told the run as soon as it exists
+    # The running loop the calls are made on (`aevaluate`'s caller's); None: a loop of its own.
+    loop: asyncio.AbstractEventLoop | None = None
 
 
 def load_task(task: str | Callable[..., Any]) -> tuple[Callable[..., Any], str | None]:
@@ -177,6 +195,7 @@ def fulfil(api: Client, run: dict, fn: Callable[..., Any], options: RunOptions) 
             batch=options.batch,
             flush_seconds=options.flush_seconds,
             limits=Limits.of(run),
+            loop=options.loop,
         )
     api.finish(run["id"])
     return stats
@@ -201,17 +220,46 @@ def run(
     check_policy(api, options.policy)
     if resume is not None:
         created = api.run(resume)
-    else:
-        if not agent or not dataset:
-            raise ConfigError("--agent and --dataset are required (or --resume RUN)")
-        found = source.collect() if metadata is None else metadata
-        name = version or source.default_version_name(found)
-        if not name:
-            raise ConfigError("not in a git repository: name the version with --version")
-        config = {"entrypoint": entrypoint} if entrypoint else {}
-        api.ensure_version(agent, name, config)
-        created = _client_run(api, agent, name, dataset, options, {**found, "config": config})
-    stats = fulfil(api, created, fn, options)
+        return _fulfilled(api, created, fn, options, new=False)
+    if not agent or not dataset:
+        raise ConfigError("--agent and --dataset are required (or --resume RUN)")
+    # Everything a run needs is checked before anything is made: a dataset typo must not leave
+    # a version behind, a policy typo not a run.
+    api.latest_frozen_version(dataset)
+    found = source.collect() if metadata is None else metadata
+    name = version or source.default_version_name(found, entrypoint or _name_of(fn))
+    if not name:
+        raise ConfigError("not in a git repository: name the version with --version")
+    config = {"entrypoint": entrypoint} if entrypoint else {}
+    api.ensure_version(agent, name, config)
+    created = _client_run(api, agent, name, dataset, options, {**found, "config": config})
+    return _fulfilled(api, created, fn, options, new=created.get("purpose") != "gate")
+
+
+def _name_of(fn: Callable[..., Any]) -> str | None:
+    """A task no import can name (a lambda, a function of `__main__`) is named by its own name
+    in the default version name; a lambda by nothing."""
+    name = getattr(fn, "__name__", "")
+    return name if name and "<" not in name else None
+
+
+def _fulfilled(
+    api: Client, created: dict, fn: Callable[..., Any], options: RunOptions, *, new: bool
+) -> Result:
+    """The run fulfilled, finished and awaited. An error in the client while fulfilling a run
+    this call created cancels it, so no run is left waiting for a client that is gone. What
+    `--resume` continues is kept: a run interrupted (Ctrl-C, SIGTERM) or whose uploads the
+    server stopped taking (its line says how to resume), and a gate run, which stays its
+    publish request's to fulfil again."""
+    try:
+        stats = fulfil(api, created, fn, options)
+    except ApiError:
+        raise
+    except Exception:
+        if new:
+            with contextlib.suppress(ApiError):
+                api.cancel(created["id"])
+        raise
     verdict = await_verdict(api, created["id"], policy=options.policy, wait=options.wait)
     return result_of(
         api, created, verdict, stats=stats, compare=options.compare, policy=options.policy
@@ -330,7 +378,7 @@ def gate(
     api: Client,
     *,
     agent: str,
-    version: str,
+    version: str | None,
     task: str | Callable[..., Any] | None = None,
     options: RunOptions | None = None,
     metadata: dict | None = None,
@@ -344,6 +392,7 @@ def gate(
     fn, entrypoint = load_task(task) if task is not None else (None, None)
     sent = dict(source.collect() if metadata is None else metadata)
     sent["config"] = {"entrypoint": entrypoint} if entrypoint else {}
+    version = version_name(version, sent, entrypoint or (_name_of(fn) if fn else None))
     found = api.version(agent, version)
     request = current_request(api, found["id"])
     if request is None:
@@ -360,7 +409,7 @@ def gate(
         gate_runs = {r["id"] for r in request.get("runs") or []}
         waiting = [
             r
-            for r in api.runs(status="waiting", agent=agent, version=version)
+            for r in api.runs(status="waiting", agent_version=found["id"])
             if r["id"] in gate_runs and r["id"] not in fulfilled
         ]
         for waiting_run in waiting:
@@ -376,7 +425,7 @@ def gate(
             claimed = dict(
                 api.create_client_run(
                     agent=agent,
-                    version=version,
+                    version=str(found.get("name") or version),
                     dataset=waiting_run["dataset"],
                     purpose="gate",
                     publish_request=request["id"],
@@ -457,9 +506,29 @@ def publication(api: Client, version: dict) -> dict:
     return found
 
 
-def verify(api: Client, *, agent: str, version: str) -> tuple[int, list[str]]:
+def version_name(
+    version: str | None, metadata: dict | None = None, entrypoint: str | None = None
+) -> str:
+    """`version` as given, else the name `sherlock run` gives by default (the task's entrypoint
+    at the commit), so `gate` and `verify` find the version a run of the same job made."""
+    if version:
+        return version
+    if not entrypoint:
+        raise ConfigError("name the version with --version, or the task with --task")
+    found = source.collect() if metadata is None else metadata
+    name = source.default_version_name(found, entrypoint)
+    if not name:
+        raise ConfigError("not in a git repository: name the version with --version")
+    return name
+
+
+def verify(
+    api: Client, *, agent: str, version: str | None, task: str | None = None
+) -> tuple[int, list[str]]:
     """`sherlock verify`: 0 only when the version is published, with who published it and on
-    which decision or bypass; 1 otherwise."""
+    which decision or bypass; 1 otherwise. Without `version`, the one `sherlock run --task
+    task` names by default at this commit."""
+    version = version_name(version, entrypoint=task)
     found = api.version(agent, version)
     state = publication(api, found)
     if not state.get("published"):

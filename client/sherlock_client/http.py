@@ -145,6 +145,7 @@ class Session:
         if not base.endswith("/api/v1"):
             base += "/api/v1"
         self.base_url = base + "/"
+        self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff

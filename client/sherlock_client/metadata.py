@@ -1,6 +1,10 @@
 """Where a run came from: the commit, branch, repository and CI job, stored on the run and shown
-on its page, and the default version name (the commit's short sha, `-dirty` when the work tree
-has uncommitted changes).
+on its page, and the default version name (the task's entrypoint at the commit's short sha,
+`-dirty` when the work tree has uncommitted changes: `my_agent.eval:task@1a2b3c4d5e6f`).
+
+The commit is the one a person pushed: on a GitHub pull request the head of the pull request
+(from the event's payload), never the test merge commit GitHub checks out (`GITHUB_SHA`); on a
+GitLab merged-results pipeline the merge request's source commit.
 
 CI systems say it in their environment (GitHub Actions' `GITHUB_*`, GitLab's `CI_*`, and the
 generic `CI`); outside CI, `git` is asked. Nothing here fails a run: what cannot be known is left
@@ -9,6 +13,7 @@ out.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Mapping
@@ -29,6 +34,19 @@ def git_dirty() -> bool:
     return bool(_git("status", "--porcelain", "--untracked-files=no"))
 
 
+def _pull_request_head(env: Mapping[str, str]) -> str | None:
+    """The head commit of the pull request a GitHub `pull_request` event is about, read from the
+    event's payload (`GITHUB_EVENT_PATH`); None for other events or an unreadable payload."""
+    if not env.get("GITHUB_EVENT_NAME", "").startswith("pull_request"):
+        return None
+    try:
+        with open(env.get("GITHUB_EVENT_PATH", ""), encoding="utf-8") as payload:
+            head = json.load(payload)["pull_request"]["head"]["sha"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return head if isinstance(head, str) and head else None
+
+
 def _github(env: Mapping[str, str]) -> dict:
     server = env.get("GITHUB_SERVER_URL", "https://github.com")
     repository = env.get("GITHUB_REPOSITORY")
@@ -39,7 +57,7 @@ def _github(env: Mapping[str, str]) -> dict:
         pull = ref.split("/")[2]
     return {
         "ci_provider": "github",
-        "git_commit": env.get("GITHUB_SHA"),
+        "git_commit": _pull_request_head(env) or env.get("GITHUB_SHA"),
         # On a pull request GITHUB_REF_NAME is "<n>/merge": the head branch is what a person
         # recognises.
         "git_branch": env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME"),
@@ -55,7 +73,8 @@ def _github(env: Mapping[str, str]) -> dict:
 def _gitlab(env: Mapping[str, str]) -> dict:
     return {
         "ci_provider": "gitlab",
-        "git_commit": env.get("CI_COMMIT_SHA"),
+        # A merged-results pipeline runs on a merge commit; the merge request's head is this.
+        "git_commit": env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA") or env.get("CI_COMMIT_SHA"),
         "git_branch": env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME")
         or env.get("CI_COMMIT_REF_NAME")
         or env.get("CI_COMMIT_BRANCH"),
@@ -103,10 +122,15 @@ def collect(env: Mapping[str, str] | None = None) -> dict:
     return {key: str(value) for key, value in found.items() if value}
 
 
-def default_version_name(metadata: Mapping[str, str] | None = None) -> str | None:
-    """The commit's short sha (12 characters), with `-dirty` when tracked files changed; None
-    outside a git repository with no CI commit."""
+def default_version_name(
+    metadata: Mapping[str, str] | None = None, entrypoint: str | None = None
+) -> str | None:
+    """`<entrypoint>@<commit's first 12 characters>`, with `-dirty` when tracked files changed
+    (the bare commit when the task has no entrypoint): two task functions at one commit are
+    two versions, and every job of a pipeline names the same one. None outside a git
+    repository with no CI commit."""
     commit = (metadata or {}).get("git_commit") or _git("rev-parse", "HEAD")
     if not commit:
         return None
-    return commit[:12] + ("-dirty" if git_dirty() else "")
+    name = commit[:12] + ("-dirty" if git_dirty() else "")
+    return f"{entrypoint}@{name}" if entrypoint else name

@@ -441,9 +441,11 @@ def execute(
     batch: int = 200,
     flush_seconds: float = 0.5,
     limits: Limits | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> Stats:
     """Call `fn` on every item of `work` and upload every outcome; the Stats. Raises the
-    ApiError of an upload the server refused."""
+    ApiError of an upload the server refused. `loop`: a running event loop (of another thread,
+    `aevaluate`'s caller's) to make the calls on, instead of a loop of this call's own."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     stats = Stats()
@@ -451,18 +453,20 @@ def execute(
     uploader = Uploader(api, run_id, stats, batch=batch, flush_seconds=flush_seconds, limits=limits)
     uploader.start()
     bar = Progress(len(work), enabled=progress)
+    calls = _execute(
+        fn,
+        work,
+        concurrency=concurrency,
+        timeout=timeout,
+        uploader=uploader,
+        stats=stats,
+        progress=bar,
+    )
     try:
-        asyncio.run(
-            _execute(
-                fn,
-                work,
-                concurrency=concurrency,
-                timeout=timeout,
-                uploader=uploader,
-                stats=stats,
-                progress=bar,
-            )
-        )
+        if loop is None:
+            asyncio.run(calls)
+        else:
+            asyncio.run_coroutine_threadsafe(calls, loop).result()
     except KeyboardInterrupt:
         # The interrupted task holds this very exception: asyncio would print it again, with
         # its traceback, as "never retrieved" when the task is collected. The caller says it

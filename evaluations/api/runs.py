@@ -12,7 +12,10 @@ is visible with its agent); a run the user may not see is a 404. Starting and ca
 through the actions, which decide who may (403) and whether the run may (409).
 """
 
+import time
+
 import django_filters
+from django.conf import settings
 from django.db.models import F
 from django.http import HttpResponse
 from django.urls import reverse
@@ -34,7 +37,7 @@ from evaluations.actions.cancel_run import CancelRun
 from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.api.client_runs import ClientRunActions
-from evaluations.choices import RunPurpose, RunStatus
+from evaluations.choices import RUN_TERMINAL, RunPurpose, RunStatus
 from evaluations.contract import policy_by_id
 from evaluations.costs import format_usd
 from evaluations.models import DatasetVersion, Run
@@ -48,6 +51,9 @@ from sherlock.core.hidden import VisiblePrimaryKeyRelatedField
 from sherlock.core.inputs import parse_id
 from sherlock.core.limits import excerpt
 
+# How often a long-polled verdict (`?wait=`) reads the run's status: the client hears of the
+# verdict within this of the run's end.
+VERDICT_WAIT_STEP = 0.1
 _ERROR = OpenApiResponse(description='`{"detail", "code"}` (and `field` for a 400)')
 
 
@@ -337,14 +343,24 @@ class RunViewSet(
         description="The one verdict every surface shows (run page, compare, `manage.py "
         "evaluate`, the publish gate): `outcome` passed/failed/incomplete/pending with its "
         "`exit_code`, the reasons, every gate, the case counts and the evidence the run lacks "
-        "with what adds it. Under the policy in force for the run's agent, or `?policy=<id>`.",
+        "with what adds it. Under the policy in force for the run's agent, or `?policy=<id>`. "
+        "`?wait=<seconds>` holds the answer while the run is not finished, up to that long "
+        "(at most `SHERLOCK_VERDICT_WAIT_MAX_SECONDS`), so a client learns the verdict as soon "
+        "as it exists instead of polling.",
         parameters=[
-            OpenApiParameter("policy", int, required=False, description="a publishing policy's id")
+            OpenApiParameter("policy", int, required=False, description="a publishing policy's id"),
+            OpenApiParameter(
+                "wait",
+                float,
+                required=False,
+                description="seconds to hold the answer while the run is unfinished (long poll)",
+            ),
         ],
         responses={200: VerdictSerializer, 400: _ERROR, 404: _ERROR},
     )
     @action(detail=True, methods=["get"])
     def verdict(self, request, pk=None):
+        self._await_finish(request)
         run, verdict = self._verdict(request)
         url = request.build_absolute_uri(reverse("evaluations:run-detail", args=[run.pk]))
         return Response(verdict.as_dict(run=run.pk, url=url))
@@ -366,6 +382,28 @@ class RunViewSet(
     def junit(self, request, pk=None):
         run, verdict = self._verdict(request)
         return HttpResponse(run_junit(run, verdict), content_type="application/xml; charset=utf-8")
+
+    def _await_finish(self, request):
+        """`?wait=<seconds>`: hold the answer until the run is finished (its status terminal)
+        or the time is up, reading the one status column every `VERDICT_WAIT_STEP` seconds;
+        the verdict is then computed once. 404 before any wait when the run is not visible."""
+        raw = request.query_params.get("wait")
+        if raw in (None, ""):
+            return
+        try:
+            seconds = float(raw)
+        except ValueError:
+            seconds = -1.0
+        if not 0 <= seconds < float("inf"):
+            raise ActionInvalid(
+                f"'wait' must be a number of seconds, not {excerpt(raw)}", field="wait"
+            )
+        run = self.get_object()
+        deadline = time.monotonic() + min(seconds, settings.SHERLOCK_VERDICT_WAIT_MAX_SECONDS)
+        status_of = Run.objects.filter(pk=run.pk).values_list("status", flat=True)
+        while run.status not in RUN_TERMINAL and time.monotonic() < deadline:
+            time.sleep(min(VERDICT_WAIT_STEP, max(0.0, deadline - time.monotonic())))
+            run.status = status_of.first()
 
     def _verdict(self, request):
         """The run (404 when not visible) and its verdict under `?policy=` or the one in force."""

@@ -13,6 +13,7 @@ import time
 import pytest
 from sherlock_client import evaluate
 
+from agents.models import AgentVersion
 from evaluations.choices import TrialStatus
 from evaluations.models import Run, Trial
 from tests.client.conftest import ROOT, cli_env, sherlock
@@ -197,40 +198,60 @@ def test_the_python_api_returns_the_result(live_sherlock):
     assert result.stats.accepted == 2 * CASES
 
 
-def test_git_and_ci_metadata_are_stored_on_the_run(live_sherlock):
+def test_git_and_ci_metadata_are_stored_on_the_run(live_sherlock, tmp_path):
+    """On a GitHub pull request the version is the pull request's head (from the event's
+    payload), not the test merge commit in GITHUB_SHA; two task functions at one commit are two
+    versions by default, never a 409; `verify --task` finds the version `run --task` named."""
+    head = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 17, "head": {"sha": head}}}))
     env = cli_env(
         live_sherlock.url,
         live_sherlock.key,
         GITHUB_ACTIONS="true",
-        GITHUB_SHA="4b825dc642cb6eb9a060e54bf8d69288fbee4904",
-        GITHUB_REF_NAME="feature/refunds",
+        GITHUB_EVENT_NAME="pull_request",
+        GITHUB_EVENT_PATH=str(event),
+        GITHUB_SHA="ffffffffffff0000000000000000000000000000",  # the test merge commit
+        GITHUB_REF="refs/pull/17/merge",
+        GITHUB_HEAD_REF="feature/refunds",
         GITHUB_REPOSITORY="team/refund-bot",
         GITHUB_RUN_ID="1234",
     )
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sherlock_client",
-            "run",
-            "--agent",
-            "refund-bot",
-            "--dataset",
-            "refunds",
-            "--task",
-            f"{TASKS}:refunds",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    run = the_run()
-    assert run.agent_version.name.startswith("4b825dc642cb")
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "sherlock_client", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    for task in ("refunds", "passes"):
+        done = cli(
+            "run", "--agent", "refund-bot", "--dataset", "refunds", "--task", f"{TASKS}:{task}"
+        )
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+    names = sorted(AgentVersion.objects.values_list("name", flat=True))
+    assert len(names) == 2
+    assert [n.split("@")[0] for n in names] == [f"{TASKS}:passes", f"{TASKS}:refunds"]
+    assert all(n.split("@")[1].startswith(head[:12]) for n in names)
+    run = Run.objects.get(agent_version__name=names[1])
+    assert run.source["git_commit"] == head
     assert run.source["git_branch"] == "feature/refunds"
+    assert run.source["pull_request"] == "17"
     assert run.source["ci_job_url"] == "https://github.com/team/refund-bot/actions/runs/1234"
+
+    # The deploy guard names the same version from the same task, without importing it.
+    checked = cli("verify", "--agent", "refund-bot", "--task", f"{TASKS}:refunds")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert f"{names[1]} is not published" in checked.stdout
+    # v<number> names a version by its number; a bare number is a name.
+    by_number = cli("verify", "--agent", "refund-bot", "--version", "v1")
+    assert by_number.returncode == 1 and "is not published" in by_number.stdout
+    bare = cli("verify", "--agent", "refund-bot", "--version", "1")
+    assert bare.returncode == 3 and "no version named '1' (version number 1 is v1)" in bare.stderr
 
 
 def test_hostile_outputs_are_invalid_alone_and_large_batches_are_never_refused(
