@@ -30,7 +30,7 @@ def test_evaluate_awaits_a_run_sherlock_executes_and_exits_with_its_verdict(
             "--agent",
             "refund-bot",
             "--version",
-            str(version.number),
+            f"v{version.number}",
             "--dataset",
             "refunds",
             "--repetitions",
@@ -61,7 +61,7 @@ def test_evaluate_of_an_unknown_version_exits_3(live_sherlock):
         live_sherlock.key,
     )
     assert done.returncode == 3
-    assert "no version '99'" in done.stderr
+    assert "no version named '99'" in done.stderr
     assert not Run.objects.exists()
 
 
