@@ -10,6 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -179,6 +180,8 @@ def print_result(result: Result, stream, *, rich: bool) -> None:
             console.print(f"  {reason}")
         for missing in verdict.get("missing") or []:
             console.print(f"  missing: {missing.get('detail')} ({missing.get('fix') or ''})")
+        if failed_cases(result):
+            console.print(f"  failed cases: {named_cases(failed_cases(result)).replace('`', '')}")
         console.print(f"cases: {_counts(counts)}  {result.url}")
         return
     for row in result.cases:
@@ -192,6 +195,9 @@ def print_result(result: Result, stream, *, rich: bool) -> None:
         print(f"  {reason}", file=stream)
     for missing in verdict.get("missing") or []:
         print(f"  missing: {missing.get('detail')} ({missing.get('fix') or ''})", file=stream)
+    if failed_cases(result):
+        named = named_cases(failed_cases(result)).replace("`", "")
+        print(f"  failed cases: {named}", file=stream)
     print(f"cases: {_counts(counts)}", file=stream)
     print(f"run: {result.url}", file=stream)
 
@@ -314,6 +320,9 @@ def markdown(result: Result) -> str:
             lines += ["", "No case regressed."]
     else:
         lines += ["", "No live version's run on this dataset to compare with."]
+    failed = failed_cases(result)
+    if failed:
+        lines += ["", f"**Failed ({len(failed)} cases)**: {named_cases(failed)}"]
     errored = [row for row in result.cases if row["errored"]]
     if errored:
         lines += ["", f"**Agent errors ({len(errored)} cases)**:"]
@@ -332,4 +341,94 @@ def markdown(result: Result) -> str:
 
 
 def _cell(value: Any) -> str:
-    return "" if value is None else str(value).replace("|", "\\|")
+    return text_of(value).replace("|", "\\|")
+
+
+# --- one rule for numbers and money -----------------------------------------------------------
+
+CENT = Decimal("0.01")
+TEN_THOUSANDTH = Decimal("0.0001")
+
+
+def usd(amount: Any) -> str:
+    """Money as the server's pages show it: a dollar or more to the cent, thousands grouped
+    ("$1,234.50"); under a dollar to four decimals with the zeros after the cent dropped
+    ("$0.52", "$0.0002"); a non-zero amount under $0.0001 is "<$0.0001", never "$0.00"."""
+    value = Decimal(str(amount))
+    size = abs(value)
+    if size >= 1:
+        text = f"{size.quantize(CENT, ROUND_HALF_UP):,}"
+    elif size and size.quantize(TEN_THOUSANDTH, ROUND_HALF_UP) == 0:
+        return "<$0.0001" if value > 0 else "-<$0.0001"
+    else:
+        small = size.quantize(TEN_THOUSANDTH, ROUND_HALF_UP)
+        text = f"{small.quantize(CENT) if small == small.quantize(CENT) else small.normalize()}"
+    return f"-${text}" if value < 0 else f"${text}"
+
+
+def number(value: Any) -> str:
+    """A count grouped by thousands ("1,500"); a ratio or measure to four significant digits,
+    so float noise never shows (0.00799999999999999 is "0.008")."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    figure = float(value)
+    if figure.is_integer() and abs(figure) < 1e15:
+        return f"{int(figure):,}"
+    return f"{figure:.4g}"
+
+
+def _numeric(text: str) -> bool:
+    try:
+        Decimal(text)
+    except (InvalidOperation, ValueError):
+        return False
+    return text.strip().lower() not in ("nan", "inf", "-inf", "infinity", "-infinity")
+
+
+def text_of(value: Any, name: str = "") -> str:
+    """A value of the verdict (a gate's `value` or `bound`) as a reviewer reads it: money by
+    `usd` (a name ending in `_usd`), numbers by `number`, `None` as "n/a", yes/no for
+    booleans, a count over a total as "9/10", and a dict as a short sentence of its parts
+    ("unverified completions 3, declared complete 10"); never a Python repr."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, dict):
+        if "num" in value and "den" in value:
+            head = f"{number(value['num'])}/{number(value['den'])}"
+            rest = {k: v for k, v in value.items() if k not in ("num", "den", "wilson95")}
+            return f"{head}, {text_of(rest)}" if any(v is not None for v in rest.values()) else head
+        parts = [
+            f"{key.replace('_', ' ')} {text_of(part, key)}"
+            for key, part in value.items()
+            if part is not None
+        ]
+        if not parts:
+            return "n/a"
+        return (
+            "; ".join(parts)
+            if any(isinstance(v, dict) for v in value.values())
+            else ", ".join(parts)
+        )
+    if isinstance(value, list | tuple):
+        return ", ".join(text_of(part, name) for part in value)
+    money = name.endswith("_usd")
+    if isinstance(value, str):
+        if not _numeric(value):
+            return value
+        return usd(value) if money else number(Decimal(value))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return usd(value) if money else number(value)
+    return number(value) if isinstance(value, bool) else str(value)
+
+
+def named_cases(rows: list[dict], *, limit: int = 20) -> str:
+    """The first `limit` case keys, quoted, with "and N more" for the rest."""
+    shown = ", ".join(f"`{row['case']}`" for row in rows[:limit])
+    return shown + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
+
+
+def failed_cases(result: Result) -> list[dict]:
+    """The cases the server judged failed (flaky ones too: they did not pass every repetition)."""
+    return [row for row in result.cases if row.get("status") in ("failed", "flaky")]
