@@ -121,6 +121,12 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, found)
         if method == "GET" and path == "versions/":
             return self._send(200, self._page(list(s.versions.values()), query))
+        if method == "GET" and path == "datasets/":
+            found = [{"id": 3, "slug": "ds"}] if query.get("slug", ["ds"])[0] == "ds" else []
+            return self._send(200, self._page(found, query))
+        if method == "GET" and path == "dataset-versions/":
+            frozen = {"id": 9, "number": 1, "frozen_at": "2026-12-01T00:00:00Z"}
+            return self._send(200, self._page([frozen], query))
         if method == "GET" and path == "agents/":
             return self._send(
                 200, self._page([{"id": 1, "slug": "bot", "live_version": None}], query)

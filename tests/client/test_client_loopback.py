@@ -116,7 +116,7 @@ def test_an_unknown_dataset_exits_3_naming_it(server):
         "good-key",
     )
     assert done.returncode == 3
-    assert "does_not_exist" in done.stderr and "field dataset" in done.stderr
+    assert "no dataset 'nope'" in done.stderr and "field dataset" in done.stderr
 
 
 def test_an_unreachable_server_exits_3(tmp_path):
@@ -444,7 +444,7 @@ def test_the_version_defaults_to_the_commit_and_ci_metadata_is_sent(server):
     assert run["metadata"]["ci_job_url"] == found["ci_job_url"]
     assert run["metadata"]["config"] == {"entrypoint": f"{TASKS}:passes"}
     name = run["version"]
-    assert name.startswith("0123456789ab")
+    assert name.startswith(f"{TASKS}:passes@0123456789ab")
 
 
 def test_gitlab_variables_are_read():
