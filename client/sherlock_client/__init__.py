@@ -119,8 +119,12 @@ def evaluate(
             "evaluate() was called inside a running event loop (a notebook, async code) with "
             "an async task: use `await aevaluate(...)`, which runs it on that loop"
         )
-    with ThreadPoolExecutor(1, thread_name_prefix="sherlock-evaluate") as pool:
+    pool = ThreadPoolExecutor(1, thread_name_prefix="sherlock-evaluate")
+    try:
         return pool.submit(_evaluate, task, **arguments).result()
+    finally:
+        # An interrupted cell returns at once; the run's thread finishes on its own.
+        pool.shutdown(wait=False)
 
 
 async def aevaluate(
