@@ -1,10 +1,10 @@
-"""The form that names a role and where it holds, for the People pages and the admin's Roles
-page alike (both hand it to GrantRole/RevokeRole, which decide who may).
+"""The form that names a role and where it holds, for the People pages (handed to
+GrantRole/RevokeRole, which decide who may).
 
 The agent and the dataset are pickers (sherlock.core.pickers): a name typed and
 chosen from `/pick/agent/` or `/pick/dataset/` (the rows the person may see, searched by slug
 or name, twenty at a time), never a list of every agent on the page. Sherlock's pages load the
-pickers' media in base.html; the admin's Roles page includes ``{{ form.media }}``. The widget
+pickers' media in base.html. The widget
 posts the chosen row's id.
 """
 

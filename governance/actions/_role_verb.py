@@ -8,6 +8,12 @@ from governance.roles import is_global_admin, scoped_perms
 from sherlock.core.errors import ActionDenied, ActionInvalid
 
 
+def an(word) -> str:
+    """ "an Editor", "a Builder", "an agent": the article a word takes."""
+    word = str(word)
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def change_entry(added, removed, own):
     """What `materialize` changed on the scope beyond the verb's own `own` rights (group names or
     codenames), for the audit entry: the rights held without a grant that the derivation
@@ -28,7 +34,9 @@ def check_grantable(role, obj):
         raise ActionInvalid(f"{role!r} is not a role", field="role")
     if obj is not None and scoped_perms(role, obj) is None:
         raise ActionInvalid(
-            f"A {role} cannot be granted for a {obj._meta.verbose_name}.", field="role"
+            f"{an(role)[0].upper()}{an(role)[1:]} cannot be granted for "
+            f"{an(obj._meta.verbose_name)}.",
+            field="role",
         )
 
 

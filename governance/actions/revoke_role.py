@@ -1,6 +1,6 @@
 """RevokeRole: an Admin takes a role back, globally or for one agent or dataset."""
 
-from governance.actions._role_verb import RoleVerb, change_entry
+from governance.actions._role_verb import RoleVerb, an, change_entry
 from governance.choices import RoleScope
 from governance.models import RoleGrant
 from governance.roles import describe_scope, materialize, role_action, scoped_perms
@@ -28,7 +28,7 @@ class RevokeRole(RoleVerb):
             return  # a hand-made membership of the role's group: revocable, see above
         if self.grant is None:
             where = f" of {self.obj}" if self.obj is not None else ""
-            raise ActionConflict(f"{self.user} is not a {self.role}{where}.", code="not_held")
+            raise ActionConflict(f"{self.user} is not {an(self.role)}{where}.", code="not_held")
 
     def in_group(self):
         return self.user.groups.filter(name=self.role).exists()

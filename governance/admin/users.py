@@ -1,30 +1,26 @@
-"""Users, groups and roles: roles are granted and revoked on a user's "Roles" page through
-`GrantRole`/`RevokeRole`; groups, permissions and the superuser flag are shown read-only (see
-`governance.admin`)."""
+"""Users, groups and roles: roles are granted and revoked in one place, a person's People page
+(`/people/<id>/`, `GrantRole`/`RevokeRole` with explicit verbs); the user's admin page links
+there, and its old "Roles" address leads there. Groups, permissions and the superuser flag are
+shown read-only (see `governance.admin`)."""
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin, sensitive_post_parameters_m
 from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch, prefetch_related_objects
-from django.shortcuts import get_object_or_404, redirect
-from django.template.response import TemplateResponse
+from django.shortcuts import redirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from governance.actions.grant_role import GrantRole
-from governance.actions.revoke_role import RevokeRole
 from governance.admin.base import global_admin
 from governance.models import (
     RoleGrant,
 )
-from governance.role_forms import RoleForm
 from governance.roles import holds_admin_rights, role_grants
 from sherlock.core.admin import ReadOnlyMixin
 from sherlock.core.audit import audit
-from sherlock.core.errors import ActionError
 
 User = get_user_model()
 admin.site.unregister(User)
@@ -33,8 +29,8 @@ admin.site.unregister(Group)
 
 @admin.register(User)
 class SherlockUserAdmin(UserAdmin):
-    """Django's user admin with rights read-only; roles change on the user's Roles page (or on
-    the People page). `is_staff` is read-only: it is derived from the role grants."""
+    """Django's user admin with rights read-only; roles change on the person's People page.
+    `is_staff` is read-only: it is derived from the role grants."""
 
     readonly_fields = [
         "is_superuser",
@@ -71,7 +67,7 @@ class SherlockUserAdmin(UserAdmin):
             (None, {"fields": ["username", "password"]}),
             ("Personal info", {"fields": ["first_name", "last_name", "email"]}),
             (
-                "Rights (granted on the Roles page)",
+                "Rights (granted on the People page)",
                 {"fields": ["is_active", "is_staff", "is_superuser", "roles"]},
             ),
             ("Important dates", {"fields": ["last_login", "date_joined"]}),
@@ -79,8 +75,12 @@ class SherlockUserAdmin(UserAdmin):
 
     @admin.display(description="roles")
     def roles(self, obj):
-        url = reverse("admin:auth_user_roles", args=[obj.pk])
-        return format_html('{} <a href="{}">Manage roles</a>', describe_roles(obj) or "none", url)
+        url = reverse("people:person", args=[obj.pk])
+        return format_html(
+            '{} <a href="{}">Grant or revoke on the People page</a>',
+            describe_roles(obj) or "none",
+            url,
+        )
 
     def get_urls(self):
         return [
@@ -93,50 +93,9 @@ class SherlockUserAdmin(UserAdmin):
         ]
 
     def roles_view(self, request, user_id):
-        if request.method == "POST":
-            # A refused change is audited by its action, before anything is read.
-            verb = GrantRole if "grant" in request.POST else RevokeRole
-            try:
-                verb(acting_user=request.user, user=None, role="").authorize()
-            except ActionError as exc:
-                raise PermissionDenied(str(exc)) from None
-        if not global_admin(request):
-            raise PermissionDenied
-        target = get_object_or_404(User, pk=user_id)
-        form = RoleForm(request.POST or None)
-        if request.method == "POST" and form.is_valid():
-            verb = GrantRole if "grant" in request.POST else RevokeRole
-            try:
-                verb(
-                    acting_user=request.user,
-                    user=target,
-                    role=form.cleaned_data["role"],
-                    obj=form.scope,
-                    reason=form.cleaned_data["reason"],
-                ).execute()
-            except ActionError as exc:
-                self.message_user(request, str(exc), messages.ERROR)
-            else:
-                self.message_user(request, "Roles changed.", messages.SUCCESS)
-            return redirect("admin:auth_user_roles", user_id)
-        return TemplateResponse(
-            request,
-            "admin/governance/user_roles.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": f"Roles of {target}",
-                "target": target,
-                "roles": describe_roles(target),
-                "grants": sorted(
-                    RoleGrant.objects.filter(user=target).select_related(
-                        "agent", "dataset", "granted_by"
-                    ),
-                    key=lambda g: (g.scope != "global", g.scope, str(g.obj or ""), g.role),
-                ),
-                "form": form,
-                "opts": User._meta,
-            },
-        )
+        """Where roles were granted before the People page: that page now, for the same
+        person (it refuses whoever is not a global Admin, as every grant does)."""
+        return redirect("people:person", user_id)
 
 
 def describe_roles(user):

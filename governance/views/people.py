@@ -141,12 +141,20 @@ def people_page(request):
     )
 
 
+ROLE_VERBS = {"grant": GrantRole, "revoke": RevokeRole}
+
+
 @login_required
 def person_page(request, pk):
-    verb = RevokeRole if "revoke" in request.POST else GrantRole
+    # The verb is said, never inferred: a POST names `grant` or `revoke` (its button).
+    said = [name for name in ROLE_VERBS if name in request.POST]
+    verb = ROLE_VERBS[said[0]] if len(said) == 1 else GrantRole
     _require_admin(request, verb(acting_user=request.user, user=None, role=""))
     person = get_object_or_404(User, pk=pk)
     form = RoleForm(request.POST or None)
+    if request.method == "POST" and len(said) != 1:
+        messages.error(request, "Nothing changed: choose Grant or Revoke.")
+        return _render_person(request, person, form=form, status=400)
     if request.method == "POST" and form.is_valid():
         try:
             verb(

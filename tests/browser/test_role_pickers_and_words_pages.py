@@ -1,8 +1,8 @@
 """In chromium, the pickers and the words: an Admin grants a role on one agent from a
 person's page by typing its name into the admin's autocomplete (no list of every agent), and
-on the admin's Roles page the same way; a user with no role sees no Admin link; the invitation
+reaches that page from the user's admin page (the one place roles change); a user with no role sees no Admin link; the invitation
 and the check form show every error of one submit. Screenshots: `person-pick-agent`,
-`person-granted`, `admin-roles-pick-dataset`, `nav-no-role`, `invite-every-error`,
+`person-granted`, `admin-user-roles-link`, `admin-user-to-people`, `nav-no-role`, `invite-every-error`,
 `check-every-error`.
 """
 
@@ -38,20 +38,23 @@ def test_an_admin_grants_a_role_on_an_agent_picked_by_name(server, browser, shot
     assert dana.role_grants.filter(role="Builder", agent=billing).exists()
 
 
-def test_the_admin_roles_page_picks_the_dataset_by_name(server, browser, shot, live_db):
+def test_the_admin_user_page_leads_to_the_one_place_roles_change(server, browser, shot, live_db):
     factories.user("admin", role="Admin")
     dana = factories.user("dana")
     qa = factories.dataset("billing-qa")
     factories.dataset("support-basics")
     page = browser.new_page(viewport={"width": 1366, "height": 900})
-    log_in(page, server, "admin", next_url=f"/admin/auth/user/{dana.pk}/roles/")
-    page.wait_for_selector("#id_role")
-    page.select_option("#id_role", "Editor")
+    log_in(page, server, "admin", next_url=f"/admin/auth/user/{dana.pk}/change/")
+    shot(page, "admin-user-roles-link")
+    page.click("text=Grant or revoke on the People page")
+    page.wait_for_selector("#grant")
+    assert page.url.endswith(f"/people/{dana.pk}/")
+    page.select_option("#id_grant_role", "Editor")
     pick(page, "dataset", "billing", "billing-qa")
-    shot(page, "admin-roles-pick-dataset")
-    page.click("input[name=grant]")
-    page.wait_for_selector(".messagelist")
-    assert "Roles changed." in page.inner_text(".messagelist")
+    shot(page, "admin-user-to-people")
+    page.click("#grant button[name=grant]")
+    page.wait_for_selector("#grants")
+    assert "dataset billing-qa" in page.inner_text("#grants")
     assert dana.role_grants.filter(role="Editor", dataset=qa).exists()
 
 

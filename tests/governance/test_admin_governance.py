@@ -173,20 +173,24 @@ def test_the_user_page_does_not_edit_groups_or_superuser(client, admin_user):
     assert not someone.is_superuser and not someone.groups.exists()
 
 
-def test_roles_are_granted_on_the_roles_page_by_a_global_admin(client, admin_user, agent):
+def test_the_admins_roles_address_leads_to_the_people_page(client, admin_user, agent):
+    """Roles are granted in one place: the user's admin page links to People, and the old
+    Roles address redirects there; a grant made there is the one action, audited."""
     someone = factories.user("someone")
     logged_in(client, admin_user)
-    url = f"/admin/auth/user/{someone.pk}/roles/"
-    client.post(url, {"role": "Publisher", "agent": agent.pk, "grant": "1"})
+    answer = client.get(f"/admin/auth/user/{someone.pk}/roles/")
+    assert answer.status_code == 302 and answer["Location"] == f"/people/{someone.pk}/"
+    page = client.get(f"/admin/auth/user/{someone.pk}/change/").content.decode()
+    assert f'href="/people/{someone.pk}/"' in page
+    client.post(f"/people/{someone.pk}/", {"role": "Publisher", "agent": agent.pk, "grant": "1"})
     assert someone.has_perm("agents.publish_agent", agent)
     assert AuditEntry.objects.get(action="governance.role.grant").actor_id == admin_user.pk
-    assert "Publisher (agent support-bot)" in client.get(url).content.decode()
 
 
-def test_the_roles_page_is_closed_to_everyone_else(client, persona):
+def test_the_people_page_is_closed_to_everyone_else(client, persona):
     someone = factories.user("someone")
     logged_in(client, persona("Admin", "here"))
-    assert client.get(f"/admin/auth/user/{someone.pk}/roles/").status_code == 403
+    assert client.get(f"/admin/auth/user/{someone.pk}/roles/", follow=True).status_code == 403
 
 
 def test_admins_export_the_audit_log_as_csv(client, admin_user, passed_request):

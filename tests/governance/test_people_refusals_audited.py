@@ -67,8 +67,11 @@ def test_a_refused_read_is_answered_without_an_entry(client, builder):
     assert refusals() == []
 
 
-def test_the_admins_roles_screen_audits_a_refused_post(client, builder, editor):
+def test_the_admins_roles_address_changes_nothing_and_leads_to_people(client, builder, editor):
     client.force_login(builder)
-    answer = client.post(f"/admin/auth/user/{editor.pk}/roles/", {"role": "Admin", "grant": "1"})
-    assert answer.status_code in (302, 403)
+    url = f"/admin/auth/user/{editor.pk}/roles/"
+    answer = client.post(url, {"role": "Admin", "grant": "1"})
+    assert answer.status_code == 302 and not editor.role_grants.filter(role="Admin").exists()
+    refused = client.post(f"/people/{editor.pk}/", {"role": "Admin", "grant": "1"})
+    assert refused.status_code == 403
     assert ("governance.role.refused", {"verb": "grant", **DENIED}) in refusals()

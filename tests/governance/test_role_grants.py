@@ -313,22 +313,28 @@ def test_the_database_refuses_a_second_grant_of_a_role_on_one_agent(someone, age
         RoleGrant.objects.create(user=someone, role="Builder", scope="agent", agent=agent)
 
 
-# --- the admin's Roles page ----------------------------------------------------------------------
+# --- the People page: one place to grant and revoke --------------------------------------------
 
 
 def test_the_roles_page_lists_the_grants_and_revokes_exactly(client, admin_user, someone, dataset):
     GrantRole(acting_user=admin_user, user=someone, role="Editor", obj=dataset).execute()
     client.force_login(admin_user)
-    url = f"/admin/auth/user/{someone.pk}/roles/"
+    url = f"/people/{someone.pk}/"
     body = client.get(url).content.decode()
-    assert "Editor (dataset support-basics)" in body and "Admin (dataset" not in body
+    grants = body[body.index('id="grants"') : body.index("</table>")]
+    assert "dataset support-basics" in grants and "Admin" not in grants
     response = client.post(url, {"role": "Editor", "dataset": dataset.pk, "revoke": "Revoke"})
     assert response.status_code == 302
     assert get_user_perms(someone, dataset).count() == 0
     again = client.post(
         url, {"role": "Editor", "dataset": dataset.pk, "revoke": "Revoke"}, follow=True
     )
-    assert "is not a Editor of" in again.content.decode()
+    assert "is not an Editor of" in again.content.decode()
+    # A POST that says neither verb changes nothing, whatever else it holds.
+    GrantRole(acting_user=admin_user, user=someone, role="Editor", obj=dataset).execute()
+    unsaid = client.post(url, {"role": "Editor", "dataset": dataset.pk}, follow=True)
+    assert unsaid.status_code == 400 and "choose Grant or Revoke" in unsaid.content.decode()
+    assert get_user_perms(someone, dataset).count() > 0
 
 
 def test_the_role_grants_list_in_the_admin_is_read_only(client, admin_user, someone, agent):

@@ -187,20 +187,20 @@ def cannot_publish(user, world):
     assert version.state == VersionState.PUBLISHED
 
 
-# --- the Admin's own: read the role grants (API), the Roles page (admin), bypass right -----------
+# --- the Admin's own: read the role grants (API), the People page, bypass right -----------
 
 
 def administers(user, world, scope):
     if scope == "global":
         assert api(user).get("/api/v1/role-grants/").status_code == 200
-        assert page(user).get(f"/admin/auth/user/{user.pk}/roles/").status_code == 200
+        assert page(user).get(f"/people/{user.pk}/").status_code == 200
     elif scope == "agent":
         assert fresh(user).has_perm("agents.bypass_agent", world["agent"])
 
 
 def cannot_administer(user, world):
     assert api(user).get("/api/v1/role-grants/").status_code == 403
-    roles_page = page(user).get(f"/admin/auth/user/{user.pk}/roles/")
+    roles_page = page(user).get(f"/people/{user.pk}/")
     assert roles_page.status_code == 403 or no_admin(roles_page)
     assert not fresh(user).has_perm("agents.bypass_agent", world["agent"])
     assert not fresh(user).has_perm("agents.bypass_agent")
