@@ -726,9 +726,7 @@ def _contract_gate(result: ContractResult, name: str, limits: Thresholds) -> Gat
             "covered_usd": _json(result.billed_usd),
             # To the millionth, not the contract's cent: a trial's cost lives below a cent.
             "cost_per_trial_usd": _json(
-                round_half_up(t.billed_usd, t.billed_runs, MILLIONTH)
-                if t.billed_runs
-                else None
+                round_half_up(t.billed_usd, t.billed_runs, MILLIONTH) if t.billed_runs else None
             ),
             "estimated_usd": _json(result.estimated_usd),
         }

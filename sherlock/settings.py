@@ -297,6 +297,10 @@ SHERLOCK_TRIAL_LEASE_SECONDS = env_int("SHERLOCK_TRIAL_LEASE_SECONDS", 600, mini
 SHERLOCK_CLIENT_RUN_TIMEOUT_HOURS = env_int(
     "SHERLOCK_CLIENT_RUN_TIMEOUT_HOURS", 24, minimum=1, maximum=24 * 90
 )
+# A client run's uploaded transcripts are scored as each batch is stored, while the client's
+# calls go on (its verdict then waits only for the last batch's scoring); off, scoring starts
+# when the client finishes the run.
+SHERLOCK_CLIENT_SCORE_EARLY = env_bool("SHERLOCK_CLIENT_SCORE_EARLY", True)
 # `GET /api/v1/runs/{id}/verdict/?wait=<s>` holds its answer at most this long while the run is
 # unfinished (the client waits on the server's word, docs/api.md "Verdict"); each wait holds a
 # web thread, so keep it under the proxy's and gunicorn's timeouts.

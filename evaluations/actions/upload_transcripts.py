@@ -17,10 +17,12 @@ finished (`FinishClientRun`).
 """
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from agents.adapters.client import ERROR_KINDS, error_text, validate_transcript
 from evaluations.choices import RunStatus, TrialStatus
+from evaluations.engine.enqueue import enqueue_run
 from evaluations.models import Run, Trial
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
@@ -88,6 +90,11 @@ class UploadTranscripts(Action):
             run=run, status=TrialStatus.PENDING, uploaded_at__isnull=True
         ).count()
         result = {"accepted": len(accepted), "duplicates": duplicates, "remaining": remaining}
+        if accepted and settings.SHERLOCK_CLIENT_SCORE_EARLY:
+            # Scored while the client's calls go on, not after its finish: each batch's trials
+            # go to the workers as soon as they are stored (evaluations.engine.client).
+            scored = [trial.pk for trial in accepted]
+            transaction.on_commit(lambda: enqueue_run(run.pk, trial_ids=scored, uploaded=True))
         if accepted:  # a batch of duplicates changed nothing: nothing to record
             audit(
                 "evaluations.run.upload",

@@ -39,9 +39,11 @@ def maybe_finish_run(run_id):
     with transaction.atomic():
         # The compare-and-set that makes finishing happen once, even with concurrent workers.
         if (
-            Run.objects.filter(pk=run_id, finalized_at__isnull=True).update(
-                finalized_at=timezone.now()
-            )
+            # A waiting client run whose uploads were all scored early is not finished: the
+            # client's finish (or the run's expiry) queues it, then it is.
+            Run.objects.filter(pk=run_id, finalized_at__isnull=True)
+            .exclude(status=RunStatus.WAITING)
+            .update(finalized_at=timezone.now())
             != 1
         ):
             return False

@@ -12,7 +12,7 @@ from evaluations.choices import RunStatus, TrialStatus
 from evaluations.models import Run, Trial
 
 
-def enqueue_run(run_id, *, trial_ids=None, broker=None):
+def enqueue_run(run_id, *, trial_ids=None, broker=None, uploaded=False):
     """Enqueue one django-q2 task per shard of the run's pending trials (or of `trial_ids`).
 
     Shards are how work is spread among workers at the start (a worker that finishes its own
@@ -20,10 +20,14 @@ def enqueue_run(run_id, *, trial_ids=None, broker=None):
     `broker` is django-q2's (None: the configured one). Enqueueing every pending trial records
     `enqueued_at`, which the reaper reads as a sign of life (a few handed-back trials say
     nothing about the others).
+
+    A client run waiting for its uploads is enqueued only for trials it has `uploaded` (a batch
+    just stored, scored while the client's calls go on: docs/client.md); its other trials wait
+    for the finish. A run with no pending trial left gets one empty shard, which finishes it.
     """
     from django_q.tasks import async_task
 
-    if Run.objects.filter(pk=run_id, status=RunStatus.WAITING).exists():
+    if not uploaded and Run.objects.filter(pk=run_id, status=RunStatus.WAITING).exists():
         return  # a client run waits for its uploads: no worker may take it (docs/client.md)
     if trial_ids is None:
         trial_ids = list(
@@ -32,6 +36,16 @@ def enqueue_run(run_id, *, trial_ids=None, broker=None):
             .values_list("pk", flat=True)
         )
         Run.objects.filter(pk=run_id).update(enqueued_at=timezone.now())
+        if not trial_ids:  # everything was scored already (uploads scored early): finish it
+            async_task(
+                "evaluations.tasks.run_shard",
+                run_id,
+                [],
+                task_name=f"run-{run_id}-finish",
+                group=f"run-{run_id}",
+                broker=broker,
+            )
+            return
     size = settings.SHERLOCK_SHARD_SIZE
     for start in range(0, len(trial_ids), size):
         async_task(

@@ -109,21 +109,19 @@ def run_shard(run_id, trial_ids):
     if run is None:
         return 0
     trials = []
-    # A client run waiting for its uploads is no worker's (docs/client.md): a shard task that
-    # reaches it anyway (enqueued by hand) leaves it alone.
-    if run.status == RunStatus.WAITING:
-        return 0
+    # A client run waiting for its uploads (docs/client.md): only what was uploaded is scored,
+    # early; the run itself stays waiting until the client finishes it.
+    waiting = run.status == RunStatus.WAITING
     if run.status not in RUN_TERMINAL:
-        trials = list(
-            Trial.objects.filter(pk__in=trial_ids, run_id=run_id, status=TrialStatus.PENDING)
-            .select_related("case_version__case")
-            .order_by("pk")
-        )
+        found = Trial.objects.filter(pk__in=trial_ids, run_id=run_id, status=TrialStatus.PENDING)
+        if waiting:
+            found = found.filter(uploaded_at__isnull=False)
+        trials = list(found.select_related("case_version__case").order_by("pk"))
     if not trials:
         maybe_finish_run(run_id)
         return 0
     shard = Shard.load(run)
-    if run.status == RunStatus.QUEUED:
+    if run.status == RunStatus.QUEUED:  # never a waiting run: the client's finish moves it
         # Whichever shard comes first starts the run; the others find it moved.
         RUN_STATES.move(run, RunStatus.RUNNING, started_at=timezone.now())
     work = Work(run, trials)
@@ -186,6 +184,8 @@ class Work:
 
     def _pending_elsewhere(self, batch=32):
         pending = Trial.objects.filter(run_id=self.run.pk, status=TrialStatus.PENDING)
+        if self.run.status == RunStatus.WAITING:  # what the client has not sent is not work yet
+            pending = pending.filter(uploaded_at__isnull=False)
         if self.below is not None:
             pending = pending.filter(pk__lt=self.below)
         found = list(pending.select_related("case_version__case").order_by("-pk")[:batch])

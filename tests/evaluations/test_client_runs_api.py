@@ -142,6 +142,13 @@ def test_builder_runs_a_client_version_end_to_end(world, http):
 
     first = client.post(run["upload_url"], json={"items": items_for(work[:4])})
     assert first.json() == {"accepted": 4, "duplicates": 0, "remaining": 2}
+    # Scored as soon as they are stored, while the client's calls go on: the run still waits.
+    statuses = dict(Trial.objects.filter(run_id=run["id"]).values_list("pk", "status"))
+    early = {_trial(run, item).pk for item in work[:4]}
+    assert {statuses[pk] for pk in early} == {TrialStatus.COMPLETED}
+    assert {s for pk, s in statuses.items() if pk not in early} == {TrialStatus.PENDING}
+    assert Run.objects.get(pk=run["id"]).status == RunStatus.WAITING
+    assert CheckResult.objects.filter(trial_id__in=early).count() == 4 * len(CHECKS)
     # A retried batch (the answer was lost) doubles nothing, whatever it holds now.
     retried = [{"key": work[0]["key"], "transcript": {"output": "changed"}}]
     again = client.post(run["upload_url"], json={"items": retried + items_for(work[4:])})
