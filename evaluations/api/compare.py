@@ -168,7 +168,7 @@ class RunComparisonView(APIView):
                     format_cells(results[name], verdict=verdict[name]) for name in ("a", "b")
                 ],
                 "markdown": render_table(
-                    [results["a"], results["b"]], [verdict["a"], verdict["b"]]
+                    [results["a"], results["b"]], [verdict["a"], verdict["b"]], units=True
                 ),
                 "thresholds": (
                     applied["a"].source

@@ -119,14 +119,18 @@ def format_cells(
     }
 
 
-def render_table(results: Iterable[ContractResult], verdicts: Sequence[Any] = ()) -> str:
+def render_table(
+    results: Iterable[ContractResult], verdicts: Sequence[Any] = (), *, units: bool = False
+) -> str:
     """The markdown contract table (docs/contract.md), one row per variant; ``verdicts``, one per
-    result when they are runs', make each gate cell the run's verdict (`gate_cell`)."""
+    result when they are runs', make each gate cell the run's verdict (`gate_cell`). ``units``
+    heads the columns as the pages do ("cost per trial", not the article's "cost/run")."""
 
     def row(cells: Iterable[str]) -> str:
         return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
-    lines = [row(TABLE_COLUMNS), "|" + "---|" * len(TABLE_COLUMNS)]
+    heads = page_columns() if units else list(TABLE_COLUMNS)
+    lines = [row(heads), "|" + "---|" * len(TABLE_COLUMNS)]
     for index, result in enumerate(results):
         cells = format_cells(result, verdict=verdicts[index] if verdicts else None)
         lines.append(row(cells[column] for column in TABLE_COLUMNS))

@@ -32,7 +32,7 @@ def sign_in(page, server, username):
 def test_a_builder_schedules_a_run_after_seeing_its_estimate(server, browser, shot, demo):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     sign_in(page, server, "builder")
-    assert "No schedules yet." in page.inner_text("#schedules")
+    assert "No schedule that you may see." in page.inner_text("#schedules")
     pick(page, "agent", "support", "support-bot")  # typed and picked, not scrolled for
     pick(page, "dataset", "refund", "refund-desk")
     page.fill("#id_interval_minutes", "60")

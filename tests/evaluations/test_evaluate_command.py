@@ -104,10 +104,12 @@ def test_a_run_whose_cases_and_contract_pass_exits_0_with_its_tables(
     assert "cases passed: 2/2 decided, unscored: 0, flaky: 0" in out
     assert "contract (the default thresholds: no publishing policy applies):" in out
     assert "| variant | quality |" in out and "| pass |" in out
+    assert "| cost per trial |" in out and "cost/run" not in out  # a trial's figure, said so
     assert "gate" in out and "budget                   pass  $0.01 per verified outcome" in out
     assert "result: passed" in out
     document = json.loads(summary.read_text())
     assert document["passed"] is True and document["exit_code"] == 0
+    assert document["verdict"]["url"] == f"/runs/{run.pk}/"  # never an empty URL
     assert document["contract"]["release"] == "pass"
     assert [c["case"] for c in document["cases"]] == ["medium", "small"]
     assert document["spend"] == {

@@ -98,6 +98,7 @@ def test_a_month_above_the_limit_asks_for_a_confirmation_on_the_page(logged_in, 
     body = shown.content.decode()
     assert 'id="confirm-cost"' in body
     assert "This schedule costs $1,728.00 a month" in body  # grouped thousands
+    assert ">8,640<" in body  # runs in 30 days, grouped too
     assert "SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD" in body and "$100.00" in body
     key = shown.context["estimated_key"]
     refused = client.post(

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
+from django.urls import reverse
 
 from agents.choices import Adapter
 from agents.models import Agent
@@ -127,7 +128,7 @@ class Command(VerdictCommand):
         self.print_cases(run, cases)
         self.stdout.write(f"spend: {describe_spend(run)}")
         self.stdout.write(f"contract ({verdict.applied.source}):")
-        self.stdout.write(render_table([contract], [verdict]))
+        self.stdout.write(render_table([contract], [verdict], units=True))
         for gate in verdict.gates:
             self.stdout.write(f"  {gate.label:<24} {gate.state:<4}  {gate.detail}")
         for item in verdict.missing:
@@ -283,7 +284,10 @@ class Command(VerdictCommand):
             "passed": verdict.passed,
             "outcome": verdict.outcome,
             "exit_code": verdict.exit_code,
-            "verdict": verdict.as_dict(),
+            # A command knows no host: the run page's path, never an empty URL.
+            "verdict": verdict.as_dict(
+                run=run.pk, url=reverse("evaluations:run-detail", args=[run.pk])
+            ),
             "cases": [
                 {
                     "case": case.case.key,
