@@ -435,6 +435,10 @@ SHERLOCK_DEMO_LEDGER = Path(
 # --- Auth, API ------------------------------------------------------------------------------
 
 AUTHENTICATION_BACKENDS = [
+    # allauth's own: a deactivated account with the right password is told it is deactivated
+    # (and whom to ask), not that its password is wrong; a deactivated account's open session
+    # still ends (its `get_user` is ModelBackend's, which refuses an inactive user).
+    "allauth.account.auth_backends.AuthenticationBackend",
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]

@@ -35,6 +35,14 @@ class AccountAdapter(DefaultAccountAdapter):
     def is_open_for_signup(self, request):
         return False  # People: an Admin invites; nobody signs up with a password
 
+    def respond_user_inactive(self, request, user):
+        """A deactivated account that gave its right password (or signed on): told so, with
+        the Admins who may reactivate it, never "wrong password"."""
+        from sherlock.core.permissions import who_grants_roles
+
+        context = {"admins": who_grants_roles()}
+        return render(request, "account/account_inactive.html", context, status=403)
+
     def get_logout_redirect_url(self, request):
         """The provider's end-session URL when this session came from a single sign-on whose
         provider publishes one (asked before the session is flushed), else the sign-in page."""

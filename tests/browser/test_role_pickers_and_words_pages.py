@@ -2,7 +2,7 @@
 person's page by typing its name into the admin's autocomplete (no list of every agent), and
 reaches that page from the user's admin page (the one place roles change); a user with no role sees no Admin link; the invitation
 and the check form show every error of one submit. Screenshots: `person-pick-agent`,
-`person-granted`, `admin-user-roles-link`, `admin-user-to-people`, `nav-no-role`, `invite-every-error`,
+`person-granted`, `admin-user-roles-link`, `admin-user-to-people`, `account-deactivated`, `nav-no-role`, `invite-every-error`,
 `check-every-error`.
 """
 
@@ -102,3 +102,16 @@ def test_forms_show_every_error_of_one_submit(server, browser, shot, live_db):
     for field in ("label", "params", "threshold"):
         assert page.locator(f".field-{field} .errorlist").count() == 1, field
     shot(page, "check-every-error")
+
+
+def test_a_deactivated_person_is_told_so_and_whom_to_ask(server, browser, shot, live_db):
+    factories.user("admin", role="Admin")
+    priya = factories.user("priya", role="Editor")
+    priya.is_active = False
+    priya.save(update_fields=["is_active"])
+    page = browser.new_page(viewport={"width": 1366, "height": 700})
+    log_in(page, server, "priya")
+    page.wait_for_selector("#why")
+    shot(page, "account-deactivated")
+    said = page.inner_text("#why")
+    assert "This account is deactivated" in said and "ask admin" in said

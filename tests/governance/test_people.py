@@ -230,7 +230,12 @@ def test_deactivating_stops_sign_in_and_keeps_the_roles(client, admin_user, edit
     client.logout()
     answer = client.post("/accounts/login/", {"login": "editor", "password": password})
     assert "_auth_user_id" not in client.session
-    assert answer.status_code in (200, 302)
+    # Told the account is deactivated and whom to ask, never that the password is wrong.
+    told = answer.content.decode()
+    assert answer.status_code == 403 and "This account is deactivated" in told
+    assert f"ask {admin_user.username}" in told and "password" not in told.split("deactivated")[0]
+    wrong = client.post("/accounts/login/", {"login": "editor", "password": "not it at all"})
+    assert "deactivated" not in wrong.content.decode()  # a wrong password learns nothing
     client.force_login(admin_user)
     client.post(f"/people/{editor.pk}/reactivate/")
     editor.refresh_from_db()
@@ -370,3 +375,14 @@ def test_deactivation_ends_sessions_and_links_for_good(client, admin_user, edito
     assert client.get(f"/people/join/{token}/").status_code == 410
     fresh = make_token(User.objects.get(pk=dana.pk))
     assert client.get(f"/people/join/{fresh}/").status_code == 200
+
+
+def test_a_deactivated_persons_open_session_ends(client, admin_user, editor, password):
+    """Signed in by password (allauth's backend), then deactivated: the next page asks for a
+    sign-in again; the session does not outlive the account."""
+    signed = client.post("/accounts/login/", {"login": "editor", "password": password})
+    assert signed.status_code == 302 and client.session.get("_auth_user_id") == str(editor.pk)
+    assert client.get("/runs/").status_code == 200
+    DeactivateUser(acting_user=admin_user, user=editor).execute()
+    answer = client.get("/runs/")
+    assert answer.status_code == 302 and answer["Location"].startswith("/accounts/login/")
