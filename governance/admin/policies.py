@@ -77,6 +77,7 @@ class PublishingPolicyAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         saved = form.make_action(request.user).execute()
         obj.pk, obj.version, obj.scope_key = saved.pk, saved.version, saved.scope_key
+        obj.name = saved.name  # the "was added" message names it
 
     def save_related(self, request, form, formsets, change):
         """The action already set the gate datasets on the row it wrote."""

@@ -214,6 +214,11 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
             for name, verb in BYPASS_VERBS.items()
             if bypass.state in BYPASS_ACTIVE and _may(verb(acting_user=user, bypass=bypass).check)
         ]
+        # The requester's own "deny" is a withdrawal, and reads so.
+        own = bypass.requested_by_id == user.pk
+        bypass.buttons = [
+            (name, "withdraw" if name == "deny" and own else name) for name in bypass.verbs
+        ]
         bypass.why_not_approve = _why_not_independent(user, bypass)
         bypass.error = (bypass_errors or {}).get(bypass.pk, "")
     page_forms = {verb: VerbForm(verb) for verb in (*VERSION_VERBS, "bypass")}

@@ -278,7 +278,7 @@ def test_a_new_team_walks_from_people_to_a_published_version(
     pick(admin, "agent", "shop", "shop-helper")
     admin.fill("#id_min_case_pass_rate", "1")
     snap(admin, "13-policy-add")
-    assert "was added successfully" in saved(admin)
+    assert "“Shop helper policy v1” was added successfully" in saved(admin)
     admin.goto(f"{server}/admin/")
     admin.click("#content-main a:has-text('Gate datasets')")
     admin.click(".object-tools a.addlink")

@@ -377,3 +377,16 @@ def test_a_failed_gate_still_reads_fail_with_its_reasons(client, builder, blocke
     assert 'data-outcome="failed"' in body
     assert 'Release: <span class="status fail">fail</span>' in body
     assert "incomplete" not in body.split('id="release"')[1].split("</p>")[0]
+
+
+def test_the_requester_withdraws_her_own_bypass_where_others_deny_it(
+    client, admin_user, pending_bypass
+):
+    from tests.support import factories
+
+    version = pending_bypass.publish_request.agent_version
+    own = page(client, admin_user, version).content.decode()
+    assert "<button>withdraw</button>" in own and "<button>deny</button>" not in own
+    other = factories.user("admin2", role="Admin")
+    theirs = page(client, other, version).content.decode()
+    assert "<button>deny</button>" in theirs and "<button>withdraw</button>" not in theirs
