@@ -1,9 +1,10 @@
 """In chromium, the pickers and the words: an Admin grants a role on one agent from a
 person's page by typing its name into the admin's autocomplete (no list of every agent), and
-reaches that page from the user's admin page (the one place roles change); a user with no role sees no Admin link; the invitation
-and the check form show every error of one submit. Screenshots: `person-pick-agent`,
-`person-granted`, `admin-user-roles-link`, `admin-user-to-people`, `account-deactivated`, `nav-no-role`, `invite-every-error`,
-`check-every-error`.
+reaches that page from the user's admin page (the one place roles change); a user with no role
+sees no Admin link; a deactivated person is told so; the invitation and the check form show
+every error of one submit. Screenshots: `person-pick-agent`, `person-granted`,
+`admin-user-roles-link`, `admin-user-to-people`, `account-deactivated`, `nav-no-role`,
+`invite-every-error`, `check-every-error`.
 """
 
 import pytest
