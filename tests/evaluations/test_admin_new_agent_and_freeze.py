@@ -243,3 +243,13 @@ def test_save_and_add_another_still_adds_another(logged_in, editor, draft):
         },
     )
     assert response["Location"].startswith("/admin/evaluations/caseversion/add/")
+
+
+def test_a_drafts_page_says_what_to_open_and_that_it_lacks_checks(logged_in, admin_user, draft):
+    page = logged_in(admin_user).get(f"/admin/evaluations/datasetversion/{draft.pk}/change/")
+    body = page.content.decode()
+    assert 'or a check (its "View" link) below' in body and "No check yet" not in body
+    empty = factories.dataset_version(factories.dataset("empty"), frozen=False)
+    body = logged_in(admin_user).get(f"/admin/evaluations/datasetversion/{empty.pk}/change/")
+    body = body.content.decode()
+    assert "No check yet" in body and "below to edit" not in body
