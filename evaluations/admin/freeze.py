@@ -19,7 +19,9 @@ from django.urls import reverse
 
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
 from evaluations.admin.base import visible_datasets
+from evaluations.checks import REGISTRY
 from evaluations.choices import CheckMode
+from evaluations.judge.setup import no_judge_warning
 from evaluations.models import DatasetVersion
 from sherlock.core.admin import message_as_written
 from sherlock.core.errors import ActionError, refusal_in
@@ -41,11 +43,20 @@ class FreezeForm(forms.Form):
 
 def freeze_summary(version):
     """What freezing `version` makes read-only, in figures (two queries): its cases (count,
-    the first keys), its checks (count, by mode, their labels) and the cases with overrides."""
+    the first keys), its checks (count, by mode, their labels), the cases with overrides, and
+    the no-judge warning when blocking model checks could not be scored."""
     keys = list(version.case_versions.order_by("case__key").values_list("case__key", "overrides"))
-    checks = list(version.checks.order_by("position", "pk").values_list("label", "mode"))
+    rows = list(version.checks.order_by("position", "pk").values_list("label", "mode", "kind"))
+    checks = [(label, mode) for label, mode, _ in rows]
     modes = {mode: sum(1 for _, m in checks if m == mode) for mode in CheckMode.values}
+    # What the check's own page warned when it was saved, said again before it is frozen.
+    unscorable = [
+        label
+        for label, mode, kind in rows
+        if mode == CheckMode.BLOCKING and getattr(REGISTRY.get(kind), "uses_model", False)
+    ]
     return {
+        "no_judge": no_judge_warning(unscorable),
         "cases": len(keys),
         "keys": [key for key, _ in keys[:KEYS_SHOWN]],
         "more_keys": max(0, len(keys) - KEYS_SHOWN),

@@ -253,3 +253,30 @@ def test_a_drafts_page_says_what_to_open_and_that_it_lacks_checks(logged_in, adm
     body = logged_in(admin_user).get(f"/admin/evaluations/datasetversion/{empty.pk}/change/")
     body = body.content.decode()
     assert "No check yet" in body and "below to edit" not in body
+
+
+def test_the_confirmation_repeats_that_a_blocking_model_check_needs_a_judge(
+    logged_in, editor, settings
+):
+    settings.SHERLOCK_JUDGE_BASE_URL = ""
+    criterion = {
+        "label": "Polite",
+        "kind": "custom",
+        "params": {"label": "Polite", "criterion": "The answer is polite.", "anchors": "0/1"},
+        "threshold": 0.5,
+    }
+    draft = factories.dataset_version(
+        factories.dataset("polite"),
+        cases=[("hi", "Hello", {})],
+        checks=[GOOD, criterion],
+        frozen=False,
+    )
+    html = logged_in(editor).get(freeze_url(draft)).content.decode()
+    assert 'id="freeze-no-judge"' in html
+    assert (
+        "Blocking model checks cannot be scored: Polite." in html
+        and "Shape" not in html.split('id="freeze-no-judge"')[1].split("</li>")[0]
+    )
+    settings.SHERLOCK_JUDGE_BASE_URL = "http://127.0.0.1:9/v1"
+    html = logged_in(editor).get(freeze_url(draft)).content.decode()
+    assert 'id="freeze-no-judge"' not in html
