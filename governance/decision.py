@@ -38,13 +38,14 @@ from evaluations.contract import (
     Thresholds,
     parse_thresholds,
 )
-from evaluations.verdict import FAILED, INCOMPLETE, PASSED, gate_verdict
+from evaluations.verdict import FAILED, INCOMPLETE, PASSED, POLICY_GATE_LABELS, gate_verdict
 from governance.models import PublishingPolicy
 
 __all__ = [
     "FAIL",
     "PASS",
     "decide",
+    "gate_label",
     "gate_rows",
     "in_force_thresholds",
     "make_decision",
@@ -193,10 +194,24 @@ def missing_of(decision):
     return [item for item in verdict.get("missing") or [] if isinstance(item, dict)]
 
 
+def gate_label(name):
+    """A gate named in words, as the run page names it ("blocking checks scored", never
+    `checks_scored`): the one table of names, `evaluations.verdict.POLICY_GATE_LABELS`."""
+    return POLICY_GATE_LABELS.get(name, str(name).replace("_", " ")) if name else ""
+
+
 def gate_rows(decision):
-    """The gates of a snapshot as (name, status, detail) rows, for tables and the CLI."""
+    """The gates of a snapshot as (label, status, detail) rows, for tables and the CLI: each
+    gate named in words (`gate_label`)."""
     gates = (decision or {}).get("gates") or []
-    return [(g.get("name", "?"), g.get("status", FAIL), g.get("detail", "")) for g in gates]
+    return [
+        (
+            g.get("label") or gate_label(g.get("name", "?")),
+            g.get("status", FAIL),
+            g.get("detail", ""),
+        )
+        for g in gates
+    ]
 
 
 def _json(value: Any) -> Any:

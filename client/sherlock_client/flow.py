@@ -454,7 +454,11 @@ def gate(
     verdict = decision.get("verdict") or {}
     lines = [f"publish request {request['id']}: {state}"]
     if decision.get("first_failing_gate"):
-        lines.append(f"first failing gate: {decision['first_failing_gate']}")
+        failing = decision["first_failing_gate"]
+        label = next(
+            (g.get("label") for g in decision.get("gates") or [] if g.get("name") == failing), None
+        )
+        lines.append(f"first failing gate: {label or failing}")
     if state == "blocked" and verdict.get("outcome") == "incomplete":
         # Blocked for want of evidence (trials in error, results unscored): the verdict is
         # incomplete, never a failure (the same exit code as `sherlock evaluate`'s).

@@ -172,7 +172,7 @@ def print_result(result: Result, stream, *, rich: bool) -> None:
         for gate in verdict.get("gates") or []:
             # The server's sentence for what the gate read against its bound (the raw
             # numbers are in --json).
-            gates.add_row(str(gate.get("name")), str(gate.get("state")), str(gate.get("detail")))
+            gates.add_row(_gate_name(gate), str(gate.get("state")), str(gate.get("detail")))
         console.print(gates)
         colour = {"passed": "green", "failed": "red"}.get(result.outcome, "yellow")
         console.print(f"[bold {colour}]{head}[/]")
@@ -189,7 +189,7 @@ def print_result(result: Result, stream, *, rich: bool) -> None:
         error = f" {row['error'][:120]}" if row["error"] else ""
         print(f"case {row['case']}: {_state(row)} [{statuses}]{error}", file=stream)
     for gate in verdict.get("gates") or []:
-        print(f"gate {gate.get('name')}: {gate.get('state')}: {gate.get('detail')}", file=stream)
+        print(f"gate {_gate_name(gate)}: {gate.get('state')}: {gate.get('detail')}", file=stream)
     print(head, file=stream)
     for reason in reasons:
         print(f"  {reason}", file=stream)
@@ -296,7 +296,7 @@ def markdown(result: Result) -> str:
         lines += ["", "| gate | state | value | bound |", "|---|---|---|---|"]
         for gate in gates:
             lines.append(
-                f"| {gate.get('name')} | {gate.get('state')} | {_cell(gate.get('value'))} "
+                f"| {_gate_name(gate)} | {gate.get('state')} | {_cell(gate.get('value'))} "
                 f"| {_cell(gate.get('bound'))} |"
             )
     comparison = result.baseline
@@ -338,6 +338,11 @@ def markdown(result: Result) -> str:
         if len(unscored) > 20:
             lines.append(f"- and {len(unscored) - 20} more")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _gate_name(gate: dict) -> str:
+    """A gate in the server's words ("blocking checks scored"); its name from an older server."""
+    return str(gate.get("label") or gate.get("name"))
 
 
 def _cell(value: Any) -> str:

@@ -11,6 +11,7 @@ from governance.actions.publish_version import PublishVersion
 from governance.actions.request_bypass import RequestBypass
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.admin.base import AgentScopedReadOnlyAdmin
+from governance.decision import gate_label
 from governance.models import (
     Bypass,
     PublishRequest,
@@ -74,6 +75,9 @@ class PublishRequestAdmin(AgentScopedReadOnlyAdmin):
                 "bypass requested",
             )
             return None
+        objects = list(queryset)
+        for obj in objects:
+            obj.first_failing = gate_label((obj.decision or {}).get("first_failing_gate"))
         return TemplateResponse(
             request,
             "admin/governance/bypass_reason.html",
@@ -81,7 +85,7 @@ class PublishRequestAdmin(AgentScopedReadOnlyAdmin):
                 **self.admin_site.each_context(request),
                 "title": "Request a bypass",
                 "form": form,
-                "objects": queryset,
+                "objects": objects,
                 "action": "request_bypass",
                 "opts": self.model._meta,
                 "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,

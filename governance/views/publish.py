@@ -30,7 +30,7 @@ from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.rollback_version import RollBackVersion
 from governance.choices import BYPASS_ACTIVE, REQUEST_DECIDED, BypassState, RequestState
 from governance.confirmations import clearance_text, publish_plan, request_plan, retire_plan
-from governance.decision import gate_rows, missing_of, outcome_of
+from governance.decision import gate_label, gate_rows, missing_of, outcome_of
 from governance.models import Bypass, PublishingPolicy, PublishRequest
 from governance.next_step import next_step, what_it_waits_for
 from sherlock.core.api.errors import domain_status
@@ -253,7 +253,7 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
             for reason in (decision.get("verdict") or {}).get("reasons") or []
             if isinstance(reason, dict) and reason.get("fix")
         ],
-        "first_failing": decision.get("first_failing_gate"),
+        "first_failing": gate_label(decision.get("first_failing_gate")),
         "evaluating": evaluating,
         "waiting_for_client": waiting_for_client,
         "refresh_actions": refresh and not evaluating,

@@ -26,14 +26,14 @@ def gate(*args):
 def test_a_passed_decision_exits_0_and_prints_the_gate_table(passed_request):
     code, out = gate("support-bot")
     assert code == 0
-    assert "publish request #" in out and "case_pass_rate" in out
+    assert "publish request #" in out and "case pass rate" in out and "case_pass_rate" not in out
     assert "release: pass" in out
 
 
 def test_a_blocked_decision_exits_1_and_names_the_first_failing_gate(blocked_request):
     code, out = gate("support-bot", "--version", "1")
     assert code == 1
-    assert "release: blocked (first failing: false_success)" in out
+    assert "release: blocked (first failing: false success)" in out
 
 
 def test_a_decision_blocked_for_want_of_evidence_exits_2_not_1(policy, good_version, author):

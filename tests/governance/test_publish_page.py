@@ -21,9 +21,9 @@ def page(client, user, version, **headers):
 
 def test_the_page_shows_every_gate_of_a_blocked_decision(client, builder, blocked_request):
     body = page(client, builder, blocked_request.agent_version).content.decode()
-    for gate in ("coverage", "false_success", "budget", "case_pass_rate"):
+    for gate in ("coverage", "false success", "budget", "case pass rate"):
         assert f"<td>{gate}</td>" in body
-    assert "first failing gate: <strong>false_success</strong>" in body
+    assert "first failing gate: <strong>false success</strong>" in body
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from evaluations.verdict import INCOMPLETE, PASSED
 from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.request_publication import RequestPublication
 from governance.choices import REQUEST_DECIDED, RequestState
-from governance.decision import PASS, gate_rows, missing_of, outcome_of, release_of
+from governance.decision import PASS, gate_label, gate_rows, missing_of, outcome_of, release_of
 from governance.models import PublishingPolicy, PublishRequest
 from governance.next_step import PUBLISH, blocked_allows
 from sherlock.core.commands import ERROR, VerdictCommand
@@ -183,7 +183,7 @@ class Command(VerdictCommand):
         elif outcome == INCOMPLETE:
             verdict = "incomplete (evidence missing, nothing failed: run the gate again)"
         else:
-            verdict = f"blocked (first failing: {failing})"
+            verdict = f"blocked (first failing: {gate_label(failing)})"
         write(f"release: {verdict}")
         for item in missing_of(decision):
             write(f"  missing: {item.get('detail')}; to add it: {item.get('fix')}")
