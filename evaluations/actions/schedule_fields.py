@@ -30,16 +30,8 @@ PLAN_FIELDS = (
     "interval_minutes",
 )
 SCHEDULE_FIELDS = (*PLAN_FIELDS, "active")
-FIELDS = (
-    "dataset_id",
-    "dataset_version_id",
-    "agent_id",
-    "agent_version_id",
-    "repetitions",
-    "cron",
-    "interval_minutes",
-    "active",
-)
+# What a schedule's audit entry records, in names (never `agent_id: 3`).
+FIELDS = ("repetitions", "cron", "interval_minutes", "active")
 
 
 def may_schedule(user, agent, dataset):
@@ -229,4 +221,14 @@ def sync_q_schedule(schedule):
 
 
 def snapshot(schedule):
-    return {name: getattr(schedule, name) for name in FIELDS}
+    """The schedule as its audit entry records it: the agent and dataset by slug, pinned
+    versions by number (None: the live version, the latest frozen one), then `FIELDS`."""
+    return {
+        "agent": schedule.agent.slug,
+        "agent_version": schedule.agent_version.number if schedule.agent_version_id else None,
+        "dataset": schedule.dataset.slug,
+        "dataset_version": (
+            schedule.dataset_version.number if schedule.dataset_version_id else None
+        ),
+        **{name: getattr(schedule, name) for name in FIELDS},
+    }

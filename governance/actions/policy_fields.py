@@ -28,7 +28,7 @@ POLICY_FIELDS = (
 
 def snapshot(policy, gate_datasets):
     return {
-        "scope": policy.scope_key,
+        "scope": policy.scope_text,  # a name, never "agent:3"
         "version": policy.version,
         **{name: getattr(policy, name) for name in POLICY_FIELDS},
         "gate_datasets": sorted(d.slug for d in gate_datasets),

@@ -48,8 +48,9 @@ class PublishingPolicyAdmin(admin.ModelAdmin):
     policy actions; older versions are shown read-only, as the decisions that used them."""
 
     form = PolicyForm
-    list_display = ["name", "scope_key", "version", "enforcement", "min_case_pass_rate"]
-    list_filter = ["enforcement", "scope_key"]
+    list_display = ["name", "scope", "version", "enforcement", "min_case_pass_rate"]
+    list_select_related = ["agent"]
+    list_filter = ["enforcement", ("agent", admin.RelatedOnlyFieldListFilter)]
     readonly_fields = ["scope_key", "version", "created_by", "created_at"]
     # Typed and picked (the datasets the person may see, by slug or name), never every dataset
     # in two boxes.
@@ -59,6 +60,10 @@ class PublishingPolicyAdmin(admin.ModelAdmin):
         form = super().get_form(request, obj, change=change, **kwargs)
         form.user = request.user
         return form
+
+    @admin.display(description="scope", ordering="scope_key")
+    def scope(self, obj):
+        return obj.scope_text
 
     def get_readonly_fields(self, request, obj=None):
         return [*self.readonly_fields, "agent"] if obj is not None else self.readonly_fields

@@ -114,6 +114,10 @@ def test_a_month_above_the_limit_asks_for_a_confirmation_on_the_page(logged_in, 
     entry = AuditEntry.objects.get(action="evaluations.schedule.create")
     assert entry.after["monthly_usd"] == "1728.0000"
     assert entry.after["confirmed_over_usd"] == "100"
+    agent, _, dataset, _ = priced
+    # Names, never ids: the audit page shows this to people.
+    assert (entry.after["agent"], entry.after["dataset"]) == (agent.slug, dataset.slug)
+    assert not any(name.endswith("_id") for name in entry.after)
 
 
 def test_a_schedule_within_the_limit_needs_no_confirmation(logged_in, builder, priced):

@@ -252,3 +252,12 @@ def test_a_policy_change_the_action_refuses_is_shown_on_its_field(client, admin_
     response = client.post(url, unchanged)
     assert response.status_code == 200
     assert "Nothing changed." in " ".join(response.context["adminform"].form.non_field_errors())
+
+
+def test_the_policy_list_names_each_policys_agent(client, admin_user, agent):
+    from governance.actions.create_policy import CreatePolicy
+
+    CreatePolicy(acting_user=admin_user, agent=agent, name="Own").execute()
+    logged_in(client, admin_user)
+    body = client.get("/admin/governance/publishingpolicy/").content.decode()
+    assert f"agent {agent.slug}" in body and f"agent:{agent.pk}" not in body

@@ -57,6 +57,9 @@ def test_invalid_policy_values_are_refused(changes, admin_user, policy):
 def test_a_scope_gets_one_first_version(admin_user, agent, policy):
     own = CreatePolicy(acting_user=admin_user, agent=agent, name="Own").execute()
     assert (own.scope_key, own.version) == (f"agent:{agent.pk}", 1)
+    # The audit entry names the agent, never its id.
+    entry = AuditEntry.objects.filter(action="governance.policy.create").last()
+    assert entry.after["scope"] == f"agent {agent.slug}"
     with pytest.raises(ActionConflict):
         CreatePolicy(acting_user=admin_user, name="Second global").execute()
     assert PublishingPolicy.objects.in_force_for(agent) == own
