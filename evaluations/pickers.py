@@ -1,6 +1,8 @@
 """The dataset and run pickers (sherlock.core.pickers): datasets, dataset versions (frozen,
 drafts, or the drafts the person may add to) and runs, each as the person may see them."""
 
+from django.db.models import Exists, OuterRef
+
 from evaluations.models import Dataset, DatasetVersion, Run
 from sherlock.core.pickers import Kind, int_param, register
 
@@ -57,6 +59,15 @@ def runs(user, params):
         .select_related("agent_version__agent", "dataset_version__dataset")
         .order_by("-pk")
     )
+
+
+def agents_with_runs(user, params):
+    """The agents of the runs the person may read (`Run.objects.for_user`): an Editor of a
+    dataset, who holds no agent, still finds the agents run on it (the trends page)."""
+    from agents.models import Agent
+
+    readable = Run.objects.for_user(user).filter(agent_version__agent=OuterRef("pk"))
+    return Agent.objects.filter(Exists(readable)).order_by("slug")
 
 
 def run_text(run):
@@ -126,5 +137,15 @@ register(
         number="pk",
         versions=("agent_version__number", "dataset_version__number"),
         text=run_text,
+    ),
+)
+# The agents whose runs the person may read, whether or not they hold a role on the agent.
+register(
+    "agent-with-runs",
+    Kind(
+        agents_with_runs,
+        words=("slug", "name"),
+        by=("pk", "slug"),
+        none="No agent with a run you may see matches.",
     ),
 )
