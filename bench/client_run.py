@@ -297,6 +297,8 @@ def main():
         f"(verdict {alone.get('outcome')}); upload alone: {upload_s:.2f} s = "
         f"{upload_tps:.0f} transcripts/s in batches of 500"
     )
+    for reason in alone.get("reasons") or []:
+        print(f"  the verdict's reason: {reason.get('detail')}")
     print(
         f"ideal: {ideal:.2f} s = N x k x L / C ({spread:.2f} s) + scoring alone ({scoring_s:.2f} s)"
     )
