@@ -69,6 +69,26 @@ def test_the_client_learns_the_verdict_from_one_held_call(live_sherlock):
     assert api.verdict_calls == 1
 
 
+def test_an_unknown_agent_is_told_in_the_datasets_words(live_sherlock):
+    done = sherlock(
+        [
+            "run",
+            "--agent",
+            "typo-bot",
+            "--dataset",
+            "refunds",
+            "--task",
+            "tests.client.tasks_under_test:refunds",
+        ],
+        live_sherlock.url,
+        live_sherlock.key,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "no agent 'typo-bot' (or you may not see it)" in done.stderr
+    assert "Traceback" not in done.stderr and "Object with slug" not in done.stderr
+    assert not AgentVersion.objects.exists() and not Run.objects.exists()
+
+
 def test_nothing_is_made_before_the_dataset_is_known(live_sherlock):
     done = sherlock(
         [
