@@ -10,6 +10,7 @@ answers both questions through `sherlock.core.permissions` (global OR object gra
 
 from django import forms
 from django.contrib import admin
+from django.db.models import Q
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -23,7 +24,7 @@ from sherlock.core.admin import AuditedEdits, ReadOnlyInline, ScopedAdminMixin
 from sherlock.core.audit import audit
 from sherlock.core.egress import EgressRefused
 from sherlock.core.errors import ActionRefused
-from sherlock.core.permissions import user_can
+from sherlock.core.permissions import is_global_admin, user_can
 
 
 class VersionInline(ReadOnlyInline):
@@ -331,6 +332,12 @@ class ToolForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        if not cleaned.get("agent") and not is_global_admin(self.user):
+            self.add_error(
+                "agent",
+                "Choose the agent whose tool this is: only an Admin shares a tool with every "
+                "agent.",
+            )
         verifier = cleaned.get("verifier")
         if self.instance.pk and "verifier" not in self.changed_data:
             return cleaned
@@ -353,14 +360,31 @@ class ToolForm(forms.ModelForm):
 
 @admin.register(Tool)
 class ToolAdmin(AuditedEdits, admin.ModelAdmin):
-    """Tools are plain data shared by every agent's tool policy: each add, change and delete
-    is audited with before and after (`agents.tool.create`, `.update`, `.delete`), and a
-    verifier the egress rules refuse is audited too (`agents.tool.refused`, `ToolForm`)."""
+    """Tools belong to agents: a Builder of an agent registers, changes and deletes that agent's
+    tools; a global Admin also shares tools with every agent (no agent). An agent's own tool of
+    a name wins over a shared one. Each add, change and delete is audited with before and after
+    (`agents.tool.create`, `.update`, `.delete`), and a verifier the egress rules refuse is
+    audited too (`agents.tool.refused`, `ToolForm`). `?agent=<id>&name=<tool>` fills the add
+    form: the run and publish pages link there for an effect whose tool is not registered."""
 
-    list_display = ["name", "effectful", "high_impact"]
+    list_display = ["name", "owner", "effectful", "high_impact"]
     list_filter = ["effectful", "high_impact"]
-    search_fields = ["name", "description"]
+    list_select_related = ["agent"]
+    search_fields = ["name", "description", "agent__slug"]
+    autocomplete_fields = ["agent"]
     form = ToolForm
+
+    @admin.display(description="whose", ordering="agent__slug")
+    def owner(self, obj):
+        return obj.owner_text
+
+    def get_queryset(self, request):
+        """The shared tools and those of the agents one may see."""
+        rows = super().get_queryset(request).select_related("agent")
+        if is_global_admin(request.user):
+            return rows
+        seen = Agent.objects.for_user(request.user)
+        return rows.filter(Q(agent__isnull=True) | Q(agent__in=seen))
 
     def has_view_permission(self, request, obj=None):
         """Whoever may build an agent sees the tools a version of it may list: a Builder of one
@@ -368,6 +392,26 @@ class ToolAdmin(AuditedEdits, admin.ModelAdmin):
         return super().has_view_permission(request, obj) or (
             Agent.objects.for_user(request.user, "build").exists()
         )
+
+    def has_add_permission(self, request):
+        return is_global_admin(request.user) or (
+            Agent.objects.for_user(request.user, "build").exists()
+        )
+
+    def has_change_permission(self, request, obj=None):
+        if obj is None:
+            return self.has_add_permission(request)
+        if obj.agent_id is None:
+            return is_global_admin(request.user)  # a shared tool is an Admin's
+        return user_can(request.user, "build", obj.agent)
+
+    def has_delete_permission(self, request, obj=None):
+        return self.has_change_permission(request, obj)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "agent":  # a tool is registered for an agent one builds
+            kwargs["queryset"] = Agent.objects.for_user(request.user, "build")
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)

@@ -259,7 +259,7 @@ def tool_effects(
         return []
     if tools is None:
         names = {c.name for c in calls}
-        tools = {tool.name: tool for tool in Tool.objects.filter(name__in=names)}
+        tools = Tool.objects.named(agent_version.agent_id, names)
     denied_names = (
         set(agent_version.denied_tools.values_list("name", flat=True))
         if denied is None

@@ -252,7 +252,7 @@ def run_to_otlp(run) -> dict[str, Any]:
     names = {call.name for trial in trials for call in _calls(trial)} | {
         effect.get("call") for trial in trials for effect in trial.tool_effects or []
     }
-    tools = {tool.name: tool for tool in Tool.objects.filter(name__in=names - {None})}
+    tools = Tool.objects.named(run.agent_version.agent_id, names - {None})
 
     kind = SPAN_KIND_CLIENT if run.agent_version.adapter in _REMOTE_ADAPTERS else SPAN_KIND_INTERNAL
     spans = []

@@ -500,7 +500,17 @@ GATE_DOCS = {
     "checks_scored": "Blocking checks scored",
     "case_pass_rate": "Case pass rate",
 }
-REGISTER_TOOLS = "Admin → Agents → Tools; a Builder or an Admin may"
+REGISTER_TOOLS = "Admin → Agents → Tools; a Builder of the agent may, an Admin may share one"
+
+
+def register_tool_url(agent, name) -> str:
+    """The admin's form to register tool `name` for `agent` (filled in), as a path."""
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    query = {"name": name, **({"agent": agent.pk} if agent is not None else {})}
+    return f"{reverse('admin:agents_tool_add')}?{urlencode(query)}"
 
 
 def gate_fix(gate: Gate, runs: list, causes=()) -> tuple[str, str]:
@@ -541,9 +551,12 @@ def gate_fix(gate: Gate, runs: list, causes=()) -> tuple[str, str]:
         unverified = sorted({name for name, why, _ in causes if why == NO_VERIFIER})
         parts = []
         if unregistered:
+            agent = runs[0].agent_version.agent if runs else None
+            where = "; ".join(register_tool_url(agent, name) for name in unregistered[:3])
+            whose = f" as {agent.slug}'s tools" if agent is not None else " as tools"
             parts.append(
-                f"register {', '.join(repr(n) for n in unregistered)} as tools with a verifier "
-                f"that reads the destination ({REGISTER_TOOLS})"
+                f"register {', '.join(repr(n) for n in unregistered)}{whose} with a verifier "
+                f"that reads the destination (a Builder of the agent registers them: {where})"
             )
         if unverified:
             parts.append(

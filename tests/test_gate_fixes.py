@@ -73,9 +73,10 @@ def test_an_unregistered_tool_is_named_with_how_to_register_it_on_every_surface(
     (reason,) = [r for r in body["reasons"] if r["code"] == "unknown_effects"]
     assert "billing.lookup (not registered, 2 call(s))" in reason["fix"]
     assert "crm.note (no verifier, 2 call(s))" in reason["fix"]
-    assert "register 'billing.lookup' as tools with a verifier" in reason["fix"]
+    assert f"register 'billing.lookup' as {agent.slug}'s tools with a verifier" in reason["fix"]
     assert "give 'crm.note' a verifier" in reason["fix"]
-    assert "a Builder or an Admin may" in reason["fix"]
+    register = f"/admin/agents/tool/add/?name=billing.lookup&agent={agent.pk}"
+    assert f"a Builder of the agent registers them: {register}" in reason["fix"]
     assert reason["docs"].endswith("/docs/contract/#unknown-effects")
 
     # The docs link lands on a heading the served page has.
@@ -91,7 +92,12 @@ def test_an_unregistered_tool_is_named_with_how_to_register_it_on_every_surface(
     html = client.get(f"/runs/{run.pk}/").content.decode()
     fixes = re.search(r'<ul id="gate-fixes">(.*?)</ul>', html, re.S).group(1)
     assert 'data-code="unknown_effects"' in fixes and "billing.lookup" in fixes
-    assert "#unknown-effects" in fixes
+    assert "<b>unknown effects</b>" in fixes and "#unknown-effects" in fixes
+    # The form that registers the tool is one click away, filled in for this agent.
+    link = f'<a href="/admin/agents/tool/add/?name=billing.lookup&amp;agent={agent.pk}">'
+    assert link in fixes
+    form = client.get(f"/admin/agents/tool/add/?name=billing.lookup&agent={agent.pk}")
+    assert form.status_code == 200 and 'value="billing.lookup"' in form.content.decode()
 
 
 def test_the_publish_page_names_the_same_fix(
@@ -106,7 +112,8 @@ def test_the_publish_page_names_the_same_fix(
     client.force_login(builder)
     html = client.get(f"/governance/versions/{version.pk}/").content.decode()
     fixes = re.search(r'<ul id="gate-fixes">(.*?)</ul>', html, re.S).group(1)
-    assert "register &#x27;billing.lookup&#x27; as tools with a verifier" in fixes
+    assert f"register &#x27;billing.lookup&#x27; as {agent.slug}&#x27;s tools" in fixes
+    assert f'href="/admin/agents/tool/add/?name=billing.lookup&amp;agent={agent.pk}"' in fixes
     assert "#unknown-effects" in fixes
 
 

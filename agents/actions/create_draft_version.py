@@ -6,6 +6,7 @@ drafts here, so both are checked and audited the same way; the audit entry names
 
 from django.db.models import Max
 
+from agents.actions._tools import check_tools_of
 from agents.adapters import validate_config
 from agents.models import Agent, AgentVersion
 from sherlock.core.actions import Action
@@ -41,6 +42,7 @@ class CreateDraftVersion(Action):
     def check(self):
         if not user_can(self.acting_user, "build", self.agent):
             raise ActionDenied("You may not create versions of this agent (Builder role needed).")
+        check_tools_of(self.agent, tools=self.tools, denied_tools=self.denied_tools)
         try:
             validate_config(self.adapter, self.config)
         except EgressRefused as exc:  # audited: naming a secret or a host is evidence

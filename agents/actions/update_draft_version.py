@@ -13,6 +13,7 @@ refused instead of changing a frozen version.
 
 from django.db import transaction
 
+from agents.actions._tools import check_tools_of
 from agents.actions.create_draft_version import tool_names
 from agents.adapters import validate_config
 from agents.models import AgentVersion
@@ -92,6 +93,14 @@ class UpdateDraftVersion(Action):
     def check(self):
         if not user_can(self.acting_user, "build", self.version.agent):
             raise ActionDenied("You may not change versions of this agent (Builder role needed).")
+        check_tools_of(
+            self.version.agent,
+            **{
+                name: self.changes[name]
+                for name in ("tools", "denied_tools")
+                if name in self.changes
+            },
+        )
         governed = self._governed_changes()
         if governed and self.version.is_frozen:
             raise ActionConflict(

@@ -104,38 +104,43 @@ class VisibleAgentField(VisibleSlugRelatedField):
         return super().to_internal_value(data)
 
 
-class ToolNameField(serializers.SlugRelatedField):
-    """A tool named by `Tool.name`; a refusal quotes the name given as an excerpt."""
-
-    def fail(self, key, **kwargs):
-        if "value" in kwargs:
-            kwargs["value"] = excerpt(kwargs["value"])
-        super().fail(key, **kwargs)
-
-
 def tool_names_field(help_text):
-    """Tools named by `Tool.name`; an unknown name is refused naming it (a typo would otherwise
+    """Tools named by `Tool.name`: the version's agent's own tool of that name, else the shared
+    one (`Tool.objects.named`); an unknown name is refused naming it (a typo would otherwise
     leave a tool unoffered, or a high-impact tool undenied)."""
-    return ToolNameField(
-        slug_field="name",
-        queryset=Tool.objects.all(),
-        many=True,
-        required=False,
-        help_text=help_text,
-        error_messages={"does_not_exist": "no tool named {value}"},
+    return serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, help_text=help_text
     )
 
 
 class ToolPolicyFields(RefuseUnknownFields, serializers.Serializer):
+    """`tools` and `denied_tools` by name, resolved for the version's agent: the `agent` field
+    (a new version) or the `agent` of the serializer's context (a draft being changed)."""
+
     tools = tool_names_field("Tools offered to the agent, by name.")
     denied_tools = tool_names_field("High-impact tools this version's policy refuses, by name.")
 
     def validate(self, attrs):
+        agent = attrs.get("agent") or self.context.get("agent")
         for name in ("tools", "denied_tools"):
-            names = [tool.name for tool in attrs.get(name, ())]
+            if name not in attrs:
+                continue
+            names = attrs[name]
             repeated = sorted({n for n in names if names.count(n) > 1})
             if repeated:
                 raise serializers.ValidationError({name: f"{excerpt(repeated[0])} is listed twice"})
+            found = Tool.objects.named(agent.pk, names) if agent is not None else {}
+            unknown = [n for n in names if n not in found]
+            if unknown:
+                owner = f" for {agent.slug}" if agent is not None else ""
+                raise serializers.ValidationError(
+                    {
+                        name: f"no tool named {excerpt(unknown[0])}{owner}: register it for the "
+                        "agent (Builder), or ask an Admin to share one"
+                    },
+                    code="does_not_exist",
+                )
+            attrs[name] = [found[n] for n in names]
         return attrs
 
 

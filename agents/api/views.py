@@ -158,7 +158,9 @@ class AgentVersionViewSet(
     )
     def partial_update(self, request, *args, **kwargs):
         version = self.get_object()
-        data = AgentVersionUpdateSerializer(data=request.data, context={"request": request})
+        data = AgentVersionUpdateSerializer(
+            data=request.data, context={"request": request, "agent": version.agent}
+        )
         data.is_valid(raise_exception=True)
         UpdateDraftVersion(
             acting_user=request.user, version=version, **data.validated_data

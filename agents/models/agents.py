@@ -60,13 +60,52 @@ class Agent(models.Model):
         return self.slug
 
 
+class ToolQuerySet(models.QuerySet):
+    def for_agent(self, agent_id):
+        """The tools an agent's calls are read against: its own and the shared ones."""
+        return self.filter(models.Q(agent_id=agent_id) | models.Q(agent__isnull=True))
+
+    def named(self, agent_id, names):
+        """``{name: Tool}`` of `names` for the agent (one query): the agent's own tool when it
+        registered one of that name, else the shared one."""
+        return self.named_for_agents([agent_id], names)[agent_id]
+
+    def named_for_agents(self, agent_ids, names):
+        """``{agent id: {name: Tool}}``: `named` for several agents at once (one query)."""
+        agent_ids = list(agent_ids)
+        found = {agent_id: {} for agent_id in agent_ids}
+        if not names:
+            return found
+        rows = self.filter(name__in=set(names)).filter(
+            models.Q(agent_id__in=agent_ids) | models.Q(agent__isnull=True)
+        )
+        shared = [tool for tool in rows if tool.agent_id is None]
+        for agent_id in agent_ids:
+            found[agent_id] = {tool.name: tool for tool in shared}
+        for tool in rows:
+            if tool.agent_id is not None:
+                found[tool.agent_id][tool.name] = tool  # the agent's own wins over a shared one
+        return found
+
+
 class Tool(models.Model):
-    """A tool an agent may call. Effectful tools write somewhere; their effect is checked at the
-    destination by `verifier` (the transcript is not evidence of the effect), written
-    in the language of `agents.verifiers.spec` and run by `agents.verifiers.runners`.
+    """A tool an agent may call, registered for one agent by its Builders (`agent`), or shared
+    by a global Admin with every agent (`agent` empty). An agent's own tool of a name wins over
+    a shared one (`Tool.objects.named`). Effectful tools write somewhere; their effect is
+    checked at the destination by `verifier` (the transcript is not evidence of the effect),
+    written in the language of `agents.verifiers.spec` and run by `agents.verifiers.runners`.
     High-impact tools may be denied by a version's tool policy."""
 
-    name = models.CharField(max_length=200, unique=True)
+    agent = models.ForeignKey(
+        "agents.Agent",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="own_tools",
+        help_text="The agent whose tool this is (its Builders register it); empty: shared by "
+        "an Admin with every agent.",
+    )
+    name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     arguments_schema = models.JSONField(default=dict, blank=True)
     effectful = models.BooleanField(default=False)
@@ -75,11 +114,27 @@ class Tool(models.Model):
     )
     high_impact = models.BooleanField(default=False)
 
+    objects = ToolQuerySet.as_manager()
+
     class Meta:
-        ordering = ["name"]
+        ordering = ["name", "agent_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "name"],
+                condition=models.Q(agent__isnull=False),
+                name="tool_name_once_per_agent",
+            ),
+            models.UniqueConstraint(
+                fields=["name"], condition=models.Q(agent__isnull=True), name="shared_tool_name"
+            ),
+        ]
 
     def __str__(self):
         return self.name
+
+    @property
+    def owner_text(self):
+        return f"agent {self.agent.slug}" if self.agent_id else "shared"
 
     def clean(self):
         """A verifier is checked when it is saved (shape, and the operator's allowlists), so a

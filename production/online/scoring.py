@@ -188,7 +188,8 @@ def _breach_due(agent_id, now=None):
 
 
 def _known_tools(traces):
-    """(registered tools by name, {version id: denied tool names}) for these traces' calls:
+    """({agent id: registered tools by name}, {version id: denied tool names}) for these traces'
+    calls:
     two queries for the batch instead of two per trace (`evaluations.evidence.tool_effects`)."""
     from agents.models import AgentVersion, Tool
     from agents.transcripts import tool_calls
@@ -199,7 +200,8 @@ def _known_tools(traces):
             names.update(call.name for call in tool_calls(trace.transcript or {}) or [])
         except (ValueError, TypeError):
             continue  # unreadable calls: tool_effects says so, without any tool
-    tools = {tool.name: tool for tool in Tool.objects.filter(name__in=names)} if names else {}
+    # Each agent reads its own tools, then the shared ones.
+    tools = Tool.objects.named_for_agents({trace.agent_id for trace in traces}, names)
     denied = {trace.agent_version_id: set() for trace in traces}
     through = AgentVersion.denied_tools.through
     for version_id, name in through.objects.filter(agentversion_id__in=list(denied)).values_list(
@@ -226,7 +228,13 @@ def _score_at_once(trace, rule, checks, prices, span_attributes, known):
         row.state, row.reason = ScoreState.SKIPPED, reason[:500]
         return row
     fields = _scored_fields(
-        trace, rule, checks, None, prices, tools=tools, denied=denied.get(trace.agent_version_id)
+        trace,
+        rule,
+        checks,
+        None,
+        prices,
+        tools=tools[trace.agent_id],
+        denied=denied.get(trace.agent_version_id),
     )
     row.state = ScoreState.SCORED
     for name, value in fields.items():

@@ -67,7 +67,8 @@ def test_an_unknown_tool_name_is_refused_naming_it(persona, agent, tools):
     response = client.post("/api/v1/versions/", body(tools=["kb.serch"]), format="json")
     assert response.status_code == 400
     assert response.json() == {
-        "detail": "tools: no tool named 'kb.serch'",
+        "detail": "tools: no tool named 'kb.serch' for support-bot: register it for the agent "
+        "(Builder), or ask an Admin to share one",
         "code": "does_not_exist",
         "field": "tools",
     }

@@ -275,6 +275,15 @@ class Command(BaseCommand):
         return {name: user_model.objects.get(pk=user.pk) for name, user in users.items()}
 
     def seed_agent(self, builder):
+        agent, _ = Agent.objects.get_or_create(
+            slug="support-bot",
+            defaults={
+                "name": "Support bot",
+                "owner": builder,
+                "description": "The demo support assistant (agents.demo.support_bot).",
+            },
+        )
+        # The demo's tools are its agents' own (an Admin shares tools only on purpose).
         for name, effectful, high_impact, kind, fields in SUPPORT_TOOLS:
             verifier = (
                 {
@@ -286,6 +295,7 @@ class Command(BaseCommand):
                 else {}
             )
             tool, _ = Tool.objects.get_or_create(
+                agent=agent,
                 name=name,
                 defaults={"effectful": effectful, "high_impact": high_impact, "verifier": verifier},
             )
@@ -293,15 +303,7 @@ class Command(BaseCommand):
                 # A database seeded before the bot wrote to the ledger: give it its verifier.
                 tool.verifier = verifier
                 tool.save(update_fields=["verifier"])
-        agent, _ = Agent.objects.get_or_create(
-            slug="support-bot",
-            defaults={
-                "name": "Support bot",
-                "owner": builder,
-                "description": "The demo support assistant (agents.demo.support_bot).",
-            },
-        )
-        tools = list(Tool.objects.exclude(name="accounts.delete"))
+        tools = list(agent.own_tools.exclude(name="accounts.delete"))
         for style, notes in [
             ("careful", "Stable: looks the order up before refunding."),
             ("fast", "Faster and terser; skips the order lookup."),
@@ -416,6 +418,14 @@ class Command(BaseCommand):
         return [completed_run(users["builder"], v, dataset_version) for v in versions]
 
     def seed_refund_agent(self, builder):
+        agent, _ = Agent.objects.get_or_create(
+            slug="refund-agent",
+            defaults={
+                "name": "Refund agent",
+                "owner": builder,
+                "description": "The release-inversion demo agent (agents.demo.refund_agent).",
+            },
+        )
         tools = {}
         for name, effectful, high_impact, kind, fields, description in REFUND_TOOLS:
             verifier = (
@@ -428,6 +438,7 @@ class Command(BaseCommand):
                 else {}
             )
             tools[name], _ = Tool.objects.get_or_create(
+                agent=agent,
                 name=name,
                 defaults={
                     "effectful": effectful,
@@ -436,14 +447,6 @@ class Command(BaseCommand):
                     "description": description,
                 },
             )
-        agent, _ = Agent.objects.get_or_create(
-            slug="refund-agent",
-            defaults={
-                "name": "Refund agent",
-                "owner": builder,
-                "description": "The release-inversion demo agent (agents.demo.refund_agent).",
-            },
-        )
         denied = [tools["billing.apply_credit"]]
         for style, notes in [
             ("stable", "Stable: looks up, writes, reads back; waits for approval above $100."),
