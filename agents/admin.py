@@ -393,6 +393,9 @@ class ToolAdmin(AuditedEdits, admin.ModelAdmin):
             Agent.objects.for_user(request.user, "build").exists()
         )
 
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)  # a Builder of one agent finds its tools
+
     def has_add_permission(self, request):
         return is_global_admin(request.user) or (
             Agent.objects.for_user(request.user, "build").exists()

@@ -53,6 +53,7 @@ def test_an_agents_own_tool_wins_over_a_shared_one(team):
 def test_a_builder_registers_a_tool_for_the_agent_it_builds_and_no_other(team, client):
     acme, other = team["acme"], team["other"]
     client.force_login(team["omar"])
+    assert 'href="/admin/agents/tool/"' in client.get("/admin/").content.decode()  # found
     made = client.post("/admin/agents/tool/add/", form(agent=acme.pk, effectful="on"))
     assert made.status_code == 302, made.content.decode()[:2000]
     tool = Tool.objects.get(name="billing.lookup")
