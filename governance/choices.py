@@ -6,6 +6,7 @@ from sherlock.core.states import StateMachine
 
 
 class Role(models.TextChoices):
+    VIEWER = "Viewer", "Viewer"
     EDITOR = "Editor", "Editor"
     BUILDER = "Builder", "Builder"
     PUBLISHER = "Publisher", "Publisher"

@@ -1,4 +1,4 @@
-"""The four roles (docs/governance.md) as Django groups, and the model permissions each holds.
+"""The five roles (docs/governance.md) as Django groups, and the model permissions each holds.
 
 A role is granted as a record (`governance.models.RoleGrant`: user, role, scope, who, when,
 why), and the rights are derived from the records (`materialize`): a role granted globally is
@@ -33,6 +33,9 @@ _READ_ALL = (
 )
 
 ROLE_PERMS = {
+    # Reads what it is granted on (a dataset, with the runs on it; an agent, with its versions
+    # and runs), or everything when global; changes nothing.
+    Role.VIEWER: _READ_ALL,
     Role.EDITOR: _READ_ALL
     + _perms("evaluations", _DATASET_MODELS, _CRUD)
     + _perms("evaluations", ("humanlabel",), ("add", "change", "view"))
@@ -49,6 +52,7 @@ ADMIN_EXTRA = _perms("auth", ("user", "group"), ("add", "change", "view")) + [
 ]
 
 OBJECT_PERMS = {
+    Role.VIEWER: {"dataset": ["view_dataset"], "agent": ["view_agent"]},
     Role.EDITOR: {"dataset": ["view_dataset", "change_dataset", "edit_dataset"]},
     Role.BUILDER: {"agent": ["view_agent", "change_agent", "build_agent"]},
     Role.PUBLISHER: {"agent": ["view_agent", "publish_agent"]},
@@ -60,7 +64,7 @@ OBJECT_PERMS = {
 
 
 def sync_role_groups(apps):
-    """Create or update the four groups with their permissions (used by the data migration)."""
+    """Create or update the role groups with their permissions (used by the data migration)."""
     group_model = apps.get_model("auth", "Group")
     permission_model = apps.get_model("auth", "Permission")
     all_app_perms = permission_model.objects.filter(

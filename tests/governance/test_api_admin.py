@@ -17,7 +17,7 @@ admins, not_admins = (
     pytest.mark.parametrize("role,scope", personas, ids=persona_id)
     for personas in split(GLOBAL_ADMINS)
 )
-GLOBAL_ROLES = {(role, "global") for role in ("Editor", "Builder", "Publisher", "Admin")}
+GLOBAL_ROLES = {(role, "global") for role in ("Viewer", "Editor", "Builder", "Publisher", "Admin")}
 
 
 def refused(user, noun, verb):

@@ -57,6 +57,8 @@ def world(db, django_capture_on_commit_callbacks):
         "admin": admin,
         "builder": grant_on(factories.user("omar"), "Builder", agent),
         "editor": grant_on(factories.user("priya"), "Editor", faq),
+        "viewer": grant_on(factories.user("vera"), "Viewer", faq),
+        "agent_viewer": grant_on(factories.user("ava"), "Viewer", agent),
         "nobody": factories.user("nobody"),
         "agent": agent,
         "version": version,
@@ -75,11 +77,13 @@ def readable(world, who):
         "admin": {*faq_runs, elsewhere},
         "builder": {faq_runs[0], faq_runs[1], elsewhere},  # the agent's runs, wherever
         "editor": set(faq_runs),  # the runs on the dataset, whoever's agent
+        "viewer": set(faq_runs),  # a Viewer of the dataset reads as its Editor does
+        "agent_viewer": {faq_runs[0], faq_runs[1], elsewhere},  # the agent's runs
         "nobody": set(),
     }[who]
 
 
-@pytest.mark.parametrize("who", ["admin", "builder", "editor", "nobody"])
+@pytest.mark.parametrize("who", ["admin", "builder", "editor", "viewer", "agent_viewer", "nobody"])
 def test_each_role_reads_its_runs_on_every_surface(client, world, who):
     user = world[who]
     client.force_login(user)
@@ -116,10 +120,11 @@ def test_each_role_reads_its_runs_on_every_surface(client, world, who):
 
     # A model check's calibration is its dataset's: read by whoever may see the dataset.
     calibration = client.get(f"/checks/{world['polite'].pk}/calibration/")
-    assert calibration.status_code == (200 if who in ("admin", "editor") else 404), who
+    sees_dataset = who in ("admin", "editor", "viewer")
+    assert calibration.status_code == (200 if sees_dataset else 404), who
 
 
-@pytest.mark.parametrize("who", ["editor", "nobody"])
+@pytest.mark.parametrize("who", ["editor", "viewer", "agent_viewer", "nobody"])
 def test_reading_a_run_is_no_right_to_start_one(world, who):
     answer = api_client(world[who]).post(
         "/api/v1/runs/",
@@ -128,3 +133,47 @@ def test_reading_a_run_is_no_right_to_start_one(world, who):
     )
     assert answer.status_code in (400, 403, 404), answer.content
     assert Run.objects.count() == 4
+
+
+@pytest.mark.parametrize("who", ["viewer", "agent_viewer"])
+def test_a_viewer_changes_nothing(world, who):
+    """A Viewer edits no case, freezes nothing, builds no version, requests no publication."""
+    api = api_client(world[who])
+    frozen = world["frozen"]
+    cases = [{"key": "new-case", "input": "hi"}]
+    imported = api.post("/api/v1/datasets/acme-faq/draft/import/", cases, format="json")
+    assert imported.status_code in (403, 404), imported.content
+    assert not frozen.dataset.versions.filter(case_versions__case__key="new-case").exists()
+    check = frozen.checks.get(label="shape")
+    assert api.patch(f"/api/v1/checks/{check.pk}/", {"threshold": 0.5}).status_code in (403, 404)
+    made = api.post(
+        "/api/v1/versions/",
+        {"agent": "acme-helpdesk", "adapter": "python", "config": {"callable": ECHO}},
+        format="json",
+    )
+    assert made.status_code in (400, 403)
+    asked = api.post(f"/api/v1/versions/{world['version'].pk}/request-publication/", {})
+    assert asked.status_code in (403, 404)
+    assert world["agent"].versions.count() == 1
+
+
+def test_a_builder_runs_on_a_dataset_it_views(world, django_capture_on_commit_callbacks):
+    """The Viewer role on a dataset, beside the Builder role on an agent: running that agent on
+    it is allowed (reading a dataset is enough to run on it), editing it is not."""
+    builder = grant_on(factories.user("bea"), "Builder", world["agent"])
+    secret = factories.dataset_version(
+        factories.dataset("shared-qa"), cases=[("q", "?", {})], checks=CHECKS[:1]
+    )
+    api = api_client(builder)
+    body = {"agent_version": world["version"].pk, "dataset_version": secret.pk}
+    assert api.post("/api/v1/runs/", body, format="json").status_code in (400, 403, 404)
+    viewer = grant_on(builder, "Viewer", secret.dataset)
+    with django_capture_on_commit_callbacks(execute=True):
+        started = api_client(viewer).post("/api/v1/runs/", body, format="json")
+    assert started.status_code == 201, started.content
+    imported = api_client(viewer).post(
+        "/api/v1/datasets/shared-qa/draft/import/", [{"key": "new", "input": "?"}], format="json"
+    )
+    assert imported.status_code in (403, 404), imported.content
+    listed = api_client(viewer).get("/api/v1/datasets/?slug=shared-qa").json()["results"]
+    assert [d["slug"] for d in listed] == ["shared-qa"]  # the Viewer reads it

@@ -135,7 +135,7 @@ def grant_on(user, role, obj):
     return type(user).objects.get(pk=user.pk)  # a fresh permission cache
 
 
-ROLES = ("Editor", "Builder", "Publisher", "Admin")
+ROLES = ("Viewer", "Editor", "Builder", "Publisher", "Admin")
 
 
 SCOPES = ("global", "here", "other")
