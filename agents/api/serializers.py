@@ -108,9 +108,7 @@ def tool_names_field(help_text):
     """Tools named by `Tool.name`: the version's agent's own tool of that name, else the shared
     one (`Tool.objects.named`); an unknown name is refused naming it (a typo would otherwise
     leave a tool unoffered, or a high-impact tool undenied)."""
-    return serializers.ListField(
-        child=serializers.CharField(max_length=200), required=False, help_text=help_text
-    )
+    return serializers.ListField(child=serializers.CharField(), required=False, help_text=help_text)
 
 
 class ToolPolicyFields(RefuseUnknownFields, serializers.Serializer):

@@ -148,11 +148,11 @@ class PublishingPolicy(models.Model):
     def __str__(self):
         return f"{self.name} v{self.version}"
 
+    def save(self, *args, **kwargs):
+        self.scope_key = f"agent:{self.agent_id}" if self.agent_id else "global"
+        super().save(*args, **kwargs)
+
     @property
     def scope_text(self):
         """Where the policy holds, in names: "agent support-bot" or "global" (reads `agent`)."""
         return f"agent {self.agent.slug}" if self.agent_id else "global"
-
-    def save(self, *args, **kwargs):
-        self.scope_key = f"agent:{self.agent_id}" if self.agent_id else "global"
-        super().save(*args, **kwargs)

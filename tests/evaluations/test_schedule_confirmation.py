@@ -62,7 +62,7 @@ def test_the_browser_leaves_the_errors_to_the_page(logged_in, builder, pair):
     """An empty form's Estimate reaches the server, which names every error at once; the
     browser's own checks would refuse it one field at a time."""
     body = logged_in(builder).get("/schedules/").content.decode()
-    assert "action=\"/schedules/\" novalidate>" in body
+    assert 'action="/schedules/" novalidate>' in body
 
 
 def test_both_timings_and_a_bad_interval_are_told_together(logged_in, builder, pair):
