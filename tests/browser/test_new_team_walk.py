@@ -11,7 +11,7 @@ and the admin), and then the same pages tried by an outsider.
   groups (behavioural `tools_used`, RAG `context_recall_overlap`, data task `table_columns`:
   none needs a judge), and the freeze after its confirmation page.
 - The Builder registers an agent with the `http` adapter pointing at a service on loopback,
-  adds its version, starts a run on /runs/ and reads its verdict on the run's page; asking to
+  registers the tool it calls as the agent's own, adds its version, starts a run on /runs/ and reads its verdict on the run's page; asking to
   publish, the Builder is refused: the agent has no gate dataset, and the page says who sets one.
 - The Admin sets a policy for the agent and chooses its gate dataset in the admin.
 - The Builder requests publication (the gate runs in the page server: SHERLOCK_Q_SYNC) and the
@@ -232,7 +232,15 @@ def test_a_new_team_walks_from_people_to_a_published_version(
     bo.locator("#id_name").press_sequentially("Shop helper")
     expect(bo.locator("#id_slug")).to_have_value("shop-helper")
     assert "was added successfully" in saved(bo)
-    bo.click(".messagelist a:has-text('shop-helper')")
+    # Its tool is its own: the demo's `kb.search` belongs to the demo's agents.
+    from agents.models import Agent
+
+    helper = Agent.objects.get(slug="shop-helper")
+    bo.goto(f"{server}/admin/agents/tool/add/?agent={helper.pk}&name=kb.search")
+    expect(bo.locator(".field-agent .select2-selection")).to_contain_text("shop-helper")
+    snap(bo, "09-tool-add")
+    assert "was added successfully" in saved(bo)
+    bo.goto(f"{server}/admin/agents/agent/{helper.pk}/change/")
     bo.click("#add-version")
     expect(bo.locator(".field-agent .select2-selection")).to_contain_text("shop-helper")
     bo.select_option("#id_adapter", "http")
