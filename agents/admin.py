@@ -20,7 +20,13 @@ from agents.actions.update_draft_version import UpdateDraftVersion
 from agents.adapters import ADAPTERS, config_errors, scalar_settings, validate_config
 from agents.models import Agent, AgentVersion, Tool
 from agents.verifiers.spec import InvalidVerifier, VerifierRefused, validate_verifier_spec
-from sherlock.core.admin import AuditedEdits, ReadOnlyInline, ScopedAdminMixin
+from sherlock.core.admin import (
+    AuditedEdits,
+    ReadOnlyInline,
+    ScopedAdminMixin,
+    any_visible,
+    global_admin,
+)
 from sherlock.core.audit import audit
 from sherlock.core.egress import EgressRefused
 from sherlock.core.errors import ActionRefused
@@ -381,7 +387,7 @@ class ToolAdmin(AuditedEdits, admin.ModelAdmin):
     def get_queryset(self, request):
         """The shared tools and those of the agents one may see."""
         rows = super().get_queryset(request).select_related("agent")
-        if is_global_admin(request.user):
+        if global_admin(request):
             return rows
         seen = Agent.objects.for_user(request.user)
         return rows.filter(Q(agent__isnull=True) | Q(agent__in=seen))
@@ -389,23 +395,19 @@ class ToolAdmin(AuditedEdits, admin.ModelAdmin):
     def has_view_permission(self, request, obj=None):
         """Whoever may build an agent sees the tools a version of it may list: a Builder of one
         agent picks its tools from the version form's autocomplete, which asks this."""
-        return super().has_view_permission(request, obj) or (
-            Agent.objects.for_user(request.user, "build").exists()
-        )
+        return super().has_view_permission(request, obj) or any_visible(request, Agent, "build")
 
     def has_module_permission(self, request):
         return self.has_view_permission(request)  # a Builder of one agent finds its tools
 
     def has_add_permission(self, request):
-        return is_global_admin(request.user) or (
-            Agent.objects.for_user(request.user, "build").exists()
-        )
+        return global_admin(request) or any_visible(request, Agent, "build")
 
     def has_change_permission(self, request, obj=None):
         if obj is None:
             return self.has_add_permission(request)
         if obj.agent_id is None:
-            return is_global_admin(request.user)  # a shared tool is an Admin's
+            return global_admin(request)  # a shared tool is an Admin's
         return user_can(request.user, "build", obj.agent)
 
     def has_delete_permission(self, request, obj=None):

@@ -8,11 +8,11 @@ from rest_framework_api_key.models import APIKey as LibraryAPIKey
 
 from governance.actions.create_api_key import CreateAPIKey
 from governance.actions.revoke_api_key import RevokeAPIKey
-from governance.admin.base import ActionForm, ActionFormAdmin, global_admin
+from governance.admin.base import ActionForm, ActionFormAdmin
 from governance.models import (
     APIKey,
 )
-from sherlock.core.admin import run_verb
+from sherlock.core.admin import global_admin, run_verb
 
 # The library's own key model is not used (Sherlock's keys belong to a user): no screen for it.
 admin.site.unregister(LibraryAPIKey)

@@ -6,19 +6,8 @@ from django import forms
 from django.contrib import admin
 
 from agents.models import Agent
-from governance.roles import is_global_admin
 from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin, any_visible
 from sherlock.core.errors import ActionError, ActionRefused, each_error, refusal_in
-
-
-def global_admin(request):
-    """`is_global_admin` of the request's user, asked once per request: the sidebar asks it of
-    each governance model the global Admins alone manage (13 queries a page,
-    `sherlock.core.admin.any_row`)."""
-    memo = request.__dict__
-    if "_sherlock_global_admin" not in memo:
-        memo["_sherlock_global_admin"] = is_global_admin(request.user)
-    return memo["_sherlock_global_admin"]
 
 
 class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):

@@ -10,8 +10,9 @@ from django.contrib import admin, messages
 from agents.models import Agent
 from evaluations.models import Dataset
 from governance.actions.set_gate_datasets import SetGateDatasets
-from governance.admin.base import ActionForm, global_admin
+from governance.admin.base import ActionForm
 from governance.models import GateDataset
+from sherlock.core.admin import global_admin
 from sherlock.core.errors import ActionError
 from sherlock.core.permissions import within
 

@@ -5,13 +5,11 @@ from django.contrib import admin
 from governance.actions.create_policy import CreatePolicy
 from governance.actions.policy_fields import POLICY_FIELDS
 from governance.actions.update_policy import UpdatePolicy
-from governance.admin.base import (
-    ActionForm,
-    global_admin,
-)
+from governance.admin.base import ActionForm
 from governance.models import (
     PublishingPolicy,
 )
+from sherlock.core.admin import global_admin
 
 
 class PolicyForm(ActionForm):

@@ -14,12 +14,11 @@ from django.shortcuts import redirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from governance.admin.base import global_admin
 from governance.models import (
     RoleGrant,
 )
 from governance.roles import holds_admin_rights, role_grants
-from sherlock.core.admin import ReadOnlyMixin
+from sherlock.core.admin import ReadOnlyMixin, global_admin
 from sherlock.core.audit import audit
 
 User = get_user_model()

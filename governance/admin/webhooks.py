@@ -7,13 +7,13 @@ from django.contrib import admin
 from governance.actions.create_webhook import CreateWebhook
 from governance.actions.delete_webhook import DeleteWebhook
 from governance.actions.update_webhook import UpdateWebhook
-from governance.admin.base import ActionForm, ActionFormAdmin, ReadOnlyAdmin, global_admin
+from governance.admin.base import ActionForm, ActionFormAdmin, ReadOnlyAdmin
 from governance.choices import WebhookEvent
 from governance.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from sherlock.core.admin import run_verb
+from sherlock.core.admin import global_admin, run_verb
 
 
 class WebhookForm(ActionForm):

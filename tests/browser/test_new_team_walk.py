@@ -11,7 +11,8 @@ and the admin), and then the same pages tried by an outsider.
   groups (behavioural `tools_used`, RAG `context_recall_overlap`, data task `table_columns`:
   none needs a judge), and the freeze after its confirmation page.
 - The Builder registers an agent with the `http` adapter pointing at a service on loopback,
-  registers the tool it calls as the agent's own, adds its version, starts a run on /runs/ and reads its verdict on the run's page; asking to
+  registers the tool it calls as the agent's own, adds its version, starts a run on /runs/ and
+  reads its verdict on the run's page; asking to
   publish, the Builder is refused: the agent has no gate dataset, and the page says who sets one.
 - The Admin sets a policy for the agent and chooses its gate dataset in the admin.
 - The Builder requests publication (the gate runs in the page server: SHERLOCK_Q_SYNC) and the
