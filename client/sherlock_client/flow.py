@@ -75,8 +75,9 @@ def await_verdict(
         verdict: dict[str, Any] = dict(api.verdict(run_id, policy=policy, wait=hold or None))
         if verdict.get("outcome") != "pending" and verdict.get("exit_code") is not None:
             return verdict
-        held = time.monotonic() - asked
-        if time.monotonic() >= deadline or (held < hold / 2 and not _poll(deadline, step, sleep)):
+        # Answered at once (no hold asked, or a server that does not hold): back off first.
+        at_once = not hold or time.monotonic() - asked < hold / 2
+        if time.monotonic() >= deadline or (at_once and not _poll(deadline, step, sleep)):
             verdict.setdefault("reasons", [])
             verdict["reasons"] = [
                 *verdict["reasons"],

@@ -73,3 +73,27 @@ def test_failed_cases_are_named_without_a_baseline(tmp_path):
     with log.open("w") as stream:
         print_result(result_with(2, 1), stream, rich=False)
     assert "  failed cases: c00, c01\n" in log.read_text()
+
+
+class PendingApi:
+    """A server whose run never finishes and which never holds an answer."""
+
+    def __init__(self, timeout):
+        self.session = type("Session", (), {"timeout": timeout})()
+        self.calls = []
+
+    def verdict(self, run_id, policy=None, wait=None):
+        self.calls.append(wait)
+        return {"outcome": "pending", "exit_code": None, "reasons": []}
+
+
+@pytest.mark.parametrize("http_timeout", [5.0, 30.0])
+def test_a_verdict_that_does_not_come_is_asked_for_with_a_backoff(http_timeout):
+    """With no long poll to wait on (an HTTP timeout too short to hold one, or a server that
+    answers at once), the client backs off between asks instead of asking in a loop."""
+    from sherlock_client.flow import await_verdict
+
+    api = PendingApi(http_timeout)
+    verdict = await_verdict(api, 1, wait=1.5)
+    assert verdict["reasons"][-1]["code"] == "wait_expired"
+    assert 2 <= len(api.calls) <= 6, api.calls  # 0.5 s growing by half: a few asks, no storm
