@@ -84,6 +84,12 @@ POLICY_GATE_LABELS = {
 }
 
 
+def gate_label(name) -> str:
+    """A gate named in words, as the run page names it ("blocking checks scored", never
+    `checks_scored`): the one table of names, `POLICY_GATE_LABELS`."""
+    return POLICY_GATE_LABELS.get(name, str(name).replace("_", " ")) if name else ""
+
+
 def doc_url(doc: str, heading: str = "") -> str:
     """The served page of docs/<doc>.md at ``heading`` (``evaluations.admin.docs.doc_url``)."""
     from evaluations.admin.docs import doc_url as served

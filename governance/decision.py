@@ -38,7 +38,7 @@ from evaluations.contract import (
     Thresholds,
     parse_thresholds,
 )
-from evaluations.verdict import FAILED, INCOMPLETE, PASSED, POLICY_GATE_LABELS, gate_verdict
+from evaluations.verdict import FAILED, INCOMPLETE, PASSED, gate_label, gate_verdict
 from governance.models import PublishingPolicy
 
 __all__ = [
@@ -192,12 +192,6 @@ def missing_of(decision):
     docs}` each."""
     verdict = (decision or {}).get("verdict") or {}
     return [item for item in verdict.get("missing") or [] if isinstance(item, dict)]
-
-
-def gate_label(name):
-    """A gate named in words, as the run page names it ("blocking checks scored", never
-    `checks_scored`): the one table of names, `evaluations.verdict.POLICY_GATE_LABELS`."""
-    return POLICY_GATE_LABELS.get(name, str(name).replace("_", " ")) if name else ""
 
 
 def gate_rows(decision):

@@ -42,6 +42,6 @@ def fix_links(text):
 @register.filter
 def gate_words(code):
     """A gate's code in the pages' words ("unknown_effects" is "unknown effects")."""
-    from evaluations.verdict import POLICY_GATE_LABELS
+    from evaluations.verdict import gate_label
 
-    return POLICY_GATE_LABELS.get(code, str(code).replace("_", " "))
+    return gate_label(code)
