@@ -20,7 +20,7 @@ would do; the action still decides, on fresh rows, when it runs.
 """
 
 from evaluations.costs import estimate_cost, estimate_start, format_usd
-from evaluations.verdict import INCOMPLETE
+from evaluations.verdict import INCOMPLETE, gate_label
 from governance.choices import BYPASS_ACTIVE
 from governance.decision import missing_of, outcome_of
 from governance.next_step import ADVISORY, BYPASSED, PASSED
@@ -37,7 +37,7 @@ def clearance_text(action):
     if action.route == ADVISORY:
         failing = request.decision.get("first_failing_gate") or "unknown"
         return (
-            f"request #{request.pk} was blocked at {failing}; the policy is advisory "
+            f"request #{request.pk} was blocked at {gate_label(failing)}; the policy is advisory "
             "(report only), so it may be published anyway"
         )
     return ""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from evaluations.choices import RunStatus
-from evaluations.verdict import INCOMPLETE
+from evaluations.verdict import INCOMPLETE, gate_label
 from governance.bypass_rules import pending_text
 from governance.choices import BypassState, Enforcement, RequestState
 from governance.decision import PASS, outcome_of, release_of
@@ -162,7 +162,7 @@ def what_it_waits_for(step):
         if step.step == NOTHING:
             return f"{text}; the policy is hard: it cannot be bypassed."
     else:
-        text = f"Request #{request.pk} was blocked at {step.failing}"
+        text = f"Request #{request.pk} was blocked at {gate_label(step.failing)}"
     if step.route == ADVISORY:
         return f"{text}; the policy is advisory (report only): it waits for a Publisher."
     if step.step == NOTHING:

@@ -7,6 +7,7 @@ from agents.choices import VersionState
 from agents.models import Agent, AgentVersion
 from evaluations.actions.start_run import StartRun
 from evaluations.choices import RunPurpose
+from evaluations.verdict import gate_label
 from governance.actions._bypass_state import move_bypass
 from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
@@ -140,7 +141,7 @@ class RequestPublication(GovernanceAction):
             if found.state == RequestState.PASSED:
                 what = "passed; it waits for a Publisher"
             else:
-                failing = (found.decision or {}).get("first_failing_gate") or "unknown"
+                failing = gate_label((found.decision or {}).get("first_failing_gate")) or "unknown"
                 what = f"was blocked at {failing}; a bypass of it is void once it is superseded"
             raise ActionConflict(
                 f"Publish request #{found.pk} {what}. Asking again supersedes it and pays for "

@@ -122,6 +122,8 @@ def missing_role_text(what):
     )
     return (
         f"You see no {what} because your roles cover no agent: {what} are shown for the agents "
-        f"a role of yours (Editor, Builder, Publisher or Admin) covers. Ask {who} to grant you "
-        "one, globally or for an agent, on the People page (/people/)."
+        "a role of yours (Viewer, Editor, Builder, Publisher or Admin) covers"
+        + (", and for the datasets it covers" if what == "runs" else "")
+        + f". Ask {who} to grant you one, globally or for an agent, on the People page "
+        "(/people/)."
     )

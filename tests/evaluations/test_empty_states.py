@@ -23,6 +23,9 @@ def test_an_outsiders_runs_page_says_it_is_their_roles_and_who_grants_them(
     assert "You see no runs because your roles cover no agent" in body
     assert f"Ask an Admin ({admin_user.username}) to grant you" in body
     assert "on the People page (/people/)" in body  # where an Admin grants it
+    # A reader of a dataset sees its runs too: the words say so, and name the Viewer role.
+    assert "(Viewer, Editor, Builder, Publisher or Admin)" in body
+    assert "and for the datasets it covers" in body
 
 
 def test_an_outsiders_costs_page_says_the_same(logged_in, outsider, admin_user, a_run):

@@ -24,6 +24,7 @@ def test_the_page_shows_every_gate_of_a_blocked_decision(client, builder, blocke
     for gate in ("coverage", "false success", "budget", "case pass rate"):
         assert f"<td>{gate}</td>" in body
     assert "first failing gate: <strong>false success</strong>" in body
+    assert "was blocked at false success" in body and "blocked at false_success" not in body
 
 
 @pytest.mark.parametrize(
