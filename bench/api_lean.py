@@ -52,7 +52,7 @@ def main():
     django.setup()
     from rest_framework import serializers
 
-    from governance.api import views
+    from governance.api import audit as views
     from governance.api.serializers import AuditEntrySerializer
 
     class PlainAuditEntrySerializer(serializers.ModelSerializer):

@@ -83,7 +83,7 @@ def main():
         setup_django(tmp)
         from django.conf import settings
 
-        from governance.audit_checkpoints import (
+        from governance.audit.checkpoints import (
             make_checkpoint,
             to_line,
             verify_checkpoints,

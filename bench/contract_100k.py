@@ -103,7 +103,7 @@ def build_run(agent_version, dataset_version, reps, salt):
     """A finished-but-not-finalized run: every trial done, case results not yet computed."""
     from django.utils import timezone
 
-    from evaluations.costs import rebuild_daily_costs
+    from evaluations.costs.ledger import rebuild_daily_costs
     from evaluations.models import CaseVersion, Check, CheckResult, CostEntry, Run, Trial
     from sherlock.core.bulk import insert_all
 

@@ -3,7 +3,7 @@ deterministic checks (target: p95 < 10 s on this machine).
 
 The path is the real one after the completion step: this process creates complete traces at
 `--rate` a second for `--seconds` (in batches every `--tick` seconds, each batch's scoring
-queued on commit by `production.online.scoring.enqueue`, as `production.completion` does when a
+queued on commit by `production.online.scoring.enqueue`, as `production.traces.closing` does when a
 batch of traces completes), and `--workers` `qcluster` processes (one worker each) score them
 through django-q2 (Redis when it answers, else the ORM broker) against PostgreSQL, under an
 online rule with three deterministic checks (latency, output type, tools used) and the tools'

@@ -29,7 +29,8 @@ The server's CPU (gunicorn's workers and PostgreSQL's backends, from /proc) is r
 1,000 accepted spans: on a shared machine it moves less than the latencies do.
 
 `--orm-inserts` runs the workers with `bench/otlp_orm_inserts.py`: spans written by the ORM's
-`bulk_create` instead of `production.ingest.insert_rows`, to measure what that fast path pays.
+`bulk_create` instead of `production.traces.ingest.insert_rows`, to measure what that fast path
+pays.
 
 Targets on the 2-core machine: >= 2,000 spans/s, p99 < 200 ms per export call, 0 lost. The
 last line is machine-readable: `spans_per_s=.. p50_ms=.. p99_ms=.. max_ms=.. calls=..

@@ -13,9 +13,9 @@ class EvaluationsConfig(AppConfig):
             pickers,  # noqa: F401  (registers the dataset and run pickers)
             system_checks,  # noqa: F401  (registers the start-up checks)
         )
+        from evaluations.actions.fire_schedule import drop_q_schedule
         from evaluations.engine import reap_on_worker_start
         from evaluations.models import RunSchedule
-        from evaluations.schedules import drop_q_schedule
 
         # Each django-q2 worker process reaps once when it starts (evaluations.engine.reaper).
         post_spawn.connect(reap_on_worker_start, dispatch_uid="sherlock-reap-on-worker-start")

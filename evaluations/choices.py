@@ -62,7 +62,7 @@ class CheckStatus(models.TextChoices):
 
 
 class CaseStatus(models.TextChoices):
-    """A case's state over a run's repetitions (`evaluations.scoring.case_state`)."""
+    """A case's state over a run's repetitions (`evaluations.checks.scoring.case_state`)."""
 
     PASSED = "passed", "passed"
     FAILED = "failed", "failed"

@@ -37,14 +37,14 @@ def _versions_asked(found, params):
 
 def dataset_versions_to_run(user, params):
     """The versions a run may be started on: `dataset_versions` of what the user may see, plus
-    the datasets an agent they build is gated on (`evaluations.run_rights`)."""
-    from evaluations import run_rights
+    the datasets an agent they build is gated on (`evaluations.reads.run_rights`)."""
+    from evaluations.reads import run_rights
 
     return _versions_asked(run_rights.dataset_versions_to_run(user), params)
 
 
 def datasets_to_run(user, params):
-    from evaluations import run_rights
+    from evaluations.reads import run_rights
 
     return run_rights.datasets_to_run(user).order_by("slug")
 

@@ -14,7 +14,8 @@ def reap_expired_leases():
 
 
 def run_schedule(schedule_id):
-    """Fired by a `RunSchedule`'s django-q2 row: start its run (`evaluations.schedules.fire`)."""
-    from evaluations.schedules import fire
+    """Fired by a `RunSchedule`'s django-q2 row: start its run
+    (`evaluations.actions.fire_schedule.fire`)."""
+    from evaluations.actions.fire_schedule import fire
 
     return fire(schedule_id)

@@ -8,7 +8,7 @@ class GovernanceConfig(AppConfig):
     def ready(self):
         from evaluations.contract import register_policy_lookup, register_thresholds_provider
         from governance import receivers, system_checks  # noqa: F401  (registers the checks)
-        from governance.decision import in_force_thresholds, policy_applied_by_id
+        from governance.publishing.decision import in_force_thresholds, policy_applied_by_id
 
         receivers.connect()
         from allauth.account.signals import user_logged_in
@@ -21,8 +21,8 @@ class GovernanceConfig(AppConfig):
         register_thresholds_provider(in_force_thresholds)
         # A verdict asked under a named policy (GET /api/v1/runs/{id}/verdict/?policy=<id>).
         register_policy_lookup(policy_applied_by_id)
-        # An agent's Builders run it on the datasets it is gated on (evaluations.run_rights).
-        from evaluations import run_rights
+        # An agent's Builders run it on the datasets it is gated on (evaluations.reads.run_rights).
+        from evaluations.reads import run_rights
         from governance.models.gate_datasets import gated_dataset_ids
 
         if gated_dataset_ids not in run_rights.RUN_RIGHTS:

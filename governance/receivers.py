@@ -24,7 +24,7 @@ from agents.models import Agent
 from evaluations.models import Dataset, Run
 from evaluations.signals import run_finished, schedule_failed
 from governance.choices import RequestState
-from governance.roles import in_role_action, role_action
+from governance.people.roles import in_role_action, role_action
 from sherlock.core.audit import audit, current_actor
 
 PRIVILEGE_FLAGS = ("is_superuser", "is_staff", "is_active")
@@ -246,7 +246,7 @@ def revoke_grants_of_deleted_object(sender, instance, **kwargs):
     catch-all's `auth.permission.revoke` entry each. Nothing else lets an object's grants go
     unaudited, and no row is left for a later object that reuses the primary key."""
     from governance.models import RoleGrant
-    from governance.roles import describe_scope, scoped_perms
+    from governance.people.roles import describe_scope, scoped_perms
 
     content_type = ContentType.objects.get_for_model(instance)
     rows = {"content_type": content_type, "object_pk": str(instance.pk)}

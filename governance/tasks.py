@@ -20,11 +20,11 @@ def expire_bypasses():
 def write_audit_checkpoint():
     """Periodic (the `sherlock-audit-checkpoint` schedule, migration 0006): sign the audit
     chain's head into the checkpoint file and webhooks when it moved and the last checkpoint is
-    `SHERLOCK_AUDIT_CHECKPOINT_MINUTES` old (`governance.audit_checkpoints`). Without
+    `SHERLOCK_AUDIT_CHECKPOINT_MINUTES` old (`governance.audit.checkpoints`). Without
     `SHERLOCK_AUDIT_KEY` checkpoints are off and the tick does nothing; with no destination it
     fails, so the task's failure shows in django-q2's admin. Returns the checkpoint's sequence,
     or None when none was due."""
-    from governance.audit_checkpoints import CheckpointsOff, write_due_checkpoint
+    from governance.audit.checkpoints import CheckpointsOff, write_due_checkpoint
 
     try:
         written = write_due_checkpoint()

@@ -7,8 +7,8 @@ class ProductionConfig(AppConfig):
 
     def ready(self):
         # Production's labels of a dataset check's results count toward its calibration.
-        from evaluations import calibration
-        from production.labels import labels_of_checks
+        from evaluations.reads import calibration
+        from production.online.labels import labels_of_checks
 
         if labels_of_checks not in calibration.LABEL_SOURCES:
             calibration.LABEL_SOURCES.append(labels_of_checks)

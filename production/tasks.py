@@ -1,17 +1,17 @@
 """django-q2 tasks: thin, idempotent, and taking ids only."""
 
-from production import completion, retention
 from production.online import scoring
+from production.traces import closing, retention
 
 
 def complete_traces(trace_ids=None):
     """Decide due traces (those of `trace_ids`, or every open one: the minute's sweep)."""
-    return completion.complete_traces(trace_ids)
+    return closing.complete_traces(trace_ids)
 
 
 def sweep_traces():
     """The schedule's tick: decide every due trace, rebuild stale trials."""
-    return completion.complete_traces()
+    return closing.complete_traces()
 
 
 def delete_old_traces():

@@ -96,7 +96,7 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # proxies, in which case the right-most untrusted X-Forwarded-For hop is used (governance.audit).
 SHERLOCK_TRUSTED_PROXIES = env_list("SHERLOCK_TRUSTED_PROXIES", [])
 
-# Checkpoints of the audit chain's head (governance.audit_checkpoints, docs/governance.md "Audit
+# Checkpoints of the audit chain's head (governance.audit.checkpoints, docs/governance.md "Audit
 # checkpoints"): HMAC-SHA256 under SHERLOCK_AUDIT_KEY, a key the database never sees, appended to
 # SHERLOCK_AUDIT_CHECKPOINT_FILE (and sent to webhook endpoints subscribed to `audit.checkpoint`)
 # at most every SHERLOCK_AUDIT_CHECKPOINT_MINUTES when the head moved. No key: checkpoints off,
@@ -574,7 +574,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": env_str("SHERLOCK_API_RATE", "2000/min"),
-        # OTLP export calls per key (production.api.views): an exporter fleet shares one key.
+        # OTLP export calls per key (production.api.otlp): an exporter fleet shares one key.
         "otlp": env_str("SHERLOCK_OTLP_RATE", "20000/min"),
     },
     "EXCEPTION_HANDLER": "sherlock.core.api.errors.exception_handler",

@@ -33,7 +33,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/oidc/<str:provider_id>/login/callback/", sso_views.callback),
     path("accounts/", include("allauth.urls")),
-    path("people/", include("governance.people_urls")),
+    path("people/", include("governance.views.people_urls")),
     path("pick/<slug:kind>/", pickers.answer, name="pick"),
     path("api/v1/", include("sherlock.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -128,7 +128,7 @@ def _audit_triggers_restored(django_db_blocker):
         _audit_triggers("up")
         from django.apps import apps
 
-        from governance.roles import sync_role_groups
+        from governance.people.roles import sync_role_groups
 
         sync_role_groups(apps)
         _reschedule(apps)

@@ -30,7 +30,7 @@ READS = {
 }
 # Pages that ask an action's helper to show why a form is read-only (a GET), not to refuse.
 HINTS = {
-    ("production/online_views.py", "check_may_write"): "the rule's page, read-only on GET",
+    ("production/views/online.py", "check_may_write"): "the rule's page, read-only on GET",
 }
 
 

@@ -6,8 +6,8 @@ blocking model check no judge could score, a trial in error, a trial in error be
 completed trial without its bill) goes through every surface that shows a verdict: the exit
 code of `manage.py evaluate` (which starts the run, with the real engine), the run page's HTML,
 the run list, `GET /api/v1/runs/compare/`, `GET /api/v1/runs/{id}/verdict/` and the publish
-gate's decision (`governance.decision.decide`). Each must give the outcome the table below
-says, and the same gates, because they all call `evaluations.verdict`.
+gate's decision (`governance.publishing.decision.decide`). Each must give the outcome the table
+below says, and the same gates, because they all call `evaluations.verdict`.
 """
 
 import re
@@ -20,9 +20,9 @@ from django.core.management.base import CommandError
 
 from agents.models import Tool
 from evaluations.models import Run
-from evaluations.verdict import _cases_unscored
-from governance.decision import decide
+from evaluations.verdict.cases import cases_unscored
 from governance.models import PublishingPolicy
+from governance.publishing.decision import decide
 from tests.support import factories
 from tests.support.governance import api_client
 
@@ -231,7 +231,7 @@ def test_every_surface_gives_the_same_verdict_for_each_policy(world, client, kin
         # counted over its check results (what the verdict read before it was stored).
         stored = run.summary["cases_unscored"]
         legacy = Run(pk=run.pk, summary={**run.summary, "cases_unscored": None})
-        assert _cases_unscored([legacy]).get(run.pk, 0) == stored, where
+        assert cases_unscored([legacy]).get(run.pk, 0) == stored, where
         assert stored > 0 or kind not in ("unscored model check", "errored trial"), where
 
         shown = page_verdict(client, run)

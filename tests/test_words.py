@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from evaluations.costs import format_usd
+from evaluations.costs.texts import format_usd
 from evaluations.templatetags.money import usd as usd_filter
 from sherlock.core.log import OneLineRefusals
 from sherlock.core.money import usd
@@ -112,7 +112,7 @@ def test_the_admin_says_sherlock_in_its_header_and_title(client):
 
 @pytest.mark.django_db
 def test_the_nav_shows_admin_only_to_those_whose_roles_open_it(client):
-    from governance.roles import derive_staff
+    from governance.people.roles import derive_staff
 
     nobody, builder = factories.user("nobody"), factories.user("bob", role="Builder")
     for person in (nobody, builder):

@@ -13,7 +13,7 @@ import time
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from agents.transcripts import check_figures
+from agents.adapters.transcripts import check_figures
 from sherlock.core.aio import in_thread
 from sherlock.core.egress import (
     EgressRefused,

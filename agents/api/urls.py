@@ -1,6 +1,7 @@
 from rest_framework.routers import DefaultRouter
 
-from agents.api.views import AgentVersionViewSet, AgentViewSet
+from agents.api.agents import AgentViewSet
+from agents.api.versions import AgentVersionViewSet
 
 router = DefaultRouter()
 router.register("agents", AgentViewSet, basename="agent")

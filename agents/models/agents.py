@@ -49,7 +49,7 @@ class Agent(models.Model):
 
     class Meta:
         ordering = ["slug"]
-        # Verbs granted per agent (guardian) or globally (group); see governance.roles.
+        # Verbs granted per agent (guardian) or globally (group); see governance.people.roles.
         permissions = [
             ("build_agent", "Can create draft versions, start runs and request publication"),
             ("publish_agent", "Can publish, retire and roll back versions"),

@@ -12,5 +12,5 @@ tool can validate its verifier on save without reaching up into ``evaluations``:
 - ``predicates``: ``{dotted.name}`` templates, the small JSON path and ``check_predicate``.
 
 Evidence collection (which verifiers run for a trial, and what the trial records) is
-``evaluations.evidence``; it calls ``run_verifier``.
+``evaluations.engine.evidence``; it calls ``run_verifier``.
 """

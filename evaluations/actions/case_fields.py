@@ -13,7 +13,7 @@ case form shows each on its field before it saves).
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from agents.transcripts import read_expected_calls
+from agents.adapters.transcripts import read_expected_calls
 from agents.verifiers.spec import InvalidVerifier, VerifierRefused, validate_verifier_spec
 from evaluations.choices import CheckMode
 from evaluations.models import Case, CaseVersion, DatasetVersion
@@ -136,7 +136,7 @@ def content_errors(fields, checks):
         got = _json_type(expected["output"])
         refuse(f"expected.output: must be a string (got {got})", "expected.output")
     # A tool is a plain name ("kb.search") or a call ({"name", "arguments"}), read as
-    # tools_used reads it (agents.transcripts.read_expected_calls).
+    # tools_used reads it (agents.adapters.transcripts.read_expected_calls).
     bad_tools = 0
     for i, tool in enumerate(good.get("expected_tools") or []):
         try:

@@ -1,5 +1,5 @@
 """DeleteSchedule: remove a schedule (its django-q2 row goes with it:
-`evaluations.schedules.drop_q_schedule`); its runs stay."""
+`evaluations.actions.fire_schedule.drop_q_schedule`); its runs stay."""
 
 from evaluations.actions.schedule_fields import check_may_schedule, snapshot
 from sherlock.core.actions import Action

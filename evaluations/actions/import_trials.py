@@ -21,7 +21,8 @@ gates and comparison as a run Sherlock executed (``evaluations.contract.db``).
   the run's ``case_pass_rate`` is None, so a release decision on it fails closed there.
 - A file with several variants needs ``variant`` to pick one.
 - No ``run_finished`` signal is sent: an external run is evidence to compare and gate on
-  explicitly (``governance.decision.decide``), not a gate run that a publish request is waiting for.
+  explicitly (``governance.publishing.decision.decide``), not a gate run that a publish request is
+  waiting for.
 """
 
 from __future__ import annotations

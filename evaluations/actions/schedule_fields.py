@@ -11,7 +11,7 @@ from django_q.models import Schedule
 
 from agents.choices import Adapter
 from agents.models import Agent
-from evaluations.costs import format_usd
+from evaluations.costs.texts import format_usd
 from evaluations.models import Dataset, RunSchedule
 from sherlock.core.errors import ActionDenied, ActionInvalid, raise_invalid
 from sherlock.core.limits import check_text, excerpt
@@ -150,7 +150,7 @@ def validate(schedule):
 def monthly_cost(schedule):
     """The schedule's month of runs in USD (a Decimal; what is priced when a price is missing)
     and its words, with the versions it resolves to now; (None, "") when it resolves to none."""
-    from evaluations.schedules import estimate_schedule  # the estimate reads the costs
+    from evaluations.actions.fire_schedule import estimate_schedule  # the estimate reads the costs
 
     agent_version, dataset_version = schedule.resolve()
     if agent_version is None or dataset_version is None:

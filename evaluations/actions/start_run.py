@@ -5,10 +5,10 @@ from django.db import transaction
 
 from agents.choices import Adapter
 from evaluations.choices import RunPurpose, RunStatus
-from evaluations.costs import estimate_run
+from evaluations.costs.estimate import estimate_run
 from evaluations.engine import enqueue_run
 from evaluations.models import CaseVersion, Run, Trial
-from evaluations.run_rights import may_run_on
+from evaluations.reads.run_rights import may_run_on
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
@@ -19,9 +19,9 @@ class StartRun(Action):
     """Start one evaluation of `agent_version` on `dataset_version` with `repetitions`.
 
     The run and all its trials (case x repetition, unique together) are created in one
-    transaction, with the run's estimate (calls and cost, `evaluations.costs.estimate_run`);
-    the shards are enqueued only once it commits (`evaluations.engine.enqueue_run`), so a
-    worker never looks for rows that are not there yet.
+    transaction, with the run's estimate (calls and cost,
+    `evaluations.costs.estimate.estimate_run`); the shards are enqueued only once it commits
+    (`evaluations.engine.enqueue_run`), so a worker never looks for rows that are not there yet.
     Gate runs pin frozen dataset versions only; an ad-hoc run may pin the draft, and its
     `comparability` says so. The user must see the dataset (a role on it, or a global one): a
     version of a dataset they may not see is refused as one that does not exist.

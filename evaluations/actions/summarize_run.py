@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from evaluations.checks.rubrics import RUN_SUMMARY
 from evaluations.choices import CaseStatus, CheckStatus, CostKind, RunStatus
-from evaluations.costs import rekind_cost_lines
+from evaluations.costs.ledger import rekind_cost_lines
 from evaluations.judge.client import get_default_judge
 from evaluations.models import CaseResult, CheckResult, CostEntry, Run
 from sherlock.core.actions import Action

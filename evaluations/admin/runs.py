@@ -15,7 +15,7 @@ from django.utils.safestring import mark_safe
 
 from evaluations.actions.cancel_run import CancelRun
 from evaluations.choices import TrialStatus
-from evaluations.costs import describe_estimate, describe_spend, format_usd
+from evaluations.costs.texts import describe_estimate, describe_spend, format_usd
 from evaluations.judge.probe import judge_status
 from evaluations.models import (
     CaseResult,

@@ -6,6 +6,7 @@ from django.contrib import admin
 from agents.models import Agent
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
+from evaluations.actions.fire_schedule import estimate_schedule
 from evaluations.actions.pause_schedule import PauseSchedule, ResumeSchedule
 from evaluations.actions.schedule_fields import SCHEDULE_FIELDS, may_schedule
 from evaluations.actions.update_schedule import UpdateSchedule
@@ -14,7 +15,6 @@ from evaluations.models import (
     Dataset,
     RunSchedule,
 )
-from evaluations.schedules import estimate_schedule
 from sherlock.core.admin import (
     any_row,
     any_visible,

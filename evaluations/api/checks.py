@@ -22,10 +22,10 @@ from evaluations.api.serializers import (
     PreviewOutputSerializer,
     visible_versions,
 )
-from evaluations.calibration import calibration_of
 from evaluations.checks import ParamsError, UnknownCheckKind, evaluate, validate_params
+from evaluations.checks.scoring import check_status
 from evaluations.models import Check, Dataset
-from evaluations.scoring import check_status
+from evaluations.reads.calibration import calibration_of
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
 

@@ -32,7 +32,7 @@ from evaluations.actions.start_run import StartRun
 from evaluations.actions.upload_transcripts import UPLOAD_MAX_ITEMS, UploadTranscripts
 from evaluations.choices import RunPurpose, RunStatus, TrialStatus
 from evaluations.models import Dataset, Run, Trial
-from evaluations.run_rights import runnable_datasets
+from evaluations.reads.run_rights import runnable_datasets
 from sherlock.core.api.errors import refusals
 from sherlock.core.api.serializers import RefuseUnknownFields
 from sherlock.core.errors import ActionConflict, ActionInvalid

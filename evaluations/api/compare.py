@@ -28,7 +28,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations.contract import format_cells, render_table
-from evaluations.contract.db import run_contract
+from evaluations.contract.runs import run_contract
 from evaluations.models import Run
 from evaluations.reads.compare import case_changes, comparability_differences
 from evaluations.verdict import verdicts_of

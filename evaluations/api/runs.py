@@ -2,13 +2,13 @@
 
 Progress (trials done of total, errors, spend so far with the judge's share) lives on the run
 and is updated by the engine as trials finish, so reading it costs one query however large the
-run is. The estimate is made before the run starts (`evaluations.costs.estimate_run`), with the
-judge's status; its `warnings` (blocking model checks that cannot be scored: no judge, or the
+run is. The estimate is made before the run starts (`evaluations.costs.estimate.estimate_run`), with
+the judge's status; its `warnings` (blocking model checks that cannot be scored: no judge, or the
 last `check_judge` probe failed for their family) are repeated at the top level, so the answer
 to `POST /runs/` says so before any trial runs. An unknown cost is never 0: `spend.usd` is null
 while calls have no price, with `price_missing_calls` and the priced part `usd_known`
-(`evaluations.costs.format_usd` words it). Every list starts from `Run.objects.for_user` (a run
-is visible with its agent); a run the user may not see is a 404. Starting and cancelling go
+(`evaluations.costs.texts.format_usd` words it). Every list starts from `Run.objects.for_user` (a
+run is visible with its agent); a run the user may not see is a 404. Starting and cancelling go
 through the actions, which decide who may (403) and whether the run may (409).
 """
 
@@ -39,10 +39,10 @@ from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.api.client_runs import ClientRunActions
 from evaluations.choices import RUN_TERMINAL, RunPurpose, RunStatus
 from evaluations.contract import policy_by_id
-from evaluations.costs import format_usd
+from evaluations.costs.texts import format_usd
 from evaluations.models import DatasetVersion, Run
 from evaluations.reads.junit import run_junit
-from evaluations.run_rights import dataset_versions_to_run
+from evaluations.reads.run_rights import dataset_versions_to_run
 from evaluations.verdict import OUTCOMES, run_verdict
 from sherlock.core.api.filters import IdFilter
 from sherlock.core.api.serializers import LeanRepresentation, MoneyField, RefuseUnknownFields

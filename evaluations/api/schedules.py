@@ -4,8 +4,8 @@ Every write goes through the schedule verbs (`evaluations.actions.*_schedule`), 
 may (an Editor of the dataset or a Builder of the agent: 403 otherwise) and validate the timing
 (400 naming the field), and ask `confirm_cost` of a month above
 SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD. `estimate` is the cost of one run and of a month of runs
-(`evaluations.schedules.estimate_schedule`) with the versions the schedule resolves to now;
-`next_run` comes from the django-q2 row the schedule owns.
+(`evaluations.actions.fire_schedule.estimate_schedule`) with the versions the schedule resolves to
+now; `next_run` comes from the django-q2 row the schedule owns.
 """
 
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
@@ -16,12 +16,12 @@ from rest_framework.response import Response
 from agents.models import Agent, AgentVersion
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
+from evaluations.actions.fire_schedule import estimate_schedule
 from evaluations.actions.pause_schedule import PauseSchedule
 from evaluations.actions.schedule_fields import SCHEDULE_FIELDS
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
-from evaluations.run_rights import datasets_to_run
-from evaluations.schedules import estimate_schedule
+from evaluations.reads.run_rights import datasets_to_run
 from sherlock.core.api.errors import refusals
 from sherlock.core.api.serializers import RefuseUnknownFields
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField, VisibleSlugRelatedField

@@ -281,7 +281,7 @@ class JudgeSession:
         self.last_raw = answer.raw
         if not answer.ok:
             if getattr(answer, "unavailable", False):
-                # Named as a case state names it (`evaluations.scoring.JUDGE_UNAVAILABLE`),
+                # Named as a case state names it (`evaluations.checks.scoring.JUDGE_UNAVAILABLE`),
                 # with the cause; the verdict names the judge.
                 raise JudgeFailed(f"judge unavailable: {answer.error}", answer.raw)
             raise JudgeFailed(answer.error or "judge failed", answer.raw)

@@ -32,7 +32,7 @@ evaluates and reports every later one, so a reviewer sees all that is wrong at o
 
 The contract knows thresholds, never a publishing policy: the release decision, which turns a
 policy into ``Thresholds`` once, applies them to a version's gate runs, adds the policy's other
-gates and stores the snapshot, is governance's (``governance.decision``).
+gates and stores the snapshot, is governance's (``governance.publishing.decision``).
 
 The computation is split in two so that the platform can feed it from the database:
 

@@ -10,18 +10,18 @@ policy «name» v3", or "the default thresholds: no publishing policy applies" w
 Policies live in governance, which evaluations may not import (the layers of pyproject.toml:
 governance > evaluations > agents > sherlock.core). So the policy comes through a **provider
 hook**, one function slot in this module: ``GovernanceConfig.ready`` registers governance's
-provider (``register_thresholds_provider(in_force_thresholds)``, from ``governance.decision``)
-and ``applied_thresholds(agents)`` asks it. A registered function was chosen over a setting
-naming a callable: the registration is a plain, import-checked call in the app that owns the
-policies, the dependency points the way the layers allow (governance names evaluations' hook),
-and a test swaps the provider with ``register_thresholds_provider`` (it returns the previous
-one, to restore). Without a provider (governance not installed) every agent gets the default
-thresholds, said as such.
+provider (``register_thresholds_provider(in_force_thresholds)``, from
+``governance.publishing.decision``) and ``applied_thresholds(agents)`` asks it. A registered
+function was chosen over a setting naming a callable: the registration is a plain, import-checked
+call in the app that owns the policies, the dependency points the way the layers allow (governance
+names evaluations' hook), and a test swaps the provider with ``register_thresholds_provider`` (it
+returns the previous one, to restore). Without a provider (governance not installed) every agent
+gets the default thresholds, said as such.
 
 This hook is the one place evaluations learns of a policy, and it learns only its plain
 ``Thresholds`` with a name to show: governance turns a ``PublishingPolicy`` into thresholds
-(``governance.decision.policy_thresholds``), the same function its release decision applies,
-so the pages and the gate cannot read a policy two ways.
+(``governance.publishing.decision.policy_thresholds``), the same function its release decision
+applies, so the pages and the gate cannot read a policy two ways.
 
 A provider takes a list of agents and returns, in a constant number of queries (governance's
 takes one), ``{agent pk: AppliedThresholds}`` for the agents a policy governs; an agent it
@@ -116,7 +116,7 @@ _lookup: PolicyLookup | None = None
 def register_policy_lookup(lookup: PolicyLookup | None) -> PolicyLookup | None:
     """Install the function that gives the ``AppliedThresholds`` of a policy by id (None: no
     such policy), for a verdict asked under a named policy (``?policy=<id>``); returns the
-    previous one. Governance registers ``governance.decision.policy_applied_by_id``."""
+    previous one. Governance registers ``governance.publishing.decision.policy_applied_by_id``."""
     global _lookup
     previous, _lookup = _lookup, lookup
     return previous

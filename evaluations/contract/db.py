@@ -1,15 +1,15 @@
-"""The contract of stored runs: totals by database aggregates, the contract, the decision.
+"""The totals of stored runs by database aggregates, the contract's inputs.
 
-``run_totals(run)`` fills a ``VariantTotals`` with four aggregate queries whatever the number
-of trials (trials; their judge spend; quality-grader results; judge spend bound to no trial),
-or one for a finished run, whose trials' totals are stored (``evaluations.reads.figures``);
-``runs_totals(runs)`` does the same for many runs at once, in the same number of queries,
-grouped by run. It makes the same
+``run_totals(run)`` (``evaluations.contract.runs``) fills a ``VariantTotals`` with four aggregate
+queries whatever the number of trials (trials; their judge spend; quality-grader results; judge
+spend bound to no trial), or one for a finished run, whose trials' totals are stored
+(``evaluations.reads.figures``); ``runs_totals(runs)`` does the same for many runs at once, in the
+same number of queries, grouped by run. It makes the same
 per-trial judgements as ``add_trial`` does for a trial file, on plain columns:
 
 - outcomes and completions from ``Trial.declared_complete`` and ``Trial.outcome_verdict``
   (``""`` is "no outcome state", a coverage defect when the trial declared completion);
-- windows and effects from the count columns that ``evaluations.evidence.contract_counts``
+- windows and effects from the count columns that ``evaluations.engine.evidence.contract_counts``
   derives from ``progress``, ``wait`` and ``tool_effects`` (the same ``trial_counts``);
 - task quality from the run's **quality grader**: the one check of the dataset version with
   ``Check.quality_grader`` set. Its score counts on a trial when the grader actually ran
@@ -26,16 +26,13 @@ per-trial judgements as ``add_trial`` does for a trial file, on plain columns:
   (``trials_with_judge_cost``, ``trial_cost`` judging one trial as this aggregate does, and
   ``unattributed_judge_spend``).
 
-``run_contract(run, thresholds)`` evaluates those totals; ``runs_contract(runs, thresholds)``
-the totals of several runs together (a publish request's gate runs); ``unscored_blocking`` and
-``trials_in_error`` count, per run, what could not be scored. This is all the release decision
-reads of a run (``governance.decision``): the contract knows thresholds, never a policy.
+``evaluations.contract.runs`` reads these totals, or a finished run's stored ones, as the
+release decision does.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -53,11 +50,11 @@ from django.db.models.functions import Coalesce, Floor
 from evaluations.choices import (
     BillingCoverage,
     CheckStatus,
+    CostKind,
     OutcomeVerdict,
 )
-from evaluations.contract.inputs import Thresholds, parse_thresholds
-from evaluations.contract.measures import ContractResult, evaluate
-from evaluations.contract.totals import COUNT_FIELDS, VariantTotals, combine
+from evaluations.contract.totals import COUNT_FIELDS, VariantTotals
+from evaluations.models import CheckResult, CostEntry, Trial
 from sherlock.core.fields import MoneyField
 
 MONEY: DecimalField = MoneyField(total=True)
@@ -127,9 +124,6 @@ def trial_totals_of(runs) -> dict[int, VariantTotals]:
     judge spend of the same trials, which adds up to the same exact sum without a subquery per
     trial. A trial with an unpriced judge call (few, found once) is not covered. A run without
     trials has all-zero totals."""
-    from evaluations.choices import CostKind
-    from evaluations.models import CostEntry, Trial
-
     runs = list(runs)
     ids = [run.pk for run in runs]
     unpriced = CostEntry.objects.filter(
@@ -182,8 +176,6 @@ def quality_totals(run) -> tuple[int, Decimal]:
 def quality_totals_of(runs) -> dict[int, tuple[int, Decimal]]:
     """``{run pk: (graded trials, sum of their quality scores)}`` of the runs' quality graders,
     grouped by run: one query; a run with no graded trial is left out."""
-    from evaluations.models import CheckResult
-
     rows = (
         CheckResult.objects.filter(
             trial__run_id__in=[run.pk for run in runs],
@@ -204,105 +196,5 @@ def quality_totals_of(runs) -> dict[int, tuple[int, Decimal]]:
     }
 
 
-def run_totals(run) -> VariantTotals:
-    """The run's ``VariantTotals`` (see the module docstring; ``runs_totals`` of it)."""
-    return runs_totals([run])[run.pk]
-
-
-def runs_totals(runs) -> dict[int, VariantTotals]:
-    """``{run pk: VariantTotals}`` of ``runs`` in a constant number of queries whatever the
-    number of runs and trials. A run that finished carries its trials' totals in
-    ``Run.figures`` (``evaluations.reads.figures``, computed once by the same functions); the others
-    are aggregated live, grouped by run (three queries, only when there is such a run). The
-    judge spend bound to no trial, which may still be recorded against a finished run, is read
-    for every run (one grouped query)."""
-    from evaluations.costs import unattributed_judge_spend_of
-    from evaluations.reads.figures import stored_totals
-
-    runs = list(runs)
-    stored = {run.pk: stored_totals(run) for run in runs}
-    totals = {pk: value for pk, value in stored.items() if value is not None}
-    live = [run for run in runs if stored[run.pk] is None]
-    if live:
-        totals.update(trial_totals_of(live))
-        quality = quality_totals_of(live)
-        for run in live:
-            totals[run.pk].graded, totals[run.pk].quality_sum = quality.get(run.pk, (0, Decimal(0)))
-    spend = unattributed_judge_spend_of(runs)
-    for run in runs:
-        priced_usd, totals[run.pk].unpriced_judge_calls = spend.get(run.pk, (Decimal(0), 0))
-        totals[run.pk].billed_usd += priced_usd
-    return totals
-
-
 def run_variant(run) -> str:
     return f"{run.agent_version} run #{run.pk}"
-
-
-def run_contract(run, thresholds: Thresholds | Mapping[str, Any] | None) -> ContractResult:
-    """The five measures and gates of one run (``thresholds`` as accepted by
-    ``parse_thresholds``: a ``Thresholds``, a trial file's object, plain limits by
-    ``POLICY_FIELDS``, or None for the default thresholds), read once."""
-    return evaluate(run_totals(run), parse_thresholds(thresholds))
-
-
-def runs_contract(runs: Iterable, thresholds: Thresholds) -> ContractResult:
-    """The five measures and gates of several runs' trials counted together (the gate runs of
-    one agent version on several datasets), under plain ``thresholds``: their stored figures
-    (``runs_totals``, a constant number of queries) summed by ``combine``. The variant is the
-    runs' agent version, or "no single version" when they are of more than one (or none)."""
-    runs = list(runs)
-    versions = {run.agent_version_id for run in runs}
-    variant = str(runs[0].agent_version) if len(versions) == 1 else "no single version"
-    return evaluate(combine(variant, runs_totals(runs).values()), thresholds)
-
-
-def trials_in_error(runs) -> dict[int, int]:
-    """``{run pk: its trials in error}``: from the runs' stored figures,
-    and in one grouped query for the runs without; a run with none may be left out."""
-    from evaluations.choices import TrialStatus
-    from evaluations.models import Trial
-    from evaluations.reads.figures import stored_checks, stored_trials_error
-
-    failed, live = {}, []
-    for run in runs:
-        if stored_checks(run) is None:
-            live.append(run.pk)
-        else:
-            failed[run.pk] = stored_trials_error(run)
-    if live:
-        failed.update(
-            Trial.objects.filter(run_id__in=live, status=TrialStatus.ERROR)
-            .values_list("run_id")
-            .annotate(n=Count("pk"))
-        )
-    return failed
-
-
-def unscored_blocking(runs) -> dict[int, int]:
-    """``{run pk: its blocking check results skipped or in error}``: from
-    the runs' stored figures, and in one grouped query for the runs without (finished before
-    figures were stored, or not finished). The checks-scored gate and the runs list's verdicts
-    both count them so."""
-    from evaluations.models import CheckResult
-    from evaluations.reads.figures import stored_checks
-
-    totals, live = {}, []
-    for run in runs:
-        rows = stored_checks(run)
-        if rows is None:
-            live.append(run.pk)
-        else:
-            totals[run.pk] = sum(n for row in rows for n in row["unscored_blocking"].values())
-    if live:
-        totals.update(
-            CheckResult.objects.filter(
-                trial__run_id__in=live,
-                blocking=True,
-                status__in=[CheckStatus.ERROR, CheckStatus.SKIPPED],
-            )
-            .values_list("trial__run_id")
-            .annotate(n=Count("pk"))
-            .order_by()
-        )
-    return totals

@@ -4,8 +4,8 @@ Nothing here looks at a trial: ``evaluate`` only reads a ``VariantTotals``, so t
 from trial records and totals summed by the database give the same result. Nothing here knows
 a publishing policy either: ``evaluate`` takes plain ``Thresholds``; the release decision that
 applies a policy (and adds the checks-scored and case-pass-rate gates) is governance's
-(``governance.decision``). ``PASS``/``FAIL``/``NOT_APPLICABLE`` are the statuses of every gate,
-here and in governance's decision snapshot: defined here, once.
+(``governance.publishing.decision``). ``PASS``/``FAIL``/``NOT_APPLICABLE`` are the statuses of every
+gate, here and in governance's decision snapshot: defined here, once.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ def evaluate(totals: VariantTotals, limits: Thresholds) -> ContractResult:
     """Turn one variant's totals into the five measures, the gates (in the contract's fixed order,
     every gate evaluated even after one fails) and the contract's verdict, under ``limits``
     read once by ``parse_thresholds`` (a caller holding a trial file's object or a policy's
-    values reads it first; governance reads a policy in ``governance.decision``)."""
+    values reads it first; governance reads a policy in ``governance.publishing.decision``)."""
     t = totals
 
     quality_mean = round_half_up(t.quality_sum, t.graded, THOUSANDTH) if t.graded else None

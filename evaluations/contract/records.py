@@ -2,15 +2,15 @@
 
 The contract asks for "one row per trial" from which every numerator, denominator, exclusion and
 unavailable state can be reproduced. ``run_records(run)`` writes exactly what
-``evaluations.contract.db.run_totals`` counts, judged the same way, so that
+``evaluations.contract.runs.run_totals`` counts, judged the same way, so that
 ``manage.py contract`` on the export gives the numbers of ``run_contract``:
 
 - ``outcome``: the stored verdict with the verifier's evidence (null when no state);
 - ``quality``: the quality grader's score in millionths, as the aggregate sums it;
 - ``cost.usd``: agent cost plus the trial's own judge spend, with the coverage
-  ``evaluations.costs.trial_cost`` gives (an unpriced judge call: ``missing``). Judge spend
+  ``evaluations.costs.ledger.trial_cost`` gives (an unpriced judge call: ``missing``). Judge spend
   bound to the run but to no trial cannot be placed in a trial record;
-  ``evaluations.costs.unattributed_judge_spend`` reports it so the exporter can say so.
+  ``evaluations.costs.ledger.unattributed_judge_spend`` reports it so the exporter can say so.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from decimal import Decimal
 from typing import Any
 
 from evaluations.contract.db import GRADER_RAN, SCORE_UNITS, run_variant, score_units
+from evaluations.costs.ledger import trial_cost, trials_with_judge_cost
+from evaluations.models import CheckResult
 
 
 def _number(value: Decimal | None) -> float | None:
@@ -35,9 +37,6 @@ def trial_id(trial) -> str:
 
 def run_records(run) -> Iterator[dict[str, Any]]:
     """One trial record per trial of ``run``, in case and repetition order (a few queries)."""
-    from evaluations.costs import trial_cost, trials_with_judge_cost
-    from evaluations.models import CheckResult
-
     grader = run.dataset_version.checks.filter(quality_grader=True).first()
     scores = {}
     if grader is not None:

@@ -82,7 +82,7 @@ def trial_counts(trial: TrialRecord) -> dict[str, int]:
     """One trial's window and tool-effect counts (``COUNT_FIELDS``), judged once, here.
 
     The same function fills the totals of a trial file and the columns of a stored trial
-    (``evaluations.evidence.contract_counts``), so the two can never count differently.
+    (``evaluations.engine.evidence.contract_counts``), so the two can never count differently.
     """
     counts = dict.fromkeys(COUNT_FIELDS, 0)
     counts["windows_with_evidence_delta"] = trial.windows_with_evidence_delta

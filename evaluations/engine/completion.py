@@ -15,8 +15,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
-from evaluations import scoring
-from evaluations.checks import MODEL_KINDS
+from evaluations.checks import MODEL_KINDS, scoring
 from evaluations.choices import (
     RUN_STATES,
     TRIAL_FINISHED,

@@ -3,7 +3,7 @@
 While a trial executes, the judge calls its checks make are not written at once:
 `record_judge_calls` (the recorder of the engine's judge) keeps them in the trial's list, held
 in the context variable `ledger`; they are priced with the trial's other costs when it finishes
-(`finished_trial` in `evaluations.engine.trials`, with `evaluations.costs.price_judge_calls`)
+(`finished_trial` in `evaluations.engine.trials`, with `evaluations.costs.prices.price_judge_calls`)
 and stored in the trial's own transaction by the writer (`evaluations.engine.writer`), so they
 cost no statement of their own. A context variable, not a thread's: many trials' checks ask
 the judge at once as coroutines on one loop, each in its own task's context, and their calls

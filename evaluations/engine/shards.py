@@ -36,8 +36,8 @@ from django.utils import timezone
 
 from agents.adapters import AgentCallError, prepare
 from agents.choices import Adapter
-from evaluations import costs
 from evaluations.choices import RUN_STATES, RUN_TERMINAL, RunStatus, TrialStatus
+from evaluations.costs.prices import load_prices
 from evaluations.engine import database
 from evaluations.engine.completion import maybe_finish_run
 from evaluations.engine.judging import engine_judge
@@ -60,14 +60,14 @@ class Shard:
     agent_error: str
     prices: dict  # model name -> ModelPrice
     judge: object  # JudgeClient or None
-    collect_evidence: object  # evaluations.evidence.collect_evidence, or None
+    collect_evidence: object  # evaluations.engine.evidence.collect_evidence, or None
     # A `client` version's answers were uploaded by the client (docs/client.md): its trials
     # are scored on what they hold, the agent is never called (`trials.uploaded_answer`).
     uploaded: bool = False
 
     @classmethod
     def load(cls, run):
-        from evaluations.calibration import calibration_gate
+        from evaluations.reads.calibration import calibration_gate
 
         checks = list(
             run.dataset_version.checks.select_related("dataset_version").order_by(
@@ -84,7 +84,7 @@ class Shard:
             uncalibrated=calibration_gate(checks),
             agent=agent,
             agent_error=agent_error,
-            prices=costs.load_prices(),
+            prices=load_prices(),
             judge=engine_judge(),
             collect_evidence=_evidence_collector(),
             uploaded=run.agent_version.adapter == Adapter.CLIENT,
@@ -93,7 +93,7 @@ class Shard:
 
 def _evidence_collector():
     try:
-        from evaluations.evidence import collect_evidence
+        from evaluations.engine.evidence import collect_evidence
     except ImportError:  # the contract's evidence step is optional for the engine
         return None
     return collect_evidence

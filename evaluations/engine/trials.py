@@ -27,8 +27,10 @@ from django.utils import timezone
 from agents.adapters import AgentCallError
 from agents.adapters import client as client_adapter
 from evaluations import checks as check_library
-from evaluations import costs, scoring
+from evaluations.checks import scoring
 from evaluations.choices import CheckStatus, TrialStatus
+from evaluations.costs.ledger import agent_cost_line, judge_cost_lines
+from evaluations.costs.prices import agent_cost, price_judge_calls
 from evaluations.engine import database
 from evaluations.engine.judging import CheckJudge, ledger
 from evaluations.models import CheckResult, Trial
@@ -230,7 +232,8 @@ def score_trial(trial, transcript, checks, judge, uncalibrated=None):
     """Score every check of the run on one trial; returns unsaved CheckResult objects.
 
     A check that requires calibration and is not calibrated yet is scored as informative, with
-    the reason appended (evaluations.calibration). Blocks on the judge (`ascore_trial` awaits).
+    the reason appended (evaluations.reads.calibration). Blocks on the judge (`ascore_trial`
+    awaits).
     """
     return run_unsuspended(
         _score(trial, transcript, checks, judge, uncalibrated, _evaluate_blocking)
@@ -404,7 +407,7 @@ def finished_trial(shard, trial, attempt, transcript, results, judge_calls, evid
     called = shard.agent is not None  # no agent call when the version could not be prepared
     usage = (transcript or {}).get("usage") or {}
     model = (transcript or {}).get("model") or (shard.agent.model if called else None) or ""
-    usd, coverage = costs.agent_cost(transcript, model, shard.prices)
+    usd, coverage = agent_cost(transcript, model, shard.prices)
     fields = {
         "status": TrialStatus.COMPLETED if transcript is not None else TrialStatus.ERROR,
         "finished_at": now,
@@ -422,17 +425,17 @@ def finished_trial(shard, trial, attempt, transcript, results, judge_calls, evid
             declared_complete=transcript.get("declared_complete"),
         )
     fields.update(evidence)
-    judge_usd = costs.price_judge_calls(judge_calls, shard.prices)
+    judge_usd = price_judge_calls(judge_calls, shard.prices)
     line = {
         "day": timezone.localdate(now),
         "agent_id": run.agent_version.agent_id,
         "run_id": run.pk,
         "trial_id": trial.pk,
     }
-    cost_lines = costs.judge_cost_lines(judge_calls, **line)
+    cost_lines = judge_cost_lines(judge_calls, **line)
     if called:
         cost_lines.append(
-            costs.agent_cost_line(
+            agent_cost_line(
                 model=model,
                 prompt_tokens=fields.get("prompt_tokens", 0),
                 completion_tokens=fields.get("completion_tokens", 0),

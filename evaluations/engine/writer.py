@@ -20,7 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluations.choices import BillingCoverage, TrialStatus
-from evaluations.costs import write_cost_lines
+from evaluations.costs.ledger import write_cost_lines
 from evaluations.models import CheckResult, CostEntry, JudgeCall, Run, Trial
 from sherlock.core.bulk import insert_objects
 
@@ -34,7 +34,7 @@ def write_finished(batch):
     another worker re-claimed it, that matches no row, and none of that trial's results are
     written (the other worker's will be). Then the judge calls, check results and cost lines
     of the trials that were written go in with one INSERT per table, the lines' daily totals
-    (`evaluations.costs.write_cost_lines`: one UPDATE per day and kind of the batch) and the
+    (`evaluations.costs.ledger.write_cost_lines`: one UPDATE per day and kind of the batch) and the
     run's progress counters move once. So a trial is never half written, and a batch costs a
     few statements however many trials it holds (on PostgreSQL; elsewhere one UPDATE per trial
     more).

@@ -27,7 +27,7 @@ CUT_OFF = "cut_off"
 
 # The codes of a judge that did not answer (as against an answer that could not be used): a
 # check's reason then starts with "judge unavailable", the words of a case state's reason
-# (`JudgeAnswer.unavailable`, `evaluations.scoring.JUDGE_UNAVAILABLE`).
+# (`JudgeAnswer.unavailable`, `evaluations.checks.scoring.JUDGE_UNAVAILABLE`).
 TRANSPORT_CODES = frozenset(
     (
         RATE_LIMITED,

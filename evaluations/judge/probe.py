@@ -6,8 +6,8 @@ the server), with the caps and bounds a run would send. Each family's `FamilyPro
 a valid answer came back, how long it took, its tokens, the cap, and what to change when it
 failed (`advice`). `store_probe` keeps the result as a `JudgeProbe` row, and `judge_status` reads
 the newest one for the configured server and model: the one status the admin shows and a run's
-estimate carries (`evaluations.costs.estimate_run`), so a run whose blocking model checks cannot
-be scored says so before it starts.
+estimate carries (`evaluations.costs.estimate.estimate_run`), so a run whose blocking model checks
+cannot be scored says so before it starts.
 """
 
 from __future__ import annotations

@@ -57,11 +57,12 @@ def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
     too, which the `cached` flag tells apart from a missing price (`JudgeCall.price_missing`).
 
     One transaction per ask: an ask costs one price lookup, the calls' INSERT (`bulk_create`)
-    and the lines' (`evaluations.costs.write_cost_lines`, which adds them to the daily totals
+    and the lines' (`evaluations.costs.ledger.write_cost_lines`, which adds them to the daily totals
     the cost page reads) whatever its number of attempts (plus one lookup of the run's agent
     when the judge was bound to a bare run id without `agent=`).
     """
-    from evaluations.costs import judge_cost_lines, price_judge_calls, write_cost_lines
+    from evaluations.costs.ledger import judge_cost_lines, write_cost_lines
+    from evaluations.costs.prices import price_judge_calls
     from evaluations.models import JudgeCall, Run
 
     if not calls:

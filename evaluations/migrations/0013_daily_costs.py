@@ -10,7 +10,7 @@ from django.db.models.functions import Coalesce
 
 def back_fill(apps, schema_editor):
     """The daily totals of the lines written before them, summed as
-    `evaluations.costs.summed_lines` sums them (written out here: a migration keeps the rule of
+    `evaluations.costs.ledger.summed_lines` sums them (written out here: a migration keeps the rule of
     its day)."""
     CostEntry = apps.get_model("evaluations", "CostEntry")
     DailyCost = apps.get_model("evaluations", "DailyCost")

@@ -21,7 +21,7 @@ def judging_key(kind, params, judge_model):
     """The calibration key of a model check: a hash of what decides the judge's verdict (its
     kind, its params, where the criterion and rubric live, and its judge model). A human label
     stores the key it was given under; changing any of these starts calibration afresh, and the
-    old labels stay, shown as belonging to the old version (evaluations.calibration)."""
+    old labels stay, shown as belonging to the old version (evaluations.reads.calibration)."""
     canonical = json.dumps([kind, params or {}, judge_model or ""], sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

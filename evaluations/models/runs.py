@@ -182,7 +182,7 @@ class Trial(models.Model):
     wait = models.JSONField(null=True, blank=True)
     tool_effects = models.JSONField(default=list, blank=True)
     # The contract's per-trial counts, derived from `progress`, `wait` and
-    # `tool_effects` by `evaluations.evidence.contract_counts` whenever those are written, so
+    # `tool_effects` by `evaluations.engine.evidence.contract_counts` whenever those are written, so
     # that a run's five measures are one aggregate query (evaluations.contract.db).
     # `active_windows` includes the windows of an unowned wait (a stall, never a delta);
     # `excluded_wait_windows` are those of an owned wait. Effect counts leave out denied calls.
@@ -280,8 +280,8 @@ class CheckResult(models.Model):
 
 class CaseResult(models.Model):
     """A case's result over all repetitions of a run: per check the mean score and counts
-    (`checks`), and its state (`status`, `evaluations.scoring.case_state`): `passed` only when
-    every repetition passed, `failed`, `flaky` when some passed and others failed, `unscored`
+    (`checks`), and its state (`status`, `evaluations.checks.scoring.case_state`): `passed` only
+    when every repetition passed, `failed`, `flaky` when some passed and others failed, `unscored`
     (with `reason`) when no verdict could be reached. `passed` and `flaky` say the same as
     booleans, for older readers: `passed` is never true for an unscored case."""
 
@@ -333,7 +333,8 @@ class HumanLabel(models.Model):
     """An Editor's hand label of one check result, used to calibrate a model check.
 
     `calibration_key` is the check's `judging_key` when the label was given: a label counts
-    toward calibration only while the check still judges the same way (evaluations.calibration).
+    toward calibration only while the check still judges the same way
+    (evaluations.reads.calibration).
     """
 
     check_result = models.ForeignKey(

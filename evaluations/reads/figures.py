@@ -27,8 +27,9 @@ from django.db.models import Count, F, FloatField, Max, Min, Q, Sum
 from django.db.models.functions import Floor
 
 from evaluations.choices import CheckStatus
-from evaluations.contract.db import GRADER_RAN, SCORE_UNITS, trial_totals
+from evaluations.contract.db import GRADER_RAN, SCORE_UNITS, run_variant, trial_totals
 from evaluations.contract.totals import VariantTotals
+from evaluations.models import CheckResult
 
 VERSION = 1
 # Plain strings: compared and used as keys for every row.
@@ -49,8 +50,6 @@ def check_groups(run):
     quality grader's) and ``reason`` the largest reason of an unscored status. One query, a
     handful of aggregates per row: 400,000 results of a run of 100,000 trials come back as
     about 40,000 rows, streamed `CHUNK` at a time, never all held at once."""
-    from evaluations.models import CheckResult
-
     return (
         CheckResult.objects.filter(trial__run=run)
         .values_list("trial__case_id", "check_config_id", "blocking", "status")
@@ -147,8 +146,6 @@ def _figures(run):
 
 def stored_totals(run) -> VariantTotals | None:
     """The stored trial totals of ``run`` (no query), or None when it has no figures."""
-    from evaluations.contract.db import run_variant
-
     figures = _figures(run)
     if figures is None:
         return None

@@ -5,12 +5,12 @@ from django.db.models import Case, Exists, F, FloatField, IntegerField, OuterRef
 from django.db.models.functions import Abs, Coalesce
 
 from evaluations.actions.label_check_result import LABELLABLE
-from evaluations.calibration import (
-    calibration_gate,
-)
 from evaluations.checks import MODEL_KINDS
 from evaluations.choices import CheckStatus, OutcomeVerdict
 from evaluations.models import CaseResult, Check, CheckResult, Dataset, HumanLabel
+from evaluations.reads.calibration import (
+    calibration_gate,
+)
 
 
 def editable_datasets(user):

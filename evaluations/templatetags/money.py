@@ -1,4 +1,4 @@
-"""``{% load money %}``: money in templates through `evaluations.costs.format_usd`, so every
+"""``{% load money %}``: money in templates through `evaluations.costs.texts.format_usd`, so every
 page says "price missing (N calls)" the same way and never shows an unknown cost as $0.0000.
 
 ``{{ run.spend_usd|usd:run.unpriced_calls }}``, ``{{ row.total_usd|usd:row.missing }}``,
@@ -7,7 +7,7 @@ page says "price missing (N calls)" the same way and never shows an unknown cost
 
 from django import template
 
-from evaluations.costs import describe_estimate, estimate_cost, format_usd
+from evaluations.costs.texts import describe_estimate, estimate_cost, format_usd
 
 register = template.Library()
 

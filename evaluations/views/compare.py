@@ -105,7 +105,7 @@ def _contract(run, verdict):
     the contract of its trials so far under the same thresholds."""
     if verdict.contract is not None:
         return verdict.contract
-    from evaluations.contract.db import run_contract
+    from evaluations.contract.runs import run_contract
 
     return run_contract(run, verdict.applied.thresholds)
 

@@ -21,7 +21,9 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from evaluations.actions.label_check_result import LabelCheckResult
-from evaluations.calibration import (
+from evaluations.checks.base import as_text
+from evaluations.models import Check, CheckResult, Dataset
+from evaluations.reads.calibration import (
     calibration_of,
     human_passed,
     judge_passed,
@@ -29,8 +31,6 @@ from evaluations.calibration import (
     other_labels,
     same_check_labels,
 )
-from evaluations.checks.base import as_text
-from evaluations.models import Check, CheckResult, Dataset
 from evaluations.reads.evidence_display import evidence_blocks, pretty
 from evaluations.reads.label_queue import (
     MODEL_KINDS,

@@ -25,15 +25,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
+from agents.adapters.transcripts import tool_calls
 from agents.models import Agent
-from agents.transcripts import tool_calls
-from evaluations import scoring
-from evaluations.checks import MODEL_KINDS
+from evaluations.checks import MODEL_KINDS, scoring
 from evaluations.checks.base import as_text
 from evaluations.choices import RUN_TERMINAL, RunStatus, TrialStatus
 from evaluations.contract import TABLE_COLUMNS, format_cells, page_columns
 from evaluations.contract.table import gate_cell
-from evaluations.costs import daily_ledger, trial_cost, trials_with_judge_cost
+from evaluations.costs.ledger import daily_ledger, trial_cost, trials_with_judge_cost
 from evaluations.judge.setup import judges_docs_url, no_judge_skips
 from evaluations.models import CaseResult, CheckResult, JudgeCall, Run
 from evaluations.reads.cost_chart import cost_chart

@@ -1,11 +1,11 @@
 """The schedules page (`/schedules/`): schedules, their last and next run,
 and a form to add one that shows the cost per run and per month before saving.
 
-The form posts "estimate" first (`evaluations.schedules.estimate_schedule` with the versions the
-schedule would run now) and "save" only with the same choices (the posted `estimated` key, as the
-start form does), so nobody puts a large set on a frequent schedule without seeing its price.
-Pause, resume and delete are buttons on each row. Every change goes through the schedule verbs;
-a refusal is a message on the page.
+The form posts "estimate" first (`evaluations.actions.fire_schedule.estimate_schedule` with the
+versions the schedule would run now) and "save" only with the same choices (the posted `estimated`
+key, as the start form does), so nobody puts a large set on a frequent schedule without seeing its
+price. Pause, resume and delete are buttons on each row. Every change goes through the schedule
+verbs; a refusal is a message on the page.
 """
 
 from decimal import Decimal
@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 from agents.models import Agent, AgentVersion
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
+from evaluations.actions.fire_schedule import estimate_schedule
 from evaluations.actions.pause_schedule import PauseSchedule
 from evaluations.actions.schedule_fields import (
     PLAN_FIELDS,
@@ -30,10 +31,9 @@ from evaluations.actions.schedule_fields import (
     schedule_errors,
     validate,
 )
-from evaluations.costs import format_usd
+from evaluations.costs.texts import format_usd
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
-from evaluations.run_rights import dataset_versions_to_run, datasets_to_run
-from evaluations.schedules import estimate_schedule
+from evaluations.reads.run_rights import dataset_versions_to_run, datasets_to_run
 from sherlock.core.errors import ActionError, ActionInvalid, InvalidFields
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page

@@ -13,9 +13,10 @@ from django import forms
 from agents.models import Agent, AgentVersion
 from evaluations.actions.start_run import StartRun
 from evaluations.contract import thresholds_for
-from evaluations.costs import coverage_warning, describe_estimate, estimate_cost, estimate_start
+from evaluations.costs.estimate import estimate_start
+from evaluations.costs.texts import coverage_warning, describe_estimate, estimate_cost
 from evaluations.models import DatasetVersion
-from evaluations.run_rights import dataset_versions_to_run
+from evaluations.reads.run_rights import dataset_versions_to_run
 from sherlock.core.errors import ActionError
 from sherlock.core.pickers import Picker
 
@@ -36,7 +37,7 @@ def startable_agent_versions(user):
 def visible_dataset_versions(user):
     """What the dataset version's picker offers (`dataset-version-to-run`) and the form
     accepts: the versions of the datasets the person may see, and of those an agent they build
-    is gated on (`evaluations.run_rights`)."""
+    is gated on (`evaluations.reads.run_rights`)."""
     return dataset_versions_to_run(user)
 
 

@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 
 from governance.actions.base import GovernanceAction
 from governance.choices import Role
-from governance.roles import is_global_admin, scoped_perms
+from governance.people.roles import is_global_admin, scoped_perms
 from sherlock.core.errors import ActionDenied, ActionInvalid
 
 

@@ -3,7 +3,7 @@
 from django.contrib.auth import get_user_model
 
 from governance.actions.base import GovernanceAction
-from governance.roles import is_global_admin
+from governance.people.roles import is_global_admin
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.sessions import end_sessions_of
@@ -47,7 +47,7 @@ class UserActiveVerb(GovernanceAction):
         self.user.save(update_fields=["is_active"])
         if not self.active:
             # For good: the sessions opened before end now, and so do the invitation links
-            # sent before (`governance.invites` refuses a link older than a deactivation), so
+            # sent before (`governance.people.invites` refuses a link older than a deactivation), so
             # reactivating asks for a fresh sign-in or a fresh link.
             end_sessions_of(self.user)
         audit(

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
 from governance.choices import WebhookEvent
-from governance.roles import is_global_admin
+from governance.people.roles import is_global_admin
 from sherlock.core.egress import EgressRefused, check_destination
 from sherlock.core.errors import (
     ActionDenied,

@@ -5,13 +5,13 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 
 from governance.actions.base import GovernanceAction
-from governance.invites import user_for_token
+from governance.people.invites import user_for_token
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionInvalid
 
 
 class AcceptInvite(GovernanceAction):
-    """Set the invited user's password, once: the token (`governance.invites`) must be
+    """Set the invited user's password, once: the token (`governance.people.invites`) must be
     genuine, unexpired and unused; using it changes the password hash, which voids it. The
     actor is the invitee. Returns the user."""
 

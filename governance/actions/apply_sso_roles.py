@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from governance.actions.base import GovernanceAction
 from governance.choices import GrantSource, RoleScope
 from governance.models import RoleGrant, SSOProvider
-from governance.roles import describe_scope, materialize, role_action, scoped_perms
+from governance.people.roles import describe_scope, materialize, role_action, scoped_perms
 from governance.sso.claims import evidence, groups_at, matching_rules
 from sherlock.core.audit import audit
 

@@ -1,9 +1,9 @@
 """ApproveBypass: a second Admin agrees to a requested bypass."""
 
 from governance.actions._bypass_verb import BypassVerb
-from governance.bypass_rules import approver_conflict
 from governance.choices import BypassState
-from governance.next_step import void_reason
+from governance.publishing.bypass_rules import approver_conflict
+from governance.publishing.next_step import void_reason
 from sherlock.core.errors import ActionConflict, ActionDenied
 
 

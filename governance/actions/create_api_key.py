@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from governance.actions.base import GovernanceAction
 from governance.models import APIKey
-from governance.roles import is_global_admin
+from governance.people.roles import is_global_admin
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, raise_invalid
 

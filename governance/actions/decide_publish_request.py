@@ -6,8 +6,8 @@ from django.utils import timezone
 from evaluations.choices import RUN_TERMINAL
 from governance.actions._request_state import move_request
 from governance.choices import RequestState, WebhookEvent
-from governance.decision import PASS, make_decision, outcome_of, release_of
 from governance.models import PublishRequest
+from governance.publishing.decision import PASS, make_decision, outcome_of, release_of
 from governance.webhooks import notify
 from sherlock.core.actions import Action
 from sherlock.core.audit import audit

@@ -3,7 +3,7 @@
 from governance.actions._role_verb import RoleVerb, change_entry
 from governance.choices import RoleScope
 from governance.models import RoleGrant
-from governance.roles import describe_scope, materialize, role_action, scoped_perms
+from governance.people.roles import describe_scope, materialize, role_action, scoped_perms
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict
 
@@ -11,8 +11,8 @@ from sherlock.core.errors import ActionConflict
 class GrantRole(RoleVerb):
     """Grant `role` to `user`: globally or for one agent or dataset. The grant is recorded
     (`RoleGrant`: who, when, why) and the user's rights on that scope are derived from their
-    grants (`governance.roles.materialize`: membership of the role's group, or the role's verbs
-    as guardian object permissions, `OBJECT_PERMS`). Rights on that scope held without a grant
+    grants (`governance.people.roles.materialize`: membership of the role's group, or the role's
+    verbs as guardian object permissions, `OBJECT_PERMS`). Rights on that scope held without a grant
     (a role group joined from a shell, a verb assigned by hand) are removed by the derivation,
     and the entry names them (`also_removed`). Returns the grant.
 

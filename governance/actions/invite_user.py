@@ -7,8 +7,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from governance.actions.base import GovernanceAction
-from governance.invites import make_token
-from governance.roles import is_global_admin
+from governance.people.invites import make_token
+from governance.people.roles import is_global_admin
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, raise_invalid
 
@@ -16,7 +16,7 @@ from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, ra
 class InviteUser(GovernanceAction):
     """Create the account `username` (active, no usable password, no role: roles are granted
     with `GrantRole`, on the People page) and return `(user, token)`: the token of the one-time
-    sign-up link (`governance.invites`), shown once to the Admin to copy. Only a global Admin
+    sign-up link (`governance.people.invites`), shown once to the Admin to copy. Only a global Admin
     invites; the entry names the person, never the token."""
 
     noun = "user"

@@ -4,7 +4,7 @@ from governance.actions._role_verb import check_grantable
 from governance.actions.sso_fields import SSOVerb
 from governance.choices import Role
 from governance.models import SSOGroupRole, SSOProvider
-from governance.roles import describe_scope
+from governance.people.roles import describe_scope
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionInvalid, raise_invalid
 

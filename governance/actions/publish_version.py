@@ -9,9 +9,9 @@ from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.actions.expire_bypass import ExpireBypass
 from governance.choices import BypassState, RequestState, WebhookEvent
-from governance.decision import outcome_of, release_of
 from governance.models import PublishingPolicy, PublishRequest
-from governance.next_step import NO_DECISION, next_step
+from governance.publishing.decision import outcome_of, release_of
+from governance.publishing.next_step import NO_DECISION, next_step
 from governance.webhooks import notify
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
@@ -26,7 +26,7 @@ class PublishVersion(GovernanceAction):
     everything on fresh rows: the Publisher's right on this agent, separation of duties (the
     version's creator may not publish it when the policy says so), and the decision of the
     version's current publish request, which must be for this exact configuration and made
-    under the policy still in force. Then the gate, as `governance.next_step.next_step`
+    under the policy still in force. Then the gate, as `governance.publishing.next_step.next_step`
     answers it (the one place these rules are written):
 
     - decision passed: publish;
@@ -35,8 +35,9 @@ class PublishVersion(GovernanceAction):
       config hash, not expired; it is used up here (single use);
     - blocked under a `hard` policy: nobody may publish.
 
-    "Why was my publish refused?" is answered by this module, `governance.next_step` and
-    `governance.decision` (the snapshot the refusal quotes), over the contract's measures.
+    "Why was my publish refused?" is answered by this module, `governance.publishing.next_step` and
+    `governance.publishing.decision` (the snapshot the refusal quotes), over the contract's
+    measures.
 
     `RollBackVersion` is the same path for a retired version.
     """

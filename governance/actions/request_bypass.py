@@ -9,9 +9,9 @@ from governance.actions._bypass_state import move_bypass
 from governance.actions.base import GovernanceAction, substantive_reason
 from governance.actions.expire_bypass import ExpireBypass
 from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
-from governance.decision import outcome_of
 from governance.models import Bypass, PublishingPolicy, PublishRequest
-from governance.next_step import NOTHING, PUBLISH, blocked_allows
+from governance.publishing.decision import outcome_of
+from governance.publishing.next_step import NOTHING, PUBLISH, blocked_allows
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
@@ -25,8 +25,8 @@ class RequestBypass(GovernanceAction):
     the policy's `bypass_expiry_hours`, and is used once, by the publish action. When the policy
     requires a second Admin it waits in `requested` for a different Admin's approval; otherwise
     the request is its own approval (both steps are audited). A `hard` policy cannot be bypassed;
-    an `advisory` one needs no bypass (`governance.next_step.blocked_allows`); a decision that no
-    longer speaks for the version (`PublishRequest.stale_reason`) cannot be bypassed either.
+    an `advisory` one needs no bypass (`governance.publishing.next_step.blocked_allows`); a decision
+    that no longer speaks for the version (`PublishRequest.stale_reason`) cannot be bypassed either.
     Every refusal is audited (`governance.bypass.refused`).
     """
 

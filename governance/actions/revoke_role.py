@@ -3,7 +3,7 @@
 from governance.actions._role_verb import RoleVerb, an, change_entry
 from governance.choices import RoleScope
 from governance.models import RoleGrant
-from governance.roles import describe_scope, materialize, role_action, scoped_perms
+from governance.people.roles import describe_scope, materialize, role_action, scoped_perms
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict
 

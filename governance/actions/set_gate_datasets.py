@@ -2,7 +2,7 @@
 
 from governance.actions.base import GovernanceAction
 from governance.models import GateDataset
-from governance.roles import is_global_admin
+from governance.people.roles import is_global_admin
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied
 

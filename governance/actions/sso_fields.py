@@ -4,7 +4,7 @@ a provider the settings configure (SHERLOCK_OIDC_PROVIDERS)."""
 from django.conf import settings
 
 from governance.actions.base import GovernanceAction
-from governance.roles import is_global_admin
+from governance.people.roles import is_global_admin
 from sherlock.core.errors import ActionDenied, ActionInvalid
 
 

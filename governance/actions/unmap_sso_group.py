@@ -1,7 +1,7 @@
 """UnmapSSOGroup: an Admin removes one rule of a provider's group-to-role mapping."""
 
 from governance.actions.sso_fields import SSOVerb
-from governance.roles import describe_scope
+from governance.people.roles import describe_scope
 from sherlock.core.audit import audit
 
 

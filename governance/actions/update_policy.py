@@ -3,7 +3,7 @@
 from governance.actions.base import GovernanceAction
 from governance.actions.policy_fields import POLICY_FIELDS, snapshot, validate
 from governance.models import PublishingPolicy
-from governance.roles import is_global_admin
+from governance.people.roles import is_global_admin
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
 

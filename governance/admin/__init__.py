@@ -13,7 +13,7 @@ permission screens (`GuardedModelAdmin`) are not mounted, since they let any sta
 change a model grant themselves rights on it (django-guardian #756). The user page's `is_active`
 stays editable (access, not rights) and is audited with the acting Admin
 (`governance.receivers`); `is_staff` is read-only, derived from the role grants
-(`governance.roles.derive_staff`: anyone with a role uses the admin); only a superuser may
+(`governance.people.roles.derive_staff`: anyone with a role uses the admin); only a superuser may
 set the password of an account that holds Admin rights, so the second Admin of a bypass
 cannot be a colleague whose password another Admin just reset."""
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 from governance.admin.base import (
     ReadOnlyAdmin,
 )
-from governance.audit_export import write_entries
+from governance.audit.export import write_entries
 from governance.models import (
     AuditEntry,
 )

@@ -11,11 +11,11 @@ from governance.actions.publish_version import PublishVersion
 from governance.actions.request_bypass import RequestBypass
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.admin.base import AgentScopedReadOnlyAdmin
-from governance.decision import gate_label
 from governance.models import (
     Bypass,
     PublishRequest,
 )
+from governance.publishing.decision import gate_label
 from sherlock.core.admin import run_verb, verb_action
 
 

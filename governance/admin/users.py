@@ -17,7 +17,7 @@ from django.utils.html import format_html
 from governance.models import (
     RoleGrant,
 )
-from governance.roles import holds_admin_rights, role_grants
+from governance.people.roles import holds_admin_rights, role_grants
 from sherlock.core.admin import ReadOnlyMixin, global_admin
 from sherlock.core.audit import audit
 
@@ -129,7 +129,7 @@ class RoleGrantAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(Group)
 class ReadOnlyGroupAdmin(GroupAdmin):
-    """The four role groups are defined in code (governance.roles, migration 0002)."""
+    """The four role groups are defined in code (governance.people.roles, migration 0002)."""
 
     def has_add_permission(self, request):
         return False

@@ -16,9 +16,9 @@ from rest_framework.response import Response
 from governance.actions.deactivate_user import DeactivateUser
 from governance.actions.invite_user import InviteUser
 from governance.actions.reactivate_user import ReactivateUser
-from governance.invites import invite_url
 from governance.models import RoleGrant
-from governance.roles import is_global_admin
+from governance.people.invites import invite_url
+from governance.people.roles import is_global_admin
 from sherlock.core.api.errors import refusals
 from sherlock.core.api.serializers import RefuseUnknownFields
 from sherlock.core.inputs import parse_id

@@ -9,7 +9,7 @@ from agents.models import Agent
 from evaluations.models import Dataset
 from governance.actions.create_api_key import NAME_MAX_LENGTH as KEY_NAME_MAX_LENGTH
 from governance.actions.policy_fields import POLICY_FIELDS
-from governance.audit_export import FIELDS as AUDIT_FIELDS
+from governance.audit.export import FIELDS as AUDIT_FIELDS
 from governance.choices import APIKeyState, Role
 from governance.models import (
     APIKey,
@@ -387,7 +387,7 @@ class PublicationBypassSerializer(serializers.Serializer):
 
 
 class PublicationSerializer(serializers.Serializer):
-    """`GET /versions/{id}/publication/` (governance.publication.publication_of)."""
+    """`GET /versions/{id}/publication/` (governance.publishing.publication.publication_of)."""
 
     published = serializers.BooleanField()
     state = serializers.CharField(help_text="The version's state: draft, published, retired.")

@@ -1,16 +1,14 @@
 from rest_framework.routers import DefaultRouter
 
+from governance.api.api_keys import APIKeyViewSet
+from governance.api.audit import AuditEntryViewSet
+from governance.api.bypasses import BypassViewSet
+from governance.api.gate_datasets import AgentGateDatasetsViewSet
 from governance.api.people import PeopleViewSet
-from governance.api.views import (
-    AgentGateDatasetsViewSet,
-    APIKeyViewSet,
-    AuditEntryViewSet,
-    BypassViewSet,
-    PolicyViewSet,
-    PublishRequestViewSet,
-    RoleGrantViewSet,
-    VersionVerbViewSet,
-)
+from governance.api.policies import PolicyViewSet
+from governance.api.publish_requests import PublishRequestViewSet
+from governance.api.role_grants import RoleGrantViewSet
+from governance.api.versions import VersionVerbViewSet
 
 router = DefaultRouter()
 # Shares the `versions` prefix with agents.api: only the detail verbs are routed here.

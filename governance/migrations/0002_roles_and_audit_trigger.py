@@ -39,7 +39,7 @@ def remove_trigger(apps, schema_editor):
 
 
 def create_roles(apps, schema_editor):
-    from governance.roles import sync_role_groups
+    from governance.people.roles import sync_role_groups
 
     # Permissions are normally created after all migrations (post_migrate); the groups need
     # them now, so create them for every installed app first.

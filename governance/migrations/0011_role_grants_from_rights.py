@@ -43,7 +43,7 @@ from django.conf import settings
 from django.db import migrations
 from django.utils import timezone
 
-# The verbs of a scoped grant when this migration was written (governance.roles.OBJECT_PERMS),
+# The verbs of a scoped grant when this migration was written (governance.people.roles.OBJECT_PERMS),
 # frozen here: a later change of the roles must not change how old rights were read.
 OBJECT_PERMS = {
     "Editor": {"dataset": ["view_dataset", "change_dataset", "edit_dataset"]},

@@ -1,4 +1,4 @@
-"""`is_staff` becomes what the role grants say (governance.roles.derive_staff).
+"""`is_staff` becomes what the role grants say (governance.people.roles.derive_staff).
 
 Before, the admin's "Staff status" was a switch an Admin had to tick by hand, and a teammate
 granted a role without it could not sign in to the admin. From now on every grant and

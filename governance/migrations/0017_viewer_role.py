@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 
 def create_viewer(apps, schema_editor):
-    from governance.roles import sync_role_groups
+    from governance.people.roles import sync_role_groups
 
     for app_config in apps.get_app_configs():
         app_config.models_module = True

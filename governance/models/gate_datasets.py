@@ -43,7 +43,7 @@ class GateDataset(models.Model):
 def gated_dataset_ids(agents):
     """`{agent pk: ids of the datasets it is gated on}` under the policy in force for each of
     `agents` (`gate_datasets_for`, for many at once): what their Builders may run them on
-    without a role on the datasets (`evaluations.run_rights`). Three queries, whatever the
+    without a role on the datasets (`evaluations.reads.run_rights`). Three queries, whatever the
     number of agents."""
     from governance.models.policies import PublishingPolicy
 

@@ -96,7 +96,8 @@ class PublishingPolicy(models.Model):
     bypass_expiry_hours = models.PositiveIntegerField(default=72)
     # Four eyes only count when the second pair is not the first one's creature: an Admin whose
     # Admin rights are younger than this may not approve a bypass (0: no waiting time; an Admin
-    # made by the bypass's requester is refused whatever it says, governance.bypass_rules).
+    # made by the bypass's requester is refused whatever it says,
+    # governance.publishing.bypass_rules).
     bypass_approver_min_role_age_hours = models.PositiveIntegerField(
         default=0,
         help_text="Hours an Admin must have held Admin rights before approving a bypass.",

@@ -21,9 +21,9 @@ class RoleGrant(models.Model):
     """One role granted to one user: globally, or on one agent or dataset.
 
     The grant is what the Admin gave (who, when, why); the rights are derived from the grants:
-    `governance.roles.materialize` makes the user's role-group memberships, and their guardian
-    object permissions on the grant's object, exactly the union of what their grants there carry.
-    So every permission check (`has_perm`, `for_user`) keeps reading groups and guardian, and
+    `governance.people.roles.materialize` makes the user's role-group memberships, and their
+    guardian object permissions on the grant's object, exactly the union of what their grants there
+    carry. So every permission check (`has_perm`, `for_user`) keeps reading groups and guardian, and
     revoking one grant takes away exactly what it gave. Rows are written only by `GrantRole`
     (create) and `RevokeRole` (delete), which audit both; the history is the audit log. A grant
     goes with its agent or dataset (CASCADE: `governance.receivers` audits each as a revocation
@@ -66,7 +66,7 @@ class RoleGrant(models.Model):
                     | Q(scope=RoleScope.DATASET, agent__isnull=True, dataset__isnull=False)
                 ),
             ),
-            # A role with no meaning on a kind of object (governance.roles.OBJECT_PERMS).
+            # A role with no meaning on a kind of object (governance.people.roles.OBJECT_PERMS).
             models.CheckConstraint(
                 name="rolegrant_role_fits_scope",
                 condition=~Q(scope=RoleScope.AGENT, role=Role.EDITOR)

@@ -2,7 +2,7 @@
 code, target, date range and request id, each entry's before/after shown as a diff of the keys
 that changed, the chain and its checkpoints verified from the page (the same `verify_chain` and
 `verify_file` as `manage.py verify_audit`) and the filtered view exported (oldest first, every
-field, as `export_audit`) through `governance.audit_export.write_entries`; an export is itself
+field, as `export_audit`) through `governance.audit.export.write_entries`; an export is itself
 audited, as in the admin.
 
 Only holders of `governance.view_auditentry` (the Admin role) see it; anyone else gets 404, as
@@ -22,8 +22,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_POST
 
-from governance.audit_checkpoints import verify_file
-from governance.audit_export import FORMATS, write_entries
+from governance.audit.checkpoints import verify_file
+from governance.audit.export import FORMATS, write_entries
 from governance.models import AuditEntry, verify_chain
 from sherlock.core.audit import audit
 from sherlock.core.htmx import render_page

@@ -31,10 +31,10 @@ from governance.actions.sso_fields import configured_provider_ids
 from governance.actions.unmap_sso_group import UnmapSSOGroup
 from governance.actions.update_sso_provider import UpdateSSOProvider
 from governance.choices import Role
-from governance.invites import invite_url, make_token, user_for_token
 from governance.models import RoleGrant, SSOGroupRole, SSOProvider
-from governance.role_forms import RoleForm, ScopeForm
-from governance.roles import is_global_admin
+from governance.people.invites import invite_url, make_token, user_for_token
+from governance.people.roles import is_global_admin
+from governance.views.role_forms import RoleForm, ScopeForm
 from sherlock.core.errors import ActionError, each_error
 from sherlock.core.inputs import parse_id
 

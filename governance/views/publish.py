@@ -5,9 +5,9 @@ the gate runs are evaluating. Objects come from `for_user`: what a user may not 
 
 Publishing, rolling back, retiring and asking again for publication while a decision is open
 are two steps, plain HTML forms that work without JavaScript: the first shows what the verb
-relies on and costs (`governance.confirmations`), the second runs it. A refused form comes back
-with what was typed and the reason under its field (or under its button when the refusal is
-not about the field), answered 400, 403 or 409 as the API would; a verb that ran redirects to
+relies on and costs (`governance.publishing.confirmations`), the second runs it. A refused form
+comes back with what was typed and the reason under its field (or under its button when the refusal
+is not about the field), answered 400, 403 or 409 as the API would; a verb that ran redirects to
 the page with a message.
 """
 
@@ -29,10 +29,15 @@ from governance.actions.retire_version import RetireVersion
 from governance.actions.revoke_bypass import RevokeBypass
 from governance.actions.rollback_version import RollBackVersion
 from governance.choices import BYPASS_ACTIVE, REQUEST_DECIDED, BypassState, RequestState
-from governance.confirmations import clearance_text, publish_plan, request_plan, retire_plan
-from governance.decision import gate_label, gate_rows, missing_of, outcome_of
 from governance.models import Bypass, PublishingPolicy, PublishRequest
-from governance.next_step import next_step, what_it_waits_for
+from governance.publishing.confirmations import (
+    clearance_text,
+    publish_plan,
+    request_plan,
+    retire_plan,
+)
+from governance.publishing.decision import gate_label, gate_rows, missing_of, outcome_of
+from governance.publishing.next_step import next_step, what_it_waits_for
 from sherlock.core.api.errors import domain_status
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
@@ -167,8 +172,8 @@ def plan_of(verb, action, publish_request):
 
 
 def waiting_text(version, publish_request):
-    """What the open decision waits for, told above the buttons (`governance.next_step`): a
-    passed request waits for a Publisher (unless the policy or the configuration moved since),
+    """What the open decision waits for, told above the buttons (`governance.publishing.next_step`):
+    a passed request waits for a Publisher (unless the policy or the configuration moved since),
     a blocked one for a bypass."""
     if not _open(publish_request):
         return ""

@@ -2,7 +2,7 @@
 
 Someone signed out is sent on to Sherlock's sign-in page with the `next` they came with.
 Someone signed in was sent here because no role grant of theirs uses the admin (`is_staff` is
-derived from the grants, `governance.roles.derive_staff`): the sign-in page would send them
+derived from the grants, `governance.people.roles.derive_staff`): the sign-in page would send them
 straight back to the admin, which sends them here again, a redirect loop the browser ends with
 "too many redirects". They get the 403 page saying why, and who changes it.
 """

@@ -24,10 +24,10 @@ from production.actions.create_online_rule import CreateOnlineRule
 from production.actions.dismiss_rollback_proposal import DismissRollbackProposal
 from production.actions.online_rule_fields import FIELDS
 from production.actions.update_online_rule import UpdateOnlineRule
-from production.metrics import RANGES, metrics_json, production_metrics
 from production.models import OnlineRule, RollbackProposal
 from production.online.contract import lag_figures, production_contract, production_dict
 from production.online.spend import day_spend
+from production.reads.metrics import RANGES, metrics_json, production_metrics
 from sherlock.core.api.errors import refusals
 from sherlock.core.api.serializers import RefuseUnknownFields
 from sherlock.core.limits import REASON_MAX

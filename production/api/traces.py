@@ -19,7 +19,7 @@ from rest_framework.pagination import CursorPagination
 
 from production.choices import TraceState
 from production.models import Span, Trace, TraceScore
-from production.reads import search_text, span_tree
+from production.reads.traces import search_text, span_tree
 from sherlock.core.api.filters import IdFilter
 from sherlock.core.api.serializers import LeanRepresentation, MoneyField
 

@@ -2,8 +2,8 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from production.api.online import AgentProductionViewSet, RollbackProposalViewSet
+from production.api.otlp import OTLPTracesView
 from production.api.traces import TraceViewSet
-from production.api.views import OTLPTracesView
 
 router = DefaultRouter()
 # Shares the `agents` prefix with agents.api: only the detail verbs are routed here.

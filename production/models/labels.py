@@ -11,7 +11,7 @@ from django.urls import reverse
 class TraceLabel(models.Model):
     """The label one person gave one check's result on one scored trace: pass/fail or a score
     in [0, 1]. The check is the dataset check the online rule reused (`check_config`), so the label
-    counts toward that check's calibration (`evaluations.calibration`) under the key it was
+    counts toward that check's calibration (`evaluations.reads.calibration`) under the key it was
     judged with (`calibration_key`: the check's kind and params with the rule's pinned judge
     model). One label per person, result and check; the latest counts."""
 

@@ -123,7 +123,7 @@ class TraceScore(models.Model):
     sampling or a filter left it out (`reason` says which). The contract columns
     (`declared_complete` ... `effects_without_state`, `cost_usd`, `billing_coverage`) are named
     and filled as a run's `Trial` columns are, by the same evidence step
-    (`evaluations.evidence.collect_evidence_for`); `cost_usd` is the trace's whole cost, its
+    (`evaluations.engine.evidence.collect_evidence_for`); `cost_usd` is the trace's whole cost, its
     agent cost plus its judge spend, and `billing_coverage` is `billed` only when both are
     (as a trial record's `cost`). `lag_ms` is scored_at minus the trace's `completed_at`.
     """

@@ -1,10 +1,10 @@
 """The Trace aggregate: the spans one agent's production trace sent, and the trial they make.
 
 A `Trace` is created by the first span of a trace id that reaches the receiver for an agent
-(`production.ingest`), whatever its order; every later span of that id joins it, across export
-calls. Its state moves once, by the completion task (`production.completion`), which builds
-the normalized transcript (`production.normalize`) at that moment. The spans are kept as they
-came (attributes and events raw), so a later normalizer can rebuild a transcript.
+(`production.traces.ingest`), whatever its order; every later span of that id joins it, across
+export calls. Its state moves once, by the completion task (`production.traces.closing`), which
+builds the normalized transcript (`production.traces.normalize`) at that moment. The spans are kept
+as they came (attributes and events raw), so a later normalizer can rebuild a transcript.
 """
 
 from django.db import models

@@ -35,7 +35,6 @@ from django.db.models import Count, F, FloatField, Q, Sum
 from django.db.models.functions import Floor
 from django.utils import timezone
 
-from evaluations import costs
 from evaluations.contract import (
     ContractResult,
     VariantTotals,
@@ -43,7 +42,9 @@ from evaluations.contract import (
     thresholds_for,
     wilson_interval,
 )
-from evaluations.contract.db import SCORE_UNITS, record_aggregates, runs_contract
+from evaluations.contract.db import SCORE_UNITS, record_aggregates
+from evaluations.contract.runs import runs_contract
+from evaluations.costs.texts import format_usd
 from production.models import TraceScore
 
 
@@ -161,7 +162,7 @@ def not_measured(result: ContractResult) -> list[str]:
         lines.append(
             "cost per verified outcome: not measured from billed cost (no trace carried one); "
             f"{t.estimated_runs} traces were priced from the tokens they reported with your "
-            f"model prices, {costs.format_usd(t.estimated_usd)} in all, kept apart as estimated"
+            f"model prices, {format_usd(t.estimated_usd)} in all, kept apart as estimated"
         )
     return lines
 

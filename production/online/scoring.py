@@ -1,6 +1,6 @@
 """Scoring complete production traces in the background, by the checks and verifiers of runs.
 
-`enqueue(trace_ids)` (called on commit when traces complete, `production.completion`) queues
+`enqueue(trace_ids)` (called on commit when traces complete, `production.traces.closing`) queues
 one `production.tasks.score_traces` task for them; the minute's sweep
 (`production.tasks.sweep_online_scoring`) scores any complete trace still without a score, and
 takes back a claim whose worker died. For each trace of an agent with an active rule:
@@ -32,11 +32,12 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluations import costs
 from evaluations.choices import BillingCoverage
 from evaluations.contract.db import GRADER_RAN
+from evaluations.costs.prices import agent_cost, load_prices
+from evaluations.costs.texts import format_usd
+from evaluations.engine.evidence import collect_evidence_for, contract_counts
 from evaluations.engine.trials import score_transcript
-from evaluations.evidence import collect_evidence_for, contract_counts
 from production.choices import SCORE_STATES, ScoreState, TraceState
 from production.models import OnlineRule, Span, Trace, TraceScore
 from production.online import rules, spend
@@ -131,7 +132,7 @@ def score_traces(trace_ids):
             "trace_id", "attributes"
         ):
             span_attributes.setdefault(trace_pk, []).append(attributes)
-    prices = costs.load_prices()
+    prices = load_prices()
     checks_by_rule = {rule.pk: rules.rule_checks(rule) for rule in rules_by_agent.values()}
     judged = {pk for pk, checks in checks_by_rule.items() if rules.uses_model(checks)}
     looked, scored_agents = 0, set()
@@ -190,9 +191,10 @@ def _breach_due(agent_id, now=None):
 def _known_tools(traces):
     """({agent id: registered tools by name}, {version id: denied tool names}) for these traces'
     calls:
-    two queries for the batch instead of two per trace (`evaluations.evidence.tool_effects`)."""
+    two queries for the batch instead of two per trace
+    (`evaluations.engine.evidence.tool_effects`)."""
+    from agents.adapters.transcripts import tool_calls
     from agents.models import AgentVersion, Tool
-    from agents.transcripts import tool_calls
 
     names = set()
     for trace in traces:
@@ -344,7 +346,7 @@ def score_trace(trace, rule, checks, prices, span_attributes=()):
                     "daily spend cap cannot be enforced",
                 )
             if not spend.reserve(rule, amount):
-                cap = costs.format_usd(rule.daily_cap_usd)
+                cap = format_usd(rule.daily_cap_usd)
                 return _capped(
                     score,
                     f"the daily judge spend cap of {cap} was reached (scored again today if "
@@ -377,7 +379,7 @@ def declared_transcript(transcript, rule):
     it is (nothing declared)."""
     if isinstance(transcript.get("declared_complete"), bool) or not rule.completion_tool:
         return transcript
-    from production.normalize import folded_name
+    from production.traces.assembly import folded_name
 
     wanted = folded_name(rule.completion_tool)
     calls = transcript.get("tool_calls") if isinstance(transcript.get("tool_calls"), list) else []
@@ -416,7 +418,7 @@ def _scored_fields(trace, rule, checks, judge, prices, *, tools=None, denied=Non
     real = [call for call in calls if not call.cached]
     judge_usd = sum((call.usd for call in real if call.usd is not None), Decimal(0))
     unpriced = any(call.usd is None for call in real)
-    agent_usd, coverage = costs.agent_cost(transcript, trace.model, prices)
+    agent_usd, coverage = agent_cost(transcript, trace.model, prices)
     if unpriced:
         coverage = BillingCoverage.MISSING
     quality = rules.quality_label(rule, checks)

@@ -9,7 +9,7 @@ priced as every judge call is (`evaluations.costs`). So no ask starts beyond the
 day spends exceeds it only by what the last traces admitted cost beyond their estimate.
 
 The estimate is the largest judge cost of the rule's recent scored traces, or, before there
-is any, each model check's calls (`evaluations.costs.DEFAULT_CALLS`) at the default token
+is any, each model check's calls (`evaluations.costs.estimate.DEFAULT_CALLS`) at the default token
 counts (`DEFAULT_JUDGE_TOKENS`) at the pinned model's price, whichever is larger. A pinned
 model without a price cannot be held to a cap: its traces are not scored (said so).
 """
@@ -23,7 +23,7 @@ from django.db.models import F, Value
 from django.utils import timezone
 
 from evaluations.checks import REGISTRY
-from evaluations.costs import DEFAULT_CALLS, DEFAULT_JUDGE_TOKENS
+from evaluations.costs.estimate import DEFAULT_CALLS, DEFAULT_JUDGE_TOKENS
 from production.choices import ScoreState
 from production.models import OnlineSpend, TraceScore
 

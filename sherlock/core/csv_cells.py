@@ -10,7 +10,7 @@ back as it was (the case import does, docs/cases.md; the audit export's cells ar
 same way before re-computing a hash from a CSV file, docs/governance.md).
 
 The case CSV writer (`evaluations.cases_io.csv_format`), the audit export
-(`governance.audit_export`) and `manage.py export_run --format csv` call these functions.
+(`governance.audit.export`) and `manage.py export_run --format csv` call these functions.
 """
 
 import csv

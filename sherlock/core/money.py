@@ -13,7 +13,7 @@ The rule (`usd` without ``places``):
 - halves round up ($1.125 is "$1.13"), as the contract rounds.
 
 It is text for people: the API and the JSON output of the commands keep their numbers as
-numbers and add these words beside them (`evaluations.costs.format_usd` adds "price missing").
+numbers and add these words beside them (`evaluations.costs.texts.format_usd` adds "price missing").
 """
 
 from decimal import ROUND_HALF_UP, Decimal

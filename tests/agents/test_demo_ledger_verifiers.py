@@ -11,7 +11,7 @@ from agents import demo
 from agents.models import Tool
 from agents.verifiers.runners import run_verifier
 from agents.verifiers.spec import EFFECT, OUTCOME
-from evaluations.evidence import collect_evidence
+from evaluations.engine.evidence import collect_evidence
 from evaluations.models import Trial
 from tests.support.verifiers import make_trial
 

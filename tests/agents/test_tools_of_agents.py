@@ -10,7 +10,7 @@ from django.apps import apps
 
 from agents.actions.create_draft_version import CreateDraftVersion
 from agents.models import Tool
-from evaluations.evidence import tool_effects
+from evaluations.engine.evidence import tool_effects
 from governance.models import AuditEntry
 from sherlock.core.errors import ActionInvalid
 from tests.support import factories

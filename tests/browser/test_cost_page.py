@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import Group
 
-from evaluations.costs import write_cost_lines
+from evaluations.costs.ledger import write_cost_lines
 from evaluations.models import CostEntry
 from tests.support import factories
 from tests.support.browser import log_in

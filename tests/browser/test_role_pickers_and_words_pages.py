@@ -9,7 +9,7 @@ every error of one submit. Screenshots: `person-pick-agent`, `person-granted`,
 
 import pytest
 
-from governance.roles import derive_staff
+from governance.people.roles import derive_staff
 from tests.support import factories
 from tests.support.browser import log_in, pick
 

@@ -7,8 +7,8 @@ import pytest
 
 from evaluations.actions.label_check_result import LabelCheckResult
 from evaluations.actions.update_check import UpdateCheck
-from evaluations.calibration import Agreement, calibration_gate, calibration_of
 from evaluations.models import CheckResult, HumanLabel, Run, Trial
+from evaluations.reads.calibration import Agreement, calibration_gate, calibration_of
 from sherlock.core.errors import ActionInvalid
 from tests.support import factories
 from tests.support.factories import api

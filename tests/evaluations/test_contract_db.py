@@ -8,7 +8,7 @@ import pytest
 
 from evaluations.choices import CheckStatus, CostKind
 from evaluations.contract import compute_contract, parse_thresholds
-from evaluations.contract.db import run_contract, run_totals
+from evaluations.contract.runs import run_contract, run_totals
 from governance.models import PublishingPolicy
 from tests.support import factories
 from tests.support.contract_runs import (

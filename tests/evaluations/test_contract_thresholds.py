@@ -25,8 +25,8 @@ from evaluations.contract import (
     thresholds_for,
     thresholds_provider,
 )
-from governance.decision import in_force_thresholds
 from governance.models import PublishingPolicy
+from governance.publishing.decision import in_force_thresholds
 from tests.support import factories
 from tests.support.contract_runs import add_trial, empty_run
 from tests.support.factories import api
@@ -179,8 +179,8 @@ def test_the_run_page_passes_a_run_the_global_policy_passes_though_the_defaults_
 
 def test_the_run_page_reads_the_verdict_the_publish_gate_reaches(cheap, dear, agent):
     """The page's contract and the gate's decision (`decide`) agree under the policy."""
-    from evaluations.contract.db import run_contract
-    from governance.decision import decide
+    from evaluations.contract.runs import run_contract
+    from governance.publishing.decision import decide
 
     tight = policy("Tight", agent, Decimal("0.05"))
     for run in (cheap, dear):

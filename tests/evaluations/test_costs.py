@@ -7,7 +7,9 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from evaluations import costs
+from evaluations.costs.ledger import agent_cost_line, judge_cost_lines
+from evaluations.costs.prices import agent_cost, load_prices, price_judge_calls
+from evaluations.costs.texts import describe_estimate, format_usd
 from evaluations.models import CostEntry, JudgeCall, ModelPrice
 
 
@@ -23,7 +25,7 @@ def test_judge_calls_are_priced_with_one_lookup_and_a_missing_price_is_not_zero(
     )
     priced, unpriced, hit = call("judge"), call("unknown"), call("judge", cached=True)
     with django_assert_num_queries(1):
-        total = costs.price_judge_calls([priced, unpriced, hit])
+        total = price_judge_calls([priced, unpriced, hit])
     assert priced.usd == Decimal("0.002")
     assert unpriced.usd is None and unpriced.price_missing
     assert hit.usd is None and not hit.price_missing
@@ -34,18 +36,18 @@ def test_judge_calls_priced_from_loaded_prices_need_no_query(db, django_assert_n
     ModelPrice.objects.create(
         model="judge", usd_per_million_input=Decimal(1), usd_per_million_output=Decimal(1)
     )
-    prices = costs.load_prices()
+    prices = load_prices()
     calls = [call("judge"), call("judge", prompt=0, completion=1_000_000)]
     with django_assert_num_queries(0):
-        assert costs.price_judge_calls(calls, prices) == Decimal("1.0015")
-    assert costs.price_judge_calls([]) == 0
+        assert price_judge_calls(calls, prices) == Decimal("1.0015")
+    assert price_judge_calls([]) == 0
 
 
 def test_every_real_judge_call_gets_a_scoring_line_and_a_cache_hit_none():
     paid, hit = call("judge"), call("judge", cached=True)
     paid.usd = Decimal("0.5")
     day = timezone.localdate()
-    lines = costs.judge_cost_lines([paid, hit], day=day, agent_id=1, run_id=2, trial_id=3)
+    lines = judge_cost_lines([paid, hit], day=day, agent_id=1, run_id=2, trial_id=3)
     assert len(lines) == 1
     line = lines[0]
     assert (line.kind, line.model, line.usd, line.judge_call) == (
@@ -60,7 +62,7 @@ def test_every_real_judge_call_gets_a_scoring_line_and_a_cache_hit_none():
 
 def test_an_agent_call_has_an_agent_line():
     day = timezone.localdate()
-    line = costs.agent_cost_line(
+    line = agent_cost_line(
         model="m",
         prompt_tokens=3,
         completion_tokens=4,
@@ -77,16 +79,16 @@ def test_an_agent_call_has_an_agent_line():
 def test_agent_cost_is_billed_estimated_or_missing():
     price = ModelPrice(usd_per_million_input=Decimal(1), usd_per_million_output=Decimal(2))
     usage = {"prompt_tokens": 1000, "completion_tokens": 500}
-    assert costs.agent_cost({"cost_usd": 0.02}, "m", {}) == (Decimal("0.02"), "billed")
-    assert costs.agent_cost({"usage": usage}, "m", {"m": price}) == (Decimal("0.002"), "estimated")
-    assert costs.agent_cost({"usage": usage}, "m", {}) == (None, "missing")
-    assert costs.agent_cost({}, "m", {"m": price}) == (None, "missing")
-    assert costs.agent_cost(None, "m", {"m": price}) == (None, "missing")
+    assert agent_cost({"cost_usd": 0.02}, "m", {}) == (Decimal("0.02"), "billed")
+    assert agent_cost({"usage": usage}, "m", {"m": price}) == (Decimal("0.002"), "estimated")
+    assert agent_cost({"usage": usage}, "m", {}) == (None, "missing")
+    assert agent_cost({}, "m", {"m": price}) == (None, "missing")
+    assert agent_cost(None, "m", {"m": price}) == (None, "missing")
 
 
 def test_the_estimate_reads_as_calls_and_what_is_missing_a_price():
-    assert costs.describe_estimate({}) == "-"
-    assert costs.describe_estimate({"calls": 3, "judge_calls": 1, "usd": 0.25}) == (
+    assert describe_estimate({}) == "-"
+    assert describe_estimate({"calls": 3, "judge_calls": 1, "usd": 0.25}) == (
         "3 calls (1 judge), $0.25"
     )
     # A missing price reads "price missing (N calls)", never "$0.0000 known".
@@ -99,7 +101,7 @@ def test_the_estimate_reads_as_calls_and_what_is_missing_a_price():
         "price_missing": ["agent x v1"],
         "usd_known": 0,
     }
-    assert costs.describe_estimate(missing) == (
+    assert describe_estimate(missing) == (
         "2 calls (0 judge), price missing (2 calls) for agent x v1"
     )
     judged = {
@@ -112,19 +114,19 @@ def test_the_estimate_reads_as_calls_and_what_is_missing_a_price():
         "price_missing": ["judge-model"],
         "checks": {"Faithful": {"calls": 3, "usd": None}, "Relevant": {"calls": 0, "usd": 0}},
     }
-    assert costs.describe_estimate(judged) == (
+    assert describe_estimate(judged) == (
         "5 calls (3 judge), $0.02 + price missing (3 calls) for judge-model"
     )
 
 
 def test_money_reads_price_missing_with_the_calls_never_zero_dollars():
-    assert costs.format_usd(Decimal("0.01234")) == "$0.0123"
-    assert costs.format_usd(Decimal(0)) == "$0.00"  # known and free (a cache hit)
-    assert costs.format_usd(Decimal(0), 4) == "price missing (4 calls)"
-    assert costs.format_usd(Decimal(0), 1) == "price missing (1 call)"
-    assert costs.format_usd(Decimal("0.5"), 2) == "$0.50 + price missing (2 calls)"
-    assert costs.format_usd(None) == "price missing"
-    assert costs.format_usd(None, 3) == "price missing (3 calls)"
+    assert format_usd(Decimal("0.01234")) == "$0.0123"
+    assert format_usd(Decimal(0)) == "$0.00"  # known and free (a cache hit)
+    assert format_usd(Decimal(0), 4) == "price missing (4 calls)"
+    assert format_usd(Decimal(0), 1) == "price missing (1 call)"
+    assert format_usd(Decimal("0.5"), 2) == "$0.50 + price missing (2 calls)"
+    assert format_usd(None) == "price missing"
+    assert format_usd(None, 3) == "price missing (3 calls)"
 
 
 def test_templates_show_money_through_the_usd_filter():

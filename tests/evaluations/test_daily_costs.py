@@ -15,9 +15,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent
-from evaluations import costs
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.choices import CostKind
+from evaluations.costs import ledger as costs_ledger
 from evaluations.models import CostEntry, DailyCost, JudgeCall, ModelPrice, Run
 from tests.support import factories
 from tests.support.judge_fixtures import JUDGE_MODEL
@@ -74,7 +74,7 @@ def lines_summed():
 
 
 def ledger():
-    return costs.daily_ledger(Agent.objects.all(), SINCE)
+    return costs_ledger.daily_ledger(Agent.objects.all(), SINCE)
 
 
 def kept_totals():
@@ -99,7 +99,7 @@ def kept_totals():
 def assert_totals_are_the_lines():
     assert ledger() == lines_summed()
     kept = kept_totals()
-    costs.rebuild_daily_costs()
+    costs_ledger.rebuild_daily_costs()
     assert kept == kept_totals()
 
 
@@ -207,11 +207,11 @@ def test_a_summary_moves_its_judge_calls_to_the_summary_kind(
     # Re-kinded again (to scoring and back): the sums move, none is counted twice.
     lines = CostEntry.objects.filter(run=run)
     judged = lines.filter(judge_call__isnull=False)
-    costs.rekind_cost_lines(judged, CostKind.SCORING)
+    costs_ledger.rekind_cost_lines(judged, CostKind.SCORING)
     assert {r["kind"] for r in ledger()} == {CostKind.AGENT, CostKind.SCORING}
     assert_totals_are_the_lines()
-    costs.rekind_cost_lines(judged, CostKind.SUMMARY)
-    costs.rekind_cost_lines(judged, CostKind.SUMMARY)  # nothing to move
+    costs_ledger.rekind_cost_lines(judged, CostKind.SUMMARY)
+    costs_ledger.rekind_cost_lines(judged, CostKind.SUMMARY)  # nothing to move
     assert_totals_are_the_lines()
 
 
@@ -238,7 +238,7 @@ def test_the_ledger_is_one_query_however_many_lines(world, django_assert_num_que
     with django_assert_num_queries(1):
         few = ledger()
     agent = Agent.objects.get(slug="alpha")
-    costs.write_cost_lines(
+    costs_ledger.write_cost_lines(
         CostEntry(kind="agent", day=TODAY - timedelta(days=n % 20), agent=agent, usd=1)
         for n in range(200)
     )
@@ -257,7 +257,7 @@ def test_writing_lines_costs_the_same_statements_however_many(db):
             for agent in (alpha, beta)
         ]
         with CaptureQueriesContext(connection) as ctx:
-            costs.write_cost_lines(lines)
+            costs_ledger.write_cost_lines(lines)
         return len(ctx)
 
     # Within one INSERT's parameters on SQLite (which splits a bigger bulk insert): the lines,

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from agents.models import Tool
-from evaluations.evidence import collect_evidence
+from evaluations.engine.evidence import collect_evidence
 from tests.support.verifiers import LEDGER_DB, ledger_database, make_trial
 
 pytestmark = pytest.mark.django_db

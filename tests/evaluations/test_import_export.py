@@ -18,7 +18,7 @@ from evaluations import engine
 from evaluations.actions.start_run import StartRun
 from evaluations.choices import CostKind, RunPurpose
 from evaluations.contract import compute_contract, load_document
-from evaluations.contract.db import run_contract
+from evaluations.contract.runs import run_contract
 from evaluations.models import CheckResult, Dataset, DatasetVersion, Run, Trial
 from tests.support import factories
 from tests.support.contract_runs import FIXTURE, import_seed_variant, seed_records

@@ -14,7 +14,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from evaluations.choices import RunStatus, TrialStatus
-from evaluations.costs import write_cost_lines
+from evaluations.costs.ledger import write_cost_lines
 from evaluations.models import CostEntry, DailyCost, ModelPrice, Run, Trial
 from sherlock.core.numbers import LATENCY_MS, TOKENS, USD
 from tests.support import factories
@@ -318,8 +318,8 @@ def test_a_judge_reporting_absurd_usage_is_an_error_not_a_price(llm_server):
 
 
 def test_a_trace_summing_past_a_range_keeps_the_trace_and_names_the_figure(client, builder):
-    from production.completion import complete_traces
     from production.models import Trace
+    from production.traces.closing import complete_traces
     from tests.support.governance import api_key
     from tests.support.otel_clients import export_body, finished_spans
 

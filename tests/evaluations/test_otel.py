@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from agents.models import Tool
 from evaluations.choices import CheckStatus, TrialStatus
-from evaluations.evidence import contract_counts
+from evaluations.engine.evidence import contract_counts
+from evaluations.engine.otel import EVALUATION_EVENT, GENAI_ATTRIBUTES, SCHEMA_URL, run_to_otlp
 from evaluations.models import CheckResult, Trial
-from evaluations.otel import EVALUATION_EVENT, GENAI_ATTRIBUTES, SCHEMA_URL, run_to_otlp
 from tests.support.contract_runs import GRADER, empty_run, import_seed_variant
 
 pytestmark = pytest.mark.django_db

@@ -8,14 +8,13 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from evaluations import scoring
-from evaluations.calibration import informative_checks
-from evaluations.checks import MODEL_KINDS
+from evaluations.checks import MODEL_KINDS, scoring
 from evaluations.choices import CheckStatus, RunStatus, TrialStatus
-from evaluations.contract.db import run_totals
+from evaluations.contract.runs import run_totals
 from evaluations.engine import completion, compute_case_results, maybe_finish_run
 from evaluations.models import CaseResult, Check, CheckResult, Run
 from evaluations.reads import figures
+from evaluations.reads.calibration import informative_checks
 from evaluations.reads.results_grid import unscored_checks
 from evaluations.reads.trends import check_stats
 from tests.support import factories

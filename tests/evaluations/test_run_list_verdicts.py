@@ -17,7 +17,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from evaluations.choices import CostKind, RunStatus
-from evaluations.contract.db import run_totals, runs_totals
+from evaluations.contract.runs import run_totals, runs_totals
 from evaluations.models import Run
 from governance.models import PublishingPolicy
 from tests.support import factories

@@ -8,11 +8,11 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from evaluations.actions.delete_schedule import DeleteSchedule
+from evaluations.actions.fire_schedule import estimate_schedule, fire, runs_per_month
 from evaluations.actions.pause_schedule import PauseSchedule
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.choices import RunPurpose
 from evaluations.models import Run, RunSchedule
-from evaluations.schedules import estimate_schedule, fire, runs_per_month
 from evaluations.signals import schedule_failed
 from governance.models import AuditEntry
 from sherlock.core.errors import ActionDenied, ActionInvalid

@@ -7,8 +7,8 @@ it did not fire, and starts nothing."""
 import pytest
 
 from agents.models import AgentVersion
+from evaluations.actions.fire_schedule import fire
 from evaluations.models import Run, RunSchedule
-from evaluations.schedules import fire
 from sherlock.core.errors import ActionInvalid
 from tests.support import factories
 from tests.support.schedules import OWNED, create

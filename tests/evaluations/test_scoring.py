@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from evaluations.scoring import check_status, effective_check, summarize_case
+from evaluations.checks.scoring import check_status, effective_check, summarize_case
 
 
 def r(label, status, score=None, blocking=True):

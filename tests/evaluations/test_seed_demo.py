@@ -14,10 +14,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent, AgentVersion, Tool
-from evaluations.contract.db import run_contract
+from evaluations.contract.runs import run_contract
 from evaluations.models import Case, CaseVersion, Check, Dataset, DatasetVersion, Run, Trial
-from governance.decision import decide, policy_thresholds
 from governance.models import AuditEntry, Bypass, PublishingPolicy, PublishRequest
+from governance.publishing.decision import decide, policy_thresholds
 
 pytestmark = pytest.mark.django_db
 

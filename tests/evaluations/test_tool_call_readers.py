@@ -10,9 +10,9 @@ from django.utils import timezone
 from agents.models import Tool
 from evaluations.checks import evaluate
 from evaluations.choices import TrialStatus
-from evaluations.evidence import collect_evidence
+from evaluations.engine.evidence import collect_evidence
+from evaluations.engine.otel import run_to_otlp
 from evaluations.models import Trial
-from evaluations.otel import run_to_otlp
 from tests.support.contract_runs import empty_run
 from tests.support.verifiers import make_trial
 
@@ -115,7 +115,8 @@ def exported_tool_spans(call):
     return spans
 
 
-# --- Every reader reads every accepted shape the same way (agents.transcripts) ---------------
+# --- Every reader reads every accepted shape the same way (agents.adapters.transcripts)
+# ---------------
 #
 # Before one reader (pinned in the previous commit): evidence collection gave a Vertex call no
 # effect at all, read a bare string as a call and skipped a nameless one; the export named a

@@ -17,7 +17,7 @@ from agents.verifiers.runners import run_verifier
 from agents.verifiers.spec import InvalidVerifier, validate_verifier_spec
 from evaluations.actions.create_case import CreateCase
 from evaluations.actions.update_case import UpdateCase
-from evaluations.evidence import collect_evidence
+from evaluations.engine.evidence import collect_evidence
 from evaluations.models import Case, CaseVersion
 from governance.models import AuditEntry
 from sherlock.core.errors import ActionInvalid

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from governance import tasks
-from governance.audit_checkpoints import key_id, make_checkpoint, to_line
+from governance.audit.checkpoints import key_id, make_checkpoint, to_line
 from governance.models import AuditEntry, verify_chain
 from sherlock.core.audit import audit
 from tests.support.audit import (

@@ -4,8 +4,8 @@ be scored, even though such checks do not fail a case (section 5)."""
 import pytest
 
 from evaluations.actions.start_run import StartRun
-from governance.decision import decide
 from governance.models import PublishingPolicy
+from governance.publishing.decision import decide
 from tests.support import factories
 
 JUDGED = {"label": "Faithful", "kind": "faithfulness", "params": {}, "threshold": 0.9}

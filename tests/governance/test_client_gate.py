@@ -164,7 +164,7 @@ def test_a_client_versions_gate_is_fulfilled_by_the_client(world, server):
 def test_the_publish_page_and_next_step_say_the_gate_waits_for_the_client(world, client):
     from agents.models import AgentVersion
     from governance.actions.request_publication import RequestPublication
-    from governance.next_step import next_step
+    from governance.publishing.next_step import next_step
 
     version = AgentVersion.objects.create(
         agent=_gated(factories.agent("other-bot")), number=1, adapter="client", config={}

@@ -1,13 +1,13 @@
-"""The release decision `governance.decision.decide`: a version's gate runs under a publishing
-policy, every gate with its numbers, as the snapshot a publish request stores."""
+"""The release decision `governance.publishing.decision.decide`: a version's gate runs under a
+publishing policy, every gate with its numbers, as the snapshot a publish request stores."""
 
 import json
 
 import pytest
 
 from evaluations.choices import RunStatus
-from governance.decision import decide
 from governance.models import PublishingPolicy
+from governance.publishing.decision import decide
 from tests.support.contract_runs import (
     POLICY_THRESHOLDS,
     add_trial,

@@ -8,7 +8,7 @@ from governance.actions.request_bypass import RequestBypass
 from governance.actions.update_policy import UpdatePolicy
 from governance.choices import Enforcement, RequestState
 from governance.models import PublishingPolicy, PublishRequest
-from governance.next_step import (
+from governance.publishing.next_step import (
     ADVISORY,
     BYPASS,
     BYPASSED,

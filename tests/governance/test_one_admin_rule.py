@@ -7,7 +7,7 @@ refuses them, as before."""
 from django.contrib.auth.models import Permission
 
 from governance.choices import Role
-from governance.roles import is_global_admin
+from governance.people.roles import is_global_admin
 from sherlock.core.permissions import ADMIN_GROUP, who_grants_roles
 from sherlock.core.permissions import is_global_admin as kernel_rule
 from tests.support import factories

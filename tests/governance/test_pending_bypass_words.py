@@ -5,7 +5,7 @@ one seeded Admin (docs/governance.md)."""
 import pytest
 
 from governance.actions.grant_role import GrantRole
-from governance.bypass_rules import who_may_approve
+from governance.publishing.bypass_rules import who_may_approve
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db

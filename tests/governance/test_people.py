@@ -14,8 +14,8 @@ from governance.actions.deactivate_user import DeactivateUser
 from governance.actions.grant_role import GrantRole
 from governance.actions.invite_user import InviteUser
 from governance.actions.revoke_role import RevokeRole
-from governance.invites import make_token, user_for_token
 from governance.models import AuditEntry
+from governance.people.invites import make_token, user_for_token
 from sherlock.core.errors import ActionConflict, ActionDenied
 from tests.support.factories import api
 

@@ -15,7 +15,7 @@ from guardian.shortcuts import get_user_perms
 
 from agents.choices import VersionState
 from governance.models import AuditEntry
-from governance.roles import OBJECT_PERMS
+from governance.people.roles import OBJECT_PERMS
 from tests.support import factories
 from tests.support.governance import REASON, make_version
 
@@ -120,7 +120,7 @@ def cannot_edit(user, world, tmp_path):
     answer = api(user).patch(f"/api/v1/checks/{check.pk}/", {"threshold": 0.9}, format="json")
     assert answer.status_code in (403, 404)
     saved = page(user).post(f"/admin/evaluations/check/{check.pk}/change/", check_form(check, "0"))
-    # Without a grant left the user is no staff any more (governance.roles.derive_staff): the
+    # Without a grant left the user is no staff any more (governance.people.roles.derive_staff): the
     # admin sends them to the sign-in page.
     assert saved.status_code == 403 or saved["Location"] == "/admin/" or no_admin(saved)
     check.refresh_from_db()

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from guardian.shortcuts import assign_perm, get_user_perms
 
 from governance.models import RoleGrant
-from governance.roles import OBJECT_PERMS
+from governance.people.roles import OBJECT_PERMS
 from sherlock.core.audit import audit
 from tests.support import factories
 

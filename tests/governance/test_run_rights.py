@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from evaluations.models import Run
-from evaluations.run_rights import may_run_on, runnable_datasets
+from evaluations.reads.run_rights import may_run_on, runnable_datasets
 from governance.models import GateDataset
 from tests.support import factories
 from tests.support.governance import api_client, grant_on
@@ -132,7 +132,7 @@ def test_the_pickers_and_forms_offer_the_gate_dataset(db, client, team):
 def test_what_a_builder_may_run_costs_the_same_queries_for_many_agents(
     db, team, django_assert_max_num_queries
 ):
-    from evaluations.run_rights import datasets_to_run
+    from evaluations.reads.run_rights import datasets_to_run
 
     omar = team["omar"]
     with django_assert_max_num_queries(10) as few:

@@ -148,7 +148,7 @@ def test_saves_that_do_not_touch_the_password_write_no_password_entry(client, pu
 
 
 def test_is_staff_cannot_be_unticked_in_the_user_admin(client, admin_user, publisher):
-    # Derived from the role grants (governance.roles.derive_staff), read-only in the admin.
+    # Derived from the role grants (governance.people.roles.derive_staff), read-only in the admin.
     client.force_login(admin_user)
     response = client.post(
         f"/admin/auth/user/{publisher.pk}/change/",

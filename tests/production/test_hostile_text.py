@@ -11,11 +11,11 @@ import pytest
 from django.db import DatabaseError
 from django.utils import timezone
 
-from production import completion
 from production.actions.create_online_rule import CreateOnlineRule
-from production.completion import complete_traces
 from production.models import Span, Trace, TraceScore
 from production.online import scoring
+from production.traces import closing
+from production.traces.closing import complete_traces
 from sherlock.core.text import has_unstorable
 from tests.support.otel_clients import export_body, finished_spans
 
@@ -133,14 +133,14 @@ def test_a_trace_that_cannot_be_stored_is_marked_and_holds_back_no_other(
     good = finished_spans(RESOURCE, healthy)
     orphan = finished_spans(RESOURCE, healthy)[:1]  # the child alone: its parent never came
     bad_id = format(bad[0].context.trace_id, "032x")
-    real = completion._trial
+    real = closing._trial
 
     def refusing(trace, spans, now, prices):
         if trace.trace_id == bad_id:
             raise DatabaseError("unsupported Unicode escape sequence")
         return real(trace, spans, now, prices)
 
-    monkeypatch.setattr(completion, "_trial", refusing)
+    monkeypatch.setattr(closing, "_trial", refusing)
     post(client, bad + good + orphan, builder_key)  # completion runs at once (rooted traces)
     later = timezone.now() + timedelta(hours=1)
     complete_traces(now=later)

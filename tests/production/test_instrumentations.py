@@ -310,7 +310,7 @@ def test_an_effect_verifies_whatever_the_exporters_timing(
         assert response.status_code == 200
         if span is spans[-1]:  # the root came first: the trace is complete, and scored
             assert TraceScore.objects.get().tool_effects == []
-    from production.completion import complete_traces
+    from production.traces.closing import complete_traces
 
     complete_traces()
     from production.online import scoring

@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from production.choices import ScoreState
-from production.metrics import production_metrics
 from production.models import TraceScore
+from production.reads.metrics import production_metrics
 from tests.support import factories, online
 from tests.support.governance import api_client, grant_on
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from production.completion import complete_traces
 from production.models import Trace
-from production.normalize import NORMALIZER_VERSION
+from production.traces.closing import complete_traces
+from production.traces.normalize import NORMALIZER_VERSION
 from tests.support.otel_clients import export_body, finished_spans
 
 RESOURCE = {"sherlock.agent": "support-bot", "sherlock.agent.version": 1}

@@ -6,8 +6,8 @@ import pytest
 
 from evaluations.models import CaseVersion
 from governance.models import AuditEntry
-from production.completion import complete_traces
 from production.models import Trace
+from production.traces.closing import complete_traces
 from tests.support import factories
 from tests.support.governance import grant_on
 from tests.support.otel_clients import export_body, finished_spans

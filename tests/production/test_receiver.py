@@ -12,8 +12,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from production.completion import complete_traces
 from production.models import Span, Trace
+from production.traces.closing import complete_traces
 from tests.support import factories
 from tests.support.governance import api_key, grant_on
 from tests.support.otel_clients import export_body, export_json, finished_spans

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from production.models import Span, Trace
-from production.normalize import NORMALIZER_VERSION
+from production.traces.normalize import NORMALIZER_VERSION
 from tests.support.otel_clients import otlp_provider
 
 

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from evaluations.calibration import agreement_for, calibration_of
 from evaluations.models import ModelPrice
+from evaluations.reads.calibration import agreement_for, calibration_of
 from governance.models import AuditEntry
 from production.actions.create_online_rule import CreateOnlineRule
 from production.models import TraceLabel, TraceScore

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from evaluations.actions.import_trials import ImportTrials
 from evaluations.choices import CheckStatus, RunPurpose, RunStatus, TrialStatus
-from evaluations.evidence import contract_counts
+from evaluations.engine.evidence import contract_counts
 from evaluations.models import CheckResult, Run, Trial
 from tests.support import factories
 

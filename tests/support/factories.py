@@ -107,7 +107,7 @@ def planned_run(builder, version, dataset_version):
 def cost_line(**fields):
     """A saved line of the cost ledger, written as the engine and the judge write theirs
     (`write_cost_lines`: with the daily totals the cost page reads)."""
-    from evaluations.costs import write_cost_lines
+    from evaluations.costs.ledger import write_cost_lines
     from evaluations.models import CostEntry
 
     line = CostEntry(**fields)

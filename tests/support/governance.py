@@ -16,7 +16,7 @@ from evaluations.choices import BillingCoverage, OutcomeVerdict, RunStatus, Tria
 from evaluations.models import Run, Trial
 from evaluations.signals import run_finished
 from governance.models import APIKey
-from governance.roles import OBJECT_PERMS
+from governance.people.roles import OBJECT_PERMS
 
 REASON = "Incident INC-4521: the refund flow is down and this fix must ship tonight."
 

@@ -18,7 +18,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluations.checks import rubrics
-from evaluations.costs import format_usd, with_free_judge
+from evaluations.costs.prices import with_free_judge
+from evaluations.costs.texts import format_usd
 
 USAGE_ERROR = 2
 

@@ -43,10 +43,10 @@ from evaluations.actions.start_run import StartRun
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.choices import RUN_TERMINAL, RunStatus
 from evaluations.contract import render_table
-from evaluations.costs import describe_estimate, describe_spend, format_usd
+from evaluations.costs.texts import describe_estimate, describe_spend, format_usd
 from evaluations.models import CaseResult, Run, case_counts_words
 from evaluations.reads.junit import run_junit
-from evaluations.run_rights import runnable_datasets
+from evaluations.reads.run_rights import runnable_datasets
 from evaluations.verdict import run_verdict
 from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
@@ -189,7 +189,7 @@ class Command(VerdictCommand):
 
     def dataset_version(self, user, agent, slug, number):
         """The version of the dataset `slug` to run `agent` on: one `user` may see, or one the
-        agent is gated on when `user` builds it (`evaluations.run_rights`)."""
+        agent is gated on when `user` builds it (`evaluations.reads.run_rights`)."""
         dataset = runnable_datasets(user, agent).filter(slug=slug).first()
         if dataset is None:
             raise CommandError(

@@ -13,7 +13,7 @@ Formats:
   (``evaluations.reads.junit``): one test case per case (failed, flaky as a failure, unscored as
   an error with its reason) and a ``verdict`` test case that fails unless the run's verdict
   passed.
-- ``otlp``: OpenTelemetry traces as OTLP/JSON (``evaluations.otel``).
+- ``otlp``: OpenTelemetry traces as OTLP/JSON (``evaluations.engine.otel``).
 
 An unknown run exits with status 2 and a one-line message.
 """
@@ -61,7 +61,8 @@ class Command(BaseCommand):
 
     def export_trials(self, run):
         from evaluations.contract.records import run_records
-        from evaluations.costs import format_usd, unattributed_judge_spend
+        from evaluations.costs.ledger import unattributed_judge_spend
+        from evaluations.costs.texts import format_usd
 
         usd, unpriced = unattributed_judge_spend(run)
         if usd or unpriced:
@@ -157,6 +158,6 @@ class Command(BaseCommand):
         return run_junit(run, run_verdict(run))
 
     def export_otlp(self, run):
-        from evaluations.otel import run_to_otlp
+        from evaluations.engine.otel import run_to_otlp
 
         return json.dumps(run_to_otlp(run), indent=1) + "\n"

@@ -33,7 +33,7 @@ class Command(BaseCommand):
         from agents.models import AgentVersion
         from evaluations.actions.import_trials import ImportTrials
         from evaluations.contract import ContractInputError, load_document, render_table
-        from evaluations.contract.db import run_contract
+        from evaluations.contract.runs import run_contract
         from evaluations.models import Dataset
         from sherlock.core.errors import ActionError
 

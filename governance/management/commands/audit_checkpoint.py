@@ -3,7 +3,7 @@ waiting for the interval)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from governance.audit_checkpoints import CheckpointsOff, write_checkpoint
+from governance.audit.checkpoints import CheckpointsOff, write_checkpoint
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_datetime
 
-from governance.audit_export import FORMATS, write_entries
+from governance.audit.export import FORMATS, write_entries
 from governance.models import AuditEntry
 from sherlock.core.audit import audit
 

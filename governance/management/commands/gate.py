@@ -13,9 +13,16 @@ from evaluations.verdict import INCOMPLETE, PASSED
 from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.request_publication import RequestPublication
 from governance.choices import REQUEST_DECIDED, RequestState
-from governance.decision import PASS, gate_label, gate_rows, missing_of, outcome_of, release_of
 from governance.models import PublishingPolicy, PublishRequest
-from governance.next_step import PUBLISH, blocked_allows
+from governance.publishing.decision import (
+    PASS,
+    gate_label,
+    gate_rows,
+    missing_of,
+    outcome_of,
+    release_of,
+)
+from governance.publishing.next_step import PUBLISH, blocked_allows
 from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
 

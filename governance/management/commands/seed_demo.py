@@ -51,7 +51,7 @@ from governance.actions.request_publication import RequestPublication
 from governance.actions.set_gate_datasets import SetGateDatasets
 from governance.choices import RequestState, Role, RoleScope
 from governance.models import GateDataset, PublishingPolicy, PublishRequest, RoleGrant
-from governance.roles import global_roles, materialize
+from governance.people.roles import global_roles, materialize
 
 SEED_REASON = "A persona of the demo (manage.py seed_demo)."
 

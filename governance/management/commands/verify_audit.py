@@ -1,10 +1,10 @@
 """`manage.py verify_audit [--checkpoints FILE]`: re-compute the audit hash chain and name the
-first broken entry, then hold the log to the signed checkpoints (governance.audit_checkpoints),
+first broken entry, then hold the log to the signed checkpoints (governance.audit.checkpoints),
 which is what sees a removed tail or a re-computed chain."""
 
 from django.core.management.base import BaseCommand
 
-from governance.audit_checkpoints import verify_file
+from governance.audit.checkpoints import verify_file
 from governance.models import verify_chain
 
 

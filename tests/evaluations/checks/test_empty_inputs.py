@@ -6,7 +6,7 @@ that is actually missing."""
 
 import pytest
 
-from agents.transcripts import read_calls, read_expected_calls
+from agents.adapters.transcripts import read_calls, read_expected_calls
 from evaluations.actions.create_case import CreateCase
 from evaluations.checks import ParamsError, evaluate, validate_params
 from sherlock.core.errors import ActionInvalid

@@ -1,0 +1,204 @@
+"""The gates a verdict reads: the contract's five measures, the checks-scored gate and the
+policy's case pass rate.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from evaluations.contract import (
+    FAIL,
+    GATE_LABELS,
+    NOT_APPLICABLE,
+    PASS,
+    ContractResult,
+    Thresholds,
+)
+from evaluations.contract.measures import round_half_up
+from evaluations.verdict.cases import is_all_unscored, is_unjudged, unscored_beside
+from evaluations.verdict.model import POLICY_GATE_LABELS, Gate
+
+MILLIONTH = Decimal("0.000001")
+
+
+def _json(value: Any) -> Any:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def _ratio(ratio) -> dict[str, Any]:
+    return {
+        "num": ratio.num,
+        "den": ratio.den,
+        "wilson95": list(ratio.wilson95) if ratio.wilson95 else None,
+    }
+
+
+def contract_gate(result: ContractResult, name: str, limits: Thresholds) -> Gate:
+    """One contract gate with the numbers it read and the threshold it applied."""
+    t = result.totals
+    gate = next((g for g in result.gates if g.name == name), None)
+    value: dict[str, Any]
+    bound: dict[str, Any]
+    if name == "coverage":
+        value = {
+            "completions_without_outcome": t.completions_without_outcome,
+            "unverified_completions": t.unverified_completions,
+            "declared_complete": t.declared_complete,
+            "effects_without_state": t.effects_without_state,
+            "estimated_cost_trials": t.estimated_runs,
+            "missing_cost_trials": t.missing_cost_runs,
+            "unpriced_judge_calls": t.unpriced_judge_calls,
+        }
+        bound = {
+            "required": limits.coverage_required,
+            "requires_verified_outcomes": limits.requires_verified_outcomes,
+        }
+    elif name == "false_success":
+        value = {
+            **_ratio(result.false_success),
+            "unverified_completions": result.unverified_completions,
+        }
+        bound = {"max": limits.max_false_successes}
+    elif name == "unknown_effects":
+        value = {"count": t.effects_unknown, "intentionally_denied": t.effects_denied}
+        bound = {"max": limits.max_unknown_effects}
+    elif name == "floors":
+        parts = dict(gate.parts) if gate is not None else {}
+        value = {
+            "useful_progress": {
+                **_ratio(result.useful_progress),
+                "status": parts.get("useful_progress"),
+                "excluded_wait_windows": result.excluded_wait_windows,
+                "stalled_wait_windows": result.stalled_wait_windows,
+                "stale_collector_windows": result.stale_collector_windows,
+            },
+            "tool_effect_integrity": {
+                **_ratio(result.tool_effect_integrity),
+                "status": parts.get("tool_effect_integrity"),
+                "intentionally_denied": result.intentionally_denied,
+            },
+        }
+        bound = {
+            "min_useful_progress": _json(limits.min_useful_progress),
+            "min_tool_effect_integrity": _json(limits.min_tool_effect_integrity),
+        }
+    elif name == "budget":
+        value = {
+            "cost_per_verified_outcome_usd": _json(result.cost_per_verified_outcome_usd),
+            "verified_outcomes": result.verified_outcomes,
+            "covered_usd": _json(result.billed_usd),
+            # To the millionth, not the contract's cent: a trial's cost lives below a cent.
+            "cost_per_trial_usd": _json(
+                round_half_up(t.billed_usd, t.billed_runs, MILLIONTH) if t.billed_runs else None
+            ),
+            "estimated_usd": _json(result.estimated_usd),
+        }
+        bound = {"max": _json(limits.max_cost_per_verified_outcome_usd)}
+    else:  # quality
+        value = {"mean": _json(result.quality_mean), "graded": result.graded}
+        bound = {"min": _json(limits.min_quality)}
+        if gate is None:
+            return Gate(
+                name, GATE_LABELS[name], NOT_APPLICABLE, "no quality floor set", value, bound
+            )
+    assert gate is not None  # every gate but an unset quality floor is evaluated
+    return Gate(name, GATE_LABELS[name], gate.status, gate.detail, value, bound)
+
+
+def checks_scored_gate(runs: list, unscored: dict, errors: dict) -> Gate:
+    """Fail on what could not be scored: skipped or errored checks count neither against a case
+    nor for it (a case left without a verdict is `unscored`, outside the case pass rate), so a
+    run whose judge was down, or whose agent crashed on every trial, must not pass on the cases
+    that remain; this gate decides whether they block. A check disabled for a case by an
+    override is not blocking there, and does not count."""
+    per_run = [
+        {
+            "run": run.pk,
+            "unscored_blocking": unscored.get(run.pk, 0),
+            "trials_error": errors.get(run.pk, 0),
+        }
+        for run in runs
+    ]
+    bad = [r for r in per_run if r["unscored_blocking"] or r["trials_error"]]
+    if not runs:
+        state, detail = FAIL, "no gate run"
+    elif bad:
+        state = FAIL
+        detail = "; ".join(
+            f"run #{r['run']}: {r['unscored_blocking']} blocking check result(s) not scored, "
+            f"{r['trials_error']} trial(s) in error"
+            for r in bad
+        )
+    else:
+        state, detail = PASS, "every blocking check was scored in every trial"
+    return Gate(
+        "checks_scored",
+        POLICY_GATE_LABELS["checks_scored"],
+        state,
+        detail,
+        {"runs": per_run},
+        {"max_unscored_blocking": 0, "max_trials_error": 0},
+    )
+
+
+def case_pass_rate_gate(runs: list, minimum: float) -> Gate:
+    """The policy's ``min_case_pass_rate`` (1.0 without a policy: every case must pass): every
+    run must reach it; a run without a rate (not completed, or no cases) fails closed. The
+    rate counts only the cases with a verdict; the unscored stand beside it in the detail, and
+    a run whose every case is unscored has no rate to judge: the "blocking checks scored" gate
+    says why, and this one is not applicable."""
+    # Imported trials have no blocking check at all: their own words below, not these.
+    undecided = {run.pk for run in runs if is_all_unscored(run) and not is_unjudged(run)}
+    unscored = {run.pk: (run.summary or {}).get("unscored") or 0 for run in runs}
+    if runs and len(undecided) == len(runs):
+        return Gate(
+            "case_pass_rate",
+            POLICY_GATE_LABELS["case_pass_rate"],
+            NOT_APPLICABLE,
+            "no case has a verdict in "
+            + ", ".join(f"run #{pk} ({unscored[pk]} unscored)" for pk in sorted(undecided)),
+            {"runs": [{"run": run.pk, "rate": None} for run in runs]},
+            {"min": minimum},
+        )
+    runs = [run for run in runs if run.pk not in undecided]
+    rates = [(run.pk, (run.summary or {}).get("case_pass_rate")) for run in runs]
+    unjudged = [run.pk for run in runs if is_unjudged(run)]
+    if runs and len(unjudged) == len(runs):
+        # Imported trials with no checks: no case was passed or failed; the contract decides.
+        return Gate(
+            "case_pass_rate",
+            POLICY_GATE_LABELS["case_pass_rate"],
+            NOT_APPLICABLE,
+            "no check passes or fails the cases of imported trials",
+            {"runs": [{"run": pk, "rate": None} for pk, _ in rates]},
+            {"min": minimum},
+        )
+    missing = [pk for pk, rate in rates if rate is None]
+    low = [(pk, rate) for pk, rate in rates if rate is not None and rate < minimum]
+    if not runs or missing:
+        state = FAIL
+        detail = (
+            "no gate run"
+            if not runs
+            else f"no case pass rate for run(s) {', '.join(f'#{pk}' for pk in missing)}"
+        )
+    elif low:
+        state = FAIL
+        detail = "; ".join(
+            f"run #{pk}: {rate:.3f} < {minimum}{unscored_beside(unscored[pk])}" for pk, rate in low
+        )
+    else:
+        state = PASS
+        detail = "; ".join(
+            f"run #{pk}: {rate:.3f} >= {minimum}{unscored_beside(unscored[pk])}"
+            for pk, rate in rates
+        )
+    return Gate(
+        "case_pass_rate",
+        POLICY_GATE_LABELS["case_pass_rate"],
+        state,
+        detail,
+        {"runs": [{"run": pk, "rate": rate} for pk, rate in rates]},
+        {"min": minimum},
+    )
