@@ -21,7 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from agents.adapters.transcripts import tool_calls
+from sherlock.core.transcripts import tool_calls
 
 KNOWLEDGE = {
     "refund": "Refunds under $50 are approved automatically within 3 business days.",

@@ -311,7 +311,7 @@ def world_main(args):
     if reuse:
         try:
             world = load_world()
-        except Exception:  # noqa: BLE001 - not built (or not whole): build it anew
+        except Exception:
             reuse = False
     if not reuse and args.keep:
         from django.db import connections

@@ -18,11 +18,11 @@ if os.environ.get("CI"):  # requirements-dev.txt installs it for `make test`: CI
 else:
     schemathesis = pytest.importorskip("schemathesis")
 
-from django.core.cache import cache  # noqa: E402
-from django.db import transaction  # noqa: E402
-from schemathesis.core.failures import FailureGroup  # noqa: E402
+from django.core.cache import cache
+from django.db import transaction
+from schemathesis.core.failures import FailureGroup
 
-from tests.support.api_fuzz import SCHEMA_PATH, fuzz, wsgi_in_test_transaction  # noqa: E402
+from tests.support.api_fuzz import SCHEMA_PATH, fuzz, wsgi_in_test_transaction
 
 # Per operation and persona: the whole schema in under a minute per persona on 2 cores.
 # SHERLOCK_FUZZ_EXAMPLES=200 (and SHERLOCK_FUZZ_SEED) digs deeper, by hand.
@@ -113,6 +113,6 @@ def test_workflows_of_linked_calls_answer_no_server_error_nor_break_the_schema(
         )
     )
     if os.environ.get("SHERLOCK_FUZZ_STATS"):
-        print(f"{len(calls)} calls, {sum(calls)} through a link")  # noqa: T201 - asked for
+        print(f"{len(calls)} calls, {sum(calls)} through a link")
     assert calls and any(calls), "no workflow followed a link"
     assert not failures, "\n\n".join(failures)

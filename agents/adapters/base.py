@@ -13,7 +13,6 @@ import time
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from agents.adapters.transcripts import check_figures
 from sherlock.core.aio import in_thread
 from sherlock.core.egress import (
     EgressRefused,
@@ -22,6 +21,7 @@ from sherlock.core.egress import (
     header_value_error,
     read_variable,
 )
+from sherlock.core.transcripts import check_figures
 
 
 class AgentCallError(Exception):

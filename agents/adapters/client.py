@@ -16,7 +16,7 @@ version; `model` prices the transcripts' token usage when a transcript names no 
 """
 
 from agents.adapters.base import AgentCallError, PreparedAgent
-from agents.adapters.transcripts import check_figures, read_calls
+from sherlock.core.transcripts import check_figures, read_calls
 
 SCHEMA = {
     "type": "object",

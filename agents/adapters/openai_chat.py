@@ -350,7 +350,7 @@ class OpenAIChatAgent(PreparedAgent):
             return self._template_warnings(self._client(), argument)
         return self._run_tool(argument)
 
-    def _conversation(self, case):
+    def _conversation(self, case):  # noqa: C901
         """The chat loop, as a generator of its I/O steps: it yields `("complete", body)`,
         `("template", response)` or `("tool", call)` and is sent back the step's result, so
         that `_call` (blocking) and `_acall` (on the loop) run the very same conversation."""

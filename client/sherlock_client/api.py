@@ -142,8 +142,9 @@ class Client:
             if str(found.get("name")) == name:
                 return found
         match = re.fullmatch(r"v(\d+)", name)
-        for found in versions if match else ():
-            if str(found.get("number")) == match.group(1):
+        number = match.group(1) if match else None
+        for found in versions if number else ():
+            if str(found.get("number")) == number:
                 return found
         hint = "" if match or not name.isdigit() else f" (version number {name} is v{name})"
         raise ApiError(

@@ -126,7 +126,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: C901
     args = _parser().parse_args(argv)
     # A cancelled CI job gets SIGTERM: handled as Ctrl-C, so what was done is uploaded before
     # the process ends (SIGKILL leaves no such chance; `--resume` covers that).

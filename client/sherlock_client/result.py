@@ -141,7 +141,7 @@ def _state(row: dict) -> str:
 # --- the terminal ------------------------------------------------------------------------------
 
 
-def print_result(result: Result, stream, *, rich: bool) -> None:
+def print_result(result: Result, stream, *, rich: bool) -> None:  # noqa: C901
     """The case table and the contract: rich tables on a terminal, plain lines otherwise."""
     verdict = result.verdict
     counts = verdict.get("cases") or {}
@@ -272,7 +272,7 @@ def json_text(result: Result) -> str:
     return json.dumps(result.as_dict(), indent=2, sort_keys=True, default=str)
 
 
-def markdown(result: Result) -> str:
+def markdown(result: Result) -> str:  # noqa: C901
     """A pull request comment: the outcome and the link, the contract's gates, the table
     against the live version's latest run on the same dataset and the cases that regressed."""
     mark = {"passed": "✅", "failed": "❌"}.get(result.outcome, "⚠️")

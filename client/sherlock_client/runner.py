@@ -61,7 +61,8 @@ class Limits:
 
     @classmethod
     def of(cls, run: dict) -> Limits:
-        given = run.get("limits") if isinstance(run.get("limits"), dict) else {}
+        limits = run.get("limits")
+        given = limits if isinstance(limits, dict) else {}
         values = {}
         for name in ("body_bytes", "item_bytes", "items"):
             value = given.get(name)
@@ -244,7 +245,7 @@ class Uploader(threading.Thread):
             # Kept to raise in the main thread; later items are not sent (the run is
             # resumable: what was not stored is still in its work list).
             self.failure = exc
-        except Exception as exc:  # noqa: BLE001 - a bug must not kill the upload silently
+        except Exception as exc:
             self.failure = ApiError(
                 f"the upload stopped: {type(exc).__name__}: {exc}", code="client_error"
             )

@@ -13,7 +13,6 @@ case form shows each on its field before it saves).
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from agents.adapters.transcripts import read_expected_calls
 from agents.verifiers.spec import InvalidVerifier, VerifierRefused, validate_verifier_spec
 from evaluations.choices import CheckMode
 from evaluations.models import Case, CaseVersion, DatasetVersion
@@ -27,6 +26,7 @@ from sherlock.core.errors import (
 )
 from sherlock.core.limits import CASE_FIELD_MAX_BYTES, PARAMS_MAX_BYTES, check_document, excerpt
 from sherlock.core.permissions import user_can
+from sherlock.core.transcripts import read_expected_calls
 
 # The content of a case in one dataset version, each field with the JSON type its value must
 # have (`input` may be any JSON value): the fields the case verbs take, the audit snapshot
@@ -77,7 +77,7 @@ def validate_key(key, dataset_version=None):
     raise_invalid(key_errors(key, dataset_version))
 
 
-def content_errors(fields, checks):
+def content_errors(fields, checks):  # noqa: C901
     """Every error of a case's content, each an ActionInvalid naming its field (empty: the
     content is good): its shape, an outcome verifier within the operator's allowlists, and
     overrides that name existing checks with a valid threshold, mode, `disabled` flag and
@@ -136,7 +136,7 @@ def content_errors(fields, checks):
         got = _json_type(expected["output"])
         refuse(f"expected.output: must be a string (got {got})", "expected.output")
     # A tool is a plain name ("kb.search") or a call ({"name", "arguments"}), read as
-    # tools_used reads it (agents.adapters.transcripts.read_expected_calls).
+    # tools_used reads it (sherlock.core.transcripts.read_expected_calls).
     bad_tools = 0
     for i, tool in enumerate(good.get("expected_tools") or []):
         try:

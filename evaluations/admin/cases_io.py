@@ -11,7 +11,7 @@
 - "Export cases" admin actions on dataset versions (JSONL or CSV download).
 
 A refusal (no Editor role, bad rows) is a message or an error on the form, never a bare 403.
-`DatasetCasesIOMixin` and `EXPORT_ACTIONS` are the only hooks `evaluations/admin.py` needs.
+`DatasetCasesIOMixin` and `EXPORT_ACTIONS` are the only hooks the datasets' admin needs.
 """
 
 import json

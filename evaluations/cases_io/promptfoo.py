@@ -33,7 +33,7 @@ ASSERTION = re.compile(
 )
 
 
-def read(text, errors):
+def read(text, errors):  # noqa: C901
     records = csv_records(text, errors)
     _, header = next(records, (1, None))
     if not header:

@@ -160,7 +160,7 @@ def evaluate(kind: str, params: dict | None, case: dict, transcript: dict, judge
         return normalized  # the `error` verdict of an invalid check
     try:
         return cls().evaluate(normalized, case or {}, transcript or {}, judge)
-    except Exception as exc:  # noqa: BLE001 -- see docstring: a verdict, not a crash
+    except Exception as exc:
         return _crashed(kind, exc)
 
 
@@ -179,7 +179,7 @@ async def aevaluate(kind: str, params: dict | None, case: dict, transcript: dict
         if issubclass(cls, ModelCheck):
             return await cls().aevaluate(normalized, case or {}, transcript or {}, judge)
         return cls().evaluate(normalized, case or {}, transcript or {}, judge)
-    except Exception as exc:  # noqa: BLE001 -- as in `evaluate`: a verdict, not a crash
+    except Exception as exc:
         return _crashed(kind, exc)
 
 

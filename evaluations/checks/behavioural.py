@@ -1,7 +1,7 @@
 """Behavioural checks: cheap, certain, no model ("start here").
 
 They read only the transcript's shape, timing and tool calls (through
-`agents.adapters.transcripts.tool_calls`, the reader evidence collection and the export share), so
+`sherlock.core.transcripts.tool_calls`, the reader evidence collection and the export share), so
 they cost nothing and always give the same answer. `tools_used` is the one the seeds single out: set
 it to confirm the agent searched the collection instead of answering from memory, or invert it
 as a guardrail ("never sends email"). Semantics follow evaluators.md §2.1-2.4 (promptfoo,
@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from agents.adapters.transcripts import ToolCall, read_expected_calls, tool_calls
+from sherlock.core.transcripts import ToolCall, read_expected_calls, tool_calls
 
 from . import charts, tables
 from .base import (

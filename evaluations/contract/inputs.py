@@ -301,7 +301,7 @@ class TrialRecord:
     billing_coverage: str
 
 
-def read_trial(record: Any, where: str = "trial") -> TrialRecord:
+def read_trial(record: Any, where: str = "trial") -> TrialRecord:  # noqa: C901
     """Check one trial record and reduce it to a ``TrialRecord``.
 
     Raises ``TrialRecordError`` naming ``where`` (e.g. "trials[3]" or "line 4"), the trial id

@@ -28,11 +28,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from agents.adapters.transcripts import read_call, tool_calls
 from agents.verifiers.runners import run_verifier
 from agents.verifiers.spec import EFFECT, OUTCOME
 from evaluations.choices import EffectState, OutcomeVerdict
 from evaluations.contract import read_trial, trial_counts
+from sherlock.core.transcripts import read_call, tool_calls
 
 log = logging.getLogger("sherlock.evidence")
 
@@ -54,7 +54,7 @@ def collect_evidence(trial, transcript) -> dict[str, Any]:
     """
     try:
         return _collect(trial, transcript)
-    except Exception as exc:  # noqa: BLE001 -- a bug here must not lose the trial
+    except Exception as exc:
         log.exception("collecting evidence of trial %s failed", getattr(trial, "pk", None))
         return _fail_closed(transcript, f"{type(exc).__name__}: {exc}")
 
@@ -118,7 +118,7 @@ def collect_evidence_for(
         return _evidence(
             case, outcome_check, agent_version, trial_context, transcript, tools, denied
         )
-    except Exception as exc:  # noqa: BLE001 -- as in collect_evidence
+    except Exception as exc:
         log.exception("collecting evidence of %s failed", trial_context.get("id"))
         return _fail_closed(transcript, f"{type(exc).__name__}: {exc}")
 
@@ -128,7 +128,7 @@ def _evidence(
 ) -> dict[str, Any]:
     context = {"case": case, "trial": trial_context, "transcript": transcript or {}}
     declared = transcript.get("declared_complete") if transcript else None
-    fields = {"declared_complete": declared if isinstance(declared, bool) else None}
+    fields: dict[str, Any] = {"declared_complete": declared if isinstance(declared, bool) else None}
 
     if transcript is None:
         verdict, evidence = (
@@ -235,7 +235,7 @@ def tool_effects(
 ) -> list[dict]:
     """One trial-record effect per effectful (or denied) tool call of the transcript.
 
-    Calls are read by ``agents.adapters.transcripts.tool_calls``, the reader the checks and the
+    Calls are read by ``sherlock.core.transcripts.tool_calls``, the reader the checks and the
     export use, so every shape a check scores has its effect verified. Read-only tools have no
     effect to verify and are left out. A call marked ``denied`` by the adapter is intentionally
     denied. A tool that is not registered cannot be known to be harmless: its effect is

@@ -30,8 +30,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from agents.adapters.transcripts import ToolCall, tool_calls
 from evaluations.contract import wait_is_owned
+from sherlock.core.transcripts import ToolCall, tool_calls
 
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.0"
 SCOPE = {"name": "sherlock.export_run", "version": "1"}

@@ -27,7 +27,7 @@ ACTIVE = [RunStatus.QUEUED, RunStatus.RUNNING]
 MAX_ATTEMPTS = 3
 
 
-def reap(now=None):
+def reap(now=None):  # noqa: C901
     """Hand back what dead workers left behind; safe to run anywhere, any number of times.
 
     1. A `running` trial whose lease ran out (its worker died) goes back to `pending` and is

@@ -86,7 +86,7 @@ def probe_judge(judge, families=None) -> list[FamilyProbe]:
     return results
 
 
-def advice(answer, judge, cap: int) -> str:
+def advice(answer, judge, cap: int) -> str:  # noqa: C901
     """What to change so that this family gets valid answers ("" when nothing needs to)."""
     if answer.ok:
         if any((call.error or "").startswith("the answer was cut off") for call in answer.calls):

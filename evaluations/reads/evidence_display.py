@@ -1,4 +1,4 @@
-"""How a trial's evidence reads on the trial page (`evaluations.views.trial_detail`).
+"""How a trial's evidence reads on the trial page (`evaluations.views.runs.trial_detail`).
 
 Every check kind stores what its verdict rests on in ``CheckResult.evidence`` (see
 ``evaluations/checks/*.py``). The shapes repeat across kinds, so they are rendered by shape,
@@ -73,7 +73,7 @@ def _table(items: list[dict]) -> dict:
     return {"columns": columns, "rows": rows}
 
 
-def evidence_blocks(evidence: Any) -> list[dict]:
+def evidence_blocks(evidence: Any) -> list[dict]:  # noqa: C901
     """The evidence as blocks for `partials/evidence.html`, each ``{"kind", "label", ...}``:
     ``facts`` (the scalar values, first), ``pair``, ``table``, ``list`` or ``json``. The
     ``quotes`` are listed here and marked in the output by ``highlight_quotes``."""
@@ -166,4 +166,4 @@ def highlight_quotes(output: str, quotes: list[str]) -> tuple[str, list[str]]:
         html.append(f"<mark>{escape(output[start:end])}</mark>")
         position = end
     html.append(escape(output[position:]))
-    return mark_safe("".join(html)), missing  # noqa: S308 - every piece is escaped above
+    return mark_safe("".join(html)), missing

@@ -189,7 +189,7 @@ def check_stats_of(rows):
 
 def unscored_of(rows):
     """The blocking results that could not be scored, per check and status, from stored check
-    rows: the shape of `evaluations.views.unscored_checks`."""
+    rows: the shape of `evaluations.reads.results_grid.unscored_checks`."""
     groups = [
         {
             "label": row["label"],

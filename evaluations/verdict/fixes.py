@@ -30,7 +30,7 @@ def register_tool_url(agent, name) -> str:
     return f"{reverse('admin:agents_tool_add')}?{urlencode(query)}"
 
 
-def gate_fix(gate: Gate, runs: list, causes=()) -> tuple[str, str]:
+def gate_fix(gate: Gate, runs: list, causes=()) -> tuple[str, str]:  # noqa: C901
     """(what to do about ``gate``'s failure, the docs' section that explains it): what the gate
     measures, what failed in these runs, who may change it. ``causes``: the runs' unknown
     effects as ``unknown_effect_causes`` counts them."""

@@ -97,7 +97,7 @@ def _pending(runs: list, applied: AppliedThresholds) -> Verdict:
     )
 
 
-def _judge(runs: list, applied: AppliedThresholds, evidence: Evidence, together=False) -> Verdict:
+def _judge(runs: list, applied: AppliedThresholds, evidence: Evidence, together=False) -> Verdict:  # noqa: C901
     limits = applied.thresholds
     if len(runs) == 1:
         totals = evidence.totals[runs[0].pk]

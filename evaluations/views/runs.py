@@ -25,7 +25,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from agents.adapters.transcripts import tool_calls
 from agents.models import Agent
 from evaluations.checks import MODEL_KINDS, scoring
 from evaluations.checks.base import as_text
@@ -46,6 +45,7 @@ from evaluations.reads.results_grid import (
 from evaluations.verdict import doc_url, run_verdict, verdicts_of
 from sherlock.core.htmx import render_page
 from sherlock.core.permissions import missing_role_text
+from sherlock.core.transcripts import tool_calls
 
 
 def home(request):

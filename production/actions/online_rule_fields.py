@@ -106,7 +106,7 @@ def partial_errors(action, agent, changes, rule=None):
     return errors
 
 
-def _clean(name, value, user, current_version_id):
+def _clean(name, value, user, current_version_id):  # noqa: C901
     try:
         if name in ("active", "verify_effects"):
             if not isinstance(value, bool):

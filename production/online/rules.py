@@ -51,7 +51,7 @@ def sampled(trace_id: str, rate: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < rate
 
 
-def validate_filters(filters: Any) -> list[dict]:
+def validate_filters(filters: Any) -> list[dict]:  # noqa: C901
     """The filters in their stored shape, or RuleError naming what is wrong."""
     if filters in (None, ""):
         return []
@@ -138,7 +138,7 @@ class RuleCheck:
     quality_grader: bool = False
 
 
-def validate_checks(checks: Any) -> list[dict]:
+def validate_checks(checks: Any) -> list[dict]:  # noqa: C901
     """A rule's own checks in their stored shape, params validated by the check library."""
     if checks in (None, ""):
         return []

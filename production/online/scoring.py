@@ -103,7 +103,7 @@ def sweep():
     return looked
 
 
-def score_traces(trace_ids):
+def score_traces(trace_ids):  # noqa: C901
     """Score the complete traces of `trace_ids` not scored yet; returns how many were looked
     at (scored, capped or skipped). Idempotent: a trace with a score is left alone."""
     traces = list(
@@ -193,8 +193,8 @@ def _known_tools(traces):
     calls:
     two queries for the batch instead of two per trace
     (`evaluations.engine.evidence.tool_effects`)."""
-    from agents.adapters.transcripts import tool_calls
     from agents.models import AgentVersion, Tool
+    from sherlock.core.transcripts import tool_calls
 
     names = set()
     for trace in traces:

@@ -11,7 +11,7 @@ from production.traces.values import json_value
 DECLARED = "sherlock.declared_complete"
 
 
-def joined_tool_calls(steps):
+def joined_tool_calls(steps):  # noqa: C901
     """One call per call (docs/production.md, "One tool call per call"): each tool span is an
     executed call, each tool call a model's answer asked for is a requested one, and the two
     are joined, so a call recorded by both is counted once:

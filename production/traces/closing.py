@@ -26,13 +26,13 @@ from django.db import DatabaseError, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from agents.adapters.transcripts import figure_problems
 from evaluations.costs.prices import agent_cost, load_prices
 from production.choices import TRACE_STATES, ScoreState, TraceState
 from production.models import Span, Trace, TraceScore
 from production.online import scoring as online_scoring
 from production.traces.normalize import NORMALIZER_VERSION, SESSION_KEYS, USER_KEYS, normalize
 from sherlock.core.text import scrub, scrub_text
+from sherlock.core.transcripts import figure_problems
 
 log = logging.getLogger("sherlock.production")
 

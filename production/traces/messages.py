@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agents.adapters.transcripts import read_call
 from production.traces.values import (
     as_text,
     first_present,
@@ -15,6 +14,7 @@ from production.traces.values import (
     json_value,
     object_list,
 )
+from sherlock.core.transcripts import read_call
 
 
 @dataclass
@@ -94,7 +94,7 @@ def openai_messages(value, default_role="user"):
 
 def openai_calls(items):
     """The tool calls of a message as the trial stores them (`id`, `name`, `arguments`), read by
-    the one reader of a tool call (`agents.adapters.transcripts.read_call`: OpenAI's
+    the one reader of a tool call (`sherlock.core.transcripts.read_call`: OpenAI's
     `function` object, Sherlock's own shape, JSON arguments parsed). A call the reader refuses
     (no name) is no call the trial can hold: it is left out, as a check would refuse it."""
     calls = []

@@ -167,7 +167,7 @@ def _resolve(host):
     return {_address(answer[4][0].split("%")[0]) for answer in answers} - {None}
 
 
-def check_destination(url, setting, *, sends_secrets=False, strict=False):
+def check_destination(url, setting, *, sends_secrets=False, strict=False):  # noqa: C901
     """Refuse (EgressRefused) a URL the rules of `settings.<setting>` do not allow (module
     docstring); return its host. `sends_secrets`: the request carries environment values.
     `strict` (at run time): a host that does not resolve is refused too."""

@@ -144,7 +144,7 @@ def _from_view(match, response):
         if queryset is None:
             try:
                 queryset = view.get_queryset()
-            except Exception:  # noqa: BLE001 - a view that cannot say: the entry has no model
+            except Exception:
                 queryset = None
         if queryset is not None:
             return queryset.model, {view.lookup_field: match.kwargs[kwarg]}

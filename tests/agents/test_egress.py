@@ -285,7 +285,7 @@ def test_a_listed_variable_to_a_listed_host_is_sent(
 class Redirector(BaseHTTPRequestHandler):
     """An allowed endpoint that sends every request on to `self.server.target`."""
 
-    def do_POST(self):  # noqa: N802 -- the http.server API
+    def do_POST(self):
         self.send_response(307)
         self.send_header("Location", self.server.target)
         self.send_header("Content-Length", "0")

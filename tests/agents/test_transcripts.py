@@ -1,9 +1,9 @@
-"""One reader of a transcript's tool calls (agents.adapters.transcripts): every accepted shape gives
+"""One reader of a transcript's tool calls (sherlock.core.transcripts): every accepted shape gives
 the same ToolCall, and anything else is a ValueError, never a guess."""
 
 import pytest
 
-from agents.adapters.transcripts import ToolCall, read_call, tool_calls
+from sherlock.core.transcripts import ToolCall, read_call, tool_calls
 
 REFUND = ToolCall(name="orders.refund", arguments={"order": "A-1001"}, id="call_1")
 

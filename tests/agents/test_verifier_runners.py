@@ -125,7 +125,7 @@ def test_an_effect_verifier_keyed_on_the_calls_receipt_finds_that_row_or_gives_n
 class Destination(BaseHTTPRequestHandler):
     """A CRM on loopback: /contacts/C-88 exists, /secret answers 403, /slow hangs."""
 
-    def do_GET(self):  # noqa: N802 -- the http.server API
+    def do_GET(self):
         if self.path == "/contacts/C-88":
             body, status = json.dumps({"address": {"city": "Paris"}, "version": 8}), 200
         elif self.path == "/secret":

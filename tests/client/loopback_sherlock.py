@@ -99,7 +99,7 @@ class Handler(BaseHTTPRequestHandler):
             query = parse_qs(parts.query)
             return self._route(method, parts.path.removeprefix("/api/v1/"), body, query)
 
-    def _route(self, method, path, body, query):
+    def _route(self, method, path, body, query):  # noqa: C901
         s = self.state
         if method == "POST" and path == "versions/ensure/":
             key = (body["agent"], body["name"])

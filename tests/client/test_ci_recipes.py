@@ -215,7 +215,7 @@ class NotesApi(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self):  # noqa: N802 - http.server's name
+    def do_GET(self):
         self.calls.append(("GET", self.path, self.headers.get("PRIVATE-TOKEN")))
         self._answer(self.notes)
 
@@ -226,10 +226,10 @@ class NotesApi(BaseHTTPRequestHandler):
             self.notes.append({"id": len(self.notes) + 7, "body": body["body"]})
         self._answer({"id": 7})
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self._write("POST")
 
-    def do_PUT(self):  # noqa: N802
+    def do_PUT(self):
         self._write("PUT")
 
     def log_message(self, *args):

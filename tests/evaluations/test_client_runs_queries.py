@@ -1,5 +1,5 @@
-"""A client run's work list and uploads cost a constant number of queries, however many items
-(STYLE 10): a page of 5 work items or 50, a batch of 2 transcripts or 40."""
+"""A client run's work list and uploads cost a constant number of queries, however many items:
+a page of 5 work items or 50, a batch of 2 transcripts or 40."""
 
 from agents.models import AgentVersion
 from evaluations.actions.start_run import StartRun

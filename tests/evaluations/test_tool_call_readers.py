@@ -115,7 +115,7 @@ def exported_tool_spans(call):
     return spans
 
 
-# --- Every reader reads every accepted shape the same way (agents.adapters.transcripts)
+# --- Every reader reads every accepted shape the same way (sherlock.core.transcripts)
 # ---------------
 #
 # Before one reader (pinned in the previous commit): evidence collection gave a Vertex call no

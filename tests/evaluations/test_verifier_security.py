@@ -155,7 +155,7 @@ def test_the_default_allowlist_holds_the_demos_verifiers_and_nothing_else_of_its
 class Recorder(BaseHTTPRequestHandler):
     """A destination on loopback that records what it was sent; /moved redirects to /."""
 
-    def do_GET(self):  # noqa: N802 -- the http.server API
+    def do_GET(self):
         self.server.seen.append((self.path, self.headers.get("Authorization")))
         if self.path == "/moved":
             self.send_response(302)

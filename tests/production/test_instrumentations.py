@@ -292,7 +292,7 @@ def test_an_effect_verifies_whatever_the_exporters_timing(
     class Call:
         id = "call_late"
 
-        class function:  # noqa: N801 - the SDK's shape
+        class function:
             arguments = json.dumps({"order": "A1"})
 
     with tracer.start_as_current_span("support turn"):

@@ -276,7 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _Server
 
-    def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+    def log_message(self, format, *args):
         pass  # the tests' output is not the place for an access log
 
     def do_GET(self):

@@ -6,7 +6,7 @@ from django_q.models import Schedule
 from evaluations.actions.create_schedule import CreateSchedule
 
 
-def OWNED():  # noqa: N802 - reads like the queryset it is
+def OWNED():
     """The django-q2 rows schedules own (the reaper's row is there too)."""
     return Schedule.objects.filter(func="evaluations.tasks.run_schedule")
 

@@ -26,7 +26,7 @@ def refuse_large_body(parser_context):
         raise RequestTooLarge()
 
 
-def loads_bounded(raw, *, strict=True, max_depth=JSON_MAX_DEPTH, recorded=False):
+def loads_bounded(raw, *, strict=True, max_depth=JSON_MAX_DEPTH, recorded=False):  # noqa: C901
     """`raw` (bytes or text) parsed as JSON, refused as `TooDeep` when it nests deeper than
     `max_depth` (the C parser's RecursionError included) or `ParseError` when it is not
     JSON. NaN and Infinity are refused when `strict`, as DRF's own parser does; an object that

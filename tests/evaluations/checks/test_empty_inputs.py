@@ -6,10 +6,10 @@ that is actually missing."""
 
 import pytest
 
-from agents.adapters.transcripts import read_calls, read_expected_calls
 from evaluations.actions.create_case import CreateCase
 from evaluations.checks import ParamsError, evaluate, validate_params
 from sherlock.core.errors import ActionInvalid
+from sherlock.core.transcripts import read_calls, read_expected_calls
 from tests.support import factories
 
 from .judges import ScriptedJudge

@@ -50,7 +50,8 @@ def read_call(item: Any) -> ToolCall:
     """One call in any accepted shape as a ToolCall; ValueError when it is not one."""
     if not isinstance(item, Mapping):
         raise ValueError(f"a tool call must be an object, got {item!r}")
-    function = item.get("function") if isinstance(item.get("function"), Mapping) else {}
+    given = item.get("function")
+    function: Mapping = given if isinstance(given, Mapping) else {}
     name = item.get("name") or item.get("tool_name") or function.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"a tool call has no name: {item!r}")
