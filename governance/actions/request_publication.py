@@ -127,7 +127,7 @@ class RequestPublication(GovernanceAction):
         """Refuse to throw away a decision still current unless the caller named it
         (`supersede`, the request's id), and a named request that is not the open one."""
         version = self.agent_version
-        found = version.publish_requests.filter(state__in=REQUEST_DECIDED).order_by("-pk").first()
+        found = PublishRequest.objects.open_decision_for(version)
         self.open_decision = found
         if self.supersede is not None and (found is None or found.pk != self.supersede):
             now = f"#{found.pk} is" if found else "none is"

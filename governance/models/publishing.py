@@ -5,11 +5,20 @@ from django.db import models
 from django.db.models import Q
 
 from agents.models import AgentScopedQuerySet
-from governance.choices import BypassState, RequestState
+from governance.choices import REQUEST_DECIDED, BypassState, RequestState
+
+# The final states of a request that took its version live.
+PUBLISHED_STATES = (RequestState.PUBLISHED, RequestState.BYPASSED)
 
 
 class PublishRequestQuerySet(AgentScopedQuerySet):
     scope_path = "agent_version__agent"
+
+    def current(self):
+        """The requests that may speak for their version, newest first: all but the superseded
+        (`current_for` takes the first of one version's; the versions list reads it per row as a
+        subquery)."""
+        return self.exclude(state=RequestState.SUPERSEDED).order_by("-pk")
 
     def current_for(self, version):
         """The current publish request of `version`, or None: its newest request that was not
@@ -23,12 +32,24 @@ class PublishRequestQuerySet(AgentScopedQuerySet):
         older request (on a rolled-back version, the one that once published it) and show a
         decision nobody acts on. So the page shows it, publishing refuses it (`request_closed`:
         ask again) and `manage.py gate` asks again (with `--user`) instead of reading it."""
-        return (
-            self.filter(agent_version=version)
-            .exclude(state=RequestState.SUPERSEDED)
-            .order_by("-pk")
-            .first()
-        )
+        return self.current().filter(agent_version=version).first()
+
+    def open_decision_for(self, version):
+        """The decision of `version` still waiting to be acted on, or None: its newest request
+        that passed or was blocked (neither published, rejected nor superseded). Asking again
+        throws it away, so `RequestPublication` asks that it be named."""
+        return self.filter(agent_version=version, state__in=REQUEST_DECIDED).order_by("-pk").first()
+
+    def published(self):
+        """The requests a version went live on (published, or bypassed past a blocked gate: both
+        final, both with `published_at`), the newest publication first."""
+        return self.filter(state__in=PUBLISHED_STATES).order_by("-published_at", "-pk")
+
+    def published_for(self, version):
+        """The request `version` last went live on, or None: the one answer to "on what was it
+        published" for `sherlock verify`'s publication, the production contract's gate runs and
+        the rollback target."""
+        return self.published().filter(agent_version=version).first()
 
 
 class BypassQuerySet(AgentScopedQuerySet):
@@ -93,6 +114,15 @@ class PublishRequest(models.Model):
         """This request was made for `version` as it is configured now, under `in_force` (the
         policy in force; None when none is): its decision can still be acted on."""
         return not self.stale_reason(version, in_force)
+
+    def leads_to(self, version, in_force):
+        """Whether this request can still take `version` live, with nothing asked again: it is
+        not rejected, and it speaks for the version as it is, a decided request under the policy
+        in force (`in_force`), one still evaluating (or already published) under its own. What
+        `manage.py gate` reads before it asks again."""
+        if self.state == RequestState.REJECTED:
+            return False
+        return self.speaks_for(version, in_force if self.state in REQUEST_DECIDED else self.policy)
 
 
 class Bypass(models.Model):

@@ -16,14 +16,7 @@ from governance.publishing.decision import release_of
 def publication_of(version):
     """`{published, state, published_at, published_by, publish_request, decision, bypass}` of
     `version`; `decision` and `bypass` are None when nothing published it (two queries)."""
-    request = (
-        PublishRequest.objects.filter(
-            agent_version=version, state__in=[RequestState.PUBLISHED, RequestState.BYPASSED]
-        )
-        .select_related("published_by")
-        .order_by("-published_at", "-pk")
-        .first()
-    )
+    request = PublishRequest.objects.select_related("published_by").published_for(version)
     answer = {
         "published": version.state == VersionState.PUBLISHED,
         "state": version.state,

@@ -37,11 +37,7 @@ FILTERS = {
 
 @login_required
 def versions_page(request):
-    latest = (
-        PublishRequest.objects.filter(agent_version=OuterRef("pk"))
-        .exclude(state=RequestState.SUPERSEDED)
-        .order_by("-pk")
-    )
+    latest = PublishRequest.objects.current().filter(agent_version=OuterRef("pk"))
     versions = (
         AgentVersion.objects.for_user(request.user)
         .select_related("agent")

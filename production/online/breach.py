@@ -33,14 +33,10 @@ def previous_live_version(agent):
     from governance.models import PublishRequest
 
     request = (
-        PublishRequest.objects.filter(
-            agent_version__agent=agent,
-            published_at__isnull=False,
-            agent_version__state=VersionState.RETIRED,
-        )
+        PublishRequest.objects.published()
+        .filter(agent_version__agent=agent, agent_version__state=VersionState.RETIRED)
         .exclude(agent_version_id=agent.live_version_id)
         .select_related("agent_version")
-        .order_by("-published_at", "-pk")
         .first()
     )
     return request.agent_version if request is not None else None

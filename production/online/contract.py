@@ -108,11 +108,7 @@ def gate_request_of(version):
     """The publish request `version` went live on (the newest published one), or None."""
     from governance.models import PublishRequest
 
-    return (
-        PublishRequest.objects.filter(agent_version=version, published_at__isnull=False)
-        .order_by("-published_at", "-pk")
-        .first()
-    )
+    return PublishRequest.objects.published_for(version)
 
 
 def production_contract(agent, now=None) -> ProductionContract | None:

@@ -12,7 +12,7 @@ from evaluations.choices import RUN_TERMINAL, RunStatus
 from evaluations.verdict import INCOMPLETE, PASSED
 from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.request_publication import RequestPublication
-from governance.choices import REQUEST_DECIDED, RequestState
+from governance.choices import RequestState
 from governance.models import PublishingPolicy, PublishRequest
 from governance.publishing.decision import (
     PASS,
@@ -94,17 +94,9 @@ class Command(VerdictCommand):
     def current_request(self, agent, version, username):
         request = PublishRequest.objects.select_related("policy").current_for(version)
         in_force = PublishingPolicy.objects.in_force_for(agent)
-        # A decision needs the policy it was made under to be the one in force; a request
-        # still evaluating (or one published since) is judged by its configuration only, under
-        # its own policy. A rejected request is current but closed: it is asked again.
-        fresh = (
-            request is not None
-            and request.state != RequestState.REJECTED
-            and request.speaks_for(
-                version, in_force if request.state in REQUEST_DECIDED else request.policy
-            )
-        )
-        if fresh:
+        # A rejected request is current but closed, and a stale one speaks for another
+        # configuration or policy: either is asked again.
+        if request is not None and request.leads_to(version, in_force):
             return request
         if version.adapter == Adapter.CLIENT:
             # Its gate runs would wait for uploads that nobody sends from here (docs/client.md).
