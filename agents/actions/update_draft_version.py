@@ -11,8 +11,6 @@ it (its foreign key), so an update that lost the race sees the committed state o
 refused instead of changing a frozen version.
 """
 
-from django.db import transaction
-
 from agents.actions._tools import check_tools_of
 from agents.actions.create_draft_version import tool_names
 from agents.adapters import validate_config
@@ -60,12 +58,8 @@ class UpdateDraftVersion(Action):
             if value is not _UNSET
         }
 
-    def execute_in_transaction(self):
-        with transaction.atomic():
-            self.check_limits()
-            self.version = AgentVersion.objects.select_for_update().get(pk=self.version.pk)
-            self.check()
-            return self.perform()
+    def lock(self):
+        self.version = AgentVersion.objects.select_for_update().get(pk=self.version.pk)
 
     def check_limits(self):
         if "notes" in self.changes:

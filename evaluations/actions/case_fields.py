@@ -11,7 +11,6 @@ case form shows each on its field before it saves).
 """
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
 
 from agents.verifiers.spec import InvalidVerifier, VerifierRefused, validate_verifier_spec
 from evaluations.choices import CheckMode
@@ -229,14 +228,10 @@ class CaseVerb(Action):
 
     dataset_version = None
 
-    def execute_in_transaction(self):
-        with transaction.atomic():
-            self.check_limits()
-            self.dataset_version = DatasetVersion.objects.select_for_update().get(
-                pk=self.dataset_version.pk
-            )
-            self.check()
-            return self.perform()
+    def lock(self):
+        self.dataset_version = DatasetVersion.objects.select_for_update().get(
+            pk=self.dataset_version.pk
+        )
 
     def check(self):
         if not user_can(self.acting_user, "edit", self.dataset_version.dataset):

@@ -7,21 +7,15 @@ refusal rolls that transaction back; `execute()` writes it after the rollback, o
 connection (autocommit in a request, so it commits on its own). Callers must therefore not wrap
 `execute()` in a transaction of their own if they want refusals kept.
 
-Two hooks complete the template of `sherlock.core.actions.Action`:
-
-- `prepare()` runs before the transaction and commits on its own: work that must outlive a
-  refusal that may follow (an expired bypass becomes `expired` when it is touched);
-- `lock()` runs first inside the transaction: row locks (`select_for_update` on the agent)
-  and fresh copies of what `check()` reads, so the check is made on the state being changed.
+Governance verbs use the template's two hooks (`sherlock.core.actions.Action`): `prepare()`,
+committed before the transaction (work that must outlive a refusal that may follow), and
+`lock()`, first inside it (row locks on the agent, fresh copies of what `check()` reads).
 """
 
 import re
 
-from django.db import transaction
-
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
-from sherlock.core.errors import ActionError, ActionInvalid
+from sherlock.core.errors import ActionInvalid
 from sherlock.core.limits import REASON_MAX
 
 MIN_REASON_LENGTH = 30
@@ -31,37 +25,11 @@ class GovernanceAction(Action):
     text_limits = {"reason": REASON_MAX}  # every governance verb that takes a reason
     noun = ""  # the audit code's noun: governance.<noun>.<verb>
     verb = ""
-
-    def prepare(self):
-        """Work committed before the transaction, kept even when the action is refused."""
-
-    def lock(self):
-        """Take row locks and reload what check() reads; first thing in the transaction."""
+    audits_every_refusal = True
 
     def refusal_target(self):
         """The object a refusal is recorded against."""
         return None
-
-    def execute(self):
-        try:
-            self.check_limits()  # before prepare(): nothing is written for oversized input
-            self.prepare()
-            with transaction.atomic():
-                self.lock()
-                self.check()
-                return self.perform()
-        except ActionError as exc:
-            self.audit_refusal(exc)
-            raise
-
-    def audit_refusal(self, exc):
-        audit(
-            f"governance.{self.noun}.refused",
-            actor=self.acting_user,
-            target=self.refusal_target(),
-            after={"verb": self.verb, "code": exc.code},
-            reason=str(exc),
-        )
 
 
 def substantive_reason(reason, *, minimum=MIN_REASON_LENGTH):

@@ -51,7 +51,6 @@ class ConfirmRollbackProposal(Action):
             )
 
     def execute_in_transaction(self):
-        self.check_limits()
         self.check()
         proposal = self.proposal
         RollBackVersion(

@@ -12,7 +12,8 @@ Publisher tried to create a draft"), and so is input an operator's rule refuses
 message, after the action's transaction has rolled back (a
 caller that wraps `execute()` in a transaction of its own must write it again after its own
 rollback: `audit_refusal`). Governance actions record every refusal, state and input included
-(`governance.actions.base`).
+(`audits_every_refusal`). Two hooks complete the template: `prepare()` before the transaction,
+`lock()` first inside it.
 """
 
 from abc import ABC, abstractmethod
@@ -30,6 +31,10 @@ class Action(ABC):
     # a module is renamed (tests/test_audit_codes.py lists every code once).
     noun = ""
     verb = ""
+    # Which refusals the log records: the denials of a role and the refusals of an operator's
+    # rule (False), or every refusal, state and input included (governance's verbs, where a
+    # refused publish or bypass is evidence in its own right).
+    audits_every_refusal = False
     # Input bounds (sherlock.core.limits), checked first by execute(), before check() reads
     # anything: attribute name -> at most that many characters (text) or bytes (JSON).
     text_limits: dict[str, int] = {}
@@ -71,21 +76,34 @@ class Action(ABC):
             return False
         return True
 
+    def prepare(self):  # noqa: B027 - most actions have nothing to commit first
+        """Work committed before the transaction, kept even when the action is then refused (an
+        expired bypass becomes `expired` when it is touched)."""
+
+    def lock(self):  # noqa: B027 - most actions read nothing they must lock
+        """Row locks (`select_for_update`) and fresh copies of what check() reads: the first
+        thing in the transaction, so the check is made on the state being changed."""
+
     def execute(self):
+        """The template: the input's bounds, `prepare()`, then `execute_in_transaction()`; a
+        refusal is recorded after the rollback (`audit_refusal`)."""
         try:
+            self.check_limits()  # before anything is read or written
+            self.prepare()
             return self.execute_in_transaction()
         except ActionError as exc:
-            refusal = refusal_in(exc)  # itself, or the one among several invalid fields
+            # Every refusal, or only the denials and operator refusals (with the one among
+            # several invalid fields): `audits_every_refusal`.
+            refusal = exc if self.audits_every_refusal else refusal_in(exc)
             if refusal is not None:
                 self.audit_refusal(refusal)
             raise
 
     def execute_in_transaction(self):
-        """check() and perform() in one transaction; an action that must lock rows before its
-        check, or ask something outside any transaction first, overrides this (not execute,
-        which records the refusals)."""
+        """lock(), check() and perform() in one transaction; an action whose verb is made of
+        other actions (each with its own transaction) overrides this, not execute()."""
         with transaction.atomic():
-            self.check_limits()
+            self.lock()
             self.check()
             return self.perform()
 
