@@ -1,11 +1,13 @@
 """The audit log's vocabulary, listed once: every code the production code can write.
 
 The log is append-only, so its codes outlive the code that writes them. Every action declares
-its noun and verb (`sherlock.core.actions.Action`): renaming a module changes no code. The
-codes are read from the source (the first argument of every `audit(...)` call, an f-string's
-`{self.verb}` expanded over the verbs of the actions that run it) and from the actions'
-refusal codes, and compared with `VOCABULARY`: a new code is added there on purpose, and a code
-that disappears is seen. Forms built from data (a model's name in the admin, a permission's
+its noun and verb (`sherlock.core.actions.Action`), and the template builds every code it
+writes from them, success and refusal (`self.audit(...)`, naming another verb or noun where a
+verb writes a second entry): renaming a module or a class changes no code. The codes are read
+from the source (every `self.audit(...)` of an action, expanded over the actions that run it,
+and the first argument of every other `audit(...)` call) and from the actions' refusal codes,
+and compared with `VOCABULARY`: a new code is added there on purpose, and a code that
+disappears is seen. Forms built from data (a model's name in the admin, a permission's
 verb) are listed as written, with their placeholder.
 """
 
@@ -70,6 +72,7 @@ governance.apikey.create
 governance.apikey.refused
 governance.apikey.revoke
 governance.audit.export
+governance.audit.refused
 governance.bypass.approve
 governance.bypass.deny
 governance.bypass.expire
@@ -82,7 +85,6 @@ governance.gate_datasets.set
 governance.policy.change
 governance.policy.create
 governance.policy.refused
-governance.publish_request.refused
 governance.request.create
 governance.request.decide
 governance.request.refused
@@ -140,12 +142,20 @@ def actions():
 
 
 def verbs_of(cls):
-    """The verbs an action can write: its declared one, or both of a pause/resume pair."""
-    if isinstance(cls.__dict__.get("verb"), property) or isinstance(
-        getattr(cls, "verb", None), property
-    ):
-        return {"pause", "resume"}
+    """The verbs an action can write: its declared one."""
     return {cls.verb} if cls.verb else set()
+
+
+def action_codes(node, class_name, classes):
+    """The codes `self.audit(...)` writes in `class_name`: `<app>.<noun>.<verb>` of every action
+    that runs it, its noun and verb unless the call names others (`verb="retire"`)."""
+    named = {k.arg: k.value.value for k in node.keywords if k.arg in ("noun", "verb")}
+    codes = set()
+    for cls in (c for c in classes if class_name in {k.__name__ for k in c.__mro__}):
+        app = cls.__module__.split(".")[0]
+        for verb in {named["verb"]} if "verb" in named else verbs_of(cls):
+            codes.add(f"{app}.{named.get('noun', cls.noun)}.{verb}")
+    return codes
 
 
 def concrete(classes):
@@ -211,7 +221,11 @@ def written_codes(classes):
                 for node in (n for stmt in body for n in ast.walk(stmt)):
                     func = getattr(node, "func", None)
                     called = getattr(func, "id", None) or getattr(func, "attr", None)
-                    if isinstance(node, ast.Call) and called == "audit" and node.args:
+                    if not (isinstance(node, ast.Call) and called == "audit"):
+                        continue
+                    if isinstance(func, ast.Attribute) and ast.unparse(func) == "self.audit":
+                        codes |= action_codes(node, name, classes)
+                    elif node.args and "self.audit_code" not in ast.unparse(node.args[0]):
                         codes |= expand(node.args[0], name, classes)
     return codes
 
@@ -226,3 +240,18 @@ def test_the_vocabulary_lists_every_code_written_once():
     refusals = {f"{cls.__module__.split('.')[0]}.{cls.noun}.refused" for cls in concrete(classes)}
     assert len(VOCABULARY) == len(set(VOCABULARY))
     assert sorted(written_codes(classes) | refusals) == sorted(VOCABULARY)
+
+
+def test_actions_build_their_codes_from_their_noun_and_verb():
+    """No action writes a code as text: a code spelled by hand drifts from the noun and verb its
+    refusals are recorded under."""
+    spelled = []
+    for app in APPS:
+        for path in sorted((ROOT / app / "actions").glob("*.py")):
+            tree = ast.parse(path.read_text())
+            for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+                for node in ast.walk(cls):
+                    func = getattr(node, "func", None)
+                    if isinstance(func, ast.Name) and func.id == "audit":
+                        spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert spelled == []

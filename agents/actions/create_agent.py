@@ -2,7 +2,6 @@
 
 from agents.models import Agent
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
 from sherlock.core.limits import DESCRIPTION_MAX, NAME_MAX, SLUG_MAX, excerpt
 
@@ -33,9 +32,7 @@ class CreateAgent(Action):
         agent = Agent.objects.create(
             slug=self.slug, name=self.name, description=self.description, owner=self.acting_user
         )
-        audit(
-            "agents.agent.create",
-            actor=self.acting_user,
+        self.audit(
             target=agent,
             after={"slug": agent.slug, "name": agent.name},
         )

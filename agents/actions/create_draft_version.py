@@ -10,7 +10,6 @@ from agents.actions._tools import check_tools_of
 from agents.adapters import validate_config
 from agents.models import Agent, AgentVersion
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.egress import EgressRefused
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, ActionRefused
 from sherlock.core.limits import CONFIG_MAX_BYTES, NOTE_MAX, VERSION_NAME_MAX, excerpt
@@ -71,9 +70,7 @@ class CreateDraftVersion(Action):
         )
         version.tools.set(self.tools)
         version.denied_tools.set(self.denied_tools)
-        audit(
-            "agents.version.create",
-            actor=self.acting_user,
+        self.audit(
             target=version,
             after={
                 "number": version.number,

@@ -16,7 +16,6 @@ from agents.actions.create_draft_version import tool_names
 from agents.adapters import validate_config
 from agents.models import AgentVersion
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.egress import EgressRefused
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, ActionRefused
 from sherlock.core.limits import CONFIG_MAX_BYTES, NOTE_MAX, check_document, check_text
@@ -134,9 +133,7 @@ class UpdateDraftVersion(Action):
                 getattr(version, name).set(self.changes[name])
         after = self.snapshot()
         if after != before:
-            audit(
-                "agents.version.update",
-                actor=self.acting_user,
+            self.audit(
                 target=version,
                 before=before,
                 after=after,

@@ -6,7 +6,6 @@ from django.utils import timezone
 from evaluations.choices import RUN_STATES, RunStatus, TrialStatus
 from evaluations.models import Run, Trial
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -53,9 +52,7 @@ class CancelRun(Action):
         )
         running = Trial.objects.filter(run=run, status=TrialStatus.RUNNING).count()
         run.status = self.run.status = RunStatus.CANCELLED
-        audit(
-            "evaluations.run.cancel",
-            actor=self.acting_user,
+        self.audit(
             target=run,
             before={"status": before},
             after={

@@ -9,7 +9,6 @@ dataset version and repetitions whoever uploads. Claiming records where the answ
 from evaluations.choices import RunPurpose, RunStatus
 from evaluations.models import Run
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -41,9 +40,7 @@ class ClaimGateRun(Action):
             before = run.source
             run.source = self.source
             run.save(update_fields=["source"])
-            audit(
-                "evaluations.run.claim",
-                actor=self.acting_user,
+            self.audit(
                 target=run,
                 before={"source": before},
                 after={"source": run.source},

@@ -2,7 +2,6 @@
 
 from evaluations.actions.case_fields import CaseVerb, content_errors, key_errors, snapshot
 from evaluations.models import Case, CaseVersion
-from sherlock.core.audit import audit
 from sherlock.core.errors import raise_invalid
 
 
@@ -28,9 +27,7 @@ class CreateCase(CaseVerb):
         case_version = CaseVersion.objects.create(
             dataset_version=self.dataset_version, case=case, **self.content
         )
-        audit(
-            "evaluations.case.create",
-            actor=self.acting_user,
+        self.audit(
             target=case_version,
             after={"key": self.key, **snapshot(case_version)},
         )

@@ -2,7 +2,6 @@
 
 from evaluations.actions.check_fields import CheckVerb, refuse_unknown, snapshot, validate_check
 from evaluations.models import Check
-from sherlock.core.audit import audit
 
 
 class CreateCheck(CheckVerb):
@@ -21,7 +20,5 @@ class CreateCheck(CheckVerb):
         check = Check(dataset_version=self.dataset_version, **self.fields)
         validate_check(check)
         check.save()
-        audit(
-            "evaluations.check.create", actor=self.acting_user, target=check, after=snapshot(check)
-        )
+        self.audit(target=check, after=snapshot(check))
         return check

@@ -6,7 +6,6 @@ from evaluations.actions.case_fields import CASE_FIELDS
 from evaluations.actions.check_fields import CHECK_FIELDS
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.limits import NOTE_MAX
 from sherlock.core.permissions import user_can
@@ -50,9 +49,7 @@ class CreateDraftDatasetVersion(Action):
                 )
                 for cv in source.case_versions.all()
             )
-        audit(
-            "evaluations.dataset_version.create",
-            actor=self.acting_user,
+        self.audit(
             target=draft,
             after={"number": number, "copied_from": source.number if source else None},
         )

@@ -9,7 +9,6 @@ from evaluations.actions.schedule_fields import (
 )
 from evaluations.models import RunSchedule
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 
 
 class CreateSchedule(Action):
@@ -38,9 +37,7 @@ class CreateSchedule(Action):
         schedule = self.schedule
         schedule.save()
         sync_q_schedule(schedule)
-        audit(
-            "evaluations.schedule.create",
-            actor=self.acting_user,
+        self.audit(
             target=schedule,
             after=snapshot(schedule) | self.confirmed,
         )

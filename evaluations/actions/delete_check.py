@@ -1,7 +1,6 @@
 """DeleteCheck: an Editor removes a check from a draft dataset version."""
 
 from evaluations.actions.check_fields import CheckVerb, snapshot
-from sherlock.core.audit import audit
 
 
 class DeleteCheck(CheckVerb):
@@ -17,7 +16,5 @@ class DeleteCheck(CheckVerb):
 
     def perform(self):
         before = snapshot(self.check_obj)
-        audit(
-            "evaluations.check.delete", actor=self.acting_user, target=self.check_obj, before=before
-        )
+        self.audit(target=self.check_obj, before=before)
         self.check_obj.delete()

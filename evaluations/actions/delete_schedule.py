@@ -3,7 +3,6 @@
 
 from evaluations.actions.schedule_fields import check_may_schedule, snapshot
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 
 
 class DeleteSchedule(Action):
@@ -20,5 +19,5 @@ class DeleteSchedule(Action):
     def perform(self):
         schedule = self.schedule
         before = snapshot(schedule)
-        audit("evaluations.schedule.delete", actor=self.acting_user, target=schedule, before=before)
+        self.audit(target=schedule, before=before)
         schedule.delete()

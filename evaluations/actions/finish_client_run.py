@@ -14,7 +14,6 @@ from agents.choices import Adapter
 from evaluations.choices import RunStatus, TrialStatus
 from evaluations.models import Run, Trial
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -48,9 +47,7 @@ class FinishClientRun(Action):
         if missing is None:
             return run  # not waiting: someone finished or cancelled it already
         self.finished_now = True
-        audit(
-            "evaluations.run.finish",
-            actor=self.acting_user,
+        self.audit(
             target=run,
             before={"status": RunStatus.WAITING},
             after={

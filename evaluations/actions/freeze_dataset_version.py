@@ -4,7 +4,6 @@ from django.utils import timezone
 
 from evaluations.models import DatasetVersion
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
 from sherlock.core.limits import NOTE_MAX
 from sherlock.core.permissions import user_can
@@ -42,9 +41,7 @@ class FreezeDatasetVersion(Action):
         if updated != 1:
             raise ActionConflict("This dataset version is already frozen.", code="already_frozen")
         self.dataset_version.refresh_from_db()
-        audit(
-            "evaluations.dataset_version.freeze",
-            actor=self.acting_user,
+        self.audit(
             target=self.dataset_version,
             before={"frozen_at": None},
             after={"frozen_at": now, "cases": self.dataset_version.case_versions.count()},

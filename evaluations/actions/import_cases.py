@@ -39,7 +39,6 @@ from evaluations.cases_io import (
 from evaluations.cases_io.sherlock_jsonl import read_case_list
 from evaluations.models import Case, CaseVersion, Dataset, DatasetVersion
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid, ActionRefused
 from sherlock.core.permissions import user_can
 
@@ -221,9 +220,7 @@ class ImportCases(Action):
             "unchanged": result.unchanged,
         }
         sampled = {kind: audit_keys(keys) for kind, keys in kinds.items()}
-        audit(
-            "evaluations.case.import",
-            actor=self.acting_user,
+        self.audit(
             target=draft,
             after={
                 "format": fmt,

@@ -53,7 +53,6 @@ from evaluations.models import (
     Trial,
 )
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
 from sherlock.core.permissions import user_can
 
@@ -158,9 +157,7 @@ class ImportTrials(Action):
         summary.update(case_pass_rate=None, passed=None, failed=None, imported=True)
         Run.objects.filter(pk=run.pk).update(summary=summary)
         run.summary = summary
-        audit(
-            "evaluations.run.import",
-            actor=self.acting_user,
+        self.audit(
             target=run,
             after={
                 "agent_version": self.agent_version.pk,
@@ -273,9 +270,8 @@ class ImportTrials(Action):
             CaseVersion.objects.create(
                 dataset_version=version, case=case, input=str(tasks[key]), tags=["imported"]
             )
-        audit(
-            "evaluations.dataset_version.import",
-            actor=self.acting_user,
+        self.audit(
+            noun="dataset_version",
             target=version,
             after={"frozen_at": now, "cases": len(keys)},
         )

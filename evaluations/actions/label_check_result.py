@@ -3,7 +3,6 @@
 from evaluations.choices import CheckStatus
 from evaluations.models import Dataset, HumanLabel
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
 from sherlock.core.limits import NOTE_MAX
 from sherlock.core.permissions import user_can
@@ -60,9 +59,7 @@ class LabelCheckResult(Action):
                 "calibration_key": key,
             },
         )
-        audit(
-            "evaluations.check_result.label",
-            actor=self.acting_user,
+        self.audit(
             target=self.check_result,
             after={
                 "passed": self.passed,

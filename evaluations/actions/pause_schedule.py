@@ -1,4 +1,4 @@
-"""PauseSchedule: stop (or, with `active=True`, resume) a schedule without losing it."""
+"""PauseSchedule and ResumeSchedule: stop a schedule without losing it, and start it again."""
 
 from evaluations.actions.schedule_fields import (
     check_may_schedule,
@@ -6,23 +6,18 @@ from evaluations.actions.schedule_fields import (
     sync_q_schedule,
 )
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 
 
-class PauseSchedule(Action):
+class SetScheduleActive(Action):
     """A paused schedule keeps its django-q2 row with `repeats=0`, which django-q2 never fires;
-    resuming sets the next run from now."""
+    resuming sets the next run from now. `active` is what the verb leaves the schedule."""
 
     noun = "schedule"
+    active = False
 
-    @property
-    def verb(self):  # the refusal's verb, as the entry's code says pause or resume
-        return "resume" if self.active else "pause"
-
-    def __init__(self, *, acting_user, schedule, active=False):
+    def __init__(self, *, acting_user, schedule):
         super().__init__(acting_user=acting_user)
         self.schedule = schedule
-        self.active = active
 
     def check(self):
         check_may_schedule(self.acting_user, self.schedule.agent, self.schedule.dataset)
@@ -35,18 +30,21 @@ class PauseSchedule(Action):
         schedule.active = self.active
         schedule.save(update_fields=["active"])
         sync_q_schedule(schedule)
-        audit(
-            "evaluations.schedule.resume" if self.active else "evaluations.schedule.pause",
-            actor=self.acting_user,
-            target=schedule,
-            before=before,
-            after={"active": schedule.active},
-        )
+        self.audit(target=schedule, before=before, after={"active": schedule.active})
         return schedule
 
 
-class ResumeSchedule(PauseSchedule):
-    """PauseSchedule with `active=True` (the admin's "resume" action takes a class)."""
+class PauseSchedule(SetScheduleActive):
+    verb = "pause"
+    active = False
 
-    def __init__(self, *, acting_user, schedule):
-        super().__init__(acting_user=acting_user, schedule=schedule, active=True)
+
+class ResumeSchedule(SetScheduleActive):
+    verb = "resume"
+    active = True
+
+
+def set_schedule_active(*, acting_user, schedule, active):
+    """The verb that leaves `schedule` `active` (the page and the API take a flag)."""
+    verb = ResumeSchedule if active else PauseSchedule
+    return verb(acting_user=acting_user, schedule=schedule)

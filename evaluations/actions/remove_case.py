@@ -1,7 +1,6 @@
 """RemoveCase: an Editor removes a case from a draft dataset version."""
 
 from evaluations.actions.case_fields import CaseVerb, snapshot
-from sherlock.core.audit import audit
 
 
 class RemoveCase(CaseVerb):
@@ -16,9 +15,7 @@ class RemoveCase(CaseVerb):
         self.dataset_version = case_version.dataset_version
 
     def perform(self):
-        audit(
-            "evaluations.case.remove",
-            actor=self.acting_user,
+        self.audit(
             target=self.case_version,
             before=snapshot(self.case_version),
         )

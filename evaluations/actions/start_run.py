@@ -10,7 +10,6 @@ from evaluations.engine import enqueue_run
 from evaluations.models import CaseVersion, Run, Trial
 from evaluations.reads.run_rights import may_run_on
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
 from sherlock.core.permissions import user_can
 
@@ -120,9 +119,7 @@ class StartRun(Action):
             for cv_pk, case_pk in case_versions
             for rep in range(1, self.repetitions + 1)
         )
-        audit(
-            "evaluations.run.start",
-            actor=self.acting_user,
+        self.audit(
             target=run,
             after={
                 "agent_version": self.agent_version.pk,

@@ -23,7 +23,6 @@ from evaluations.costs.ledger import rekind_cost_lines
 from evaluations.judge.client import get_default_judge
 from evaluations.models import CaseResult, CheckResult, CostEntry, Run
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -184,9 +183,7 @@ class SummarizeRun(Action):
             "created_at": timezone.now().isoformat(),
         }
         run.save(update_fields=["judge_summary"])
-        audit(
-            "evaluations.run.summarize",
-            actor=self.acting_user,
+        self.audit(
             target=run,
             after={"statements": len(kept), "dropped": len(dropped)},
         )

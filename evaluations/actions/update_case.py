@@ -2,7 +2,6 @@
 
 from evaluations.actions.case_fields import CaseVerb, snapshot, validate_content
 from evaluations.models import CaseVersion
-from sherlock.core.audit import audit
 
 
 class UpdateCase(CaseVerb):
@@ -24,9 +23,7 @@ class UpdateCase(CaseVerb):
         for name, value in self.changes.items():
             setattr(case_version, name, value)
         case_version.save(update_fields=list(self.changes) or None)
-        audit(
-            "evaluations.case.update",
-            actor=self.acting_user,
+        self.audit(
             target=case_version,
             before=before,
             after=snapshot(case_version),

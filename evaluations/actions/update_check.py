@@ -8,7 +8,6 @@ from evaluations.actions.check_fields import (
     validate_check,
 )
 from evaluations.models import Check
-from sherlock.core.audit import audit
 
 
 class UpdateCheck(CheckVerb):
@@ -31,9 +30,7 @@ class UpdateCheck(CheckVerb):
             setattr(check, name, value)
         validate_check(check)
         check.save(update_fields=list(CHECK_FIELDS))
-        audit(
-            "evaluations.check.update",
-            actor=self.acting_user,
+        self.audit(
             target=check,
             before=before,
             after=snapshot(check),

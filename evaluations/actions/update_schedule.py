@@ -8,7 +8,6 @@ from evaluations.actions.schedule_fields import (
     validate,
 )
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionInvalid
 
 EDITABLE = {
@@ -54,9 +53,7 @@ class UpdateSchedule(Action):
             confirmed = check_cost_confirmed(schedule, self.confirm_cost)
         schedule.save()
         sync_q_schedule(schedule)
-        audit(
-            "evaluations.schedule.update",
-            actor=self.acting_user,
+        self.audit(
             target=schedule,
             before=before,
             after=snapshot(schedule) | confirmed,

@@ -25,7 +25,6 @@ from evaluations.choices import RunStatus, TrialStatus
 from evaluations.engine.enqueue import enqueue_run
 from evaluations.models import Run, Trial
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
 from sherlock.core.limits import NOTE_MAX, check_document, excerpt
 from sherlock.core.permissions import user_can
@@ -96,9 +95,7 @@ class UploadTranscripts(Action):
             scored = [trial.pk for trial in accepted]
             transaction.on_commit(lambda: enqueue_run(run.pk, trial_ids=scored, uploaded=True))
         if accepted:  # a batch of duplicates changed nothing: nothing to record
-            audit(
-                "evaluations.run.upload",
-                actor=self.acting_user,
+            self.audit(
                 target=run,
                 after={**result, "errors": sum(1 for trial in accepted if trial.error)},
             )

@@ -17,7 +17,7 @@ from agents.models import Agent, AgentVersion
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.fire_schedule import estimate_schedule
-from evaluations.actions.pause_schedule import PauseSchedule
+from evaluations.actions.pause_schedule import set_schedule_active
 from evaluations.actions.schedule_fields import SCHEDULE_FIELDS
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
@@ -168,7 +168,7 @@ class ScheduleViewSet(
         return self._set_active(request, True)
 
     def _set_active(self, request, active):
-        schedule = PauseSchedule(
+        schedule = set_schedule_active(
             acting_user=request.user, schedule=self.get_object(), active=active
         ).execute()
         data = ScheduleSerializer(schedule, context={"request": request}).data

@@ -22,7 +22,7 @@ from agents.models import Agent, AgentVersion
 from evaluations.actions.create_schedule import CreateSchedule
 from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.fire_schedule import estimate_schedule
-from evaluations.actions.pause_schedule import PauseSchedule
+from evaluations.actions.pause_schedule import set_schedule_active
 from evaluations.actions.schedule_fields import (
     PLAN_FIELDS,
     confirm_limit,
@@ -221,7 +221,7 @@ def schedule_change(request, pk, verb):
         if verb == "delete":
             DeleteSchedule(acting_user=request.user, schedule=schedule).execute()
         else:
-            PauseSchedule(
+            set_schedule_active(
                 acting_user=request.user, schedule=schedule, active=verb == "resume"
             ).execute()
     except ActionError as exc:

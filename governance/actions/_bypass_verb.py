@@ -7,7 +7,6 @@ from governance.actions._bypass_state import may_move, move_bypass
 from governance.actions.base import GovernanceAction
 from governance.actions.expire_bypass import ExpireBypass
 from governance.models import Bypass
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -56,9 +55,7 @@ class BypassVerb(GovernanceAction):
         fields = {"decided_at": timezone.now(), **self.extra_fields()}
         if not move_bypass(bypass, self.to_state, **fields):
             raise ActionConflict("The bypass changed meanwhile.", code="conflict")
-        audit(
-            f"governance.bypass.{self.verb}",
-            actor=self.acting_user,
+        self.audit(
             target=bypass,
             before={"state": bypass.state},
             after={"state": self.to_state},

@@ -4,7 +4,6 @@ from django.contrib.auth import get_user_model
 
 from governance.actions.base import GovernanceAction
 from governance.people.roles import is_global_admin
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.sessions import end_sessions_of
 
@@ -50,9 +49,7 @@ class UserActiveVerb(GovernanceAction):
             # sent before (`governance.people.invites` refuses a link older than a deactivation), so
             # reactivating asks for a fresh sign-in or a fresh link.
             end_sessions_of(self.user)
-        audit(
-            f"governance.user.{self.verb}",
-            actor=self.acting_user,
+        self.audit(
             target=self.user,
             before={"is_active": not self.active},
             after={"is_active": self.active},

@@ -6,7 +6,6 @@ from django.core.exceptions import ValidationError
 
 from governance.actions.base import GovernanceAction
 from governance.people.invites import user_for_token
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionInvalid
 
 
@@ -45,5 +44,5 @@ class AcceptInvite(GovernanceAction):
     def perform(self):
         self.user.set_password(self.password)
         self.user.save(update_fields=["password"])
-        audit("governance.user.join", actor=self.user, target=self.user)
+        self.audit(actor=self.user, target=self.user)
         return self.user

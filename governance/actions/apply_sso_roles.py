@@ -8,7 +8,6 @@ from governance.choices import GrantSource, RoleScope
 from governance.models import RoleGrant, SSOProvider
 from governance.people.roles import describe_scope, materialize, role_action, scoped_perms
 from governance.sso.claims import evidence, groups_at, matching_rules
-from sherlock.core.audit import audit
 
 
 def _key(role, obj):
@@ -88,8 +87,8 @@ class ApplySSORoles(GovernanceAction):
             )
             with role_action():
                 materialize(self.user, obj)
-            audit(
-                "governance.role.grant",
+            self.audit(
+                verb="grant",
                 target=self.user,
                 after={
                     "role": rule.role,
@@ -110,8 +109,8 @@ class ApplySSORoles(GovernanceAction):
             grant.delete()
             with role_action():
                 _added, removed = materialize(self.user, obj)
-            audit(
-                "governance.role.revoke",
+            self.audit(
+                verb="revoke",
                 target=self.user,
                 before={"role": grant.role, "scope": describe_scope(obj)},
                 after={

@@ -8,7 +8,6 @@ from django.utils import timezone
 from governance.actions.base import GovernanceAction
 from governance.models import APIKey
 from governance.people.roles import is_global_admin
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, raise_invalid
 
 NAME_MAX_LENGTH = APIKey._meta.get_field("name").max_length
@@ -77,9 +76,7 @@ class CreateAPIKey(GovernanceAction):
             expiry_date=timezone.now() + timedelta(days=self.days),
             issued_by=self.acting_user,
         )
-        audit(
-            "governance.apikey.create",
-            actor=self.acting_user,
+        self.audit(
             target=self.user,
             after={
                 "name": api_key.name,

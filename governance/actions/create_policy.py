@@ -4,7 +4,6 @@ from governance.actions.base import GovernanceAction
 from governance.actions.policy_fields import POLICY_FIELDS, snapshot, validate
 from governance.models import PublishingPolicy
 from governance.people.roles import is_global_admin
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 
 
@@ -48,9 +47,7 @@ class CreatePolicy(GovernanceAction):
             agent=self.agent, version=1, created_by=self.acting_user, **self._known()
         )
         policy.gate_datasets.set(self.gate_datasets)
-        audit(
-            "governance.policy.create",
-            actor=self.acting_user,
+        self.audit(
             target=policy,
             after=snapshot(policy, self.gate_datasets),
         )

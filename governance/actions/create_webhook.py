@@ -4,7 +4,6 @@ from governance.actions._webhook import clean_fields, require_admin, snapshot
 from governance.actions.base import GovernanceAction
 from governance.models import WebhookEndpoint
 from governance.models.webhooks import new_secret
-from sherlock.core.audit import audit
 
 
 class CreateWebhook(GovernanceAction):
@@ -28,9 +27,7 @@ class CreateWebhook(GovernanceAction):
             secret=new_secret(),
             created_by=self.acting_user,
         )
-        audit(
-            "governance.webhook.create",
-            actor=self.acting_user,
+        self.audit(
             target=endpoint,
             after={**snapshot(endpoint), "secret": "drawn"},
         )

@@ -10,7 +10,6 @@ from governance.models import PublishRequest
 from governance.publishing.decision import PASS, make_decision, outcome_of, release_of
 from governance.webhooks import notify
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 
 
 class DecidePublishRequest(Action):
@@ -25,7 +24,7 @@ class DecidePublishRequest(Action):
     still going, is left alone and None is returned.
     """
 
-    noun = "publish_request"
+    noun = "request"
     verb = "decide"
 
     def __init__(self, *, publish_request_id, acting_user=None):
@@ -54,9 +53,7 @@ class DecidePublishRequest(Action):
         if not move_request(request, state, decision=decision, decided_at=decided_at):
             return None
         request.state, request.decision, request.decided_at = state, decision, decided_at
-        audit(
-            "governance.request.decide",
-            actor=self.acting_user,
+        self.audit(
             target=request,
             before={"state": RequestState.EVALUATING},
             after={

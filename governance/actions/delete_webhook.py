@@ -2,7 +2,6 @@
 
 from governance.actions._webhook import require_admin, snapshot
 from governance.actions.base import GovernanceAction
-from sherlock.core.audit import audit
 
 
 class DeleteWebhook(GovernanceAction):
@@ -21,9 +20,7 @@ class DeleteWebhook(GovernanceAction):
 
     def perform(self):
         endpoint = self.endpoint
-        audit(
-            "governance.webhook.delete",
-            actor=self.acting_user,
+        self.audit(
             target=endpoint,
             before=snapshot(endpoint),
         )

@@ -7,7 +7,6 @@ from governance.actions._bypass_state import move_bypass
 from governance.choices import BYPASS_ACTIVE, BypassState
 from governance.models import Bypass
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 
 
 class ExpireBypass(Action):
@@ -40,9 +39,7 @@ class ExpireBypass(Action):
             return False
         if not move_bypass(bypass, BypassState.EXPIRED, decided_at=now):
             return False
-        audit(
-            "governance.bypass.expire",
-            actor=self.acting_user,
+        self.audit(
             target=bypass,
             before={"state": bypass.state},
             after={"state": BypassState.EXPIRED, "expires_at": bypass.expires_at},

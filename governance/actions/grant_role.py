@@ -4,7 +4,6 @@ from governance.actions._role_verb import RoleVerb, change_entry
 from governance.choices import RoleScope
 from governance.models import RoleGrant
 from governance.people.roles import describe_scope, materialize, role_action, scoped_perms
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict
 
 
@@ -46,9 +45,7 @@ class GrantRole(RoleVerb):
             added, removed = materialize(self.user, self.obj)
         perms = scoped_perms(self.role, self.obj) if self.obj is not None else []
         own = perms if self.obj is not None else [self.role]
-        audit(
-            "governance.role.grant",
-            actor=self.acting_user,
+        self.audit(
             target=self.user,
             after={
                 "role": self.role,

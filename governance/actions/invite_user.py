@@ -9,7 +9,6 @@ from django.core.validators import validate_email
 from governance.actions.base import GovernanceAction
 from governance.people.invites import make_token
 from governance.people.roles import is_global_admin
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, raise_invalid
 
 
@@ -72,9 +71,7 @@ class InviteUser(GovernanceAction):
             first_name=self.first_name,
             last_name=self.last_name,
         )  # no password: an unusable one until the link is used
-        audit(
-            "governance.user.invite",
-            actor=self.acting_user,
+        self.audit(
             target=user,
             after={"username": user.username, "email": user.email},
         )

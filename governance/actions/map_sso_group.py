@@ -5,7 +5,6 @@ from governance.actions.sso_fields import SSOVerb
 from governance.choices import Role
 from governance.models import SSOGroupRole, SSOProvider
 from governance.people.roles import describe_scope
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionInvalid, raise_invalid
 
 
@@ -69,9 +68,7 @@ class MapSSOGroup(SSOVerb):
             dataset=self.obj if kind == "dataset" else None,
             allow_bypass=self.allow_bypass,
         )
-        audit(
-            "governance.sso.map",
-            actor=self.acting_user,
+        self.audit(
             target=provider,
             after={
                 "group": rule.group,

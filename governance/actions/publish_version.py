@@ -13,7 +13,6 @@ from governance.models import PublishingPolicy, PublishRequest
 from governance.publishing.decision import outcome_of, release_of
 from governance.publishing.next_step import NO_DECISION, next_step
 from governance.webhooks import notify
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -117,8 +116,8 @@ class PublishVersion(GovernanceAction):
         ):
             if not VERSION_STATES.move(old, VersionState.RETIRED):
                 continue  # retired meanwhile by someone else, who wrote its entry
-            audit(
-                "governance.version.retire",
+            self.audit(
+                verb="retire",
                 actor=user,
                 target=old,
                 before={"state": VersionState.PUBLISHED, "live": old.pk == previous},
@@ -132,8 +131,9 @@ class PublishVersion(GovernanceAction):
         if self.bypass is not None:
             if not move_bypass(self.bypass, BypassState.USED, used_at=now):
                 raise ActionConflict("The bypass was used or revoked meanwhile.", code="conflict")
-            audit(
-                "governance.bypass.use",
+            self.audit(
+                noun="bypass",
+                verb="use",
                 actor=user,
                 target=self.bypass,
                 before={"state": BypassState.APPROVED},
@@ -154,8 +154,7 @@ class PublishVersion(GovernanceAction):
         new_state = RequestState.BYPASSED if self.bypass else RequestState.PUBLISHED
         if not move_request(request, new_state, published_at=now, published_by=user):
             raise ActionConflict("The publish request changed meanwhile.", code="conflict")
-        audit(
-            f"governance.version.{self.verb}",
+        self.audit(
             actor=user,
             target=version,
             before={"state": self.from_state, "live_version": previous},

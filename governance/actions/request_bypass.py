@@ -12,7 +12,6 @@ from governance.choices import BYPASS_ACTIVE, BypassState, RequestState
 from governance.models import Bypass, PublishingPolicy, PublishRequest
 from governance.publishing.decision import outcome_of
 from governance.publishing.next_step import NOTHING, PUBLISH, blocked_allows
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -106,8 +105,7 @@ class RequestBypass(GovernanceAction):
             config_hash=request.config_hash,
             expires_at=now + timedelta(hours=policy.bypass_expiry_hours),
         )
-        audit(
-            "governance.bypass.request",
+        self.audit(
             actor=user,
             target=bypass,
             after={
@@ -129,8 +127,8 @@ class RequestBypass(GovernanceAction):
             if not move_bypass(bypass, BypassState.APPROVED, approved_by=user, decided_at=now):
                 raise ActionConflict("The bypass changed meanwhile.", code="conflict")
             bypass.state, bypass.approved_by, bypass.decided_at = BypassState.APPROVED, user, now
-            audit(
-                "governance.bypass.approve",
+            self.audit(
+                verb="approve",
                 actor=user,
                 target=bypass,
                 before={"state": BypassState.REQUESTED},

@@ -13,7 +13,6 @@ from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
 from governance.choices import BYPASS_ACTIVE, REQUEST_DECIDED, BypassState, RequestState
 from governance.models import Bypass, PublishingPolicy, PublishRequest, gate_datasets_for
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -171,9 +170,7 @@ class RequestPublication(GovernanceAction):
             for dataset_version in self.datasets
         ]
         request.runs.set(runs)
-        audit(
-            "governance.request.create",
-            actor=self.acting_user,
+        self.audit(
             target=request,
             after={
                 "state": request.state,
@@ -194,9 +191,8 @@ class RequestPublication(GovernanceAction):
             # compare-and-set still keeps an entry from describing a change that did not happen.
             if not move_request(old, RequestState.SUPERSEDED):
                 continue
-            audit(
-                "governance.request.supersede",
-                actor=self.acting_user,
+            self.audit(
+                verb="supersede",
                 target=old,
                 before={"state": old.state},
                 after={"state": RequestState.SUPERSEDED},
@@ -205,9 +201,9 @@ class RequestPublication(GovernanceAction):
             for bypass in Bypass.objects.filter(publish_request=old, state__in=BYPASS_ACTIVE):
                 if not move_bypass(bypass, BypassState.REVOKED, decided_at=timezone.now()):
                     continue
-                audit(
-                    "governance.bypass.revoke",
-                    actor=self.acting_user,
+                self.audit(
+                    noun="bypass",
+                    verb="revoke",
                     target=bypass,
                     before={"state": bypass.state},
                     after={"state": BypassState.REVOKED},

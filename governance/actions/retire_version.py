@@ -3,7 +3,6 @@
 from agents.choices import VERSION_STATES, VersionState
 from agents.models import Agent, AgentVersion
 from governance.actions.base import GovernanceAction
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -46,9 +45,7 @@ class RetireVersion(GovernanceAction):
         was_live = self.agent.live_version_id == version.pk
         if was_live:
             Agent.objects.filter(pk=self.agent.pk).update(live_version=None)
-        audit(
-            "governance.version.retire",
-            actor=self.acting_user,
+        self.audit(
             target=version,
             before={"state": VersionState.PUBLISHED, "live": was_live},
             after={"state": VersionState.RETIRED, "live": False},

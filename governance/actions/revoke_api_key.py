@@ -5,7 +5,6 @@ from django.utils import timezone
 from governance.actions.base import GovernanceAction
 from governance.models import APIKey
 from governance.people.roles import is_global_admin
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 
 
@@ -45,9 +44,7 @@ class RevokeAPIKey(GovernanceAction):
         key.revoked_at = timezone.now()
         key.revoked_by = self.acting_user
         key.save(update_fields=["revoked", "revoked_at", "revoked_by"])
-        audit(
-            "governance.apikey.revoke",
-            actor=self.acting_user,
+        self.audit(
             target=key.user,
             before={"name": key.name, "prefix": key.prefix, "state": "active"},
             after={"state": "revoked"},

@@ -4,7 +4,6 @@ from governance.actions._role_verb import RoleVerb, an, change_entry
 from governance.choices import RoleScope
 from governance.models import RoleGrant
 from governance.people.roles import describe_scope, materialize, role_action, scoped_perms
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict
 
 
@@ -46,9 +45,7 @@ class RevokeRole(RoleVerb):
         after = {noun: sorted(set(removed) & set(own)), **change_entry(added, removed, own)}
         if without_grant:
             after["without_grant"] = True
-        audit(
-            "governance.role.revoke",
-            actor=self.acting_user,
+        self.audit(
             target=self.user,
             before={"role": self.role, "scope": describe_scope(self.obj)},
             after=after,

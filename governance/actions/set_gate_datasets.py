@@ -3,7 +3,6 @@
 from governance.actions.base import GovernanceAction
 from governance.models import GateDataset
 from governance.people.roles import is_global_admin
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied
 
 
@@ -45,9 +44,7 @@ class SetGateDatasets(GovernanceAction):
             if dataset.pk not in have
         )
         after = sorted(dataset.slug for dataset in self.datasets)
-        audit(
-            "governance.gate_datasets.set",
-            actor=self.acting_user,
+        self.audit(
             target=self.agent,
             before={"gate_datasets": before},
             after={"gate_datasets": after},

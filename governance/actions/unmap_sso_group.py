@@ -2,7 +2,6 @@
 
 from governance.actions.sso_fields import SSOVerb
 from governance.people.roles import describe_scope
-from sherlock.core.audit import audit
 
 
 class UnmapSSOGroup(SSOVerb):
@@ -27,5 +26,5 @@ class UnmapSSOGroup(SSOVerb):
             "allow_bypass": self.rule.allow_bypass,
         }
         self.rule.delete()
-        audit("governance.sso.unmap", actor=self.acting_user, target=provider, before=before)
+        self.audit(target=provider, before=before)
         return self.rule

@@ -4,7 +4,6 @@ from governance.actions.base import GovernanceAction
 from governance.actions.policy_fields import POLICY_FIELDS, snapshot, validate
 from governance.models import PublishingPolicy
 from governance.people.roles import is_global_admin
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid
 
 
@@ -81,9 +80,7 @@ class UpdatePolicy(GovernanceAction):
         new.save(force_insert=True)
         new.gate_datasets.set(self._datasets(list(self.policy.gate_datasets.all())))
         self.after["version"] = new.version
-        audit(
-            "governance.policy.change",
-            actor=self.acting_user,
+        self.audit(
             target=new,
             before=self.before,
             after=self.after,

@@ -2,7 +2,6 @@
 
 from governance.actions.sso_fields import SSOVerb
 from governance.models import SSOProvider
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionInvalid
 
 CLAIM_PATH_MAX = 200
@@ -38,9 +37,7 @@ class UpdateSSOProvider(SSOVerb):
         before = None if created else {"claim_path": provider.claim_path, "strict": provider.strict}
         provider.claim_path, provider.strict = self.claim_path, self.strict
         provider.save(update_fields=["claim_path", "strict"])
-        audit(
-            "governance.sso.configure",
-            actor=self.acting_user,
+        self.audit(
             target=provider,
             before=before,
             after={"claim_path": provider.claim_path, "strict": provider.strict},

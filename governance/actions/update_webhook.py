@@ -5,7 +5,6 @@ from governance.actions._webhook import clean_fields, require_admin, snapshot
 from governance.actions.base import GovernanceAction
 from governance.models import WebhookEndpoint
 from governance.models.webhooks import new_secret
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionInvalid
 
 FIELDS = ("url", "events", "active")
@@ -47,9 +46,7 @@ class UpdateWebhook(GovernanceAction):
         after = snapshot(endpoint)
         if self.rotate_secret:
             after["secret"] = "rotated"
-        audit(
-            "governance.webhook.change",
-            actor=self.acting_user,
+        self.audit(
             target=endpoint,
             before=before,
             after=after,

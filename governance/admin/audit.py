@@ -2,18 +2,17 @@
 
 import io
 
-from django.contrib import admin
-from django.http import HttpResponse
-from django.utils import timezone
+from django.contrib import admin, messages
 
+from governance.actions.export_audit import ExportAudit
 from governance.admin.base import (
     ReadOnlyAdmin,
 )
-from governance.audit.export import write_entries
+from governance.audit.export import export_response
 from governance.models import (
     AuditEntry,
 )
-from sherlock.core.audit import audit
+from sherlock.core.errors import ActionError
 
 
 @admin.register(AuditEntry)
@@ -35,24 +34,25 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     def has_module_permission(self, request):
         return self.has_view_permission(request)
 
-    def _export(self, request, queryset, fmt, content_type):
+    def _export(self, request, queryset, fmt):
         buffer = io.StringIO()
-        count = write_entries(queryset.order_by("sequence"), fmt, buffer)
-        audit(
-            "governance.audit.export",
-            actor=request.user,
-            after={"format": fmt, "entries": count},
-            reason="admin export",
-        )
-        response = HttpResponse(buffer.getvalue(), content_type=content_type)
-        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-        response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.{fmt}"'
-        return response
+        try:
+            ExportAudit(
+                acting_user=request.user,
+                entries=queryset,
+                fmt=fmt,
+                out=buffer,
+                reason="admin export",
+            ).execute()
+        except ActionError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return None
+        return export_response(buffer.getvalue(), fmt)
 
     @admin.action(description="Export selected entries as CSV", permissions=["view"])
     def export_csv(self, request, queryset):
-        return self._export(request, queryset, "csv", "text/csv; charset=utf-8")
+        return self._export(request, queryset, "csv")
 
     @admin.action(description="Export selected entries as JSON Lines", permissions=["view"])
     def export_jsonl(self, request, queryset):
-        return self._export(request, queryset, "jsonl", "application/jsonl; charset=utf-8")
+        return self._export(request, queryset, "jsonl")

@@ -1,4 +1,5 @@
-"""Writing audit entries out as CSV or JSON Lines, for `export_audit` and the admin action.
+"""Writing audit entries out as CSV or JSON Lines, for `ExportAudit` (the admin's export, the
+audit page's and `manage.py export_audit`), and the one answer a download of them is.
 
 Every field is exported, hashes included, so an exported file can be checked against the chain
 by anyone holding it. The CSV's cells are neutralised as every CSV Sherlock writes
@@ -11,6 +12,8 @@ Lines export is never changed: it is the one to verify from, docs/governance.md)
 import json
 
 from django.core.serializers.json import DjangoJSONEncoder
+from django.http import HttpResponse
+from django.utils import timezone
 
 from governance.models import AuditEntry
 from sherlock.core.csv_cells import SafeDictWriter
@@ -53,3 +56,14 @@ FORMATS = {"csv": _csv, "jsonl": _jsonl}
 def write_entries(entries, fmt, out):
     """Write `entries` (a queryset) to the text stream `out`; returns how many were written."""
     return FORMATS[fmt](entries, out)
+
+
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
+
+
+def export_response(text, fmt):
+    """A download of an export, named for when it was made (`audit-20261206-2015.jsonl`)."""
+    response = HttpResponse(text, content_type=CONTENT_TYPES[fmt])
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.{fmt}"'
+    return response

@@ -17,15 +17,15 @@ from datetime import datetime, time
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_POST
 
+from governance.actions.export_audit import ExportAudit
 from governance.audit.checkpoints import verify_file
-from governance.audit.export import FORMATS, write_entries
+from governance.audit.export import FORMATS, export_response
 from governance.models import AuditEntry, verify_chain
-from sherlock.core.audit import audit
 from sherlock.core.htmx import render_page
 from sherlock.core.limits import excerpt
 
@@ -208,18 +208,12 @@ def audit_export(request, fmt):
     except BadFilter:
         return _render(request)  # the page, at 400, saying which filter
     out = io.StringIO()
-    count = write_entries(entries.order_by("sequence"), fmt, out)
-    audit(
-        "governance.audit.export",
-        actor=request.user,
-        after={
-            "format": fmt,
-            "entries": count,
-            "filters": {k: v for k in FILTERS if (v := request.GET.get(k))},
-        },
+    ExportAudit(
+        acting_user=request.user,
+        entries=entries,
+        fmt=fmt,
+        out=out,
+        filters={k: v for k in FILTERS if (v := request.GET.get(k))},
         reason="audit page export",
-    )
-    content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
-    response = HttpResponse(out.getvalue(), content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="audit.{fmt}"'
-    return response
+    ).execute()
+    return export_response(out.getvalue(), fmt)

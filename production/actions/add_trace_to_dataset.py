@@ -15,7 +15,6 @@ gone.
 
 from evaluations.actions.create_case import CreateCase
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -65,9 +64,7 @@ class AddTraceToDataset(Action):
             contexts=contexts if self.contexts_as_reference else [],
             tags=[*TAGS, PROVENANCE_TAG.format(self.trace.trace_id)],
         ).execute_in_transaction()
-        audit(
-            "production.trace.add_to_dataset",
-            actor=self.acting_user,
+        self.audit(
             target=self.trace,
             after={
                 "trace_id": self.trace.trace_id,

@@ -3,7 +3,6 @@
 from production.actions.online_rule_fields import apply, check_may_write, snapshot
 from production.models import OnlineRule
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict
 
 
@@ -32,9 +31,7 @@ class CreateOnlineRule(Action):
 
     def perform(self):
         self.rule.save()
-        audit(
-            "production.online_rule.create",
-            actor=self.acting_user,
+        self.audit(
             target=self.rule,
             after=snapshot(self.rule),
         )

@@ -6,7 +6,6 @@ from governance.actions.base import substantive_reason
 from production.choices import PROPOSAL_STATES, ProposalState
 from production.models import RollbackProposal
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.limits import REASON_MAX
 from sherlock.core.permissions import user_can
@@ -45,9 +44,7 @@ class DismissRollbackProposal(Action):
             reason=self.reason,
         ):
             raise ActionConflict("The proposal was decided meanwhile.", code="conflict")
-        audit(
-            "production.rollback_proposal.dismiss",
-            actor=self.acting_user,
+        self.audit(
             target=proposal,
             before={"state": ProposalState.OPEN},
             after={"state": ProposalState.DISMISSED},

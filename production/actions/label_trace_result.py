@@ -9,7 +9,6 @@ from evaluations.models import JudgeCall
 from evaluations.models.datasets import judging_key
 from production.models import TraceLabel
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionDenied, ActionInvalid
 from sherlock.core.limits import NOTE_MAX
 from sherlock.core.permissions import user_can
@@ -93,9 +92,7 @@ class LabelTraceResult(Action):
                 "calibration_key": key,
             },
         )
-        audit(
-            "production.trace_result.label",
-            actor=self.acting_user,
+        self.audit(
             target=label,
             after={
                 "trace_id": self.trace_score.trace.trace_id,

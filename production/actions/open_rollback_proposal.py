@@ -8,7 +8,6 @@ from governance.webhooks import notify
 from production.choices import ProposalState
 from production.models import RollbackProposal
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 from sherlock.core.errors import ActionConflict
 
 
@@ -49,8 +48,7 @@ class OpenRollbackProposal(Action):
             "to_version": self.to_version.number if self.to_version else None,
             "breach": self.breach,
         }
-        audit(
-            "production.rollback_proposal.open",
+        self.audit(
             actor=None,
             target=proposal,
             after=after,

@@ -3,7 +3,6 @@
 from production.actions.online_rule_fields import apply, check_may_write, snapshot
 from production.models import OnlineRule
 from sherlock.core.actions import Action
-from sherlock.core.audit import audit
 
 
 class UpdateOnlineRule(Action):
@@ -27,9 +26,7 @@ class UpdateOnlineRule(Action):
 
     def perform(self):
         self.rule.save()
-        audit(
-            "production.online_rule.update",
-            actor=self.acting_user,
+        self.audit(
             target=self.rule,
             before=self.before,
             after=snapshot(self.rule),

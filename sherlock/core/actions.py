@@ -111,6 +111,19 @@ class Action(ABC):
     def perform(self):
         """Make the change; runs inside execute()'s transaction, after check()."""
 
+    def audit_code(self, verb=None, noun=None):
+        """`<app>.<noun>.<verb>` of this action's success, built from what it declares; `verb`
+        or `noun` name another entry the same verb writes (a publish retires the version it
+        replaces: `governance.version.retire`)."""
+        app, declared_noun, declared_verb = self.refusal_names()
+        return f"{app}.{noun or declared_noun}.{verb or declared_verb}"
+
+    def audit(self, *, verb=None, noun=None, **entry):
+        """Write this action's entry (`audit_code`), as the acting user unless `actor` is given;
+        `entry` is what `sherlock.core.audit.audit` takes (target, before, after, reason)."""
+        entry.setdefault("actor", self.acting_user)
+        return audit(self.audit_code(verb, noun), **entry)
+
     def refusal_names(self):
         """(app, noun, verb) of this action's refusal code: the app its package is in, and the
         noun and verb it declares."""

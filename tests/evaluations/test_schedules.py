@@ -9,7 +9,7 @@ from django_q.models import Schedule
 
 from evaluations.actions.delete_schedule import DeleteSchedule
 from evaluations.actions.fire_schedule import estimate_schedule, fire, runs_per_month
-from evaluations.actions.pause_schedule import PauseSchedule
+from evaluations.actions.pause_schedule import PauseSchedule, ResumeSchedule
 from evaluations.actions.update_schedule import UpdateSchedule
 from evaluations.choices import RunPurpose
 from evaluations.models import Run, RunSchedule
@@ -195,7 +195,7 @@ def test_a_paused_schedule_fired_late_does_nothing(builder, pair):
     PauseSchedule(acting_user=builder, schedule=schedule).execute()
     assert fire(schedule.pk) is None
     assert not Run.objects.exists()
-    PauseSchedule(acting_user=builder, schedule=schedule, active=True).execute()
+    ResumeSchedule(acting_user=builder, schedule=schedule).execute()
     schedule.q_schedule.refresh_from_db()
     assert schedule.q_schedule.repeats == -1
     assert schedule.q_schedule.next_run > timezone.now() - timedelta(seconds=5)

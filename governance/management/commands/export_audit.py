@@ -3,9 +3,9 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_datetime
 
-from governance.audit.export import FORMATS, write_entries
+from governance.actions.export_audit import ExportAudit
+from governance.audit.export import FORMATS
 from governance.models import AuditEntry
-from sherlock.core.audit import audit
 
 
 class Command(BaseCommand):
@@ -39,18 +39,23 @@ class Command(BaseCommand):
                 if moment is None:
                     raise CommandError(f"--{name}: {opts[name]!r} is not an ISO date-time")
                 entries = entries.filter(**{lookup: moment})
+
+        def export(out):
+            return ExportAudit(
+                acting_user=None,
+                entries=entries,
+                fmt=opts["format"],
+                out=out,
+                filters=_filters(opts),
+                reason="manage.py export_audit",
+            ).execute()
+
         if opts["output"]:
             with open(opts["output"], "w", newline="", encoding="utf-8") as out:
-                count = write_entries(entries, opts["format"], out)
+                count = export(out)
             self.stderr.write(f"{count} entries written to {opts['output']}")
         else:
-            count = write_entries(entries, opts["format"], self.stdout)
-        # Reading the whole trail out is itself worth a line in it.
-        audit(
-            "governance.audit.export",
-            after={"format": opts["format"], "entries": count, "filters": _filters(opts)},
-            reason="manage.py export_audit",
-        )
+            export(self.stdout)
 
 
 def _filters(opts):
