@@ -5,6 +5,7 @@ from evaluations.models.judging import CostEntry, DailyCost, JudgeCall, JudgePro
 from evaluations.models.runs import (
     CaseResult,
     CheckResult,
+    ContractEvidence,
     HumanLabel,
     Run,
     Trial,
@@ -19,6 +20,7 @@ __all__ = [
     "CaseVersion",
     "Check",
     "CheckResult",
+    "ContractEvidence",
     "CostEntry",
     "DailyCost",
     "Dataset",

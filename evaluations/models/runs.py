@@ -146,7 +146,39 @@ class Run(models.Model):
         return self.dataset_version.frozen_at is None
 
 
-class Trial(models.Model):
+class ContractEvidence(models.Model):
+    """The evidence the contract reads of one execution, the same columns wherever it ran: a
+    run's `Trial` and a production trace's `TraceScore` (filled by the same evidence step,
+    `evaluations.engine.evidence.collect_evidence_for`), so a run's five measures and a
+    production window's are the same aggregate over the same names."""
+
+    declared_complete = models.BooleanField(null=True, blank=True)
+    outcome_verdict = models.CharField(max_length=12, choices=OutcomeVerdict.choices, blank=True)
+    outcome_evidence = models.JSONField(default=dict, blank=True)
+    progress = models.JSONField(default=dict, blank=True)
+    wait = models.JSONField(null=True, blank=True)
+    tool_effects = models.JSONField(default=list, blank=True)
+    # The contract's per-trial counts, derived from `progress`, `wait` and
+    # `tool_effects` by `evaluations.engine.evidence.contract_counts` whenever those are written, so
+    # that a run's five measures are one aggregate query (evaluations.contract.db).
+    # `active_windows` includes the windows of an unowned wait (a stall, never a delta);
+    # `excluded_wait_windows` are those of an owned wait. Effect counts leave out denied calls.
+    active_windows = models.PositiveIntegerField(default=0)
+    windows_with_evidence_delta = models.PositiveIntegerField(default=0)
+    excluded_wait_windows = models.PositiveIntegerField(default=0)
+    stalled_wait_windows = models.PositiveIntegerField(default=0)
+    stale_collector_windows = models.PositiveIntegerField(default=0)
+    effects_verified = models.PositiveIntegerField(default=0)
+    effects_failed = models.PositiveIntegerField(default=0)
+    effects_unknown = models.PositiveIntegerField(default=0)
+    effects_denied = models.PositiveIntegerField(default=0)
+    effects_without_state = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class Trial(ContractEvidence):
     """One execution of one case in a run (case x repetition), with its transcript and evidence.
 
     Unique on (run, case, repetition), so a re-delivered task cannot plan a trial twice. A worker
@@ -175,27 +207,6 @@ class Trial(models.Model):
     billing_coverage = models.CharField(
         max_length=10, choices=BillingCoverage.choices, default=BillingCoverage.MISSING
     )
-    declared_complete = models.BooleanField(null=True, blank=True)
-    outcome_verdict = models.CharField(max_length=12, choices=OutcomeVerdict.choices, blank=True)
-    outcome_evidence = models.JSONField(default=dict, blank=True)
-    progress = models.JSONField(default=dict, blank=True)
-    wait = models.JSONField(null=True, blank=True)
-    tool_effects = models.JSONField(default=list, blank=True)
-    # The contract's per-trial counts, derived from `progress`, `wait` and
-    # `tool_effects` by `evaluations.engine.evidence.contract_counts` whenever those are written, so
-    # that a run's five measures are one aggregate query (evaluations.contract.db).
-    # `active_windows` includes the windows of an unowned wait (a stall, never a delta);
-    # `excluded_wait_windows` are those of an owned wait. Effect counts leave out denied calls.
-    active_windows = models.PositiveIntegerField(default=0)
-    windows_with_evidence_delta = models.PositiveIntegerField(default=0)
-    excluded_wait_windows = models.PositiveIntegerField(default=0)
-    stalled_wait_windows = models.PositiveIntegerField(default=0)
-    stale_collector_windows = models.PositiveIntegerField(default=0)
-    effects_verified = models.PositiveIntegerField(default=0)
-    effects_failed = models.PositiveIntegerField(default=0)
-    effects_unknown = models.PositiveIntegerField(default=0)
-    effects_denied = models.PositiveIntegerField(default=0)
-    effects_without_state = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # A client run's trial (docs/client.md): when its answer was uploaded. The answer waits in

@@ -24,6 +24,7 @@ from django.db import models
 from django.db.models import Q
 
 from agents.models import AgentScopedQuerySet
+from evaluations.models import ContractEvidence
 from production.choices import ProposalState, ScoreState
 from sherlock.core.fields import MoneyField
 from sherlock.core.numbers import USD
@@ -115,7 +116,7 @@ class TraceScoreQuerySet(AgentScopedQuerySet):
         )
 
 
-class TraceScore(models.Model):
+class TraceScore(ContractEvidence):
     """What online scoring made of one complete trace.
 
     `state`: `scoring` while a worker holds it, `scored` with its results, `capped` when the
@@ -147,22 +148,6 @@ class TraceScore(models.Model):
     results = models.JSONField(default=list, blank=True)
     judge_call_ids = models.JSONField(default=list, blank=True)
     quality_score = models.FloatField(null=True, blank=True)
-    declared_complete = models.BooleanField(null=True, blank=True)
-    outcome_verdict = models.CharField(max_length=12, blank=True)
-    outcome_evidence = models.JSONField(default=dict, blank=True)
-    progress = models.JSONField(default=dict, blank=True)
-    wait = models.JSONField(null=True, blank=True)
-    tool_effects = models.JSONField(default=list, blank=True)
-    active_windows = models.PositiveIntegerField(default=0)
-    windows_with_evidence_delta = models.PositiveIntegerField(default=0)
-    excluded_wait_windows = models.PositiveIntegerField(default=0)
-    stalled_wait_windows = models.PositiveIntegerField(default=0)
-    stale_collector_windows = models.PositiveIntegerField(default=0)
-    effects_verified = models.PositiveIntegerField(default=0)
-    effects_failed = models.PositiveIntegerField(default=0)
-    effects_unknown = models.PositiveIntegerField(default=0)
-    effects_denied = models.PositiveIntegerField(default=0)
-    effects_without_state = models.PositiveIntegerField(default=0)
     judge_usd = MoneyField(default=Decimal(0))
     cost_usd = MoneyField(null=True, blank=True)
     billing_coverage = models.CharField(max_length=10, blank=True)
