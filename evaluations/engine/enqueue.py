@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from evaluations.choices import RunStatus, TrialStatus
 from evaluations.models import Run, Trial
+from sherlock.core.queue import enqueue
 
 
 def enqueue_run(run_id, *, trial_ids=None, broker=None, uploaded=False):
@@ -25,8 +26,6 @@ def enqueue_run(run_id, *, trial_ids=None, broker=None, uploaded=False):
     just stored, scored while the client's calls go on: docs/client.md); its other trials wait
     for the finish. A run with no pending trial left gets one empty shard, which finishes it.
     """
-    from django_q.tasks import async_task
-
     if not uploaded and Run.objects.filter(pk=run_id, status=RunStatus.WAITING).exists():
         return  # a client run waits for its uploads: no worker may take it (docs/client.md)
     if trial_ids is None:
@@ -37,7 +36,7 @@ def enqueue_run(run_id, *, trial_ids=None, broker=None, uploaded=False):
         )
         Run.objects.filter(pk=run_id).update(enqueued_at=timezone.now())
         if not trial_ids:  # everything was scored already (uploads scored early): finish it
-            async_task(
+            enqueue(
                 "evaluations.tasks.run_shard",
                 run_id,
                 [],
@@ -48,7 +47,7 @@ def enqueue_run(run_id, *, trial_ids=None, broker=None, uploaded=False):
             return
     size = settings.SHERLOCK_SHARD_SIZE
     for start in range(0, len(trial_ids), size):
-        async_task(
+        enqueue(
             "evaluations.tasks.run_shard",
             run_id,
             list(trial_ids[start : start + size]),

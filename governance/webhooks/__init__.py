@@ -37,6 +37,7 @@ from django.utils import timezone
 from governance.choices import WebhookEvent
 from governance.models import WebhookDelivery, WebhookEndpoint
 from sherlock.core.egress import EgressRefused, check_destination
+from sherlock.core.queue import enqueue
 
 RESPONSE_CLIP = 2000
 SIGNATURE_HEADER = "X-Sherlock-Signature"
@@ -60,8 +61,6 @@ def notify(event, payload):
 
 
 def _enqueue(event, payload, occurred_at):
-    from django_q.tasks import async_task
-
     endpoints = WebhookEndpoint.objects.filter(active=True).values_list("pk", "events")
     for endpoint_id, events in endpoints:
         if event not in events:
@@ -73,7 +72,7 @@ def _enqueue(event, payload, occurred_at):
             separators=(",", ":"),
             sort_keys=True,
         )
-        async_task(
+        enqueue(
             "governance.webhooks.deliver",
             endpoint_id,
             event,

@@ -41,6 +41,7 @@ from evaluations.engine.trials import score_transcript
 from production.choices import SCORE_STATES, ScoreState, TraceState
 from production.models import OnlineRule, Span, Trace, TraceScore
 from production.online import rules, spend
+from sherlock.core.queue import enqueue as enqueue_task
 from sherlock.core.text import scrub, scrub_text
 
 log = logging.getLogger("sherlock.production")
@@ -51,17 +52,12 @@ SWEEP_BATCH = 2000
 
 
 def enqueue(trace_ids):
-    """Queue the scoring of these traces once the caller's transaction commits."""
+    """Queue the scoring of these traces with the caller's writes (`sherlock.core.queue`)."""
     ids = [int(pk) for pk in trace_ids]
     if not ids:
         return
 
-    def send():
-        from django_q.tasks import async_task
-
-        async_task("production.tasks.score_traces", ids, group="online-scoring")
-
-    transaction.on_commit(send)
+    enqueue_task("production.tasks.score_traces", ids, group="online-scoring")
 
 
 class PinnedJudge:

@@ -31,6 +31,7 @@ from production.choices import TRACE_STATES, ScoreState, TraceState
 from production.models import Span, Trace, TraceScore
 from production.online import scoring as online_scoring
 from production.traces.normalize import NORMALIZER_VERSION, SESSION_KEYS, USER_KEYS, normalize
+from sherlock.core.queue import enqueue
 from sherlock.core.text import scrub, scrub_text
 from sherlock.core.transcripts import figure_problems
 
@@ -55,17 +56,8 @@ SPAN_FIELDS = (
 
 def enqueue_completion(trace_ids):
     """Complete these traces (which received a root span) in the background now rather than at
-    the next sweep: one task per export call. Called inside the call's transaction: the ORM
-    broker's task row is written in it, a Redis broker is sent the task after the commit."""
-    from django_q.tasks import async_task
-
-    def send():
-        async_task("production.tasks.complete_traces", trace_ids, task_name="complete-traces")
-
-    if "orm" in settings.Q_CLUSTER:
-        send()
-    else:
-        transaction.on_commit(send)
+    the next sweep: one task per export call, queued with the call's writes."""
+    enqueue("production.tasks.complete_traces", trace_ids, task_name="complete-traces")
 
 
 def complete_traces(trace_ids=None, now=None):
