@@ -8,7 +8,7 @@ from django.db.models.functions import Coalesce
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from evaluations.admin.forms import CHECKS_DOC_URL, add_refusal
+from evaluations.admin.forms import CHECKS_DOC_URL
 from evaluations.models import (
     CaseVersion,
     Check,
@@ -19,6 +19,7 @@ from sherlock.core.admin import (
     any_visible,
 )
 from sherlock.core.errors import ActionDenied, ActionError
+from sherlock.core.forms import show_refusal
 from sherlock.core.permissions import user_can, within
 
 
@@ -62,7 +63,7 @@ class RefusalsMixin(AuditsHiddenObjects):
     Django's admin validates the form, then calls `save_model` inside its transaction, where a
     form can no longer be given errors. So `save_model` raises `Refused`, which rolls the
     transaction back, and `changeform_view` renders the same POST again with the refusal handed
-    to the form: its `clean()` puts the message on the field it names (`add_refusal`) or above
+    to the form: its `clean()` puts the message on the field it names (`show_refusal`) or above
     the form, and the page shows the person's input as they typed it. A change or delete posted
     for a row the user may not see is audited (`AuditsHiddenObjects`)."""
 
@@ -77,7 +78,7 @@ class RefusalsMixin(AuditsHiddenObjects):
                 cleaned = super().clean()
                 if refusal is not None:
                     aliases = getattr(self, "refusal_aliases", dict)()
-                    add_refusal(self, refusal, aliases)
+                    show_refusal(self, refusal, aliases=aliases)
                 return cleaned
 
         RefusableForm.__name__ = form_class.__name__

@@ -6,15 +6,14 @@ lists of strings (contexts, tags), JSON only where the data is JSON (expected to
 chart, trajectory, outcome check, overrides, a structured input), each with its format in the
 help text and a link to the section of docs/checks.md that defines it (the admin serves the docs
 as pages, `evaluations.admin.docs`). The forms do not write: `action_fields()` gives the action
-its keywords, and a refusal of the action comes back through `add_refusal`, on the field it
-names.
+its keywords, and a refusal of the action comes back through `sherlock.core.forms.show_refusal`, on
+the field it names.
 """
 
 import json
 import re
 
 from django import forms
-from django.core.exceptions import NON_FIELD_ERRORS
 from django.template.loader import render_to_string
 from django.urls import reverse_lazy
 from django.utils.safestring import mark_safe
@@ -27,6 +26,7 @@ from evaluations.admin.docs import doc_link
 from evaluations.checks import REGISTRY, describe_params, kinds_by_group
 from evaluations.models import CaseVersion, Check, DatasetVersion
 from sherlock.core.errors import ActionInvalid, InvalidFields, each_error, refusal_in
+from sherlock.core.forms import show_refusal
 from sherlock.core.pickers import Picker
 
 CHECKS_DOC_URL = reverse_lazy("admin:evaluations_check_docs", args=["checks"])
@@ -76,20 +76,6 @@ class LinesField(forms.CharField):
         text = super().to_python(value) or ""
         parts = re.split(r"[\n,]" if self.commas else r"\n", text)
         return [part.strip() for part in parts if part.strip()]
-
-
-def add_refusal(form, exc, aliases=None):
-    """Show an action's refusal on `form`: each of its errors (`InvalidFields` has several) on
-    the field it names (`expected_tools[0]` is the `expected_tools` field) when that field is on
-    the form, else above the form; once (the form's own check of the case may have found it)."""
-    for error in exc.errors if isinstance(exc, InvalidFields) else [exc]:
-        name = re.match(r"[A-Za-z_]*", error.field or "").group()
-        name = (aliases or {}).get(error.field, (aliases or {}).get(name, name))
-        if callable(name):
-            name = name(error)
-        name = name if name in form.fields else None
-        if str(error) not in form.errors.get(name or NON_FIELD_ERRORS, []):
-            form.add_error(name, str(error))
 
 
 class DraftVersionField(forms.ModelChoiceField):
@@ -294,7 +280,7 @@ class CaseVersionForm(forms.ModelForm):
                         acting_user=self.user, dataset_version=version, key=cleaned.get("key")
                     )
                 action.audit_refusal(refusal)
-            add_refusal(self, refused, self.refusal_aliases())
+            show_refusal(self, refused, aliases=self.refusal_aliases())
 
     def _post_clean(self):
         # The case actions validate and write (uniqueness of the key, the content's shape);
@@ -552,11 +538,11 @@ class CheckForm(forms.ModelForm):
                 and (e.field or "").split(".")[0] not in self.errors
             ]
             if fresh:
-                add_refusal(self, InvalidFields(fresh), aliases)
+                show_refusal(self, InvalidFields(fresh), aliases=aliases)
 
     def _post_clean(self):
         # The check actions run the model's validation on the row they write (params against
-        # the kind's schema, the label's uniqueness); a refusal comes back through add_refusal.
+        # the kind's schema, the label's uniqueness); a refusal comes back through show_refusal.
         pass
 
     def action_fields(self):

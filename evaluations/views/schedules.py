@@ -13,7 +13,6 @@ from decimal import Decimal
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
@@ -34,7 +33,8 @@ from evaluations.actions.schedule_fields import (
 from evaluations.costs.texts import format_usd
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.reads.run_rights import dataset_versions_to_run, datasets_to_run
-from sherlock.core.errors import ActionError, ActionInvalid, InvalidFields
+from sherlock.core.errors import ActionError, ActionInvalid
+from sherlock.core.forms import show_refusal
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 from sherlock.core.pickers import Picker
@@ -143,14 +143,6 @@ class ScheduleForm(forms.Form):
         )
 
 
-def add_errors(form, exc):
-    """Each error of an action's refusal (`InvalidFields` has several) on its field, once."""
-    for error in exc.errors if isinstance(exc, InvalidFields) else [exc]:
-        name = error.field if error.field in form.fields else None
-        if str(error) not in form.errors.get(name or NON_FIELD_ERRORS, []):
-            form.add_error(name, str(error))
-
-
 def over_limit(estimate):
     """The limit the month of `estimate` passes (SHERLOCK_SCHEDULE_CONFIRM_MONTHLY_USD, as
     money text), or "": saving then needs the confirmation box ticked."""
@@ -194,13 +186,13 @@ def schedules(request):
                 messages.success(request, "Schedule saved.")
                 return redirect("evaluations:schedules")
         except ActionError as exc:
-            add_errors(form, exc)
+            show_refusal(form, exc)
         if all(name in form.cleaned_data for name in PLAN_FIELDS):
             try:
                 context["estimate"] = form.estimate()
                 context["estimated_key"] = form.key()
             except ActionError as exc:
-                add_errors(form, exc)
+                show_refusal(form, exc)
     if context["estimate"] is not None:
         context["confirm_over"] = over_limit(context["estimate"])
     context["schedules"] = [

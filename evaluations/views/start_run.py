@@ -18,6 +18,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from evaluations.actions.schedule_fields import may_schedule_any
 from evaluations.views.start_run_form import StartRunForm, may_start_runs
 from sherlock.core.errors import ActionError
+from sherlock.core.forms import show_refusal
 from sherlock.core.htmx import render_page
 
 PARTIAL = "evaluations/partials/start_run.html"
@@ -47,7 +48,7 @@ def start_run(request):
             try:
                 run = form.action(*pair).execute()
             except ActionError as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+                show_refusal(form, exc)
             else:
                 url = reverse("evaluations:run-detail", args=[run.pk])
                 if getattr(request, "htmx", False):

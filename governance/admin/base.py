@@ -7,7 +7,8 @@ from django.contrib import admin
 
 from agents.models import Agent
 from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin, any_visible
-from sherlock.core.errors import ActionError, ActionRefused, each_error, refusal_in
+from sherlock.core.errors import ActionError, ActionRefused, refusal_in
+from sherlock.core.forms import show_refusal
 
 
 class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
@@ -74,13 +75,9 @@ class ActionForm(forms.ModelForm):
             refusal = refusal_in(exc)
             if isinstance(refusal, ActionRefused):  # audited as `execute()` would: evidence
                 action.audit_refusal(refusal)
-            for error in each_error(exc):
-                field = error.field if error.field in self.fields else None
-                # A field already wrong says so once; a refusal of the whole form waits until
-                # the fields are right (it may come from a field left out).
-                if field in self.errors or (failed and field is None):
-                    continue
-                self.add_error(field, str(error))
+            # A field already wrong says so once; a refusal of the whole form waits until the
+            # fields are right (it may come from a field left out).
+            show_refusal(self, exc, skip={*self.errors, *([None] if failed else [])})
         return cleaned
 
     def _post_clean(self):

@@ -36,6 +36,7 @@ from governance.people.invites import invite_url, make_token, user_for_token
 from governance.people.roles import is_global_admin
 from governance.views.role_forms import RoleForm, ScopeForm
 from sherlock.core.errors import ActionError, each_error
+from sherlock.core.forms import show_refusal
 from sherlock.core.inputs import parse_id
 
 User = get_user_model()
@@ -119,8 +120,7 @@ def people_page(request):
                     acting_user=request.user, user=user, role=data["role"], reason="invited"
                 ).execute()
         except ActionError as exc:
-            for error in each_error(exc):  # every one on its field
-                form.add_error(error.field if error.field in form.fields else None, str(error))
+            show_refusal(form, exc)
         else:
             link = invite_url(request, token)
             invited = {"user": user, "link": link, "mailed": _send_invite(user, link)}
@@ -330,7 +330,7 @@ def join_page(request, token):
         try:
             user = AcceptInvite(token=token, password=form.cleaned_data["password1"]).execute()
         except ActionError as exc:
-            form.add_error("password1" if exc.field == "password" else None, str(exc))
+            show_refusal(form, exc, aliases={"password": "password1"})
         else:
             messages.success(request, f"Welcome, {user}. Your password is set: sign in.")
             return redirect(f"{settings.LOGIN_URL}?next=/")

@@ -40,6 +40,7 @@ from governance.publishing.decision import gate_label, gate_rows, missing_of, ou
 from governance.publishing.next_step import next_step, what_it_waits_for
 from sherlock.core.api.errors import domain_status
 from sherlock.core.errors import ActionError
+from sherlock.core.forms import show_refusal
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 
@@ -81,11 +82,6 @@ class VerbForm(forms.Form):
     @property
     def reason(self):
         return self.data.get("reason", "") if self.is_bound else ""
-
-    def refuse(self, exc):
-        """Put `exc` under the field it names, else under the form's button."""
-        field = exc.field if exc.field in self.fields else None
-        self.add_error(field, str(exc))
 
 
 def _version(request, pk):
@@ -295,7 +291,7 @@ def publish_page(request, pk):
 
 
 def _refused(request, version, form, exc):
-    form.refuse(exc)
+    show_refusal(form, exc)
     return _page(request, version, status=domain_status(exc), posted=form)
 
 

@@ -33,6 +33,7 @@ from production.online.spend import day_spend
 from production.reads.metrics import metrics_json, production_metrics
 from sherlock.core.api.errors import domain_status
 from sherlock.core.errors import ActionError, InvalidFields
+from sherlock.core.forms import show_refusal
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 from sherlock.core.permissions import user_can
@@ -321,9 +322,7 @@ def online_rule_page(request, slug):
             else:
                 UpdateOnlineRule(acting_user=request.user, rule=rule, changes=values).execute()
         except InvalidFields as exc:
-            for error in exc.errors:
-                name = error.field if error.field in form.fields else None
-                form.add_error(name, str(error))
+            show_refusal(form, exc)
             status = 400
         except ActionError as exc:
             refusal, status = str(exc), domain_status(exc)

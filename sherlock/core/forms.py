@@ -1,0 +1,26 @@
+"""A refusal on a form: the one way a page or the admin shows an action's errors to a person."""
+
+import re
+
+from django.forms.forms import NON_FIELD_ERRORS
+
+from sherlock.core.errors import each_error
+
+
+def show_refusal(form, exc, *, aliases=None, skip=()):
+    """Each error of an action's refusal `exc` (`InvalidFields` holds several) on the field it
+    names when that field is on the form (`expected_tools[0]` is the `expected_tools` field;
+    `aliases` maps an action's field name to the form's, or to a function of the error), else
+    above the form; each message once (the form's own checks may have found it). `skip` names
+    the fields whose errors are not shown (`None` for the form's own)."""
+    aliases = aliases or {}
+    for error in each_error(exc):
+        name = re.match(r"[A-Za-z_0-9]*", error.field or "").group()
+        name = aliases.get(error.field, aliases.get(name, name))
+        if callable(name):
+            name = name(error)
+        name = name if name in form.fields else None
+        if name in skip:
+            continue
+        if str(error) not in form.errors.get(name or NON_FIELD_ERRORS, []):
+            form.add_error(name, str(error))
