@@ -23,6 +23,7 @@ from sherlock.core.errors import (
     ActionRefused,
     raise_invalid,
 )
+from sherlock.core.json_values import json_type
 from sherlock.core.limits import CASE_FIELD_MAX_BYTES, PARAMS_MAX_BYTES, check_document, excerpt
 from sherlock.core.permissions import user_can
 from sherlock.core.transcripts import read_expected_calls
@@ -121,7 +122,7 @@ def content_errors(fields, checks):  # noqa: C901
     for name in ("tags", "contexts"):
         wrong = [i for i, item in enumerate(good.get(name) or []) if not isinstance(item, str)]
         for i in wrong[:ELEMENT_MAX_ERRORS]:
-            got = _json_type(good[name][i])
+            got = json_type(good[name][i])
             refuse(f"{name}[{i}]: must be a string (got {got})", f"{name}[{i}]")
         if len(wrong) > ELEMENT_MAX_ERRORS:
             refuse(f"{name}: and {len(wrong) - ELEMENT_MAX_ERRORS} more that are not strings", name)
@@ -132,7 +133,7 @@ def content_errors(fields, checks):  # noqa: C901
         known = ", ".join(sorted(EXPECTED_KEYS))
         refuse(f"expected.{str(key)[:60]}: not a key of expected (one of {known})", "expected")
     if "output" in expected and not isinstance(expected["output"], str):
-        got = _json_type(expected["output"])
+        got = json_type(expected["output"])
         refuse(f"expected.output: must be a string (got {got})", "expected.output")
     # A tool is a plain name ("kb.search") or a call ({"name", "arguments"}), read as
     # tools_used reads it (sherlock.core.transcripts.read_expected_calls).
@@ -161,17 +162,6 @@ def content_errors(fields, checks):  # noqa: C901
     for label, override in (good.get("overrides") or {}).items():
         errors += _override_errors(f"overrides.{label}", label, override, by_label)
     return errors
-
-
-def _json_type(value):
-    """The JSON name of a value's type, for an error message."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "a value")
 
 
 def _override_errors(where, label, override, by_label):

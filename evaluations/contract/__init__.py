@@ -107,7 +107,7 @@ from evaluations.contract.applied import (
 )
 from evaluations.contract.inputs import (
     DEFAULT_THRESHOLDS,
-    POLICY_FIELDS,
+    THRESHOLD_FIELDS,
     ContractInputError,
     Thresholds,
     ThresholdsError,
@@ -156,7 +156,7 @@ __all__ = [
     "GATE_ORDER",
     "NOT_APPLICABLE",
     "PASS",
-    "POLICY_FIELDS",
+    "THRESHOLD_FIELDS",
     "TABLE_COLUMNS",
     "THOUSANDTH",
     "AppliedThresholds",

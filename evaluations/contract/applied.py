@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from evaluations.contract.inputs import DEFAULT_THRESHOLDS, POLICY_FIELDS, Thresholds
+from evaluations.contract.inputs import DEFAULT_THRESHOLDS, THRESHOLD_FIELDS, Thresholds
 
 DEFAULTS_SOURCE = "the default thresholds: no publishing policy applies"
 
@@ -64,7 +64,7 @@ class AppliedThresholds:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape of the API: ``source``, ``policy`` (``{id, name, version, scope}`` or
-        null) and ``values`` (the ``POLICY_FIELDS``, decimals as strings)."""
+        null) and ``values`` (the ``THRESHOLD_FIELDS``, decimals as strings)."""
         policy = None
         if self.policy_id is not None:
             policy = {
@@ -74,7 +74,7 @@ class AppliedThresholds:
                 "scope": self.scope,
             }
         values = {}
-        for name in POLICY_FIELDS:
+        for name in THRESHOLD_FIELDS:
             value = getattr(self.thresholds, name)
             values[name] = str(value) if isinstance(value, Decimal) else value
         return {"source": self.source, "policy": policy, "values": values}

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from evaluations.choices import BillingCoverage, EffectState, OutcomeVerdict
+from sherlock.core.json_values import json_type
 from sherlock.core.numbers import COUNT, USD
 
 _OUTCOME_VERDICTS = frozenset(OutcomeVerdict.values)
@@ -37,27 +38,13 @@ class ThresholdsError(ContractInputError):
 def _decimal(value: Any, what: str) -> Decimal:
     """A JSON or database number as an exact Decimal; booleans, strings and NaN are refused."""
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
-        raise ValueError(f"{what} must be a number, not {_json_type(value)}")
+        raise ValueError(f"{what} must be a number, not {json_type(value)}")
     # repr() of a float is the shortest string that reads back as the same float, so 0.44
     # becomes Decimal("0.44") rather than 0.440000000000000002220446...
     number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
     if not number.is_finite():
         raise ValueError(f"{what} must be a finite number")
     return number
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, list | tuple):
-        return "an array"
-    return type(value).__name__
 
 
 # --- Thresholds ------------------------------------------------------------------------------
@@ -102,7 +89,7 @@ DEFAULT_THRESHOLDS = Thresholds(
     wilson_min_n=30,
 )
 
-POLICY_FIELDS = (
+THRESHOLD_FIELDS = (
     "max_false_successes",
     "max_unknown_effects",
     "min_useful_progress",
@@ -143,7 +130,7 @@ def parse_thresholds(raw: Thresholds | Mapping[str, Any] | None) -> Thresholds:
     """Read thresholds from a policy's fields, a trial file's "thresholds" object, or None.
 
     ``None`` gives ``DEFAULT_THRESHOLDS``. A mapping is read as the policy format when it uses
-    any of ``POLICY_FIELDS`` and as the file format otherwise (see the module docstring for the
+    any of ``THRESHOLD_FIELDS`` and as the file format otherwise (see the module docstring for the
     mapping); mixing both, unknown keys or bad values raise ``ThresholdsError``.
     """
     if raw is None:
@@ -151,16 +138,16 @@ def parse_thresholds(raw: Thresholds | Mapping[str, Any] | None) -> Thresholds:
     if isinstance(raw, Thresholds):
         return raw
     if not isinstance(raw, Mapping):
-        raise ThresholdsError(f"thresholds must be an object, not {_json_type(raw)}")
+        raise ThresholdsError(f"thresholds must be an object, not {json_type(raw)}")
     keys = set(raw)
-    policy_keys = keys & set(POLICY_FIELDS)
+    policy_keys = keys & set(THRESHOLD_FIELDS)
     file_keys = keys & (set(_FILE_FIELDS) | _FILE_ONLY_KEYS)
     if policy_keys and file_keys:
         raise ThresholdsError(
             "thresholds mix policy fields and file-format keys: "
             f"{', '.join(sorted(policy_keys))} / {', '.join(sorted(file_keys))}"
         )
-    unknown = keys - set(POLICY_FIELDS) - set(_FILE_FIELDS) - _FILE_ONLY_KEYS
+    unknown = keys - set(THRESHOLD_FIELDS) - set(_FILE_FIELDS) - _FILE_ONLY_KEYS
     if unknown:
         raise ThresholdsError(f"unknown threshold key(s): {', '.join(sorted(unknown))}")
     if file_keys:
@@ -311,7 +298,7 @@ def read_trial(record: Any, where: str = "trial") -> TrialRecord:  # noqa: C901
     """
     if not isinstance(record, Mapping):
         raise TrialRecordError(
-            f"{where}: a trial record must be an object, not {_json_type(record)}"
+            f"{where}: a trial record must be an object, not {json_type(record)}"
         )
     trial_id = record.get("trial_id")
     label = f"{where} (trial {trial_id!r})" if trial_id not in (None, "") else where

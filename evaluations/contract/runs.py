@@ -57,7 +57,7 @@ def runs_totals(runs) -> dict[int, VariantTotals]:
 def run_contract(run, thresholds: Thresholds | Mapping[str, Any] | None) -> ContractResult:
     """The five measures and gates of one run (``thresholds`` as accepted by
     ``parse_thresholds``: a ``Thresholds``, a trial file's object, plain limits by
-    ``POLICY_FIELDS``, or None for the default thresholds), read once."""
+    ``THRESHOLD_FIELDS``, or None for the default thresholds), read once."""
     return evaluate(run_totals(run), parse_thresholds(thresholds))
 
 

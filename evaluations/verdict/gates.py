@@ -18,12 +18,9 @@ from evaluations.contract import (
 from evaluations.contract.measures import round_half_up
 from evaluations.verdict.cases import is_all_unscored, is_unjudged, unscored_beside
 from evaluations.verdict.model import POLICY_GATE_LABELS, Gate
+from sherlock.core.json_values import exact
 
 MILLIONTH = Decimal("0.000001")
-
-
-def _json(value: Any) -> Any:
-    return str(value) if isinstance(value, Decimal) else value
 
 
 def _ratio(ratio) -> dict[str, Any]:
@@ -80,24 +77,24 @@ def contract_gate(result: ContractResult, name: str, limits: Thresholds) -> Gate
             },
         }
         bound = {
-            "min_useful_progress": _json(limits.min_useful_progress),
-            "min_tool_effect_integrity": _json(limits.min_tool_effect_integrity),
+            "min_useful_progress": exact(limits.min_useful_progress),
+            "min_tool_effect_integrity": exact(limits.min_tool_effect_integrity),
         }
     elif name == "budget":
         value = {
-            "cost_per_verified_outcome_usd": _json(result.cost_per_verified_outcome_usd),
+            "cost_per_verified_outcome_usd": exact(result.cost_per_verified_outcome_usd),
             "verified_outcomes": result.verified_outcomes,
-            "covered_usd": _json(result.billed_usd),
+            "covered_usd": exact(result.billed_usd),
             # To the millionth, not the contract's cent: a trial's cost lives below a cent.
-            "cost_per_trial_usd": _json(
+            "cost_per_trial_usd": exact(
                 round_half_up(t.billed_usd, t.billed_runs, MILLIONTH) if t.billed_runs else None
             ),
-            "estimated_usd": _json(result.estimated_usd),
+            "estimated_usd": exact(result.estimated_usd),
         }
-        bound = {"max": _json(limits.max_cost_per_verified_outcome_usd)}
+        bound = {"max": exact(limits.max_cost_per_verified_outcome_usd)}
     else:  # quality
-        value = {"mean": _json(result.quality_mean), "graded": result.graded}
-        bound = {"min": _json(limits.min_quality)}
+        value = {"mean": exact(result.quality_mean), "graded": result.graded}
+        bound = {"min": exact(limits.min_quality)}
         if gate is None:
             return Gate(
                 name, GATE_LABELS[name], NOT_APPLICABLE, "no quality floor set", value, bound

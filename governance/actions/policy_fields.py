@@ -2,13 +2,13 @@
 
 `POLICY_FIELDS` is the one list of a policy's rules: the verbs take them, the audit snapshot
 records them, a new policy version copies them and the admin's PolicyForm edits them. The
-contract thresholds among them are the contract's own list (`evaluations.contract.POLICY_FIELDS`,
+contract thresholds among them are the contract's own list (`evaluations.contract.THRESHOLD_FIELDS`,
 what `policy_thresholds` reads), not a second copy.
 """
 
 from django.core.exceptions import ValidationError
 
-from evaluations.contract import POLICY_FIELDS as THRESHOLD_FIELDS
+from evaluations.contract import THRESHOLD_FIELDS
 from sherlock.core.errors import ActionInvalid, raise_invalid
 
 # Every rule a policy carries; `agent` (the scope) and `version` are not edited, they are the

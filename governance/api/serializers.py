@@ -387,7 +387,7 @@ class PublicationBypassSerializer(serializers.Serializer):
 
 
 class PublicationSerializer(serializers.Serializer):
-    """`GET /versions/{id}/publication/` (governance.publishing.publication.publication_of)."""
+    """`GET /versions/{id}/publication/`: whether the version is published, by whom, on what."""
 
     published = serializers.BooleanField()
     state = serializers.CharField(help_text="The version's state: draft, published, retired.")

@@ -25,7 +25,6 @@ What may happen next to a version once it has a decision (publish, ask again, by
 (`evaluations.contract`).
 """
 
-from decimal import Decimal
 from typing import Any
 
 from django.utils import timezone
@@ -33,7 +32,7 @@ from django.utils import timezone
 from evaluations.contract import (
     FAIL,
     PASS,
-    POLICY_FIELDS,
+    THRESHOLD_FIELDS,
     AppliedThresholds,
     Thresholds,
     parse_thresholds,
@@ -41,6 +40,7 @@ from evaluations.contract import (
 from evaluations.reads.calibration import informative_checks
 from evaluations.verdict import FAILED, INCOMPLETE, PASSED, gate_label, gate_verdict
 from governance.models import PublishingPolicy
+from sherlock.core.json_values import exact
 
 __all__ = [
     "FAIL",
@@ -62,9 +62,9 @@ __all__ = [
 
 def policy_values(policy: PublishingPolicy) -> dict[str, Any]:
     """The contract limits of `policy` as its columns hold them (recorded in the snapshot): the
-    columns named by the contract's own list, `POLICY_FIELDS`, which the policy verbs edit too
+    columns named by the contract's own list, `THRESHOLD_FIELDS`, which the policy verbs edit too
     (`governance.actions.policy_fields`)."""
-    return {name: getattr(policy, name) for name in POLICY_FIELDS}
+    return {name: getattr(policy, name) for name in THRESHOLD_FIELDS}
 
 
 def policy_thresholds(policy: PublishingPolicy) -> Thresholds:
@@ -151,7 +151,7 @@ def decide(runs, policy: PublishingPolicy) -> dict[str, Any]:
             "scope": policy.scope_key,
             "version": policy.version,
             "enforcement": policy.enforcement,
-            "thresholds": {k: _json(v) for k, v in policy_values(policy).items()},
+            "thresholds": {k: exact(v) for k, v in policy_values(policy).items()},
             "min_case_pass_rate": policy.min_case_pass_rate,
         },
         "runs": [
@@ -207,7 +207,3 @@ def gate_rows(decision):
         )
         for g in gates
     ]
-
-
-def _json(value: Any) -> Any:
-    return str(value) if isinstance(value, Decimal) else value

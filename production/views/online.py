@@ -146,7 +146,7 @@ def proposal_verb(request, pk, verb):
     return redirect("production:agent", slug=proposal.agent.slug)
 
 
-def _json(value):
+def _pretty_json(value):
     return json.dumps(value, indent=2) if value not in (None, "", [], {}) else ""
 
 
@@ -252,12 +252,12 @@ class OnlineRuleForm(forms.Form):
             initial={
                 "active": rule.active,
                 "sampling_rate": f"{rule.sampling_rate:g}",
-                "filters": _json(rule.filters),
+                "filters": _pretty_json(rule.filters),
                 "library_version": str(rule.library_version_id or ""),
                 "library_labels": ", ".join(rule.library_labels or []),
-                "checks": _json(rule.checks),
+                "checks": _pretty_json(rule.checks),
                 "quality_check": rule.quality_check,
-                "outcome_check": _json(rule.outcome_check),
+                "outcome_check": _pretty_json(rule.outcome_check),
                 "verify_effects": rule.verify_effects,
                 "completion_tool": rule.completion_tool,
                 "judge_model": rule.judge_model,

@@ -14,7 +14,7 @@ import pytest
 
 from evaluations.contract import (
     DEFAULT_THRESHOLDS,
-    POLICY_FIELDS,
+    THRESHOLD_FIELDS,
     ContractInputError,
     Thresholds,
     ThresholdsError,
@@ -541,7 +541,7 @@ def test_file_thresholds_and_policy_fields_mean_the_same_limits():
 
     assert parse_thresholds(file_thresholds) == parse_thresholds(POLICY)
     assert parse_thresholds(file_thresholds) == DEFAULT_THRESHOLDS
-    assert set(POLICY) == set(POLICY_FIELDS)
+    assert set(POLICY) == set(THRESHOLD_FIELDS)
 
 
 def test_thresholds_accept_a_publishing_policys_nullable_fields():
