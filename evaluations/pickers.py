@@ -3,7 +3,9 @@ drafts, or the drafts the person may add to) and runs, each as the person may se
 
 from django.db.models import Exists, OuterRef
 
+from agents.models import Agent
 from evaluations.models import Dataset, DatasetVersion, Run
+from evaluations.reads import run_rights
 from sherlock.core.pickers import Kind, int_param, register
 
 STATES = {"frozen": {"frozen_at__isnull": False}, "draft": {"frozen_at__isnull": True}}
@@ -38,13 +40,11 @@ def _versions_asked(found, params):
 def dataset_versions_to_run(user, params):
     """The versions a run may be started on: `dataset_versions` of what the user may see, plus
     the datasets an agent they build is gated on (`evaluations.reads.run_rights`)."""
-    from evaluations.reads import run_rights
 
     return _versions_asked(run_rights.dataset_versions_to_run(user), params)
 
 
 def datasets_to_run(user, params):
-    from evaluations.reads import run_rights
 
     return run_rights.datasets_to_run(user).order_by("slug")
 
@@ -64,7 +64,6 @@ def runs(user, params):
 def agents_with_runs(user, params):
     """The agents of the runs the person may read (`Run.objects.for_user`): an Editor of a
     dataset, who holds no agent, still finds the agents run on it (the trends page)."""
-    from agents.models import Agent
 
     readable = Run.objects.for_user(user).filter(agent_version__agent=OuterRef("pk"))
     return Agent.objects.filter(Exists(readable)).order_by("slug")

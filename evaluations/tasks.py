@@ -1,6 +1,7 @@
 """django-q2 tasks: thin, idempotent, and taking ids only."""
 
 from evaluations import engine
+from evaluations.actions.fire_schedule import fire
 
 
 def run_shard(run_id, trial_ids):
@@ -16,6 +17,5 @@ def reap_expired_leases():
 def run_schedule(schedule_id):
     """Fired by a `RunSchedule`'s django-q2 row: start its run
     (`evaluations.actions.fire_schedule.fire`)."""
-    from evaluations.actions.fire_schedule import fire
 
     return fire(schedule_id)

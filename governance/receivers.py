@@ -14,7 +14,7 @@ Inside those two actions the catch-all stays quiet, since they write their own e
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import is_password_usable
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 from django.contrib.contenttypes.models import ContentType
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
@@ -23,8 +23,11 @@ from guardian.models import GroupObjectPermission, UserObjectPermission
 from agents.models import Agent
 from evaluations.models import Dataset, Run
 from evaluations.signals import run_finished, schedule_failed
-from governance.choices import RequestState
-from governance.people.roles import in_role_action, role_action
+from governance.actions.decide_publish_request import DecidePublishRequest
+from governance.choices import RequestState, WebhookEvent
+from governance.models import PublishRequest, RoleGrant
+from governance.people.roles import describe_scope, in_role_action, role_action, scoped_perms
+from governance.webhooks import notify
 from sherlock.core.audit import audit, current_actor
 
 PRIVILEGE_FLAGS = ("is_superuser", "is_staff", "is_active")
@@ -39,8 +42,6 @@ WATCHED_USER_FIELDS = (*PRIVILEGE_FLAGS, "password")
 def decide_when_gate_runs_finish(sender, run_id, status, **kwargs):
     """A run finished: decide every evaluating request it belongs to (once all its runs are
     done). Idempotent, as the signal may come twice: the action compares and sets."""
-    from governance.actions.decide_publish_request import DecidePublishRequest
-    from governance.models import PublishRequest
 
     pending = PublishRequest.objects.filter(runs=run_id, state=RequestState.EVALUATING)
     for pk in pending.values_list("pk", flat=True):
@@ -50,8 +51,6 @@ def decide_when_gate_runs_finish(sender, run_id, status, **kwargs):
 def notify_run_finished(sender, run_id, status, **kwargs):
     """The `run.finished` webhook event (governance.webhooks), with what a receiver needs to
     find the run: its agent version, dataset version, purpose and status."""
-    from governance.choices import WebhookEvent
-    from governance.webhooks import notify
 
     run = (
         Run.objects.filter(pk=run_id)
@@ -143,7 +142,6 @@ def audit_model_permissions(sender, instance, action, reverse, pk_set, model, **
             after={"holders": sorted(pk_set or [])},
         )
         return
-    from django.contrib.auth.models import Permission
 
     names = sorted(
         f"{p.content_type.app_label}.{p.codename}"
@@ -245,8 +243,6 @@ def revoke_grants_of_deleted_object(sender, instance, **kwargs):
     names them); rows no grant explains (a verb given by hand, a group's) are deleted with the
     catch-all's `auth.permission.revoke` entry each. Nothing else lets an object's grants go
     unaudited, and no row is left for a later object that reuses the primary key."""
-    from governance.models import RoleGrant
-    from governance.people.roles import describe_scope, scoped_perms
 
     content_type = ContentType.objects.get_for_model(instance)
     rows = {"content_type": content_type, "object_pk": str(instance.pk)}
@@ -281,8 +277,6 @@ def revoke_grants_of_deleted_object(sender, instance, **kwargs):
 
 def notify_schedule_failed(sender, schedule_id, error, **kwargs):
     """The `schedule.failed` webhook event: a schedule fired but could not start its run."""
-    from governance.choices import WebhookEvent
-    from governance.webhooks import notify
 
     notify(WebhookEvent.SCHEDULE_FAILED, {"schedule": schedule_id, "error": error})
 

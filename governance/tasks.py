@@ -3,6 +3,7 @@
 from django.utils import timezone
 
 from governance.actions.expire_bypass import ExpireBypass
+from governance.audit.checkpoints import CheckpointsOff, write_due_checkpoint
 from governance.choices import BYPASS_ACTIVE
 from governance.models import Bypass
 
@@ -24,7 +25,6 @@ def write_audit_checkpoint():
     `SHERLOCK_AUDIT_KEY` checkpoints are off and the tick does nothing; with no destination it
     fails, so the task's failure shows in django-q2's admin. Returns the checkpoint's sequence,
     or None when none was due."""
-    from governance.audit.checkpoints import CheckpointsOff, write_due_checkpoint
 
     try:
         written = write_due_checkpoint()

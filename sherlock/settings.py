@@ -9,6 +9,7 @@ ORM broker. Setting `DATABASE_URL=postgres://...` and `REDIS_URL=redis://...` mo
 code to PostgreSQL and the Redis broker, which is what more than one machine needs.
 """
 
+import ipaddress
 import logging
 import os
 from pathlib import Path
@@ -462,8 +463,6 @@ SHERLOCK_SSO_GROUP_STRING = env_bool("SHERLOCK_SSO_GROUP_STRING", False)
 
 
 def _loopback(host):
-    import ipaddress
-
     if host in ("localhost",):
         return True
     try:

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from agents.adapters import validate_config
 from agents.choices import Adapter, VersionState
 from agents.verifiers.spec import InvalidVerifier, validate_verifier_spec
 from sherlock.core.permissions import ScopedQuerySet, ScopedThroughQuerySet
@@ -220,7 +221,6 @@ class AgentVersion(models.Model):
         return self.state != VersionState.DRAFT or self.runs.exists()
 
     def clean(self):
-        from agents.adapters import validate_config
 
         try:
             self.config = validate_config(self.adapter, self.config)

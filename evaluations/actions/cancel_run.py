@@ -4,6 +4,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluations.choices import RUN_STATES, RunStatus, TrialStatus
+from evaluations.engine import maybe_finish_run
 from evaluations.models import Run, Trial
 from sherlock.core.actions import Action
 from sherlock.core.errors import ActionConflict, ActionDenied
@@ -36,7 +37,6 @@ class CancelRun(Action):
             raise ActionConflict(f"The run is already {self.run.status}.")
 
     def perform(self):
-        from evaluations.engine import maybe_finish_run
 
         # From the status as it is now, locked (a shard may have started the run since it was
         # read).

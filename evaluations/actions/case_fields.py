@@ -13,6 +13,7 @@ case form shows each on its field before it saves).
 from django.core.exceptions import ValidationError
 
 from agents.verifiers.spec import InvalidVerifier, VerifierRefused, validate_verifier_spec
+from evaluations.checks import ParamsError, validate_params
 from evaluations.choices import CheckMode
 from evaluations.models import Case, CaseVersion, DatasetVersion
 from sherlock.core.actions import Action
@@ -165,7 +166,6 @@ def content_errors(fields, checks):  # noqa: C901
 
 
 def _override_errors(where, label, override, by_label):
-    from evaluations.checks import ParamsError, validate_params
 
     errors = []
 

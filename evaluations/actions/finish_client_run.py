@@ -12,6 +12,7 @@ nothing and says so (`self.finished_now` False), so a client that lost the answe
 
 from agents.choices import Adapter
 from evaluations.choices import RunStatus, TrialStatus
+from evaluations.engine import release
 from evaluations.models import Run, Trial
 from sherlock.core.actions import Action
 from sherlock.core.errors import ActionConflict, ActionDenied
@@ -39,7 +40,6 @@ class FinishClientRun(Action):
             )
 
     def perform(self):
-        from evaluations.engine import release
 
         uploaded = Trial.objects.filter(run_id=self.run.pk, uploaded_at__isnull=False)
         missing = release(self.run.pk)

@@ -9,13 +9,20 @@ the schedule (`last_error`) and announced by `evaluations.signals.schedule_faile
 """
 
 from datetime import timedelta
+from decimal import Decimal
 
 from croniter import croniter
 from django.db import transaction
 from django.utils import timezone
 
+from agents.choices import Adapter
+from evaluations.actions.schedule_fields import client_version_refusal, may_schedule
+from evaluations.actions.start_run import StartRun
+from evaluations.choices import RunPurpose
 from evaluations.costs.estimate import estimate_start
 from evaluations.costs.texts import estimate_cost, estimate_missing_calls, format_usd
+from evaluations.models import Run, RunSchedule
+from evaluations.signals import schedule_failed
 from sherlock.core.errors import ActionError
 
 DAYS = 30
@@ -26,6 +33,8 @@ def drop_q_schedule(sender, instance, **kwargs):
     """`post_delete` of a RunSchedule, however it went (DeleteSchedule, or a cascade from its
     dataset or agent): its django-q2 row goes too, or it would tick forever on nothing."""
     if instance.q_schedule_id:
+        # Imported here: django_q's models are read once the app registry is ready (this module
+        # loads with it).
         from django_q.models import Schedule
 
         Schedule.objects.filter(pk=instance.q_schedule_id).delete()
@@ -50,7 +59,6 @@ def runs_per_month(cron="", interval_minutes=None, start=None):
 def estimate_schedule(agent_version, dataset_version, repetitions, cron="", interval_minutes=None):
     """`estimate_start` of one run, and the month's runs and USD (None when a price is
     missing: an unknown cost is never $0), with both in words as the pages show them."""
-    from decimal import Decimal
 
     per_run = estimate_start(agent_version, dataset_version, repetitions)
     runs = runs_per_month(cron, interval_minutes)
@@ -71,12 +79,6 @@ def estimate_schedule(agent_version, dataset_version, repetitions, cron="", inte
 
 def fire(schedule_id):
     """Start the schedule's run now; returns the run, or None when it failed (recorded)."""
-    from agents.choices import Adapter
-    from evaluations.actions.schedule_fields import client_version_refusal, may_schedule
-    from evaluations.actions.start_run import StartRun
-    from evaluations.choices import RunPurpose
-    from evaluations.models import Run, RunSchedule
-    from evaluations.signals import schedule_failed
 
     schedule = RunSchedule.objects.select_related("agent", "dataset", "created_by").filter(
         pk=schedule_id, active=True

@@ -42,6 +42,7 @@ from evaluations.contract import (
     read_trial,
     trial_counts,
 )
+from evaluations.engine import compute_case_results
 from evaluations.models import (
     Case,
     CaseVersion,
@@ -150,7 +151,6 @@ class ImportTrials(Action):
             CheckResult.objects.bulk_create(
                 self._quality_result(trial, record, grader) for _, record, trial in trials
             )
-        from evaluations.engine import compute_case_results
 
         summary = compute_case_results(run)
         # No blocking check ran on imported trials: a pass rate would pass by default.

@@ -24,6 +24,8 @@ from evaluations.api.serializers import (
 )
 from evaluations.checks import ParamsError, UnknownCheckKind, evaluate, validate_params
 from evaluations.checks.scoring import check_status
+from evaluations.judge import get_default_judge
+from evaluations.judge.setup import preview_warning
 from evaluations.models import Check, Dataset
 from evaluations.reads.calibration import calibration_of
 from sherlock.core.audit import audit
@@ -104,8 +106,6 @@ def preview_check(kind, params, case, transcript, threshold=None):
     for name, value in (("case", case), ("transcript", transcript)):
         if not isinstance(value, dict):
             raise ActionInvalid(f"{name} must be a JSON object", field=name)
-    from evaluations.judge import get_default_judge
-    from evaluations.judge.setup import preview_warning
 
     verdict = evaluate(kind, params, case, transcript, judge=get_default_judge())
     return {

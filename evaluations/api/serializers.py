@@ -9,6 +9,7 @@ from evaluations.actions.check_fields import CHECK_FIELDS
 from evaluations.actions.create_dataset import DATASET_FIELDS
 from evaluations.checks import REGISTRY
 from evaluations.choices import CheckMode
+from evaluations.judge.setup import check_warning
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
 from sherlock.core.api.serializers import RefuseUnknownFields
 from sherlock.core.hidden import VisiblePrimaryKeyRelatedField
@@ -79,7 +80,6 @@ class CheckSerializer(NamesVisibleVersion, RefuseUnknownFields, serializers.Mode
         }
 
     def get_warnings(self, check) -> list[str]:
-        from evaluations.judge.setup import check_warning
 
         warning = check_warning(check)
         return [warning] if warning else []

@@ -362,6 +362,7 @@ def header_errors(header):
 
 
 def _readers():
+    # Imported here: a cycle: the format modules import `Row` and `RowError` from this package.
     from evaluations.cases_io import csv_format, langfuse, openai_evals, promptfoo, sherlock_jsonl
 
     return {
@@ -417,6 +418,7 @@ def detect_format(text, filename=None):
     stripped = text.lstrip()
     looks_json = stripped[:1] in ("{", "[")
     if suffix == ".csv" or (suffix not in (".json", ".jsonl", ".ndjson") and not looks_json):
+        # Imported here: a cycle: the format modules import `Row` and `RowError` from this package.
         from evaluations.cases_io.csv_format import header_of
 
         header = header_of(text)
@@ -490,6 +492,7 @@ def case_dicts(dataset_version):
 
 def write_cases(cases, fmt):
     """Text of `cases` (case dicts) in a writable format: "jsonl" or "csv"."""
+    # Imported here: a cycle: the format modules import `Row` and `RowError` from this package.
     from evaluations.cases_io import csv_format, sherlock_jsonl
 
     writers = {"jsonl": sherlock_jsonl.write, "csv": csv_format.write}

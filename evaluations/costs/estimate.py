@@ -8,9 +8,13 @@ from decimal import Decimal
 from django.conf import settings
 from django.db.models import Avg, Count
 
+from evaluations.checks import REGISTRY
+from evaluations.checks.rubrics import KIND_FAMILIES
 from evaluations.choices import CheckMode, TrialStatus
 from evaluations.costs.prices import load_prices
 from evaluations.costs.texts import estimate_missing_calls
+from evaluations.judge.probe import judge_status
+from evaluations.judge.setup import no_judge_warning
 from evaluations.models import (
     CaseVersion,
     CheckResult,
@@ -42,8 +46,6 @@ def estimate_run(agent_version, dataset_version, checks, cases, repetitions):
     name the blocking model checks that cannot be scored (`judge_warnings`). `StartRun` stores
     it on the run.
     """
-    from evaluations.checks import REGISTRY
-    from evaluations.judge.probe import judge_status
 
     prices = load_prices()
     judged = bool(settings.SHERLOCK_JUDGE_BASE_URL)
@@ -136,9 +138,6 @@ def judge_warnings(checks, status):
     the one sentence of `evaluations.judge.setup` (they will be skipped), or those whose
     rubric family failed the newest `check_judge` probe of the configured server and model
     (checks asking another model are not covered by that probe)."""
-    from evaluations.checks import REGISTRY
-    from evaluations.checks.rubrics import KIND_FAMILIES
-    from evaluations.judge.setup import no_judge_warning
 
     blocking = [
         check

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from agents.models import Tool
 from agents.verifiers.runners import run_verifier
 from agents.verifiers.spec import EFFECT, OUTCOME
 from evaluations.choices import EffectState, OutcomeVerdict
@@ -243,7 +244,6 @@ def tool_effects(
     readable calls. A denied tool called *without* a refusal is verified like any other call,
     and its evidence says the boundary did not hold.
     """
-    from agents.models import Tool
 
     recorded = transcript.get("tool_calls")
     if recorded is not None and not isinstance(recorded, list):

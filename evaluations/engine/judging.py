@@ -16,6 +16,8 @@ import contextvars
 import threading
 
 from evaluations.engine import database
+from evaluations.judge import JudgeClient, get_default_judge, record_calls
+from evaluations.judge.recording import lookup_cached
 
 # The list of judge calls of the trial this context is executing, or None (not in a trial).
 ledger = contextvars.ContextVar("judge_ledger", default=None)
@@ -27,8 +29,6 @@ def record_judge_calls(calls, context):
     store them at once."""
     pending = ledger.get()
     if pending is None:
-        from evaluations.judge import record_calls
-
         record_calls(calls, context)
     else:
         pending.extend(calls)
@@ -39,8 +39,6 @@ async def arecord_judge_calls(calls, context):
     engine's database threads."""
     pending = ledger.get()
     if pending is None:
-        from evaluations.judge import record_calls
-
         await database.arun(record_calls, calls, context)
     else:
         pending.extend(calls)
@@ -49,14 +47,12 @@ async def arecord_judge_calls(calls, context):
 def lookup_stored_answer(cache_key):
     """The engine judge's durable-cache lookup (`JudgeCall` rows): a statement, so on the
     engine's few database connections (`evaluations.engine.database`), not the check's thread."""
-    from evaluations.judge.recording import lookup_cached
 
     return database.call(lookup_cached, cache_key)
 
 
 async def alookup_stored_answer(cache_key):
     """`lookup_stored_answer` awaited on the shard's loop, through its database threads."""
-    from evaluations.judge.recording import lookup_cached
 
     return await database.arun(lookup_cached, cache_key)
 
@@ -79,7 +75,6 @@ def engine_judge():
     settings change, `reset_default_judges`), so both see the same configuration and cache life.
     """
     global _engine_judge
-    from evaluations.judge import JudgeClient, get_default_judge
 
     default = get_default_judge()
     if default is None:

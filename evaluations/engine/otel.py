@@ -30,7 +30,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from agents.models import Tool
 from evaluations.contract import wait_is_owned
+from evaluations.models import CheckResult, Run
 from sherlock.core.transcripts import ToolCall, tool_calls
 
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.0"
@@ -235,8 +237,6 @@ def _evaluation_event(result, at) -> dict[str, Any]:
 
 def run_to_otlp(run) -> dict[str, Any]:
     """The whole run as one OTLP/JSON trace export (a handful of queries, any run size)."""
-    from agents.models import Tool
-    from evaluations.models import CheckResult, Run
 
     run = Run.objects.select_related("agent_version__agent", "dataset_version__dataset").get(
         pk=run.pk

@@ -115,6 +115,7 @@ def reap_on_worker_start(sender=None, proc_name=None, **kwargs):
     """django-q2's `post_spawn`: a worker that starts (or replaces a dead one) reaps at once,
     so a restarted cluster does not wait for the schedule's next tick to recover a run.
     Not in django-q2's sync mode, which sends the signal in the caller's own process."""
+    # Imported here: django_q's conf reads its models once the app registry is ready.
     from django_q.conf import Conf
 
     if Conf.SYNC:

@@ -40,10 +40,12 @@ from evaluations.choices import RUN_STATES, RUN_TERMINAL, RunStatus, TrialStatus
 from evaluations.costs.prices import load_prices
 from evaluations.engine import database
 from evaluations.engine.completion import maybe_finish_run
+from evaluations.engine.evidence import collect_evidence
 from evaluations.engine.judging import engine_judge
 from evaluations.engine.trials import claim_trials, execute_claimed, execute_trial, renew_leases
 from evaluations.engine.writer import Writer, write_finished
 from evaluations.models import Run, Trial
+from evaluations.reads.calibration import calibration_gate
 from sherlock.core import aio
 
 log = logging.getLogger("sherlock.engine")
@@ -60,15 +62,13 @@ class Shard:
     agent_error: str
     prices: dict  # model name -> ModelPrice
     judge: object  # JudgeClient or None
-    collect_evidence: object  # evaluations.engine.evidence.collect_evidence, or None
+    collect_evidence: object  # evaluations.engine.evidence.collect_evidence (None: not collected)
     # A `client` version's answers were uploaded by the client (docs/client.md): its trials
     # are scored on what they hold, the agent is never called (`trials.uploaded_answer`).
     uploaded: bool = False
 
     @classmethod
     def load(cls, run):
-        from evaluations.reads.calibration import calibration_gate
-
         checks = list(
             run.dataset_version.checks.select_related("dataset_version").order_by(
                 "position", "label"
@@ -86,17 +86,9 @@ class Shard:
             agent_error=agent_error,
             prices=load_prices(),
             judge=engine_judge(),
-            collect_evidence=_evidence_collector(),
+            collect_evidence=collect_evidence,
             uploaded=run.agent_version.adapter == Adapter.CLIENT,
         )
-
-
-def _evidence_collector():
-    try:
-        from evaluations.engine.evidence import collect_evidence
-    except ImportError:  # the contract's evidence step is optional for the engine
-        return None
-    return collect_evidence
 
 
 def run_shard(run_id, trial_ids):

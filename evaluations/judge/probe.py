@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
+from evaluations.checks import rubrics
 from evaluations.judge.errors import (
     CONNECTION,
     CONNECTION_REFUSED,
@@ -32,6 +33,7 @@ from evaluations.judge.errors import (
     TIMEOUT,
     TLS,
 )
+from evaluations.models import JudgeProbe, ModelPrice
 
 CONTEXT_FLAGS = "llama.cpp -c, vLLM --max-model-len, Ollama num_ctx"
 _STATUS = re.compile(r"^HTTP (\d{3})")
@@ -59,7 +61,6 @@ class FamilyProbe:
 
 def probe_judge(judge, families=None) -> list[FamilyProbe]:
     """Ask `judge` one probe question per family (all of `rubrics.FAMILIES` by default)."""
-    from evaluations.checks import rubrics
 
     results = []
     for family in families or rubrics.FAMILIES:
@@ -159,7 +160,6 @@ def advice(answer, judge, cap: int) -> str:  # noqa: C901
 
 def store_probe(judge, results: list[FamilyProbe]):
     """Keep a probe's results as the judge's status (a `JudgeProbe` row)."""
-    from evaluations.models import JudgeProbe, ModelPrice
 
     return JudgeProbe.objects.create(
         base_url=judge.base_url,
@@ -185,7 +185,6 @@ def judge_status() -> dict:
     """The configured judge's status: configured or not, the newest probe of this server and
     model (when, which families failed, why, what to change), whether the model has a price,
     and a one-line `summary`. Two queries; the admin and `estimate_run` both show it."""
-    from evaluations.models import JudgeProbe, ModelPrice
 
     base_url, model = settings.SHERLOCK_JUDGE_BASE_URL, settings.SHERLOCK_JUDGE_MODEL
     if not base_url:

@@ -61,6 +61,8 @@ def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
     the cost page reads) whatever its number of attempts (plus one lookup of the run's agent
     when the judge was bound to a bare run id without `agent=`).
     """
+    # Imported here: a cycle: evaluations.models imports the judge (judge.setup), and the ledger
+    # imports the models.
     from evaluations.costs.ledger import judge_cost_lines, write_cost_lines
     from evaluations.costs.prices import price_judge_calls
     from evaluations.models import JudgeCall, Run
@@ -96,6 +98,8 @@ def record_calls(calls: Sequence[JudgeCall], context: JudgeContext) -> None:
 def lookup_cached(cache_key: str) -> CachedAnswer | None:
     """The newest successful stored call with this key, as a cache entry (one indexed query,
     run once per ask that misses the in-process cache)."""
+    # Imported here: a cycle: evaluations.models imports the judge (judge.setup), and the ledger
+    # imports the models.
     from evaluations.models import JudgeCall
 
     row = (
@@ -126,6 +130,8 @@ def new_call(
 ) -> JudgeCall:
     """The unsaved `JudgeCall` row of one attempt at `request` (the question or its repair),
     or of one cache hit, filed under the question's cache key and the bound context."""
+    # Imported here: a cycle: evaluations.models imports the judge (judge.setup), and the ledger
+    # imports the models.
     from evaluations.models import JudgeCall
 
     return JudgeCall(

@@ -23,6 +23,8 @@ def judge_configured() -> bool:
 def judge_named() -> str:
     """The configured judge in words, "the judge at <URL> (model <M>)", without any
     user:password the URL may hold; "" when none is configured."""
+    # Imported here: a cycle: evaluations.models imports this module (NO_JUDGE), and what is
+    # imported here imports the models.
     from evaluations.judge.probe import shown_url
 
     if not judge_configured():
@@ -50,6 +52,8 @@ def no_judge_warning(labels, configured=None) -> str:
 def check_warning(check) -> str:
     """The warning for saving `check` (admin, API): the no-judge sentence when it is a
     blocking model check and no judge is configured, else ""."""
+    # Imported here: a cycle: evaluations.models imports this module (NO_JUDGE), and what is
+    # imported here imports the models.
     from evaluations.checks import REGISTRY
     from evaluations.choices import CheckMode
 
@@ -63,6 +67,8 @@ def check_warning(check) -> str:
 def preview_warning(kind) -> str:
     """The preview's warning: a model check previewed with no judge is skipped, and says why
     and what to set."""
+    # Imported here: a cycle: evaluations.models imports this module (NO_JUDGE), and what is
+    # imported here imports the models.
     from evaluations.checks import REGISTRY
 
     if judge_configured() or not getattr(REGISTRY.get(kind), "uses_model", False):
@@ -80,6 +86,8 @@ def no_judge_skips(reasons) -> str:
 
 def judges_docs_url() -> str:
     """The served page of docs/judges.md (its settings table)."""
+    # Imported here: a cycle: evaluations.models imports this module (NO_JUDGE), and what is
+    # imported here imports the models.
     from evaluations.admin.docs import doc_url
 
     return doc_url("judges")

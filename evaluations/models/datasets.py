@@ -8,10 +8,12 @@ import hashlib
 import json
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from evaluations.checks import ParamsError, UnknownCheckKind, validate_params
 from evaluations.choices import CheckMode
 from sherlock.core.numbers import COUNT
 from sherlock.core.permissions import ScopedQuerySet, ScopedThroughQuerySet
@@ -223,9 +225,6 @@ class Check(models.Model):
         return judging_key(self.kind, self.params, self.judge_model)
 
     def clean(self):
-        from django.core.exceptions import ValidationError
-
-        from evaluations.checks import ParamsError, UnknownCheckKind, validate_params
 
         if self.params is not None and not isinstance(self.params, dict):
             raise ValidationError({"params": "must be a JSON object"})

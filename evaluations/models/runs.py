@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from agents.models import Agent
 from evaluations.choices import (
     BillingCoverage,
     CaseStatus,
@@ -16,6 +17,7 @@ from evaluations.choices import (
     TrialStatus,
 )
 from evaluations.judge.setup import NO_JUDGE, judge_configured
+from evaluations.models.datasets import Dataset
 from sherlock.core.fields import MoneyField
 from sherlock.core.permissions import within
 
@@ -25,8 +27,6 @@ class RunQuerySet(models.QuerySet):
         """Runs of the agents the user may see (a run is scoped by its agent), and, to read,
         the runs on the datasets the user may see: an Editor of a dataset reads the runs on it
         (its cases' answers are what they curate), a scoped Editor holding no agent too."""
-        from agents.models import Agent
-        from evaluations.models.datasets import Dataset
 
         by_agent = within(self, "agent_version__agent", Agent.objects.for_user(user, action))
         if action != "view" or not by_agent.query.has_filters():

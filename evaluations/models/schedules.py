@@ -10,11 +10,12 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from agents.models import Agent
+
 
 class RunScheduleQuerySet(models.QuerySet):
     def for_user(self, user, action="view"):
         """Schedules of the agents the user may see (scoped like runs, by the agent)."""
-        from agents.models import Agent
 
         return self.filter(agent__in=Agent.objects.for_user(user, action))
 

@@ -16,10 +16,11 @@ and shown on the calibration page, and does not count.
 import math
 from dataclasses import dataclass, field
 
-from django.db.models import F
+from django.db.models import Count, F, Q
 
-from evaluations.choices import CheckStatus
-from evaluations.models import Check, HumanLabel
+from evaluations.choices import CheckMode, CheckStatus
+from evaluations.models import Check, CheckResult, HumanLabel
+from evaluations.reads.figures import stored_checks
 
 # z of a two-sided 95 % normal interval.
 Z95 = 1.96
@@ -274,11 +275,6 @@ def informative_checks(runs):
     (`evaluations.reads.figures`); the reason is the check's mode, its calibration (as it stands
     now, with the rule's figures) or per-case overrides. Two queries (one without unfinished runs)
     plus one per uncalibrated check."""
-    from django.db.models import Count, Q
-
-    from evaluations.choices import CheckMode
-    from evaluations.models import CheckResult
-    from evaluations.reads.figures import stored_checks
 
     counts, live = [], []
     for run in runs:

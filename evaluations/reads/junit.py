@@ -26,6 +26,7 @@ import re
 from xml.etree import ElementTree
 
 from evaluations.choices import CaseStatus
+from evaluations.models import CaseResult, Trial
 
 # What XML 1.0 forbids in a document: C0 controls but tab, newline and carriage return,
 # surrogates (a lone half of a pair), U+FFFE and U+FFFF.
@@ -59,7 +60,6 @@ def _element(parent, tag: str, text: str | None = None, **attributes) -> Element
 def run_junit(run, verdict) -> str:
     """The JUnit XML of ``run`` (its case results and trials) under ``verdict``
     (``evaluations.verdict.run_verdict``). Three queries whatever the number of cases."""
-    from evaluations.models import CaseResult, Trial
 
     results = list(CaseResult.objects.filter(run=run).select_related("case").order_by("case__key"))
     repetitions: dict[int, list[tuple[int, str, str]]] = {}

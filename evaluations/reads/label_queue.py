@@ -1,12 +1,24 @@
 """The labelling queue's ranking: the model-check results a user may still label, most instructive
 first (`queue`), and why each is worth a label (`reasons_to_label`)."""
 
-from django.db.models import Case, Exists, F, FloatField, IntegerField, OuterRef, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    IntegerField,
+    OuterRef,
+    Q,
+    Value,
+    When,
+)
 from django.db.models.functions import Abs, Coalesce
 
 from evaluations.actions.label_check_result import LABELLABLE
 from evaluations.checks import MODEL_KINDS
 from evaluations.choices import CheckStatus, OutcomeVerdict
+from evaluations.judge.setup import judge_configured, no_judge_sentence
 from evaluations.models import CaseResult, Check, CheckResult, Dataset, HumanLabel
 from evaluations.reads.calibration import (
     calibration_gate,
@@ -136,9 +148,6 @@ def empty_state(user, datasets):
     was skipped or in error: nothing a person can agree or disagree with; with no judge
     configured, the sentence that says what to set) or ``all_labelled`` (the user labelled
     every result with a verdict). Two queries, only when the queue is empty."""
-    from django.db.models import Count, Q
-
-    from evaluations.judge.setup import judge_configured, no_judge_sentence
 
     counts = CheckResult.objects.filter(
         check_config__dataset_version__dataset__in=datasets, check_config__kind__in=MODEL_KINDS

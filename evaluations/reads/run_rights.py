@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from evaluations.models import Dataset
+from agents.models import Agent
+from evaluations.models import Dataset, DatasetVersion
 from sherlock.core.permissions import user_can
 
 # Callables `(agents) -> {agent pk: dataset ids}`: the datasets each agent's Builders may run
@@ -64,7 +65,6 @@ def datasets_to_run(user):
     """The datasets `user` may run some agent on: those they may see, and those an agent they
     build is gated on (what the start-run and schedule pickers offer before an agent is chosen;
     `StartRun` still decides per agent). A constant number of queries."""
-    from agents.models import Agent
 
     visible = Dataset.objects.for_user(user)
     if not RUN_RIGHTS or not visible.query.has_filters():
@@ -77,7 +77,6 @@ def datasets_to_run(user):
 
 def dataset_versions_to_run(user):
     """The versions of `datasets_to_run`."""
-    from evaluations.models import DatasetVersion
 
     return DatasetVersion.objects.filter(dataset__in=datasets_to_run(user)).select_related(
         "dataset"

@@ -8,6 +8,7 @@ import re
 from django import template
 from django.utils.html import format_html, format_html_join
 
+from evaluations.verdict import gate_label
 from evaluations.views.start_run_form import StartRunForm, may_start_runs
 
 register = template.Library()
@@ -42,6 +43,5 @@ def fix_links(text):
 @register.filter
 def gate_words(code):
     """A gate's code in the pages' words ("unknown_effects" is "unknown effects")."""
-    from evaluations.verdict import gate_label
 
     return gate_label(code)

@@ -14,14 +14,14 @@ from evaluations.choices import (
     TrialStatus,
 )
 from evaluations.contract.runs import runs_totals, trials_in_error
+from evaluations.models import CheckResult, Trial
+from evaluations.reads.figures import stored_checks, unscored_of
 from evaluations.verdict.fixes import unknown_effect_causes
 
 
 def unscored_groups(runs: list) -> dict[int, list[dict[str, Any]]]:
     """``{run pk: [{label, status, n, reason}]}`` of the blocking results skipped or in error:
     stored figures first, one grouped query for the runs without."""
-    from evaluations.models import CheckResult
-    from evaluations.reads.figures import stored_checks, unscored_of
 
     groups: dict[int, list[dict[str, Any]]] = {}
     live = []
@@ -59,7 +59,6 @@ def errored_trials(runs: list) -> dict[int, dict[str, int]]:
     error: the cases with one, how many have no billed cost (missing or estimated), counted as
     the contract counts a trial's cost, how many there are and one of their errors; one grouped
     query, none without runs."""
-    from evaluations.models import Trial
 
     if not runs:
         return {}
@@ -84,7 +83,6 @@ def cases_unscored(runs: list) -> dict[int, int]:
     """``{run pk: cases with a blocking result unscored}``: the count the run's end stored in
     its summary (`compute_case_results`: ``cases_unscored``), else (a run finished before it
     was stored) one grouped query over the check results of those runs, none without them."""
-    from evaluations.models import CheckResult
 
     counted = {}
     ids = []

@@ -4,6 +4,12 @@ behind unknown effects.
 
 from __future__ import annotations
 
+from collections import Counter
+from urllib.parse import urlencode
+
+from django.urls import reverse
+
+from evaluations.models import Trial
 from evaluations.verdict.model import EVIDENCE_GATE, Gate, doc_url
 
 # The docs' section of each gate (docs/contract.md, "Fixing a failed gate").
@@ -22,9 +28,6 @@ REGISTER_TOOLS = "Admin → Agents → Tools; a Builder of the agent may, an Adm
 
 def register_tool_url(agent, name) -> str:
     """The admin's form to register tool `name` for `agent` (filled in), as a path."""
-    from urllib.parse import urlencode
-
-    from django.urls import reverse
 
     query = {"name": name, **({"agent": agent.pk} if agent is not None else {})}
     return f"{reverse('admin:agents_tool_add')}?{urlencode(query)}"
@@ -152,9 +155,6 @@ def unknown_effect_causes(runs: list) -> dict[int, list[tuple[str, str, int]]]:
     """``{run pk: [(tool name, why, calls)]}`` of the runs' tool effects with unknown state,
     the most frequent first: ``not registered``, ``no verifier`` or the verifier's own reason.
     One query over at most ``_UNKNOWN_SAMPLE`` trials that have any, none without runs."""
-    from collections import Counter
-
-    from evaluations.models import Trial
 
     if not runs:
         return {}

@@ -12,6 +12,8 @@ from evaluations.contract import (
     ContractResult,
     Thresholds,
 )
+from evaluations.judge.probe import shown_url
+from evaluations.judge.setup import judge_configured, judge_named, no_judge_sentence
 from evaluations.verdict.cases import Evidence
 from evaluations.verdict.fixes import report_cost_fix
 from evaluations.verdict.model import Missing, doc_url
@@ -24,7 +26,6 @@ def missing_evidence(
     evidence: Evidence,
     errored_cost: tuple[int, int] = (0, 0),
 ):
-    from evaluations.judge.setup import judge_configured, judge_named, no_judge_sentence
 
     found = []
     t = contract.totals
@@ -123,7 +124,6 @@ def missing_evidence(
 def agent_where(version) -> str:
     """Where ``version``'s agent answers, in words: its adapter and its URL or callable (a URL
     shown without any user:password)."""
-    from evaluations.judge.probe import shown_url
 
     config = version.config or {}
     target = config.get("url") or config.get("base_url")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluations.admin.docs import doc_url as served
 from evaluations.contract import (
     FAIL,
     GATE_LABELS,
@@ -34,7 +35,6 @@ def gate_label(name) -> str:
 
 def doc_url(doc: str, heading: str = "") -> str:
     """The served page of docs/<doc>.md at ``heading`` (``evaluations.admin.docs.doc_url``)."""
-    from evaluations.admin.docs import doc_url as served
 
     return served(doc, heading)
 

@@ -32,6 +32,7 @@ from evaluations.contract import (
     format_cells,
     page_columns,
 )
+from evaluations.contract.runs import run_contract
 from evaluations.models import Run
 from evaluations.pickers import run_text
 from evaluations.reads.compare import check_deltas, live_baseline
@@ -105,7 +106,6 @@ def _contract(run, verdict):
     the contract of its trials so far under the same thresholds."""
     if verdict.contract is not None:
         return verdict.contract
-    from evaluations.contract.runs import run_contract
 
     return run_contract(run, verdict.applied.thresholds)
 

@@ -5,6 +5,10 @@ that only says "nothing you may do here" (the pages still answer such a visit, w
 
 from django.utils.functional import SimpleLazyObject
 
+from agents.models import Agent
+from evaluations.actions.schedule_fields import may_schedule_any
+from evaluations.judge.setup import judges_docs_url
+from evaluations.views.labels import editable_datasets
 from sherlock.core.permissions import is_global_admin
 
 
@@ -34,7 +38,6 @@ def navigation(request):
         user = _signed_in(request)
         if user is None:
             return False
-        from evaluations.views.labels import editable_datasets
 
         return _holds(user, ["evaluations.edit_dataset"], editable_datasets(user).exists)
 
@@ -42,7 +45,6 @@ def navigation(request):
         user = _signed_in(request)
         if user is None:
             return False
-        from evaluations.actions.schedule_fields import may_schedule_any
 
         perms = ["agents.build_agent", "evaluations.edit_dataset"]
         return _holds(user, perms, lambda: may_schedule_any(user))
@@ -51,9 +53,9 @@ def navigation(request):
         user = _signed_in(request)
         if user is None:
             return False
+        # Imported here: guardian's shortcuts import its models, which exist only once the registry
+        # is ready.
         from guardian.shortcuts import get_objects_for_user
-
-        from agents.models import Agent
 
         perms = [f"agents.{verb}_agent" for verb in ("build", "publish", "bypass")]
 
@@ -63,7 +65,6 @@ def navigation(request):
         return _holds(user, perms, scoped)
 
     def judges_docs():
-        from evaluations.judge.setup import judges_docs_url
 
         return judges_docs_url()
 

@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.models import Agent
-from evaluations.checks import MODEL_KINDS, scoring
+from evaluations.checks import MODEL_KINDS, REGISTRY, scoring
 from evaluations.checks.base import as_text
 from evaluations.choices import RUN_TERMINAL, RunStatus, TrialStatus
 from evaluations.contract import TABLE_COLUMNS, format_cells, page_columns
@@ -210,7 +210,6 @@ def no_judge_warning_for(unscored):
 def _model_checks(run):
     """The run's model checks with their calibration page (one query): the run page links to
     each, as the check's admin page does."""
-    from evaluations.checks import REGISTRY
 
     return [
         {"label": check.label, "url": reverse("evaluations:calibration", args=[check.pk])}

@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 
 from governance.actions.base import GovernanceAction
 from governance.choices import Role
+from governance.models import RoleGrant
 from governance.people.roles import is_global_admin, scoped_perms
 from sherlock.core.errors import ActionDenied, ActionInvalid
 
@@ -75,7 +76,6 @@ class RoleVerb(GovernanceAction):
 
     def held(self):
         """The user's grant of the role on the scope, or None."""
-        from governance.models import RoleGrant
 
         return RoleGrant.objects.on(self.obj).filter(user=self.user, role=self.role).first()
 

@@ -6,6 +6,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from agents.models import Agent
+from evaluations.models import Dataset
 from governance.actions.set_gate_datasets import SetGateDatasets
 from governance.api.serializers import (
     GateDatasetsInputSerializer,
@@ -27,7 +28,6 @@ def gate_datasets_of(agent, user):
     reads a dataset's name"): whoever may see an agent reads the names of the datasets it is
     gated on, as its runs, its publish page and the run picker name them; anyone else reads
     only the datasets they hold a role on, and the rest is counted (`hidden`)."""
-    from evaluations.models import Dataset
 
     chosen = list(
         GateDataset.objects.filter(agent=agent)

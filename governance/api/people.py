@@ -11,6 +11,7 @@ from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from governance.actions.deactivate_user import DeactivateUser
@@ -121,8 +122,6 @@ class PeopleViewSet(viewsets.GenericViewSet):
         pk = parse_id(pk)
         user = self.get_queryset().filter(pk=pk).first() if pk is not None else None
         if user is None:
-            from rest_framework.exceptions import NotFound
-
             raise NotFound("No such person.")
         verb_class(acting_user=request.user, user=user).execute()
         return Response(PersonSerializer(self.get_queryset().get(pk=pk)).data)

@@ -1,5 +1,6 @@
 """Role grants, administered by global Admins."""
 
+from django.contrib.auth import get_user_model
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
@@ -50,7 +51,6 @@ class RoleGrantViewSet(viewsets.GenericViewSet):
         responses={200: RoleGrantSerializer(many=True), **refusals(403)},
     )
     def list(self, request):
-        from django.contrib.auth import get_user_model
 
         username = request.query_params.get("user")
         user = None

@@ -12,6 +12,9 @@ to choose one and who may.
 from django.conf import settings
 from django.db import models
 
+from evaluations.models import Dataset
+from governance.models.policies import PublishingPolicy
+
 
 class GateDatasetQuerySet(models.QuerySet):
     def for_agent(self, agent):
@@ -45,7 +48,6 @@ def gated_dataset_ids(agents):
     `agents` (`gate_datasets_for`, for many at once): what their Builders may run them on
     without a role on the datasets (`evaluations.reads.run_rights`). Three queries, whatever the
     number of agents."""
-    from governance.models.policies import PublishingPolicy
 
     agents = list(agents)
     if not agents:
@@ -76,7 +78,6 @@ def gate_datasets_for(agent, policy):
     the gate datasets of the agent's own policy when it names any (an agent's policy wins over
     everything global), else those an Admin chose for the agent. A global policy's own list
     applies to no agent by itself (the refusal names it as a suggestion)."""
-    from evaluations.models import Dataset
 
     if policy is not None and policy.agent_id == agent.pk and policy.gate_datasets.exists():
         return policy.gate_datasets.order_by("slug")

@@ -18,6 +18,8 @@ from django.core import signing
 from django.urls import reverse
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from governance.models import AuditEntry
+
 SALT = "sherlock.invite"
 
 
@@ -36,7 +38,6 @@ def make_token(user):
 def _deactivated_since(user, issued):
     """Whether `user` was deactivated at or after `issued` (seconds since the epoch): a link
     sent before a deactivation stays dead after a reactivation."""
-    from governance.models import AuditEntry
 
     return AuditEntry.objects.filter(
         action="governance.user.deactivate",

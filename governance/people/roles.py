@@ -11,9 +11,11 @@ permissions, whose sets overlap (an Admin of a dataset holds exactly an Editor's
 import contextlib
 import contextvars
 
-from django.db.models import Q
+from django.contrib.auth.models import Group, Permission
+from django.db.models import Case, IntegerField, Q, Value, When
 
 from governance.choices import Role
+from governance.models import RoleGrant
 from sherlock.core import permissions
 
 _CRUD = ("add", "change", "delete", "view")
@@ -104,7 +106,8 @@ def holds_admin_rights(user):
     who could would approve their own bypass under its name."""
     if user.is_superuser:
         return True
-    from django.contrib.auth.models import Permission
+    # Imported here: guardian's models exist only once the registry is ready (roles are read by the
+    # migrations).
     from guardian.models import GroupObjectPermission, UserObjectPermission
 
     bypass = {
@@ -130,14 +133,12 @@ def scoped_perms(role, obj):
 def scoped_roles(user, obj):
     """The roles granted to `user` on `obj` (`RoleGrant` records, never inferred from the
     permissions held), as plain strings."""
-    from governance.models import RoleGrant
 
     return set(RoleGrant.objects.on(obj).filter(user=user).values_list("role", flat=True))
 
 
 def global_roles(user):
     """The roles granted to `user` globally, as plain strings."""
-    from governance.models import RoleGrant
 
     return set(RoleGrant.objects.on(None).filter(user=user).values_list("role", flat=True))
 
@@ -155,7 +156,8 @@ def materialize(user, obj=None):
     hand) are removed too; the catch-all receivers are quiet inside `role_action()`, so the
     callers name them in their entry (`also_removed`, `also_added`).
     """
-    from django.contrib.auth.models import Group
+    # Imported here: guardian's models exist only once the registry is ready (roles are read by the
+    # migrations).
     from guardian.shortcuts import assign_perm, get_user_perms, remove_perm
 
     if obj is None:
@@ -189,7 +191,6 @@ def derive_staff(user):
     agents, Publishers and Admins open the version list), and a user with none does not. Run by
     every re-derivation (`materialize`); the change is audited as `auth.user.privileges` by the
     catch-all receiver, like any flag change."""
-    from governance.models import RoleGrant
 
     staff = user.is_superuser or RoleGrant.objects.filter(user=user).exists()
     if user.is_staff != staff:
@@ -231,9 +232,6 @@ def role_grants(user=None):
     """Every role granted, optionally of one user, as `describe_grant` dicts ordered by user,
     scope (global, agent, dataset), object and role: the `RoleGrant` records, never a role
     inferred from overlapping permissions. One query however many grants there are."""
-    from django.db.models import Case, IntegerField, Value, When
-
-    from governance.models import RoleGrant
 
     grants = RoleGrant.objects.select_related("user", "agent", "dataset")
     if user is not None:

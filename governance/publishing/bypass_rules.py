@@ -3,8 +3,10 @@ shared by approving and using one, is `governance.publishing.next_step.void_reas
 
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from governance.models import AuditEntry
 from sherlock.core.permissions import MODEL_BACKEND
 
 # The audit entries that give a user Admin rights, whichever path wrote them: `GrantRole`, and
@@ -51,7 +53,6 @@ def newest_admin_grant(user, agent):
     be one more thing an Admin could edit. The newest grant counts, even when an older one
     still stands: a fresh grant by the requester is reason enough to doubt the second pair of
     eyes (fail closed)."""
-    from governance.models import AuditEntry
 
     entries = AuditEntry.objects.filter(
         target_type=f"{user._meta.app_label}.{user._meta.model_name}",
@@ -106,7 +107,6 @@ def who_may_approve(bypass, agent, policy, *, now=None):
     global Admins (and superusers) other than its requester for whom `approver_conflict` finds
     nothing, for the publish page's "waits for". One query for the candidates, one
     audit look-up each."""
-    from django.contrib.auth import get_user_model
 
     candidates = (
         get_user_model()

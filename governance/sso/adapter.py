@@ -23,9 +23,12 @@ from django.conf import settings
 from django.shortcuts import render
 from django.urls import reverse
 
+from governance.actions.apply_sso_roles import ApplySSORoles
+from governance.models import SSOProvider
 from governance.sso.claims import evidence, groups_at, matching_rules, merged_claims
 from governance.sso.provider import NonceOpenIDConnectProvider
 from sherlock.core.audit import audit
+from sherlock.core.permissions import who_grants_roles
 
 logger = logging.getLogger("sherlock.sso")
 SESSION_KEY = "sherlock_sso"
@@ -38,7 +41,6 @@ class AccountAdapter(DefaultAccountAdapter):
     def respond_user_inactive(self, request, user):
         """A deactivated account that gave its right password (or signed on): told so, with
         the Admins who may reactivate it, never "wrong password"."""
-        from sherlock.core.permissions import who_grants_roles
 
         context = {"admins": who_grants_roles()}
         return render(request, "account/account_inactive.html", context, status=403)
@@ -50,6 +52,8 @@ class AccountAdapter(DefaultAccountAdapter):
         sso = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
         if not sso:
             return local
+        # Imported here: allauth's provider views import its models, which exist only once the
+        # registry is ready.
         from allauth.socialaccount.providers.openid_connect.views import (
             OpenIDConnectOAuth2Adapter,
         )
@@ -104,7 +108,6 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
 
     def pre_social_login(self, request, sociallogin):
         """Before allauth signs the user in (or up): the nonce, then strict mode."""
-        from governance.models import SSOProvider
 
         provider_id = sociallogin.account.provider
         id_token = (sociallogin.account.extra_data or {}).get("id_token") or {}
@@ -140,7 +143,6 @@ def apply_roles_on_sign_in(sender, request, user, sociallogin=None, **kwargs):
     the provider (and its raw ID token, kept by `governance.sso.views`) for the sign-out."""
     if sociallogin is None:
         return
-    from governance.actions.apply_sso_roles import ApplySSORoles
 
     provider_id = sociallogin.account.provider
     claims = merged_claims(sociallogin.account.extra_data)

@@ -8,6 +8,8 @@ list of one (a provider that sends its one group as a string, Google's `hd`): a
 misconfigured provider sending "admins" where a list belongs must not grant a mapped role.
 """
 
+from django.conf import settings
+
 
 def merged_claims(extra_data):
     """The claims of one sign-in from allauth's `extra_data` ({"id_token", "userinfo"})."""
@@ -19,8 +21,6 @@ def groups_at(claims, path, *, string_is_a_group=None):
     """The groups at the dotted `path` of `claims`, as a sorted list of strings. A string there
     is one group only when `string_is_a_group` (default: `SHERLOCK_SSO_GROUP_STRING`)."""
     if string_is_a_group is None:
-        from django.conf import settings
-
         string_is_a_group = settings.SHERLOCK_SSO_GROUP_STRING
     value = claims
     for part in (path or "").split("."):

@@ -15,6 +15,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.mail import send_mail
 from django.db.models import Prefetch
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -80,7 +81,6 @@ def _send_invite(user, link):
     """Mail the link when an e-mail server is configured; the Admin copies it in any case."""
     if not (settings.EMAIL_HOST_CONFIGURED and user.email):
         return False
-    from django.core.mail import send_mail
 
     send_mail(
         "Your Sherlock account",

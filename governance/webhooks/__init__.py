@@ -131,6 +131,8 @@ def _post(endpoint, event, delivery_id, body):
 def _schedule_retry(endpoint_id, event, delivery_id, body, failed):
     """django-q2's ONCE schedule for the attempt after attempt number `failed`, due after its
     backoff; the scheduler deletes it when it queues the task."""
+    # Imported here: django_q's models are read once the app registry is ready (this module loads
+    # with it).
     from django_q.models import Schedule
     from django_q.tasks import schedule
 

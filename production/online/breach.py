@@ -17,7 +17,10 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from agents.choices import VersionState
 from agents.models import Agent
+from governance.models import PublishRequest
+from production.actions.open_rollback_proposal import OpenRollbackProposal
 from production.choices import ProposalState
 from production.models import RollbackProposal
 from production.online.contract import production_contract
@@ -29,8 +32,6 @@ DISMISSAL_QUIET = timedelta(hours=24)
 def previous_live_version(agent):
     """The version that was live before the current one: the newest version, other than the
     live one, that went live through a publish request, if it is retired now."""
-    from agents.choices import VersionState
-    from governance.models import PublishRequest
 
     request = (
         PublishRequest.objects.published()
@@ -44,7 +45,6 @@ def previous_live_version(agent):
 
 def look_for_breach(agent_id, now=None):
     """Open a proposal when the agent's live version breaches; returns it, or None."""
-    from production.actions.open_rollback_proposal import OpenRollbackProposal
 
     agent = Agent.objects.select_related("live_version").filter(pk=agent_id).first()
     if agent is None or agent.live_version is None:

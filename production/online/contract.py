@@ -45,6 +45,7 @@ from evaluations.contract import (
 from evaluations.contract.db import SCORE_UNITS, record_aggregates
 from evaluations.contract.runs import runs_contract
 from evaluations.costs.texts import format_usd
+from governance.models import PublishRequest
 from production.models import TraceScore
 
 
@@ -106,7 +107,6 @@ def window_totals(version, since) -> VariantTotals:
 
 def gate_request_of(version):
     """The publish request `version` went live on (the newest published one), or None."""
-    from governance.models import PublishRequest
 
     return PublishRequest.objects.published_for(version)
 

@@ -32,17 +32,22 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from agents.models import AgentVersion, Tool
 from evaluations.choices import BillingCoverage
 from evaluations.contract.db import GRADER_RAN
 from evaluations.costs.prices import agent_cost, load_prices
 from evaluations.costs.texts import format_usd
 from evaluations.engine.evidence import collect_evidence_for, contract_counts
 from evaluations.engine.trials import score_transcript
+from evaluations.judge import get_default_judge
 from production.choices import SCORE_STATES, ScoreState, TraceState
 from production.models import OnlineRule, Span, Trace, TraceScore
 from production.online import rules, spend
+from production.online.breach import look_for_breach
+from production.traces.assembly import folded_name
 from sherlock.core.queue import enqueue as enqueue_task
 from sherlock.core.text import scrub, scrub_text
+from sherlock.core.transcripts import tool_calls
 
 log = logging.getLogger("sherlock.production")
 
@@ -164,8 +169,6 @@ def score_traces(trace_ids):  # noqa: C901
             span_sets = span_attributes.get(trace.pk, [])
             note(trace, score_trace(trace, rule, checks_by_rule[rule.pk], prices, span_sets))
     if scored_agents:
-        from production.online.breach import look_for_breach
-
         for agent_id in sorted(scored_agents):
             if _breach_due(agent_id):
                 look_for_breach(agent_id)
@@ -189,8 +192,6 @@ def _known_tools(traces):
     calls:
     two queries for the batch instead of two per trace
     (`evaluations.engine.evidence.tool_effects`)."""
-    from agents.models import AgentVersion, Tool
-    from sherlock.core.transcripts import tool_calls
 
     names = set()
     for trace in traces:
@@ -327,7 +328,6 @@ def score_trace(trace, rule, checks, prices, span_attributes=()):
     score = _claim(trace, rule, ScoreState.SCORING)
     if score is None:
         return None
-    from evaluations.judge import get_default_judge
 
     judge = None
     reserved = Decimal(0)
@@ -375,7 +375,6 @@ def declared_transcript(transcript, rule):
     it is (nothing declared)."""
     if isinstance(transcript.get("declared_complete"), bool) or not rule.completion_tool:
         return transcript
-    from production.traces.assembly import folded_name
 
     wanted = folded_name(rule.completion_tool)
     calls = transcript.get("tool_calls") if isinstance(transcript.get("tool_calls"), list) else []

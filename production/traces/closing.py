@@ -31,6 +31,7 @@ from production.choices import TRACE_STATES, ScoreState, TraceState
 from production.models import Span, Trace, TraceScore
 from production.online import scoring as online_scoring
 from production.traces.normalize import NORMALIZER_VERSION, SESSION_KEYS, USER_KEYS, normalize
+from production.traces.otlp import from_nanos
 from sherlock.core.queue import enqueue
 from sherlock.core.text import scrub, scrub_text
 from sherlock.core.transcripts import figure_problems
@@ -247,6 +248,5 @@ def _resource_identity(trace, keys):
 
 
 def _at(value):
-    from production.traces.otlp import from_nanos
 
     return from_nanos(value)

@@ -14,10 +14,13 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from evaluations.models import DatasetVersion
+from agents.models import Agent
+from evaluations.models import Check, DatasetVersion
 from production.actions.add_trace_to_dataset import AddTraceToDataset, default_key
+from production.actions.label_trace_result import LabelTraceResult
 from production.choices import TraceState
-from production.models import Trace
+from production.models import Trace, TraceScore
+from production.online.labels import queue
 from production.reads.traces import PAGE_SIZE, session_traces, span_tree, visible_traces
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import visible_or_404
@@ -61,7 +64,6 @@ def trace_list(request):
 def session_detail(request, slug):
     """One session of an agent (`?id=`): its traces as the turns of a conversation, oldest
     first, with the session's totals."""
-    from agents.models import Agent
 
     agent = visible_or_404(request, Agent.objects.for_user(request.user), slug=slug)
     session = request.GET.get("id", "").strip()[:200]
@@ -184,10 +186,6 @@ def label_queue(request):
     """Production traces to label: the model-check results of the dataset checks online rules
     reuse, for an Editor of those datasets; a label posted here counts toward the check's
     calibration."""
-    from evaluations.models import Check
-    from production.actions.label_trace_result import LabelTraceResult
-    from production.models import TraceScore
-    from production.online.labels import queue
 
     if request.method == "POST":
         score_row = visible_or_404(

@@ -17,7 +17,7 @@ from django.utils.functional import cached_property
 from sherlock.core.audit import audit
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import audit_hidden, note_hidden
-from sherlock.core.permissions import user_can
+from sherlock.core.permissions import is_global_admin, user_can
 from sherlock.core.pickers import KINDS, Picker
 
 
@@ -58,7 +58,6 @@ def any_visible(request, model, action="view"):
 def global_admin(request):
     """`is_global_admin` of the request's user, asked once per request: the sidebar asks it of
     each model the global Admins alone manage (13 queries a page, `any_row`)."""
-    from sherlock.core.permissions import is_global_admin
 
     memo = request.__dict__
     if "_sherlock_global_admin" not in memo:

@@ -60,6 +60,8 @@ def tls_context():
     """The process's default TLS context (httpx's own default, `SSL_CERT_FILE` honoured), for
     the loops' clients to share: each client building its own loads the system's certificates
     again, about 50 ms of CPU and 1 MB per client, and a shard's loop makes several."""
+    # Imported here: httpx2 is loaded by the first event loop that needs a client, not by every
+    # process.
     import httpx2
 
     return httpx2.create_ssl_context()

@@ -5,6 +5,7 @@ check ignores object permissions; Sherlock's roles may be granted either way,
 so every check and every listing goes through these two helpers.
 """
 
+from django.contrib.auth import get_user_model
 from django.db import models
 from guardian.shortcuts import get_objects_for_user
 
@@ -94,7 +95,6 @@ def is_global_admin(user):
 
 def global_admins():
     """Every active global Admin, as a queryset of users."""
-    from django.contrib.auth import get_user_model
 
     return (
         get_user_model()

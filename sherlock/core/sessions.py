@@ -3,7 +3,10 @@ a NUL character is no session, as a key too short already is (Django's own
 `_validate_session_key`): the request is anonymous. PostgreSQL stores no NUL in text, so looking
 such a key up was a `DataError`, a 500 on every page and endpoint."""
 
+from django.contrib.auth import SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
+from django.contrib.sessions.models import Session
+from django.utils import timezone
 
 
 class SessionStore(DatabaseSessionStore):
@@ -16,9 +19,6 @@ def end_sessions_of(user):
     signed out for good, so reactivating them asks for a fresh sign-in rather than reviving
     the sessions opened before. The database store keeps no index by user, so the sessions
     still valid are read once each; this runs on a deactivation, not on a page."""
-    from django.contrib.auth import SESSION_KEY
-    from django.contrib.sessions.models import Session
-    from django.utils import timezone
 
     store = SessionStore()
     doomed = [

@@ -15,11 +15,16 @@ server costs one timeout per family; `--max-retries` uses more.
 
 import json
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluations.checks import rubrics
 from evaluations.costs.prices import with_free_judge
 from evaluations.costs.texts import format_usd
+from evaluations.judge import JudgeClient
+from evaluations.judge.probe import probe_judge, store_probe
+from evaluations.judge.schema import server_bounds
+from evaluations.models import ModelPrice
 
 USAGE_ERROR = 2
 
@@ -45,11 +50,6 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def handle(self, *args, **options):
-        from django.conf import settings
-
-        from evaluations.judge import JudgeClient
-        from evaluations.judge.probe import probe_judge, store_probe
-        from evaluations.models import ModelPrice
 
         if not settings.SHERLOCK_JUDGE_BASE_URL:
             raise CommandError(
@@ -65,7 +65,6 @@ class Command(BaseCommand):
         price = with_free_judge(
             {p.model: p for p in ModelPrice.objects.filter(model=judge.model)}
         ).get(judge.model)
-        from evaluations.judge.schema import server_bounds
 
         configured = server_bounds(judge.base_url, settings.SHERLOCK_JUDGE_SCHEMA_BOUNDS)
         bounds_refused = sorted(configured - judge.bounds)

@@ -211,6 +211,8 @@ class Command(VerdictCommand):
     def wait_for(self, run, wait, poll):
         deadline = time.monotonic() + max(wait, 0)
         if self.stdout.isatty():
+            # Imported here: rich draws the progress bar of a terminal only: not loaded for `--json`
+            # or a CI log.
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluations.cases_io import WRITE_FORMATS, export_cases, version_to_export
+from evaluations.models import Dataset
 
 USAGE_ERROR = 2
 
@@ -31,7 +32,6 @@ class Command(BaseCommand):
         parser.add_argument("--output", "-o", help="write to this file instead of stdout")
 
     def handle(self, *args, dataset, fmt, version=None, output=None, **options):
-        from evaluations.models import Dataset
 
         found = Dataset.objects.filter(slug=dataset).first()
         if found is None:

@@ -24,6 +24,13 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluations.contract.records import run_records
+from evaluations.costs.ledger import unattributed_judge_spend
+from evaluations.costs.texts import format_usd
+from evaluations.engine.otel import run_to_otlp
+from evaluations.models import CheckResult, Run
+from evaluations.reads.junit import run_junit
+from evaluations.verdict import run_verdict
 from sherlock.core.csv_cells import SafeWriter
 
 FORMATS = ("trials", "jsonl", "csv", "junit", "otlp")
@@ -43,7 +50,6 @@ class Command(BaseCommand):
         parser.add_argument("--output", "-o", help="write to this file instead of stdout")
 
     def handle(self, *args, run, fmt, output=None, **options):
-        from evaluations.models import Run
 
         found = (
             Run.objects.select_related("agent_version__agent", "dataset_version__dataset")
@@ -60,9 +66,6 @@ class Command(BaseCommand):
             self.stdout.write(text, ending="")
 
     def export_trials(self, run):
-        from evaluations.contract.records import run_records
-        from evaluations.costs.ledger import unattributed_judge_spend
-        from evaluations.costs.texts import format_usd
 
         usd, unpriced = unattributed_judge_spend(run)
         if usd or unpriced:
@@ -73,7 +76,6 @@ class Command(BaseCommand):
         return "".join(_json_line(record) + "\n" for record in run_records(run))
 
     def _trials(self, run):
-        from evaluations.models import CheckResult
 
         results = {}
         for result in (
@@ -152,12 +154,9 @@ class Command(BaseCommand):
         return buffer.getvalue()
 
     def export_junit(self, run):
-        from evaluations.reads.junit import run_junit
-        from evaluations.verdict import run_verdict
 
         return run_junit(run, run_verdict(run))
 
     def export_otlp(self, run):
-        from evaluations.engine.otel import run_to_otlp
 
         return json.dumps(run_to_otlp(run), indent=1) + "\n"

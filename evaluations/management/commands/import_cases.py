@@ -19,7 +19,10 @@ import os
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluations.actions.import_cases import CasesInvalid, ImportCases
 from evaluations.cases_io import READ_FORMATS, read_upload
+from evaluations.models import Dataset
+from sherlock.core.errors import ActionError
 
 FILE_ERRORS = 1
 USAGE_ERROR = 2
@@ -40,9 +43,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, dataset, file, user, fmt=None, dry_run=False, **options):
-        from evaluations.actions.import_cases import CasesInvalid, ImportCases
-        from evaluations.models import Dataset
-        from sherlock.core.errors import ActionError
 
         found = Dataset.objects.filter(slug=dataset).first()
         if found is None:

@@ -12,6 +12,13 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agents.models import AgentVersion
+from evaluations.actions.import_trials import ImportTrials
+from evaluations.contract import ContractInputError, load_document, render_table
+from evaluations.contract.runs import run_contract
+from evaluations.models import Dataset
+from sherlock.core.errors import ActionError
+
 INPUT_ERROR = 2
 
 
@@ -30,12 +37,6 @@ class Command(BaseCommand):
         parser.add_argument("--variant", help="import only this variant of a multi-variant file")
 
     def handle(self, *args, agent, version, file, dataset=None, variant=None, **options):
-        from agents.models import AgentVersion
-        from evaluations.actions.import_trials import ImportTrials
-        from evaluations.contract import ContractInputError, load_document, render_table
-        from evaluations.contract.runs import run_contract
-        from evaluations.models import Dataset
-        from sherlock.core.errors import ActionError
 
         agent_version = (
             AgentVersion.objects.select_related("agent")

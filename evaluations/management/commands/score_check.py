@@ -24,6 +24,8 @@ def _judge():
     # Imported here, not at module level: the judge package is optional for this command, and
     # it imports Django models, which a pure check must not pull in.
     try:
+        # Imported here: kept out: a pure check runs without Django's models (the judge imports
+        # them).
         from evaluations.judge import get_default_judge
     except ImportError:
         return None

@@ -14,6 +14,7 @@ body after answering so as to keep the connection: no body over the limit is eve
 """
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -173,8 +174,6 @@ def _start(command):
 
 def _die_with_parent():
     if sys.platform.startswith("linux"):
-        import ctypes
-
         pr_set_pdeathsig = 1
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
