@@ -10,10 +10,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 ADDR ?= 127.0.0.1:8000
-# `make test` runs the suite in one process; TEST_WORKERS=2 runs it on that many workers
-# (pytest-xdist), each test module whole on one worker with its own test database. One process
-# is the default until the label page's browser test stops failing now and then under two.
-TEST_WORKERS ?= 0
+# `make test` runs the suite on one worker per core (pytest-xdist), each test module whole on
+# one worker with its own test database, live server port and browser; TEST_WORKERS=0 runs it
+# in one process, TEST_WORKERS=N on N workers.
+TEST_WORKERS ?= auto
 
 .PHONY: run test lint format schema bench real-judge clean
 

@@ -144,3 +144,21 @@ def live_db(_audit_triggers_restored, transactional_db):
     make_password("warm-up")
     yield
     _audit_triggers("down")
+
+
+# The end-to-end tests: a browser on a live server, the client against a live server or a real
+# install, real worker processes. Marked `e2e` so the split is visible (`-m "not e2e"` runs the
+# rest in a few minutes); each module runs whole on one worker (`--dist loadfile`) with its own
+# database, live server port and browser.
+E2E_FIXTURES = {"server", "browser", "live_db", "live_server"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        path = Path(str(item.fspath))
+        if (
+            "browser" in path.parts
+            or item.get_closest_marker("slow")
+            or E2E_FIXTURES & set(getattr(item, "fixturenames", ()))
+        ):
+            item.add_marker(pytest.mark.e2e)

@@ -43,11 +43,12 @@ def test_an_editor_labels_three_results_by_keyboard_and_reads_the_calibration(
     # dataset (the page reloads on it), never a verdict nor a submitted label.
     slug = check.dataset_version.dataset.slug
     page.click("#id_dataset + .select2 .select2-selection")
-    page.keyboard.type(slug)
-    # The filtered list is fetched as one types: Enter only once the slug's option is the
-    # highlighted one, not a row of the list before it arrived.
+    # The filtered list is fetched as one types, 250 ms after the last key: Enter only once the
+    # answer for the whole slug has come and its option is the highlighted one, not a row of a
+    # list before it (on a loaded machine the last search may start after the page looked idle).
+    with page.expect_response(lambda r: "/pick/" in r.url and f"term={slug}" in r.url):
+        page.keyboard.type(slug)
     page.wait_for_selector(f".select2-results__option--highlighted >> text={slug}")
-    page.wait_for_load_state("networkidle")  # no answer of the picker's search still coming
     page.keyboard.press("Enter")
     page.wait_for_url(f"**dataset={slug}**")
     page.wait_for_selector("#label-form")

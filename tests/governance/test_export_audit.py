@@ -67,4 +67,4 @@ def test_the_admin_and_the_page_answer_the_same_download(client, entries):
         assert response["Content-Type"] == "application/jsonl; charset=utf-8"
         assert response["Content-Disposition"].startswith('attachment; filename="audit-')
         rows = [json.loads(line) for line in response.content.decode().splitlines()]
-        assert [row["action"] for row in rows][:3] == ["governance.policy.create"] * 3
+        assert [row["action"] for row in rows].count("governance.policy.create") == 3
