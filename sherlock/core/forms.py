@@ -2,7 +2,7 @@
 
 import re
 
-from django.forms.forms import NON_FIELD_ERRORS
+from django.core.exceptions import NON_FIELD_ERRORS
 
 from sherlock.core.errors import each_error
 
