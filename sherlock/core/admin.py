@@ -7,6 +7,8 @@ be invisible and a global role would reach every object. `ScopedAdminMixin` answ
 questions through `sherlock.core.permissions` (global OR object grant) instead.
 """
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin, messages
 from django.core.exceptions import EmptyResultSet, PermissionDenied
 from django.core.paginator import Paginator
@@ -19,6 +21,13 @@ from sherlock.core.errors import ActionError
 from sherlock.core.hidden import audit_hidden, note_hidden
 from sherlock.core.permissions import is_global_admin, user_can
 from sherlock.core.pickers import KINDS, Picker
+
+# The mixins below are mixed into ModelAdmins: the type checker reads them as one (at
+# run time they are plain classes, first in their subclasses' bases).
+if TYPE_CHECKING:
+    _ModelAdmin = admin.ModelAdmin
+else:
+    _ModelAdmin = object
 
 
 def any_row(request, key, rows):
@@ -70,7 +79,7 @@ def _admin_verb(request, default="change"):
     return match.url_name.rsplit("_", 1)[-1] if match and match.url_name else default
 
 
-class AuditsHiddenObjects:
+class AuditsHiddenObjects(_ModelAdmin):
     """A verb on an object the user may not see is audited (`sherlock.core.hidden`). The admin
     answers such an object with a redirect ("doesn't exist. Perhaps it was deleted?"), not a
     404, so the middleware never sees it: the lookup notes the object, and the change or delete
@@ -175,7 +184,7 @@ def field_values(obj, names, cleaned=None):
     return values
 
 
-class AuditedEdits:
+class AuditedEdits(_ModelAdmin):
     """Admin saves and deletes that no domain action makes (an agent's name, a tool, a price)
     are audited all the same: `<app>.<model>.create`, `.update` (the changed fields, before and
     after) and `.delete` (the row as it was), with the signed-in user as the actor, in the
@@ -376,14 +385,16 @@ class PickerFilter(admin.FieldListFilter):
         self.lookup_kwarg = f"{field_path}__{field.target_field.name}__exact"
         self.request = request
         super().__init__(field, request, params, model, model_admin, field_path)
-        if self.lookup_kwarg in self.used_parameters:  # one row: the one the picker shows
-            self.used_parameters[self.lookup_kwarg] = self.used_parameters[self.lookup_kwarg][-1:]
+        used: dict = self.used_parameters  # {parameter: the values given}, as Django keeps them
+        if self.lookup_kwarg in used:  # one row: the one the picker shows
+            used[self.lookup_kwarg] = used[self.lookup_kwarg][-1:]
 
     def expected_parameters(self):
         return [self.lookup_kwarg]
 
     def choices(self, changelist):
-        value = (self.used_parameters.get(self.lookup_kwarg) or [""])[-1]
+        used: dict = self.used_parameters
+        value = (used.get(self.lookup_kwarg) or [""])[-1]
         attrs = {"id": f"id_{self.lookup_kwarg}", "data-submit": "true", "style": "width: 95%"}
         widget = Picker(self.kind, placeholder="all", attrs=attrs)
         kind = KINDS[self.kind]

@@ -164,7 +164,7 @@ def _resolve(host):
         answers = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
         return None
-    return {_address(answer[4][0].split("%")[0]) for answer in answers} - {None}
+    return {_address(str(answer[4][0]).split("%")[0]) for answer in answers} - {None}
 
 
 def check_destination(url, setting, *, sends_secrets=False, strict=False):  # noqa: C901

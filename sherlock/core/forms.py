@@ -15,12 +15,12 @@ def show_refusal(form, exc, *, aliases=None, skip=()):
     the fields whose errors are not shown (`None` for the form's own)."""
     aliases = aliases or {}
     for error in each_error(exc):
-        name = re.match(r"[A-Za-z_0-9]*", error.field or "").group()
-        name = aliases.get(error.field, aliases.get(name, name))
-        if callable(name):
-            name = name(error)
-        name = name if name in form.fields else None
-        if name in skip:
+        stem = re.sub(r"[^A-Za-z_0-9].*", "", error.field or "")
+        named = aliases.get(error.field, aliases.get(stem, stem))
+        if callable(named):
+            named = named(error)
+        field = named if named in form.fields else None
+        if field in skip:
             continue
-        if str(error) not in form.errors.get(name or NON_FIELD_ERRORS, []):
-            form.add_error(name, str(error))
+        if str(error) not in form.errors.get(field or NON_FIELD_ERRORS, []):
+            form.add_error(field, str(error))

@@ -25,12 +25,21 @@ entry does say whether it exists (and names it), for the Admins who read the log
 every mistyped URL would bury the attempts that matter.
 """
 
+from typing import TYPE_CHECKING
+
 from django.core.exceptions import ValidationError
 from django.http import Http404
 from rest_framework import serializers
 
 from sherlock.core.audit import audit
 from sherlock.core.limits import truncate
+
+# The mixins below are mixed into RelatedFields: the type checker reads them as one (at
+# run time they are plain classes, first in their subclasses' bases).
+if TYPE_CHECKING:
+    from rest_framework.relations import RelatedField as _RelatedField
+else:
+    _RelatedField = object
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 EXCERPT_CHARS = 40
@@ -63,7 +72,7 @@ def visible_or_404(request, queryset, **lookup):
         ) from None
 
 
-class NotesHiddenObjects:
+class NotesHiddenObjects(_RelatedField):
     """For a DRF related field whose queryset is what the caller may see: an object it cannot
     find (hidden, or missing) is the usual 400 "does not exist", noted for the audit, so
     naming another agent's version in a body leaves the same trace as naming it in the URL."""
@@ -139,7 +148,7 @@ def _from_view(match, response):
     model."""
     view = (getattr(response, "renderer_context", None) or {}).get("view")
     kwarg = getattr(view, "lookup_url_kwarg", None) or getattr(view, "lookup_field", None)
-    if kwarg and kwarg in match.kwargs:
+    if view is not None and kwarg and kwarg in match.kwargs:
         queryset = getattr(view, "queryset", None)
         if queryset is None:
             try:

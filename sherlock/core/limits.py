@@ -13,6 +13,8 @@ a document nested thousands deep makes Python's recursive code (the JSON parser,
 
 import json
 import logging
+from collections.abc import Iterable
+from typing import Any
 
 from sherlock.core.errors import ActionInvalid
 
@@ -61,6 +63,7 @@ def json_depth(value):
     deepest, stack = 0, [(value, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list | tuple):

@@ -48,7 +48,7 @@ def picker(
     `width` its width when the text of its rows is long (a run's); other keywords are fixed
     filters."""
     value = "" if value is None else str(value)
-    attrs = {"id": f"id_{name}"}
+    attrs: dict[str, str | bool] = {"id": f"id_{name}"}
     if required:
         attrs["required"] = True
     if width:

@@ -70,8 +70,8 @@ def search(rows, kind, term):
         number, version = NUMBER.match(word), VERSION.match(word)
         if number and kind.number:
             match |= Q(**{kind.number: int(number.group(1))})
-        for lookup in versions if version else ():
-            match |= Q(**{lookup: int(version.group(1))})
+        for lookup in versions if version is not None else ():
+            match |= Q(**{lookup: int(version.group(1))})  # type: ignore[union-attr]
         rows = rows.filter(match)
     return rows
 
@@ -176,7 +176,7 @@ class Picker(forms.Select):
         queryset = getattr(self.choices, "queryset", None)
         if queryset is None:  # plain (value, text) pairs, from a template
             return [(v, text) for v, text in self.choices if str(v) in chosen]
-        field = self.choices.field
+        field = self.choices.field  # type: ignore[attr-defined]  # a ModelChoiceIterator
         key = field.to_field_name or "pk"
         # The text the picker's answers give the row, so a chosen row reads the same before
         # and after the form is shown again.
@@ -198,14 +198,14 @@ def picker_media(defer=False):
     DEBUG, so on an admin page each script is loaded once. `defer`: the scripts run in order
     once the page is parsed (base.html's, so a page without a picker does not wait for them)."""
     extra = "" if settings.DEBUG else ".min"
-    scripts = (
+    scripts: tuple[str, ...] = (
         f"admin/js/vendor/jquery/jquery{extra}.js",
         f"admin/js/vendor/select2/select2.full{extra}.js",
         "admin/js/jquery.init.js",
         "sherlock/picker.js",
     )
     return forms.Media(
-        js=[forms.Script(path, defer=True) for path in scripts] if defer else scripts,
+        js=[forms.Script(path, defer=True) for path in scripts] if defer else list(scripts),  # type: ignore[misc]
         css={
             "screen": (f"admin/css/vendor/select2/select2{extra}.css", "admin/css/autocomplete.css")
         },

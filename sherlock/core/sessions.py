@@ -11,7 +11,8 @@ from django.utils import timezone
 
 class SessionStore(DatabaseSessionStore):
     def _validate_session_key(self, key):
-        return bool(super()._validate_session_key(key)) and "\x00" not in key
+        valid = super()._validate_session_key(key)  # type: ignore[misc]  # Django's, unstubbed
+        return bool(valid) and "\x00" not in key
 
 
 def end_sessions_of(user):

@@ -5,6 +5,7 @@ the JSON nesting (`limits.JSON_MAX_DEPTH`, 400), NUL characters and duplicate me
 import json
 import math
 import re
+from typing import Any
 
 from django.conf import settings
 from rest_framework import exceptions, parsers
@@ -51,7 +52,7 @@ def loads_bounded(raw, *, strict=True, max_depth=JSON_MAX_DEPTH, recorded=False)
             raise ValueError(f"number out of range: {excerpt(text)}")
         return number
 
-    hooks = {"parse_constant": constant, "parse_float": finite} if strict else {}
+    hooks: dict[str, Any] = {"parse_constant": constant, "parse_float": finite} if strict else {}
     hooks["object_pairs_hook"] = members
     try:
         text = raw.decode() if isinstance(raw, bytes) else raw
