@@ -33,14 +33,14 @@ class OnlineRuleAdmin(AgentRowsAdmin):
 class TraceScoreAdmin(AgentRowsAdmin):
     list_display = ["trace", "agent", "state", "scored_at"]
     list_filter = ["state"]
-    list_select_related = ["agent", "trace"]
+    list_select_related = ["agent", "trace__agent"]
     paginator = EstimatedCountPaginator
     show_full_result_count = False
 
 
 @admin.register(RollbackProposal)
 class RollbackProposalAdmin(AgentRowsAdmin):
-    list_display = ["pk", "agent", "from_version", "to_version", "state", "opened_at"]
+    list_display = ["__str__", "from_version", "to_version", "state", "opened_at"]
     list_filter = ["state"]
     list_select_related = ["agent", "from_version", "to_version"]
     readonly_fields = ["page"]

@@ -105,7 +105,7 @@ class OnlineRule(models.Model):
         ]
 
     def __str__(self):
-        return f"online rule of {self.agent_id}"
+        return f"online rule of {self.agent.slug}"
 
 
 class TraceScoreQuerySet(AgentScopedQuerySet):
@@ -169,7 +169,7 @@ class TraceScore(ContractEvidence):
         ]
 
     def __str__(self):
-        return f"score of trace {self.trace_id}: {self.state}"
+        return f"score of {self.trace}: {self.state}"
 
 
 class OnlineSpend(models.Model):
@@ -244,4 +244,4 @@ class RollbackProposal(models.Model):
         ]
 
     def __str__(self):
-        return f"rollback proposal {self.pk} ({self.state})"
+        return f"rollback proposal #{self.pk} of {self.agent.slug} ({self.state})"

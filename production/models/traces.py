@@ -93,7 +93,7 @@ class Trace(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.agent_id}:{self.trace_id}"
+        return f"{self.agent.slug} trace {self.trace_id}"
 
 
 class Span(models.Model):
