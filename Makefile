@@ -10,11 +10,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 ADDR ?= 127.0.0.1:8000
-# `make test` runs the suite in one process; TEST_WORKERS=auto runs it on one worker per core
-# (pytest-xdist), each test module whole on one worker with its own test database, live server
-# port and browser. One process stays the default while the label page's keyboard test still
-# fails now and then under two busy workers.
-TEST_WORKERS ?= 0
+# `make test` runs the suite on one worker per core (pytest-xdist), each test module whole on
+# one worker with its own test database, live server port and browser; TEST_WORKERS=0 runs it
+# in one process.
+TEST_WORKERS ?= auto
 
 .PHONY: run test lint format schema bench real-judge clean
 
