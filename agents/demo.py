@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -110,7 +111,7 @@ _SUPPORT_COSTS = {"careful": 0.012, "fast": 0.008}
 
 _ledger_lock = threading.Lock()
 
-REFUND_DESK_TASKS = {
+REFUND_DESK_TASKS: dict[str, dict[str, Any]] = {
     "refund-a1001": {
         "request": "Refund $40 on order A-1001 and note it on the ticket.",
         "action": "refund",
@@ -320,7 +321,7 @@ class _Tools:
 def refund_agent(case, style="stable", deny=()):
     """Handle one refund-desk task (the case input is one of `REFUND_DESK_TASKS`)."""
     task = dict(case.get("input") or {}, reference=(case.get("expected") or {}).get("output"))
-    action = task.get("action")
+    action = str(task.get("action"))
     tools = _Tools(deny)
     windows = []
     wait = None

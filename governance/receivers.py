@@ -11,6 +11,8 @@ data fix), and so is every change of a password hash, whichever view, command or
 Inside those two actions the catch-all stays quiet, since they write their own entry.
 """
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import is_password_usable
@@ -248,13 +250,13 @@ def revoke_grants_of_deleted_object(sender, instance, **kwargs):
     rows = {"content_type": content_type, "object_pk": str(instance.pk)}
     grants = list(RoleGrant.objects.on(instance).select_related("user").order_by("user_id", "role"))
     holders = {grant.user_id for grant in grants}
-    held = {}
+    held: dict[Any, Any] = {}
     for user_id, codename in UserObjectPermission.objects.filter(
         user_id__in=holders, **rows
     ).values_list("user_id", "permission__codename"):
         held.setdefault(user_id, set()).add(codename)
     actor = current_actor()
-    covered = {}
+    covered: dict[Any, Any] = {}
     for grant in grants:
         verbs = held.get(grant.user_id, set()) & set(scoped_perms(grant.role, instance))
         covered.setdefault(grant.user_id, set()).update(verbs)
@@ -308,11 +310,11 @@ def connect():
         post_delete.connect(
             audit_object_permission_removed, sender=model, dispatch_uid=f"gov-rm-{model.__name__}"
         )
-    for model in (Agent, Dataset):
+    for governed in (Agent, Dataset):
         pre_delete.connect(
             revoke_grants_of_deleted_object,
-            sender=model,
-            dispatch_uid=f"gov-grants-of-{model.__name__}",
+            sender=governed,
+            dispatch_uid=f"gov-grants-of-{governed.__name__}",
         )
     pre_save.connect(remember_stored_user, sender=user_model, dispatch_uid="gov-user-before")
     post_save.connect(audit_user_changes, sender=user_model, dispatch_uid="gov-user-after")

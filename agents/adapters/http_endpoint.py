@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import threading
+from typing import Any
 
 import httpx2
 from django.conf import settings
@@ -69,7 +70,7 @@ def validate(config, *, strict=False):
     )
 
 
-_clients = {}
+_clients: dict[int, Any] = {}  # one client per process id
 _clients_lock = threading.Lock()
 LIMITS = httpx2.Limits(max_connections=256, max_keepalive_connections=64)
 

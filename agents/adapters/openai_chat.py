@@ -34,6 +34,7 @@ import json
 import os
 import re
 import threading
+from typing import Any
 
 import httpx2
 import openai
@@ -165,7 +166,7 @@ def validate(config, *, strict=False):
                 raise ValueError(f"{where}.callable: {exc}") from None
 
 
-_clients = {}
+_clients: dict[tuple[Any, ...], Any] = {}
 _clients_lock = threading.Lock()
 
 
@@ -219,7 +220,7 @@ def llama_template_caps(client, base_url):
     key = (os.getpid(), base_url)
     if key not in _template_caps:
         root = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
-        caps = {}
+        caps: dict[str, Any] = {}
         try:
             raw = client.get(f"{root}/props", cast_to=httpx2.Response, options=NO_REDIRECTS)
             caps = json.loads(raw.content).get("chat_template_caps") or {}
@@ -250,7 +251,7 @@ class OpenAIChatAgent(PreparedAgent):
         offered = {tool.name: tool for tool in version.tools.all()}
         offered.update({tool.name: tool for tool in version.denied_tools.all()})
         # OpenAI function names allow [a-zA-Z0-9_-] only; Sherlock's tools are "kb.search".
-        self.by_wire_name = {}
+        self.by_wire_name: dict[str, str] = {}
         self.tool_specs = []
         for name, tool in sorted(offered.items()):
             wire = _WIRE_NAME.sub("_", name)[:64]
@@ -270,13 +271,13 @@ class OpenAIChatAgent(PreparedAgent):
             )
         self.tool_choice = config.get("tool_choice")
         if isinstance(self.tool_choice, dict):
-            wire = {v: k for k, v in self.by_wire_name.items()}.get(self.tool_choice["name"])
-            if wire is None:
+            chosen = {v: k for k, v in self.by_wire_name.items()}.get(self.tool_choice["name"])
+            if chosen is None:
                 raise AgentCallError(
                     f"config.tool_choice.name: {self.tool_choice['name']!r} is not a tool of "
                     "this version"
                 )
-            self.tool_choice = {"type": "function", "function": {"name": wire}}
+            self.tool_choice = {"type": "function", "function": {"name": chosen}}
         self.executors = {}
         for name, executor in (config.get("tools") or {}).items():
             if "callable" in executor:
@@ -358,7 +359,7 @@ class OpenAIChatAgent(PreparedAgent):
         if self.config.get("system_prompt"):
             messages.append({"role": "system", "content": self.config["system_prompt"]})
         messages.append({"role": "user", "content": case_text(case)})
-        request = {"model": self.model}
+        request: dict[str, Any] = {"model": self.model}
         for name in ("temperature", "seed", "max_tokens"):
             if name in self.config:
                 request[name] = self.config[name]
@@ -367,7 +368,7 @@ class OpenAIChatAgent(PreparedAgent):
             if self.tool_choice is not None:
                 request["tool_choice"] = self.tool_choice
         tool_calls, usage, cost, turns = [], {"prompt_tokens": 0, "completion_tokens": 0}, None, 0
-        transcript = {"model": self.model, "finish_reasons": [], "warnings": []}
+        transcript: dict[str, Any] = {"model": self.model, "finish_reasons": [], "warnings": []}
         while True:
             turns += 1
             response = yield "complete", {**request, "messages": messages}
@@ -520,7 +521,9 @@ class OpenAIChatAgent(PreparedAgent):
 
     def _run_tool(self, call):
         function = call.get("function") or {}
-        name = self.by_wire_name.get(function.get("name"), function.get("name"))
+        name = function.get("name")
+        if isinstance(name, str):  # a hostile name (a list, say) is kept as sent, not looked up
+            name = self.by_wire_name.get(name, name)
         record = {
             "id": call.get("id"),
             "name": name,

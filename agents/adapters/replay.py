@@ -10,6 +10,7 @@ a case are its repetitions in file order). Recorded `latency_ms` is kept; nothin
 
 import copy
 import json
+from typing import Any
 
 from agents.adapters.base import AgentCallError, PreparedAgent, checked_figures
 
@@ -40,7 +41,7 @@ def validate(config):
 
 def read_jsonl(lines):
     """`{"transcripts": ...}` from JSONL lines; ValueError naming the line at fault."""
-    recorded = {}
+    recorded: dict[str, Any] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -8,6 +8,8 @@ be invisible and a global role would reach every object. `sherlock.core.admin.Sc
 answers both questions through `sherlock.core.permissions` (global OR object grant) instead.
 """
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
 from django.db.models import Q
@@ -30,13 +32,20 @@ from sherlock.core.admin import (
 from sherlock.core.audit import audit
 from sherlock.core.egress import EgressRefused
 from sherlock.core.errors import ActionRefused
+from sherlock.core.forms import with_acting_user
 from sherlock.core.permissions import is_global_admin, user_can
 
 
 class VersionInline(ReadOnlyInline):
     model = AgentVersion
-    fields = ["number", "state", "adapter", "config_hash", "created_by", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "number",
+        "state",
+        "adapter",
+        "config_hash",
+        "created_by",
+        "created_at",
+    )
 
 
 @admin.register(Agent)
@@ -121,6 +130,8 @@ class AgentVersionFormBase(forms.ModelForm):
     host: `sherlock.core.egress`) is also audited, as the version actions audit it through the
     API (`agents.version.refused`): trying is evidence."""
 
+    user: Any  # who acts, set by the admin's get_form
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._config_reported = False
@@ -153,7 +164,8 @@ class AgentVersionFormBase(forms.ModelForm):
         return config
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if "config" not in self.fields or "config" in self.errors:
             return cleaned
         adapter = cleaned.get("adapter", self.instance.adapter)
@@ -173,6 +185,7 @@ class AgentVersionFormBase(forms.ModelForm):
         try:
             validate_config(adapter, config)
         except EgressRefused as exc:
+            action: UpdateDraftVersion | CreateDraftVersion
             if self.instance.pk:
                 action = UpdateDraftVersion(acting_user=self.user, version=self.instance)
             else:
@@ -206,7 +219,7 @@ class AgentVersionFormBase(forms.ModelForm):
             errors.error_dict.pop("config", None)
             if not errors.error_dict:
                 return
-        super()._update_errors(errors)
+        super()._update_errors(errors)  # type: ignore[misc]  # Django's, absent from its stubs
 
 
 AgentVersionForm = type(
@@ -269,9 +282,9 @@ class AgentVersionAdmin(ScopedAdminMixin, admin.ModelAdmin):
         return [(None, {"fields": head}), *settings, advanced, (None, {"fields": tail})]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form.user = request.user
-        return form
+        return with_acting_user(
+            super().get_form(request, obj, change=change, **kwargs), request.user
+        )
 
     def governed(self, obj):
         return obj.agent
@@ -336,8 +349,11 @@ class ToolForm(forms.ModelForm):
     (`agents.tool.refused`), as an agent version's refusal is: trying is evidence. The entry
     is written in the admin's transaction, which commits: the form is only shown again."""
 
+    user: Any  # who acts, set by the admin's get_form
+
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if not cleaned.get("agent") and not is_global_admin(self.user):
             self.add_error(
                 "agent",
@@ -419,6 +435,6 @@ class ToolAdmin(AuditedEdits, admin.ModelAdmin):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form.user = request.user
-        return form
+        return with_acting_user(
+            super().get_form(request, obj, change=change, **kwargs), request.user
+        )

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -74,7 +75,7 @@ class ToolQuerySet(models.QuerySet):
     def named_for_agents(self, agent_ids, names):
         """``{agent id: {name: Tool}}``: `named` for several agents at once (one query)."""
         agent_ids = list(agent_ids)
-        found = {agent_id: {} for agent_id in agent_ids}
+        found: dict[int, dict[str, Any]] = {agent_id: {} for agent_id in agent_ids}
         if not names:
             return found
         rows = self.filter(name__in=set(names)).filter(
@@ -135,7 +136,7 @@ class Tool(models.Model):
 
     @property
     def owner_text(self):
-        return f"agent {self.agent.slug}" if self.agent_id else "shared"
+        return f"agent {self.agent.slug}" if self.agent else "shared"
 
     def clean(self):
         """A verifier is checked when it is saved (shape, and the operator's allowlists), so a

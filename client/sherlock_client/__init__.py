@@ -44,7 +44,18 @@ def _settings(url: str | None, api_key: str | None) -> tuple[str, str]:
     return url, api_key
 
 
-def _evaluate(task, *, url, api_key, agent, dataset, version, resume, metadata, **options):
+def _evaluate(
+    task: Any,
+    *,
+    url: str,
+    api_key: str,
+    agent: str | None,
+    dataset: str | None,
+    version: str | None,
+    resume: int | None,
+    metadata: dict[str, Any] | None,
+    **options: Any,
+) -> Result:
     from sherlock_client import flow
 
     with Client(url, api_key) as api:
@@ -82,7 +93,7 @@ def evaluate(
     url: str | None = None,
     api_key: str | None = None,
     progress: bool = False,
-    metadata: dict | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Result:
     """`sherlock run` as a call: `task` (a function, or "package.module:function") on every
     case and repetition of `dataset`'s latest frozen version, scored by the server; the
@@ -94,7 +105,7 @@ def evaluate(
     before anything is made: `await aevaluate(...)` runs it on the caller's loop.
     """
     url, api_key = _settings(url, api_key)
-    arguments = dict(
+    arguments: dict[str, Any] = dict(
         url=url,
         api_key=api_key,
         agent=agent,
@@ -142,7 +153,7 @@ async def aevaluate(
     url: str | None = None,
     api_key: str | None = None,
     progress: bool = False,
-    metadata: dict | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Result:
     """`evaluate` for async code and notebooks: `await aevaluate(task, agent=..., ...)`. An
     async task's calls are made on the caller's running loop (so clients it created there,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 from sherlock_client.http import ApiError, Session
 
@@ -25,7 +25,7 @@ class WorkItem(TypedDict):
     case_version: int
     repetition: int
     input: Any
-    context: dict
+    context: dict[str, Any]
 
 
 class ClientRun(TypedDict):
@@ -51,11 +51,11 @@ class Verdict(TypedDict):
     status: str
     outcome: str  # passed | failed | incomplete | pending
     exit_code: int | None
-    policy: dict | None
-    reasons: list[dict]
-    gates: list[dict]
-    cases: dict
-    missing: list[dict]
+    policy: dict[str, Any] | None
+    reasons: list[dict[str, Any]]
+    gates: list[dict[str, Any]]
+    cases: dict[str, Any]
+    missing: list[dict[str, Any]]
 
 
 class Publication(TypedDict):
@@ -63,14 +63,14 @@ class Publication(TypedDict):
     state: str
     published_at: str | None
     published_by: str | None
-    decision: NotRequired[dict | None]
-    bypass: NotRequired[dict | None]
+    decision: NotRequired[dict[str, Any] | None]
+    bypass: NotRequired[dict[str, Any] | None]
 
 
 class Client:
     """Sherlock's API for one key. `Client(url, key)`; `with Client(...) as api:` closes it."""
 
-    def __init__(self, base_url: str, api_key: str, **session_options: Any):
+    def __init__(self, base_url: str, api_key: str, **session_options: Any) -> None:
         self.session = Session(base_url, api_key, **session_options)
 
     def close(self) -> None:
@@ -84,10 +84,10 @@ class Client:
 
     # --- datasets and cases ----------------------------------------------------------------
 
-    def datasets(self) -> Iterator[dict]:
+    def datasets(self) -> Iterator[dict[str, Any]]:
         return self.session.paginate("datasets/")
 
-    def dataset(self, slug: str) -> dict:
+    def dataset(self, slug: str) -> dict[str, Any]:
         """The dataset by slug; ApiError `not_found` when there is none you may see."""
         for found in self.session.paginate("datasets/", slug=slug):
             if found.get("slug") == slug:
@@ -99,10 +99,10 @@ class Client:
             field="dataset",
         )
 
-    def dataset_versions(self, dataset_id: int) -> list[dict]:
+    def dataset_versions(self, dataset_id: int) -> list[dict[str, Any]]:
         return list(self.session.paginate("dataset-versions/", dataset=dataset_id))
 
-    def latest_frozen_version(self, slug: str) -> dict:
+    def latest_frozen_version(self, slug: str) -> dict[str, Any]:
         dataset = self.dataset(slug)
         frozen = [v for v in self.dataset_versions(dataset["id"]) if v.get("frozen_at")]
         if not frozen:
@@ -114,12 +114,12 @@ class Client:
             )
         return max(frozen, key=lambda v: v["number"])
 
-    def cases(self, dataset_version_id: int) -> Iterator[dict]:
+    def cases(self, dataset_version_id: int) -> Iterator[dict[str, Any]]:
         return self.session.paginate("cases/", dataset_version=dataset_version_id)
 
     # --- agents and versions ---------------------------------------------------------------
 
-    def agent(self, slug: str) -> dict:
+    def agent(self, slug: str) -> dict[str, Any]:
         found = [a for a in self.session.paginate("agents/") if a.get("slug") == slug]
         if not found:
             raise ApiError(
@@ -130,10 +130,10 @@ class Client:
             )
         return found[0]
 
-    def versions(self, agent: str) -> list[dict]:
+    def versions(self, agent: str) -> list[dict[str, Any]]:
         return list(self.session.paginate("versions/", agent=agent))
 
-    def version(self, agent: str, name: str) -> dict:
+    def version(self, agent: str, name: str) -> dict[str, Any]:
         """The agent's version named `name`; `v<number>` (`v3`) names one by its number when no
         version has that very name. A bare number is a name, never a number: `10` is the
         version named "10"."""
@@ -154,28 +154,32 @@ class Client:
             field="version",
         )
 
-    def ensure_version(self, agent: str, name: str, config: dict | None = None) -> dict:
+    def ensure_version(
+        self, agent: str, name: str, config: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Find the agent's `client` version named `name`, or create it (200 found, 201
         created; 409 `conflict` when a version of that name differs)."""
         body = {"agent": agent, "name": name, "adapter": "client", "config": config or {}}
-        return self.session.post("versions/ensure/", body, idempotent=True)
+        return cast(dict[str, Any], self.session.post("versions/ensure/", body, idempotent=True))
 
     # --- runs ------------------------------------------------------------------------------
 
-    def runs(self, **filters: Any) -> Iterator[dict]:
+    def runs(self, **filters: Any) -> Iterator[dict[str, Any]]:
         return self.session.paginate("runs/", **filters)
 
-    def run(self, run_id: int) -> dict:
-        return self.session.get(f"runs/{run_id}/")
+    def run(self, run_id: int) -> dict[str, Any]:
+        return cast(dict[str, Any], self.session.get(f"runs/{run_id}/"))
 
-    def start_run(self, agent_version: int, dataset_version: int, repetitions: int = 1) -> dict:
+    def start_run(
+        self, agent_version: int, dataset_version: int, repetitions: int = 1
+    ) -> dict[str, Any]:
         """A run Sherlock executes itself (the existing `POST /runs/`)."""
         body = {
             "agent_version": agent_version,
             "dataset_version": dataset_version,
             "repetitions": repetitions,
         }
-        return self.session.post("runs/", body)
+        return cast(dict[str, Any], self.session.post("runs/", body))
 
     def create_client_run(
         self,
@@ -186,7 +190,7 @@ class Client:
         repetitions: int = 1,
         purpose: str = "manual",
         publish_request: int | None = None,
-        metadata: dict | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> ClientRun:
         body: dict[str, Any] = {
             "agent": agent,
@@ -198,60 +202,66 @@ class Client:
         }
         if publish_request is not None:
             body["publish_request"] = publish_request
-        return self.session.post("runs/client/", body)
+        return cast(ClientRun, self.session.post("runs/client/", body))
 
     def work(self, run_id: int, *, all: bool = False) -> Iterator[WorkItem]:
         """The run's work items not yet uploaded (`all`: the done ones too)."""
+        # The work list's rows are WorkItems (the server's documented shape).
         return self.session.paginate(  # type: ignore[return-value]
             f"runs/{run_id}/work/", all=1 if all else None, page_size=UPLOAD_MAX_ITEMS
         )
 
-    def upload(self, run_id: int, items: list[dict]) -> UploadAnswer:
+    def upload(self, run_id: int, items: list[dict[str, Any]]) -> UploadAnswer:
         """One batch of transcripts or error items (idempotent: a key already stored counts
         as a duplicate)."""
         if len(items) > UPLOAD_MAX_ITEMS:
             raise ValueError(f"at most {UPLOAD_MAX_ITEMS} items per upload")
-        return self.session.post(f"runs/{run_id}/transcripts/", {"items": items}, idempotent=True)
+        return cast(
+            UploadAnswer,
+            self.session.post(f"runs/{run_id}/transcripts/", {"items": items}, idempotent=True),
+        )
 
-    def finish(self, run_id: int) -> dict:
-        return self.session.post(f"runs/{run_id}/finish/", idempotent=True)
+    def finish(self, run_id: int) -> dict[str, Any]:
+        return cast(dict[str, Any], self.session.post(f"runs/{run_id}/finish/", idempotent=True))
 
-    def cancel(self, run_id: int) -> dict:
-        return self.session.post(f"runs/{run_id}/cancel/", idempotent=True)
+    def cancel(self, run_id: int) -> dict[str, Any]:
+        return cast(dict[str, Any], self.session.post(f"runs/{run_id}/cancel/", idempotent=True))
 
     def verdict(self, run_id: int, policy: int | None = None, wait: float | None = None) -> Verdict:
         """The run's verdict; `wait` seconds: the server holds its answer while the run is
         unfinished, up to that long (its own limit applies; a server before long polls answers
         at once)."""
         held = round(wait, 1) if wait else None
-        return self.session.get(f"runs/{run_id}/verdict/", policy=policy, wait=held)
+        return cast(Verdict, self.session.get(f"runs/{run_id}/verdict/", policy=policy, wait=held))
 
     def junit(self, run_id: int, policy: int | None = None) -> str:
         """The run's JUnit XML as the server writes it (one writer for every surface)."""
         params = {"policy": policy} if policy is not None else None
         return str(self.session.request("GET", f"runs/{run_id}/junit/", params=params, text=True))
 
-    def trials(self, run_id: int) -> Iterator[dict]:
+    def trials(self, run_id: int) -> Iterator[dict[str, Any]]:
         return self.session.paginate("trials/", run=run_id)
 
-    def case_results(self, run_id: int) -> Iterator[dict]:
+    def case_results(self, run_id: int) -> Iterator[dict[str, Any]]:
         """A finished run's cases as the server judged them: passed, flaky, repetitions."""
         return self.session.paginate("case-results/", run=run_id)
 
-    def compare(self, a: int, b: int) -> dict:
-        return self.session.get("runs/compare/", a=a, b=b)
+    def compare(self, a: int, b: int) -> dict[str, Any]:
+        return cast(dict[str, Any], self.session.get("runs/compare/", a=a, b=b))
 
     # --- publishing ------------------------------------------------------------------------
 
-    def publish_requests(self, **filters: Any) -> Iterator[dict]:
+    def publish_requests(self, **filters: Any) -> Iterator[dict[str, Any]]:
         return self.session.paginate("publish-requests/", **filters)
 
-    def publish_request(self, request_id: int) -> dict:
-        return self.session.get(f"publish-requests/{request_id}/")
+    def publish_request(self, request_id: int) -> dict[str, Any]:
+        return cast(dict[str, Any], self.session.get(f"publish-requests/{request_id}/"))
 
-    def request_publication(self, version_id: int, supersede: int | None = None) -> dict:
+    def request_publication(self, version_id: int, supersede: int | None = None) -> dict[str, Any]:
         body = {"supersede": supersede} if supersede is not None else {}
-        return self.session.post(f"versions/{version_id}/request-publication/", body)
+        return cast(
+            dict[str, Any], self.session.post(f"versions/{version_id}/request-publication/", body)
+        )
 
     def publication(self, version_id: int) -> Publication:
-        return self.session.get(f"versions/{version_id}/publication/")
+        return cast(Publication, self.session.get(f"versions/{version_id}/publication/"))

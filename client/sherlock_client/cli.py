@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from sherlock_client import flow
 from sherlock_client.api import Client
@@ -112,7 +113,7 @@ def _report(result: Result, args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _announce(run: dict) -> None:
+def _announce(run: dict[str, Any]) -> None:
     work = f", {run['work']} to do" if "work" in run else ""
     print(
         f"sherlock: run {run['id']} {run.get('url', '')}{work} "

@@ -59,7 +59,7 @@ def await_verdict(
     policy: int | None = None,
     wait: float = 1800.0,
     sleep: Callable[[float], None] = time.sleep,
-) -> dict:
+) -> dict[str, Any]:
     """The run's verdict once it is no longer pending (or the pending one at the deadline).
 
     Each call is a long poll (`?wait=`): the server answers as soon as the run finishes, so
@@ -86,7 +86,9 @@ def await_verdict(
             return verdict
 
 
-def baseline(api: Client, agent: str, version_id: int | None, dataset: str, run_id: int):
+def baseline(
+    api: Client, agent: str, version_id: int | None, dataset: str, run_id: int
+) -> dict[str, Any] | None:
     """The comparison (`/runs/compare/`) of the live version's latest completed run on the same
     dataset with this run; None when there is no live version or it is this one."""
     try:
@@ -103,8 +105,8 @@ def baseline(api: Client, agent: str, version_id: int | None, dataset: str, run_
 
 def result_of(
     api: Client,
-    run: dict,
-    verdict: dict,
+    run: dict[str, Any],
+    verdict: dict[str, Any],
     *,
     stats: Stats | None = None,
     compare: bool = True,
@@ -159,7 +161,7 @@ class RunOptions:
     batch: int = 200
     flush_seconds: float = 0.5
     purpose: str = "auto"  # auto: a waiting gate run of the version if any, else a new one
-    on_run: Callable[[dict], None] | None = None  # told the run as soon as it exists
+    on_run: Callable[[dict[str, Any]], None] | None = None  # told the run as soon as it exists
     # The running loop the calls are made on (`aevaluate`'s caller's); None: a loop of its own.
     loop: asyncio.AbstractEventLoop | None = None
 
@@ -178,9 +180,9 @@ def load_task(task: str | Callable[..., Any]) -> tuple[Callable[..., Any], str |
         raise ConfigError(str(exc)) from exc
 
 
-def fulfil(api: Client, run: dict, fn: Callable[..., Any], options: RunOptions) -> Stats:
+def fulfil(api: Client, run: dict[str, Any], fn: Callable[..., Any], options: RunOptions) -> Stats:
     """Run and upload the work the run still lacks, then finish it (idempotent)."""
-    work: list[dict] = [dict(item) for item in api.work(run["id"])]
+    work: list[dict[str, Any]] = [dict(item) for item in api.work(run["id"])]
     if options.on_run:
         options.on_run({**run, "work": len(work)})
     stats = Stats()
@@ -211,7 +213,7 @@ def run(
     version: str | None = None,
     resume: int | None = None,
     options: RunOptions | None = None,
-    metadata: dict | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Result:
     """`sherlock run`: the team's function on every case and repetition of the dataset's latest
     frozen version, uploaded, scored by Sherlock, and its verdict. `resume` continues a run:
@@ -245,7 +247,7 @@ def _name_of(fn: Callable[..., Any]) -> str | None:
 
 
 def _fulfilled(
-    api: Client, created: dict, fn: Callable[..., Any], options: RunOptions, *, new: bool
+    api: Client, created: dict[str, Any], fn: Callable[..., Any], options: RunOptions, *, new: bool
 ) -> Result:
     """The run fulfilled, finished and awaited. An error in the client while fulfilling a run
     this call created cancels it, so no run is left waiting for a client that is gone. What
@@ -285,8 +287,8 @@ def check_policy(api: Client, policy: int | None) -> None:
 
 
 def _client_run(
-    api: Client, agent: str, name: str, dataset: str, options: RunOptions, metadata: dict
-) -> dict:
+    api: Client, agent: str, name: str, dataset: str, options: RunOptions, metadata: dict[str, Any]
+) -> dict[str, Any]:
     """A waiting gate run of this version on this dataset, taken up (`purpose` gate, its
     publish request waits for it), else a new run (`purpose` auto or manual)."""
     if options.purpose in ("auto", "gate"):
@@ -352,12 +354,12 @@ GATE_EXIT = {
 
 @dataclass
 class GateResult:
-    request: dict
+    request: dict[str, Any]
     exit_code: int
     lines: list[str] = field(default_factory=list)
     runs: list[Result] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "publish_request": self.request.get("id"),
             "state": self.request.get("state"),
@@ -368,7 +370,7 @@ class GateResult:
         }
 
 
-def current_request(api: Client, version_id: int) -> dict | None:
+def current_request(api: Client, version_id: int) -> dict[str, Any] | None:
     requests = [
         r for r in api.publish_requests(agent_version=version_id) if r.get("state") in OPEN_STATES
     ]
@@ -382,7 +384,7 @@ def gate(
     version: str | None,
     task: str | Callable[..., Any] | None = None,
     options: RunOptions | None = None,
-    metadata: dict | None = None,
+    metadata: dict[str, Any] | None = None,
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
 ) -> GateResult:
     """`sherlock gate`: request publication unless a request is open, fulfil its waiting client
@@ -471,7 +473,7 @@ def gate(
     return GateResult(request=request, exit_code=code, lines=lines, runs=results)
 
 
-def publication(api: Client, version: dict) -> dict:
+def publication(api: Client, version: dict[str, Any]) -> dict[str, Any]:
     """`GET /versions/{id}/publication/`; from a server without it, the same read from the
     version's state and its publish requests (the one published, its decision or bypass)."""
     try:
@@ -512,7 +514,7 @@ def publication(api: Client, version: dict) -> dict:
 
 
 def version_name(
-    version: str | None, metadata: dict | None = None, entrypoint: str | None = None
+    version: str | None, metadata: dict[str, Any] | None = None, entrypoint: str | None = None
 ) -> str:
     """`version` as given, else the name `sherlock run` gives by default (the task's entrypoint
     at the commit), so `gate` and `verify` find the version a run of the same job made."""

@@ -41,10 +41,10 @@ class ApiError(Exception):
         status: int | None = None,
         code: str | None = None,
         field: str | None = None,
-        errors: list[dict] | None = None,
+        errors: list[dict[str, Any]] | None = None,
         method: str = "",
         url: str = "",
-    ):
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.status = status
@@ -61,7 +61,7 @@ class ApiError(Exception):
         field = f" (field {self.field})" if self.field else ""
         return f"{where}{status}{code}{self.detail}{field}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "status": self.status,
             "detail": self.detail,
@@ -132,7 +132,7 @@ class Session:
         backoff: float = 0.5,
         max_backoff: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
-    ):
+    ) -> None:
         base = base_url.rstrip("/")
         if not base.startswith(("http://", "https://")):
             # Said at once: a URL without a scheme is a configuration error, never retried.
@@ -190,7 +190,7 @@ class Session:
         path: str,
         *,
         json: Any = None,
-        params: dict | None = None,
+        params: dict[str, Any] | None = None,
         idempotent: bool | None = None,
         text: bool = False,
     ) -> Any:
@@ -253,7 +253,7 @@ class Session:
         body = {} if body is None else body
         return self.request("POST", path, json=body, idempotent=idempotent)
 
-    def paginate(self, path: str, **params: Any) -> Iterator[dict]:
+    def paginate(self, path: str, **params: Any) -> Iterator[dict[str, Any]]:
         """Every item of a list, following `next` (page numbers and cursors alike); an answer
         that is a bare list is that list."""
         page = self.get(path, **params)

@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 from collections.abc import Mapping
+from typing import Any
 
 
 def _git(*args: str) -> str | None:
@@ -47,7 +48,7 @@ def _pull_request_head(env: Mapping[str, str]) -> str | None:
     return head if isinstance(head, str) and head else None
 
 
-def _github(env: Mapping[str, str]) -> dict:
+def _github(env: Mapping[str, str]) -> dict[str, Any]:
     server = env.get("GITHUB_SERVER_URL", "https://github.com")
     repository = env.get("GITHUB_REPOSITORY")
     run_id = env.get("GITHUB_RUN_ID")
@@ -70,7 +71,7 @@ def _github(env: Mapping[str, str]) -> dict:
     }
 
 
-def _gitlab(env: Mapping[str, str]) -> dict:
+def _gitlab(env: Mapping[str, str]) -> dict[str, Any]:
     return {
         "ci_provider": "gitlab",
         # A merged-results pipeline runs on a merge commit; the merge request's head is this.
@@ -85,7 +86,7 @@ def _gitlab(env: Mapping[str, str]) -> dict:
     }
 
 
-def _generic(env: Mapping[str, str]) -> dict:
+def _generic(env: Mapping[str, str]) -> dict[str, Any]:
     """Jenkins, Buildkite, CircleCI and others, by the names they share most."""
     return {
         "ci_provider": "ci" if env.get("CI") else None,
@@ -104,7 +105,7 @@ def _generic(env: Mapping[str, str]) -> dict:
     }
 
 
-def collect(env: Mapping[str, str] | None = None) -> dict:
+def collect(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The run's `metadata`: from the CI's variables, the rest from `git`."""
     env = os.environ if env is None else env
     if env.get("GITHUB_ACTIONS") or env.get("GITHUB_SHA"):

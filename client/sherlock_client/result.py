@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from sherlock_client.runner import Stats
@@ -25,14 +25,14 @@ OUTCOME_EXIT = {"passed": EXIT_PASSED, "failed": EXIT_FAILED, "incomplete": EXIT
 class Result:
     """One run's result. `exit_code` is the verdict's (a pending verdict is incomplete: 2)."""
 
-    run: dict
-    verdict: dict
+    run: dict[str, Any]
+    verdict: dict[str, Any]
     agent: str = ""
     version: str = ""
     dataset: str = ""
-    cases: list[dict] = field(default_factory=list)
+    cases: list[dict[str, Any]] = field(default_factory=list)
     stats: Stats | None = None
-    baseline: dict | None = None  # the comparison with the live version's latest run
+    baseline: dict[str, Any] | None = None  # the comparison with the live version's latest run
     notes: list[str] = field(default_factory=list)
     junit: str | None = None  # the server's JUnit XML of the run (`GET /runs/{id}/junit/`)
 
@@ -55,7 +55,7 @@ class Result:
     def passed(self) -> bool:
         return self.exit_code == EXIT_PASSED
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "run": self.run.get("id"),
             "url": self.url,
@@ -72,7 +72,7 @@ class Result:
         }
 
 
-def _baseline_brief(comparison: dict | None) -> dict | None:
+def _baseline_brief(comparison: dict[str, Any] | None) -> dict[str, Any] | None:
     if not comparison:
         return None
     return {
@@ -83,10 +83,12 @@ def _baseline_brief(comparison: dict | None) -> dict | None:
     }
 
 
-def case_rows(trials: list[dict], case_results: list[dict]) -> list[dict]:
+def case_rows(
+    trials: list[dict[str, Any]], case_results: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """One row per case: its repetitions' statuses and errors from the trials, and whether it
     passed (and is flaky) as the server judged it (`/case-results/`; None before it has)."""
-    by_case: dict[str, list[dict]] = defaultdict(list)
+    by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for trial in trials:
         by_case[str(trial.get("case"))].append(trial)
     said: dict[str, Any] = {str(r.get("case")): r for r in case_results}
@@ -121,7 +123,7 @@ def case_rows(trials: list[dict], case_results: list[dict]) -> list[dict]:
     return rows
 
 
-def _state(row: dict) -> str:
+def _state(row: dict[str, Any]) -> str:
     """The case's state in words: the server's, with the reason of an unscored case; from a
     server before case states, an errored case is an error and never a pass."""
     status = row.get("status")
@@ -141,7 +143,7 @@ def _state(row: dict) -> str:
 # --- the terminal ------------------------------------------------------------------------------
 
 
-def print_result(result: Result, stream, *, rich: bool) -> None:  # noqa: C901
+def print_result(result: Result, stream: TextIO, *, rich: bool) -> None:  # noqa: C901
     """The case table and the contract: rich tables on a terminal, plain lines otherwise."""
     verdict = result.verdict
     counts = verdict.get("cases") or {}
@@ -222,7 +224,7 @@ def _absolute(result: Result, path: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}" if parts.netloc else path
 
 
-def _counts(counts: dict) -> str:
+def _counts(counts: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in counts.items() if not isinstance(v, list | dict))
 
 
@@ -340,7 +342,7 @@ def markdown(result: Result) -> str:  # noqa: C901
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _gate_name(gate: dict) -> str:
+def _gate_name(gate: dict[str, Any]) -> str:
     """A gate in the server's words ("blocking checks scored"); its name from an older server."""
     return str(gate.get("label") or gate.get("name"))
 
@@ -428,12 +430,12 @@ def text_of(value: Any, name: str = "") -> str:
     return number(value) if isinstance(value, bool) else str(value)
 
 
-def named_cases(rows: list[dict], *, limit: int = 20) -> str:
+def named_cases(rows: list[dict[str, Any]], *, limit: int = 20) -> str:
     """The first `limit` case keys, quoted, with "and N more" for the rest."""
     shown = ", ".join(f"`{row['case']}`" for row in rows[:limit])
     return shown + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
 
 
-def failed_cases(result: Result) -> list[dict]:
+def failed_cases(result: Result) -> list[dict[str, Any]]:
     """The cases the server judged failed (flaky ones too: they did not pass every repetition)."""
     return [row for row in result.cases if row.get("status") in ("failed", "flaky")]

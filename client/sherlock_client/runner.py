@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from sherlock_client import tasks
 from sherlock_client.api import UPLOAD_MAX_ITEMS, Client
@@ -60,7 +60,7 @@ class Limits:
     items: int = UPLOAD_MAX_ITEMS
 
     @classmethod
-    def of(cls, run: dict) -> Limits:
+    def of(cls, run: dict[str, Any]) -> Limits:
         limits = run.get("limits")
         given = limits if isinstance(limits, dict) else {}
         values = {}
@@ -82,7 +82,7 @@ def encoded_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), allow_nan=False))
 
 
-def checked(outcome: dict, limits: Limits) -> tuple[dict, int]:
+def checked(outcome: dict[str, Any], limits: Limits) -> tuple[dict[str, Any], int]:
     """(the item to send, its size): `outcome` itself, or an `invalid` error item saying why
     the server would refuse it: text that is not valid Unicode (a lone surrogate), a NUL, a
     transcript over the item limit. Never raises."""
@@ -137,9 +137,9 @@ class Stats:
     batches: int = 0
     upload_seconds: float = 0.0
     wall_seconds: float = 0.0
-    errors: list[dict] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "called": self.called,
             "ok": self.ok,
@@ -165,7 +165,7 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
-def error_item(key: str, kind: str, message: str) -> dict:
+def error_item(key: str, kind: str, message: str) -> dict[str, Any]:
     """An error item; its message made safe to send (a NUL or a lone surrogate in an
     exception's text is written as its escape)."""
     text = message[:MESSAGE_MAX].replace("\x00", "\\x00")
@@ -183,9 +183,9 @@ class Uploader(threading.Thread):
         stats: Stats,
         *,
         batch: int = 200,
-        flush_seconds=0.5,
+        flush_seconds: float = 0.5,
         limits: Limits | None = None,
-    ):
+    ) -> None:
         super().__init__(name="sherlock-uploader", daemon=True)
         self.api = api
         self.run_id = run_id
@@ -193,10 +193,10 @@ class Uploader(threading.Thread):
         self.limits = limits or Limits()
         self.batch = min(batch, self.limits.items)
         self.flush_seconds = flush_seconds
-        self.items: queue.Queue[tuple[dict, int] | None] = queue.Queue()
+        self.items: queue.Queue[tuple[dict[str, Any], int] | None] = queue.Queue()
         self.failure: ApiError | None = None
 
-    def put(self, item: dict) -> None:
+    def put(self, item: dict[str, Any]) -> None:
         """Queue `item` to send, as `checked` makes it (an `invalid` item in its place when
         the server would refuse it)."""
         sent, size = checked(item, self.limits)
@@ -214,9 +214,9 @@ class Uploader(threading.Thread):
 
     def run(self) -> None:
         done = False
-        held: tuple[dict, int] | None = None  # the item that did not fit the last batch
+        held: tuple[dict[str, Any], int] | None = None  # the item that did not fit the last batch
         while not done or held is not None:
-            pending: list[dict] = []
+            pending: list[dict[str, Any]] = []
             size = 0
             if held is not None:
                 pending, size, held = [held[0]], held[1] + 1, None
@@ -236,7 +236,7 @@ class Uploader(threading.Thread):
                 size += entry[1] + 1
             self._send_or_keep(pending)
 
-    def _send_or_keep(self, pending: list[dict]) -> None:
+    def _send_or_keep(self, pending: list[dict[str, Any]]) -> None:
         if not pending or self.failure is not None:
             return
         try:
@@ -250,7 +250,7 @@ class Uploader(threading.Thread):
                 f"the upload stopped: {type(exc).__name__}: {exc}", code="client_error"
             )
 
-    def send(self, items: list[dict]) -> None:
+    def send(self, items: list[dict[str, Any]]) -> None:
         started = time.monotonic()
         for _ in range(len(items) + 1):
             try:
@@ -277,7 +277,7 @@ class Uploader(threading.Thread):
             break
         self.stats.upload_seconds += time.monotonic() - started
 
-    def _split(self, items: list[dict], exc: ApiError) -> None:
+    def _split(self, items: list[dict[str, Any]], exc: ApiError) -> None:
         """A batch the server found too large (413, a server whose limit is lower than it
         said): its halves sent apart; one item too large alone is sent as `invalid`."""
         if len(items) > 1:
@@ -304,7 +304,7 @@ def _refused_index(exc: ApiError, size: int) -> int | None:
 class Progress:
     """A progress bar on a terminal (rich, on stderr), a plain line every tenth otherwise."""
 
-    def __init__(self, total: int, *, enabled: bool = True, stream=None):
+    def __init__(self, total: int, *, enabled: bool = True, stream: TextIO | None = None) -> None:
         self.total = total
         self.done = 0
         self.stream = stream or sys.stderr
@@ -347,11 +347,13 @@ class Progress:
             self.bar.stop()
 
 
-async def _call_sync(fn: Callable[..., Any], args: tuple, timeout: float) -> tuple[bool, Any]:
+async def _call_sync(
+    fn: Callable[..., Any], args: tuple[Any, ...], timeout: float
+) -> tuple[bool, Any]:
     """`fn(*args)` in a daemon thread of its own, awaited at most `timeout` seconds:
     `(True, value)` or `(False, exception)`; TimeoutError only when the time ran out."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future = loop.create_future()
+    future: asyncio.Future[Any] = loop.create_future()
 
     def settle(outcome: tuple[bool, Any]) -> None:
         if not future.done():
@@ -370,7 +372,9 @@ async def _call_sync(fn: Callable[..., Any], args: tuple, timeout: float) -> tup
     return await asyncio.wait_for(future, timeout)
 
 
-async def _call_async(fn: Callable[..., Any], args: tuple, timeout: float) -> tuple[bool, Any]:
+async def _call_async(
+    fn: Callable[..., Any], args: tuple[Any, ...], timeout: float
+) -> tuple[bool, Any]:
     async def guarded() -> tuple[bool, Any]:
         try:
             return True, await fn(*args)
@@ -380,7 +384,9 @@ async def _call_async(fn: Callable[..., Any], args: tuple, timeout: float) -> tu
     return await asyncio.wait_for(guarded(), timeout)
 
 
-async def _one(fn: Callable[..., Any], item: dict, timeout: float, asynchronous: bool) -> dict:
+async def _one(
+    fn: Callable[..., Any], item: dict[str, Any], timeout: float, asynchronous: bool
+) -> dict[str, Any]:
     key = item["key"]
     started = time.perf_counter()
     try:
@@ -400,7 +406,7 @@ async def _one(fn: Callable[..., Any], item: dict, timeout: float, asynchronous:
 
 async def _execute(
     fn: Callable[..., Any],
-    work: list[dict],
+    work: list[dict[str, Any]],
     *,
     concurrency: int,
     timeout: float,
@@ -411,7 +417,7 @@ async def _execute(
     asynchronous = tasks.is_async(fn)
     slots = asyncio.Semaphore(concurrency)
 
-    async def one(item: dict) -> None:
+    async def one(item: dict[str, Any]) -> None:
         async with slots:
             if uploader.failure is not None:
                 return  # the server refused an upload: stop calling
@@ -434,7 +440,7 @@ def execute(
     api: Client,
     run_id: int,
     fn: Callable[..., Any],
-    work: list[dict],
+    work: list[dict[str, Any]],
     *,
     concurrency: int = 8,
     timeout: float = 60.0,

@@ -22,7 +22,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 
 class TaskNotFound(Exception):
@@ -53,7 +53,7 @@ def load(spec: str) -> Callable[..., Any]:
             raise TaskNotFound(f"{module_name} has no {attribute}")
     if not callable(target):
         raise TaskNotFound(f"{spec} is not callable")
-    return target
+    return cast(Callable[..., Any], target)
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
@@ -77,13 +77,13 @@ def arity(fn: Callable[..., Any]) -> int:
     return 1 if len(positional) == 1 and not varargs else 2
 
 
-def arguments(fn: Callable[..., Any], item: dict) -> tuple:
+def arguments(fn: Callable[..., Any], item: dict[str, Any]) -> tuple[Any, ...]:
     if arity(fn) == 1:
         return (item.get("input"),)
     return (item.get("input"), item.get("context") or {})
 
 
-def transcript(value: Any, latency_ms: float) -> dict:
+def transcript(value: Any, latency_ms: float) -> dict[str, Any]:
     """The function's return as a transcript; InvalidReturn when it is none."""
     if isinstance(value, str):
         return {"output": value, "latency_ms": round(latency_ms, 3)}

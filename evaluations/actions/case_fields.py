@@ -10,6 +10,8 @@ refuse them all at once, `InvalidFields`; the import names each with its line; t
 case form shows each on its field before it saves).
 """
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 
 from agents.verifiers.spec import InvalidVerifier, VerifierRefused, validate_verifier_spec
@@ -216,7 +218,7 @@ class CaseVerb(Action):
     a case edit are serialized, and an edit that lost the race is refused (ActionConflict)
     instead of changing a frozen version."""
 
-    dataset_version = None
+    dataset_version: Any = None  # the version the verb edits, set by each subclass
 
     def lock(self):
         self.dataset_version = DatasetVersion.objects.select_for_update().get(

@@ -5,6 +5,8 @@ Params are validated against the kind's schema before anything is written (Actio
 the field, e.g. `params.schema`), and frozen versions are immutable (ActionConflict).
 """
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 
 from sherlock.core.actions import Action
@@ -61,7 +63,7 @@ def validate_check(check):
 class CheckVerb(Action):
     """What the three check verbs share: the Editor role, and a draft version."""
 
-    dataset_version = None
+    dataset_version: Any = None  # the version the verb edits, set by each subclass
 
     def check(self):
         if not user_can(self.acting_user, "edit", self.dataset_version.dataset):

@@ -80,10 +80,11 @@ def estimate_schedule(agent_version, dataset_version, repetitions, cron="", inte
 def fire(schedule_id):
     """Start the schedule's run now; returns the run, or None when it failed (recorded)."""
 
-    schedule = RunSchedule.objects.select_related("agent", "dataset", "created_by").filter(
-        pk=schedule_id, active=True
+    schedule = (
+        RunSchedule.objects.select_related("agent", "dataset", "created_by")
+        .filter(pk=schedule_id, active=True)
+        .first()
     )
-    schedule = schedule.first()
     if schedule is None:
         return None  # deleted or paused between the tick and the task
     agent_version, dataset_version = schedule.resolve()

@@ -23,6 +23,7 @@ with the fields that change, unchanged, errors) and writes nothing.
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import transaction
 
@@ -236,7 +237,7 @@ class ImportCases(Action):
         """The rows that are good, and the first refusal by an operator's rule (ActionRefused,
         audited), or None; every error of every row added to `errors` (an ErrorList, which
         raises TooManyErrors past its bound, the refusal kept in `self.refusal`)."""
-        seen = {}
+        seen: dict[Any, Any] = {}
         valid = []
         self.refusal = None
         for row in rows:

@@ -109,7 +109,7 @@ class ImportTrials(Action):
             )
         }
         now = timezone.now()
-        repetitions = Counter()
+        repetitions: Counter[Any] = Counter()
         trials = []
         for where, raw, record in records:
             key = case_key(raw)
@@ -175,7 +175,8 @@ class ImportTrials(Action):
             raise ActionInvalid(str(exc), field="file") from None
         if not document.trials:
             raise ActionInvalid("the file has no trials", field="file")
-        records, seen = [], {}
+        records: list[Any] = []
+        seen: dict[Any, Any] = {}
         for raw, where in zip(document.trials, document.locations, strict=True):
             try:
                 record = read_trial(raw, where)
@@ -262,7 +263,7 @@ class ImportTrials(Action):
         )
         grader.clean()
         grader.save()
-        tasks = {}
+        tasks: dict[Any, Any] = {}
         for _, raw, _ in records:
             tasks.setdefault(case_key(raw), raw.get("task") or raw.get("trial_id"))
         for key in keys:

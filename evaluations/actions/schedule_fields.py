@@ -3,6 +3,7 @@ django-q2 `Schedule` row in step with a `RunSchedule` (called inside the verb's 
 
 from datetime import timedelta
 from decimal import Decimal
+from typing import cast
 
 from croniter import croniter
 from django.conf import settings
@@ -65,7 +66,7 @@ def schedule_errors(schedule):
             ActionInvalid("give either a cron expression or an interval in minutes", field="cron")
         )
     # The column's own bound, checked here: PostgreSQL answers a longer value with a DataError.
-    max_length = RunSchedule._meta.get_field("cron").max_length
+    max_length = cast(int, RunSchedule._meta.get_field("cron").max_length)
     if len(cron) > max_length:
         errors.append(_caught(check_text, "cron", cron, max_length))
     elif cron and not croniter.is_valid(cron):

@@ -12,6 +12,7 @@ and their cost lines re-kinded `summary`, so `/costs/` shows them under that kin
 """
 
 import json
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Avg
@@ -51,7 +52,7 @@ def previous_run(run):
 def run_facts(run):
     """The facts the judge summarises, and the case keys of the run (what may be cited)."""
     results = {r.case.key: r for r in CaseResult.objects.filter(run=run).select_related("case")}
-    failures = {}
+    failures: dict[Any, Any] = {}
     failed = (
         CheckResult.objects.filter(trial__run=run, status=CheckStatus.FAILED)
         .values_list("check_config__label", "reason", "trial__case__key")
@@ -117,7 +118,8 @@ def run_facts(run):
 
 def verified(statements, keys):
     """(kept, dropped): a statement is kept when it cites cases and every one is in `keys`."""
-    kept, dropped = [], []
+    kept: list[Any] = []
+    dropped: list[Any] = []
     for statement in statements:
         cited = statement.get("cases") or []
         (kept if cited and set(cited) <= keys else dropped).append(statement)
@@ -159,6 +161,8 @@ class SummarizeRun(Action):
         run = self.run
         facts, keys = run_facts(run)
         judge = get_default_judge(run=run.pk, agent=run.agent_version.agent_id)
+        if judge is None:  # unset since the check: nothing to ask
+            raise ActionConflict("No judge is configured (SHERLOCK_JUDGE_BASE_URL).")
         answer = judge.ask(RUN_SUMMARY, {"facts": json.dumps(facts, indent=1)}, cache=False)
         rekind_cost_lines(
             CostEntry.objects.filter(judge_call_id__in=answer.call_ids), CostKind.SUMMARY

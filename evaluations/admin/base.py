@@ -1,6 +1,8 @@
 """What the evaluations admin pages share: the datasets a user may see, and refusals shown on
 the form with the input kept (`RefusalsMixin`, `DatasetScopedMixin`), never as a bare 403."""
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.db.models import Count, OuterRef, Subquery
@@ -68,16 +70,17 @@ class RefusalsMixin(AuditsHiddenObjects):
     for a row the user may not see is audited (`AuditsHiddenObjects`)."""
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        form_class = super().get_form(request, obj, change=change, **kwargs)
+        form_class: Any = super().get_form(request, obj, change=change, **kwargs)
         refusal = getattr(request, "_sherlock_refusal", None)
 
         class RefusableForm(form_class):
             user = request.user
 
             def clean(self):
-                cleaned = super().clean()
+                super().clean()
+                cleaned = self.cleaned_data
                 if refusal is not None:
-                    aliases = getattr(self, "refusal_aliases", dict)()
+                    aliases: dict[str, Any] = getattr(self, "refusal_aliases", dict)()
                     show_refusal(self, refusal, aliases=aliases)
                 return cleaned
 
@@ -121,6 +124,16 @@ class DatasetScopedMixin(RefusalsMixin):
     to the action when the version is frozen: a version frozen while the form was open is then
     refused by the action ("This dataset version is frozen"), on the form with the input kept,
     instead of a bare 403 that loses it."""
+
+    # The actions that write a row: each admin names its own.
+    def create_action(self, request, data, fields):
+        raise NotImplementedError
+
+    def update_action(self, request, obj, changes):
+        raise NotImplementedError
+
+    def delete_action(self, request, obj):
+        raise NotImplementedError
 
     def dataset_of(self, obj):
         return obj.dataset_version.dataset
@@ -210,7 +223,7 @@ class DatasetScopedMixin(RefusalsMixin):
 
     def delete_view(self, request, object_id, extra_context=None):
         obj = self.get_object(request, object_id)
-        back = None
+        back = ""
         if obj is not None:
             back = reverse(
                 f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk]

@@ -15,9 +15,10 @@ A refusal (no Editor role, bad rows) is a message or an error on the form, never
 """
 
 import json
+from typing import Any
 
 from django import forms
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -37,6 +38,7 @@ from evaluations.cases_io import (
 )
 from evaluations.models import Dataset
 from evaluations.reads.dataset_diff import diff_versions
+from sherlock.core.admin import AdminMixin
 from sherlock.core.errors import ActionError
 from sherlock.core.hidden import audit_hidden
 from sherlock.core.pickers import picker_media
@@ -65,7 +67,8 @@ class ImportForm(forms.Form):
     )
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("file")
         if upload is not None:
             # The reader every import path shares: over the limit, refused by its size unread.
@@ -86,7 +89,7 @@ def pretty(value):
     return json.dumps(value, indent=1, ensure_ascii=False) if not isinstance(value, str) else value
 
 
-class DatasetCasesIOMixin:
+class DatasetCasesIOMixin(AdminMixin):
     """DatasetAdmin's import and compare pages, and its versions list."""
 
     def get_urls(self):
@@ -121,7 +124,7 @@ class DatasetCasesIOMixin:
                 return self._too_large(request, object_id, length)
             return protected(request, object_id)
 
-        bounded.csrf_exempt = True  # type: ignore[attr-defined]
+        bounded.csrf_exempt = True  # type: ignore[attr-defined]  # a view function attribute Django reads
         return bounded
 
     def _too_large(self, request, object_id, length):
@@ -193,7 +196,7 @@ class DatasetCasesIOMixin:
         except ActionError as exc:
             messages.error(request, str(exc))
             return redirect(back)
-        context = {"back": back}
+        context: dict[str, Any] = {"back": back}
         form = ImportForm()
         if request.method == "POST" and "confirm" in request.POST:
             return self._confirm(request, dataset, back)
@@ -281,7 +284,12 @@ class DatasetCasesIOMixin:
         # The two versions are pickers (/pick/dataset-version/?dataset=<id>, by number): the page
         # reads the newest two (the default pair) and the two asked for, never every version.
         newest = list(dataset.versions.order_by("-number")[:2])
-        context = {"versions": newest, "a": None, "b": None, "picker_media": picker_media()}
+        context: dict[str, Any] = {
+            "versions": newest,
+            "a": None,
+            "b": None,
+            "picker_media": picker_media(),
+        }
         if len(newest) < 2:
             messages.info(request, "This dataset has fewer than two versions to compare.")
         else:
@@ -327,8 +335,7 @@ def _export_action(fmt):
         return response
 
     export.__name__ = f"export_cases_{fmt}"
-    export.short_description = f"Export cases ({fmt.upper()})"
-    return export
+    return admin.action(description=f"Export cases ({fmt.upper()})")(export)
 
 
 EXPORT_ACTIONS = [_export_action("jsonl"), _export_action("csv")]

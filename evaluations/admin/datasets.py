@@ -8,6 +8,7 @@ The check form's preview calls `preview_check`, the code of `POST /api/v1/checks
 
 import json
 from functools import partial
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -61,6 +62,7 @@ from sherlock.core.admin import (
     verb_action,
 )
 from sherlock.core.errors import ActionError
+from sherlock.core.inputs import parse_id
 from sherlock.core.permissions import user_can, within
 from sherlock.core.pickers import picker_media
 
@@ -176,8 +178,9 @@ CASES_SHOWN = 20
 class CheckInline(ReadOnlyInline):
     model = Check
     # A version's checks at a glance: every check field but the calibration tuning.
-    fields = [name for name in CHECK_FIELDS if name not in ("min_labels", "kappa_floor")]
-    readonly_fields = fields
+    fields = readonly_fields = tuple(
+        name for name in CHECK_FIELDS if name not in ("min_labels", "kappa_floor")
+    )
 
 
 @admin.register(DatasetVersion)
@@ -194,8 +197,15 @@ class DatasetVersionAdmin(AuditsHiddenObjects, StartRunPermission, admin.ModelAd
     list_display = ["__str__", "frozen_at", "frozen_by", "n_cases", "n_checks"]
     list_select_related = ["dataset", "frozen_by"]
     search_fields = ["dataset__slug", "dataset__name", "note"]  # the pickers' autocomplete
-    fields = ["dataset", "number", "note", "created_at", "frozen_at", "frozen_by", "cases"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "dataset",
+        "number",
+        "note",
+        "created_at",
+        "frozen_at",
+        "frozen_by",
+        "cases",
+    )
     inlines = [CheckInline]
     actions = ["freeze", "start_run", *EXPORT_ACTIONS]
 
@@ -485,9 +495,9 @@ class CheckAdmin(DatasetScopedMixin, admin.ModelAdmin):
         case and the pasted transcript by `preview_check`; errors are shown, nothing saved."""
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        context = {"result": None, "errors": []}
+        context: dict[str, Any] = {"result": None, "errors": []}
         check = Check.objects.filter(
-            pk=request.POST.get("_check") or None,
+            pk=parse_id(request.POST.get("_check")) or 0,  # 0: no check
             dataset_version__dataset__in=visible_datasets(request),
         ).first()
         # The editable form whoever asks (a preview changes nothing): on a saved check, its

@@ -123,7 +123,7 @@ def _render(path, modified):
         extension_configs={"toc": {"permalink": True}},
     )
     html = md.convert(text)
-    return html, md.toc_tokens
+    return html, md.toc_tokens  # type: ignore[attr-defined]  # set by the toc extension
 
 
 def _sections(tokens):

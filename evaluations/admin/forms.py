@@ -25,8 +25,9 @@ from evaluations.actions.update_case import UpdateCase
 from evaluations.admin.docs import doc_link
 from evaluations.checks import REGISTRY, describe_params, kinds_by_group
 from evaluations.models import CaseVersion, Check, DatasetVersion
+from sherlock.core import json_text
 from sherlock.core.errors import ActionInvalid, InvalidFields, each_error, refusal_in
-from sherlock.core.forms import show_refusal
+from sherlock.core.forms import offer, show_refusal
 from sherlock.core.pickers import Picker
 
 CHECKS_DOC_URL = reverse_lazy("admin:evaluations_check_docs", args=["checks"])
@@ -221,9 +222,7 @@ class CaseVersionForm(forms.ModelForm):
             self.fields["key"].help_text = "The case's stable id (fixed once the case exists)."
             self._load(instance)
         else:
-            self.fields["dataset_version"].queryset = DatasetVersion.objects.drafts_to_edit(
-                self.user
-            )
+            offer(self, "dataset_version", DatasetVersion.objects.drafts_to_edit(self.user))
             self.fields["dataset_version"].help_text = "A draft version you may edit."
 
     def _load(self, cv):
@@ -244,10 +243,11 @@ class CaseVersionForm(forms.ModelForm):
         )
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if cleaned.get("input_format") == "json" and "input" in cleaned:
             try:
-                cleaned["input"] = json.loads(cleaned["input"])
+                cleaned["input"] = json_text.loads(cleaned["input"])
             except ValueError as exc:
                 self.add_error("input", f"input: not valid JSON ({exc}); or choose plain text")
         self._check_case(cleaned)
@@ -273,6 +273,7 @@ class CaseVersionForm(forms.ModelForm):
             if version is not None and (refusal := refusal_in(refused)) is not None:
                 # An outcome verifier the egress rules refuse: audited as the case verbs audit
                 # it through the API (`evaluations.case.refused`), though they never run here.
+                action: UpdateCase | CreateCase
                 if instance.pk:
                     action = UpdateCase(acting_user=self.user, case_version=instance)
                 else:
@@ -441,9 +442,7 @@ class CheckForm(forms.ModelForm):
             version = instance.dataset_version
             self._load(instance)
         elif "dataset_version" in self.fields:
-            self.fields["dataset_version"].queryset = DatasetVersion.objects.drafts_to_edit(
-                self.user
-            )
+            offer(self, "dataset_version", DatasetVersion.objects.drafts_to_edit(self.user))
             version_id = self.data.get("dataset_version") or self.initial.get("dataset_version")
             version = DatasetVersion.objects.filter(pk=str(version_id or "0").strip()).first()
         self.preview_version = version
@@ -506,7 +505,8 @@ class CheckForm(forms.ModelForm):
         return params
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if self.errors:
             self._check_the_rest(cleaned)
         return cleaned

@@ -4,6 +4,7 @@ here; a run's page counts its trials, case and check results, each count a link 
 filtered to the run (a run may hold 100,000 trials), and a trial's page lists its check
 results (one per check)."""
 
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin, messages
@@ -29,6 +30,7 @@ from evaluations.models import (
     Trial,
 )
 from sherlock.core.admin import (
+    AdminMixin,
     AuditedEdits,
     AuditsHiddenObjects,
     EstimatedCountPaginator,
@@ -43,7 +45,7 @@ RUN_RELATED = ["run__agent_version__agent", "run__dataset_version__dataset"]
 TRIAL_BIG = ["transcript", "tool_effects", "outcome_evidence"]
 
 
-class BigList:
+class BigList(AdminMixin):
     """A list of records that may hold millions of rows (a run of 100,000 trials has 400,000
     check results): newest first by primary key, which its index serves without sorting the
     table (the models' own orderings join and sort every row), one count, not a second one
@@ -57,7 +59,7 @@ class BigList:
     # Columns of the rows, or of the rows they select, that the list does not show and that
     # may be big: a page of 100 trials of 50 kB transcripts took 85 ms instead of 51 without
     # them (on the bench's transcripts of 70 bytes it makes no difference).
-    list_defer = []
+    list_defer: list[Any] = []
 
     def get_changelist(self, request, **kwargs):
         return DeferringChangeList
@@ -69,7 +71,7 @@ class DeferringChangeList(ChangeList):
 
     def get_queryset(self, request, exclude_parameters=None):
         rows = super().get_queryset(request, exclude_parameters)
-        return rows.defer(*self.model_admin.list_defer)
+        return rows.defer(*getattr(self.model_admin, "list_defer", ()))
 
 
 @admin.register(Run)
@@ -183,8 +185,15 @@ class RunAdmin(AuditsHiddenObjects, ReadOnlyMixin, admin.ModelAdmin):
 
 class CheckResultInline(ReadOnlyMixin, admin.TabularInline):
     model = CheckResult
-    fields = ["check_config", "score", "status", "blocking", "threshold", "reason", "evidence"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "check_config",
+        "score",
+        "status",
+        "blocking",
+        "threshold",
+        "reason",
+        "evidence",
+    )
     extra = 0
 
 
@@ -283,8 +292,7 @@ class JudgeProbeAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     list_display = ["created_at", "model", "base_url", "ok", "failed", "priced"]
     list_filter = ["ok", "model"]
-    fields = ["created_at", "model", "base_url", "ok", "priced", "report"]
-    readonly_fields = fields
+    fields = readonly_fields = ("created_at", "model", "base_url", "ok", "priced", "report")
 
     @admin.display(description="failed families")
     def failed(self, obj):

@@ -128,6 +128,7 @@ class RunScheduleAdmin(RefusalsMixin, admin.ModelAdmin):
         fields = {name: form.cleaned_data.get(name) for name in SCHEDULE_FIELDS}
         fields["cron"] = fields["cron"] or ""
         confirm = form.cleaned_data.get("confirm_cost", False)
+        action: UpdateSchedule | CreateSchedule
         if change:
             stored = RunSchedule.objects.get(pk=obj.pk)
             changes = {

@@ -8,7 +8,8 @@ version, or an agent version of an agent they may build) and the repetitions, pr
 a choice after the estimate estimates again (`StartRunForm.confirmed`).
 """
 
-from django.contrib import admin, messages
+from django.contrib import messages
+from django.contrib.admin import helpers
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -51,10 +52,10 @@ def start_run_action(modeladmin, request, queryset, *, selected, description):
             "form": form,
             "objects": objects,
             "previews": previews,
-            "may_apply": bool(previews) and any(p["refusal"] is None for p in previews),
+            "may_apply": bool(previews) and any(p["refusal"] is None for p in previews or []),
             "action": request.POST.get("action"),
             "opts": modeladmin.model._meta,
-            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         },
     )
 

@@ -12,6 +12,7 @@ The dataset comes from `Dataset.objects.for_user`: one the user may not see is a
 """
 
 from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpResponse
@@ -236,7 +237,7 @@ class CasesImportView(APIView):
         form_flag = data.get("dry_run", "") if isinstance(data, Mapping) else ""
         dry_run = flag(request.query_params.get("dry_run", form_flag))
         if isinstance(data, JSONBody):
-            source = {"cases": bytes(data)}
+            source: dict[str, Any] = {"cases": bytes(data)}
         elif "file" in request.FILES:
             upload = request.FILES["file"]
             source = {

@@ -18,7 +18,7 @@ an `http` agent (docs/adapters.md).
 from django.conf import settings
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
@@ -368,7 +368,7 @@ def _tools(version):
     ]
 
 
-class ClientRunActions:
+class ClientRunActions(viewsets.GenericViewSet):
     """The client's verbs on a run, mixed into `RunViewSet` (the same `/runs/{id}/` path)."""
 
     def _run(self):

@@ -2,6 +2,8 @@
 endpoints (`evaluations.api.datasets`, `checks`, `cases`, `labels`). Writes go through actions:
 an input serializer validates the shape, the action the rules."""
 
+from typing import Any
+
 from rest_framework import serializers
 
 from evaluations.actions.case_fields import CASE_FIELDS
@@ -29,7 +31,9 @@ class DatasetSerializer(RefuseUnknownFields, serializers.ModelSerializer):
         model = Dataset
         fields = ["id", *DATASET_FIELDS, "owner", "created_at"]
         read_only_fields = ["id", "owner", "created_at"]
-        validators = []  # the slug's uniqueness is the action's to check (admin and API alike)
+        validators: list[
+            Any
+        ] = []  # the slug's uniqueness is the action's to check (admin and API alike)
         extra_kwargs = {"slug": {"validators": []}, "description": {"max_length": DESCRIPTION_MAX}}
 
 
@@ -46,7 +50,7 @@ class NoteSerializer(RefuseUnknownFields, serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)
 
 
-class NamesVisibleVersion:
+class NamesVisibleVersion(serializers.Serializer):
     """An input naming `dataset_version` among the versions the caller may see: a hidden one
     answers the same 400 "does not exist" as a missing one (and is audited), so the answer
     never tells a hidden version from a missing one."""
@@ -71,7 +75,7 @@ class CheckSerializer(NamesVisibleVersion, RefuseUnknownFields, serializers.Mode
         fields = ["id", "dataset_version", *CHECK_FIELDS, "warnings"]
         read_only_fields = ["id", "warnings"]
         # Uniqueness and params are the action's to check (one place for admin, API, commands).
-        validators = []
+        validators: list[Any] = []
         extra_kwargs = {
             "params": {
                 "help_text": f"Checked against the kind's schema; at most {PARAMS_MAX_BYTES} "
@@ -92,7 +96,7 @@ class CaseSerializer(NamesVisibleVersion, RefuseUnknownFields, serializers.Model
     class Meta:
         model = CaseVersion
         fields = ["id", "dataset_version", "key", *CASE_FIELDS]
-        validators = []
+        validators: list[Any] = []
         extra_kwargs = {
             name: {
                 "help_text": f"At most {CASE_FIELD_MAX_BYTES} bytes of JSON "

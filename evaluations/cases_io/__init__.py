@@ -13,7 +13,7 @@ once. The content is validated afterwards by `ImportCases`, with the same `key_e
 Every import path (`manage.py import_cases`, the API's upload, the admin's import page) reads a
 file through this module and nothing else (docs/cases.md, "Limits"): `read_upload` refuses a
 file over the size limit before reading it, `decode` names the line of a byte that is not UTF-8
-and of a NUL character, `loads` is the one JSON parser (`json_text`: duplicate members,
+and of a NUL character, `loads` is the one JSON parser (`sherlock.core.json_text`: duplicate members,
 nesting deeper than `JSON_MAX_DEPTH`, NaN, NUL and lone surrogate escapes refused, each with
 its place),
 `IMPORT_MAX_CASES` bounds the records a reader reads, and `csv_records` reads cells up to the
@@ -32,12 +32,13 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import Any
 
 from django.conf import settings
 
 from evaluations.actions.case_fields import CASE_FIELDS
-from evaluations.cases_io.json_text import SPACE, JSONRefused, check_decoded, decode_at, loads
 from sherlock.core.errors import ActionInvalid
+from sherlock.core.json_text import JSONRefused, after_space, check_decoded, decode_at, loads
 from sherlock.core.limits import IMPORT_MAX_CASES, excerpt
 
 
@@ -111,7 +112,7 @@ class ErrorList(list):
         for error in errors:
             self.append(error)
 
-    def __iadd__(self, errors):
+    def __iadd__(self, errors):  # type: ignore[misc]  # adds any iterable, as list's own
         self.extend(errors)
         return self
 
@@ -223,10 +224,9 @@ def _array_items(text, errors, by_item=False):
     """(item number, object) of a JSON array document, item by item (so a bad item is named,
     with its line, and the others are still read). `by_item`: an error's place is the item's
     number, not the line (the API's JSON body has no lines a sender wrote)."""
-    space = SPACE
-    at = space.match(text, text.index("[") + 1).end()
+    at = after_space(text, text.index("[") + 1)
     line, counted = 1, 0
-    items = []
+    items: list[Any] = []
     if text.startswith("]", at):
         return items
     n = 0
@@ -251,9 +251,9 @@ def _array_items(text, errors, by_item=False):
             items.append((n, value))
         else:
             errors.append(RowError(n, "", "must be a JSON object", "item"))
-        at = space.match(text, end).end()
+        at = after_space(text, end)
         if text.startswith(",", at):
-            at = space.match(text, at + 1).end()
+            at = after_space(text, at + 1)
             continue
         if text.startswith("]", at) and not text[at + 1 :].strip(" \t\r\n"):
             return items
@@ -348,7 +348,9 @@ def delimiter_of(text):
 def header_errors(header):
     """RowErrors of a CSV header's columns given twice (the last would silently win): the first
     ROW_MAX_ERRORS - 1, then how many more."""
-    seen, errors, more = set(), [], 0
+    seen: set[str] = set()
+    errors: list[Any] = []
+    more = 0
     for name in header:
         if name in seen:
             if len(errors) < ROW_MAX_ERRORS - 1:

@@ -192,7 +192,8 @@ def numbered(items: list[str]) -> str:
 def embedded_json_values(text: str) -> list:
     """Every JSON object or array embedded in prose, in order (promptfoo `contains-json`)."""
     decoder = json.JSONDecoder()
-    found, pos = [], 0
+    found: list[Any] = []
+    pos = 0
     while True:
         match = re.compile(r"[\[{]").search(text, pos)
         if not match:

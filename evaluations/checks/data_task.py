@@ -417,7 +417,7 @@ class ChartType(CheckKind):
         if not has_output(transcript):
             return skipped("no output")
         if "type" in params:
-            want = [charts.family(params["type"])]
+            want = [charts.family(params["type"]) or str(params["type"]).lower()]
         elif expected(case, "chart") is not None:
             spec = expected(case, "chart")
             marks = charts.marks(spec) if isinstance(spec, dict) else []

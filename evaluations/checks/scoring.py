@@ -20,6 +20,7 @@ case when the run finishes; nothing here touches the database.
 
 from dataclasses import dataclass
 from math import fsum
+from typing import Any
 
 from evaluations.choices import CaseStatus, CheckMode, CheckStatus
 
@@ -167,7 +168,7 @@ def summarize_case(repetitions):
         )
         for results in repetitions
     ]
-    checks = {}
+    checks: dict[Any, Any] = {}
     for results in repetitions:
         for r in results:
             entry = checks.setdefault(

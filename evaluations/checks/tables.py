@@ -27,6 +27,7 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from .base import embedded_json_values, maximum_matching
 
@@ -295,7 +296,7 @@ def cells_equal(actual, wanted, abs_tol: float, rel_tol: float) -> bool:
 
 
 def _exact_key(row: list) -> tuple:
-    key = []
+    key: list[tuple[Any, ...]] = []
     for cell in row:
         number = None if isinstance(cell, bool) else as_number(cell)
         if is_null(cell):

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from evaluations.choices import BillingCoverage, EffectState, OutcomeVerdict
+from sherlock.core import json_text
 from sherlock.core.json_values import json_type
 from sherlock.core.numbers import COUNT, USD
 
@@ -467,14 +468,19 @@ class TrialDocument:
     locations: list[str]
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number")
-
-
-def _loads(text: str) -> Any:
-    # Floats as Decimal, so money and scores are exact from the first byte; NaN and Infinity,
-    # which Python's json accepts by default, are refused.
-    return json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
+def _loads(text: str, line: int = 1) -> Any:
+    """`text` read by the one strict JSON reader (`sherlock.core.json_text`), numbers with a
+    fraction as Decimal (money and scores exact from the first byte); ContractInputError names
+    the line and column of what it refuses, counted from `line` (JSON Lines: the line's own)."""
+    try:
+        return json_text.loads(text, floats=Decimal)
+    except json_text.JSONRefused as exc:
+        if exc.offset is None:
+            raise ContractInputError(f"malformed JSON at line {line}: {exc.message}") from None
+        at, column = json_text.line_and_column(text, exc.offset)
+        raise ContractInputError(
+            f"malformed JSON at line {line + at - 1}, column {column}: {exc.message}"
+        ) from None
 
 
 def load_document(text: str) -> TrialDocument:
@@ -484,16 +490,11 @@ def load_document(text: str) -> TrialDocument:
         raise ContractInputError("the file is empty")
     try:
         document = _loads(text)
-    except json.JSONDecodeError as whole_error:
+    except ContractInputError:
         lines = _json_lines(text)
         if lines is None:
-            raise ContractInputError(
-                f"malformed JSON at line {whole_error.lineno}, column {whole_error.colno}: "
-                f"{whole_error.msg}"
-            ) from None
+            raise
         return lines
-    except ValueError as exc:
-        raise ContractInputError(f"malformed JSON: {exc}") from None
 
     if isinstance(document, Mapping) and "trials" in document:
         trials = document["trials"]
@@ -514,20 +515,13 @@ def _json_lines(text: str) -> TrialDocument | None:
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     first_number, first_line = numbered[0]
     try:
-        first = _loads(first_line)
-    except ValueError:
+        first = _loads(first_line, first_number)
+    except ContractInputError:
         return None
     if not isinstance(first, Mapping) or "trials" in first:
         return None
     trials, locations = [], []
     for number, line in numbered:
-        try:
-            trials.append(_loads(line))
-        except json.JSONDecodeError as exc:
-            raise ContractInputError(
-                f"malformed JSON at line {number}, column {exc.colno}: {exc.msg}"
-            ) from None
-        except ValueError as exc:
-            raise ContractInputError(f"malformed JSON at line {number}: {exc}") from None
+        trials.append(_loads(line, number))
         locations.append(f"line {number}")
     return TrialDocument(None, trials, locations)

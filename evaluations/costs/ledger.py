@@ -7,6 +7,7 @@ the trial-record export judge it (`trials_with_judge_cost`, `trial_cost`,
 """
 
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Subquery, Sum
@@ -158,7 +159,7 @@ def _add_to_daily_costs(lines, sign):
         cached_calls = set(
             JudgeCall.objects.filter(pk__in=unknown, cached=True).values_list("pk", flat=True)
         )
-    totals = {}
+    totals: dict[Any, Any] = {}
     for line in lines:
         agent = line.agent_id or agent_of_run.get(line.run_id)
         if agent is None:

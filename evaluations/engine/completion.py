@@ -10,6 +10,7 @@ import gc
 from contextlib import contextmanager
 from itertools import groupby
 from operator import itemgetter
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
@@ -93,7 +94,7 @@ def compute_case_results(run):
             # Both in case order: the groups of a case without repetitions are only tallied.
             while pending is not None and pending[0] < case_id:
                 pending = next(cases, None)
-            rows = ()
+            rows: Any = ()
             if pending is not None and pending[0] == case_id:
                 rows, pending = pending[1], next(cases, None)
             if not repetitions:
@@ -189,7 +190,8 @@ class _Checks(dict):
 def _groups_by_case(groups, tally):
     """(case id, its rows) per case of the `check_groups` rows (ordered by case), each row
     added to ``tally`` on the way."""
-    case_id, rows = None, []
+    case_id = None
+    rows: list[Any] = []
     for row in groups:
         tally.add(row)
         if row[0] != case_id:
@@ -250,13 +252,14 @@ def _case_checks(rows, checks):
     (ordered by check), in the dataset's order (position, label). A check is blocking as it
     was in the case's first repetition."""
     summaries = []
-    for pk, group in groupby(rows, itemgetter(1)):
-        group = list(group)
+    for pk, grouped in groupby(rows, itemgetter(1)):
+        group = list(grouped)
         if len(group) == 1:  # one status in every repetition: most checks of most cases
             _, _, blocking, status, _, results, scores, score_sum, _, _ = group[0]
             statuses, score_sum = {status: results}, score_sum or 0.0
         else:
-            counts, score_sum, scores, first = {}, 0.0, 0, None
+            counts: dict[str, int] = {}
+            score_sum, scores, first = 0.0, 0, None
             for _, _, row_blocking, status, repetition, results, n, row_sum, _, _ in group:
                 counts[status] = counts.get(status, 0) + results
                 score_sum += row_sum or 0.0

@@ -14,13 +14,16 @@ engine's database connections (`lookup_stored_answer`, `alookup_stored_answer`).
 
 import contextvars
 import threading
+from typing import Any
 
 from evaluations.engine import database
 from evaluations.judge import JudgeClient, get_default_judge, record_calls
 from evaluations.judge.recording import lookup_cached
 
 # The list of judge calls of the trial this context is executing, or None (not in a trial).
-ledger = contextvars.ContextVar("judge_ledger", default=None)
+ledger: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "judge_ledger", default=None
+)
 
 
 def record_judge_calls(calls, context):
@@ -57,7 +60,7 @@ async def alookup_stored_answer(cache_key):
     return await database.arun(lookup_cached, cache_key)
 
 
-_engine_judge = (None, None)
+_engine_judge: tuple[Any, Any] = (None, None)
 _engine_judge_lock = threading.Lock()
 
 # Answers the engine's judge keeps in memory (the default judge keeps 4,096). Within a run a

@@ -8,6 +8,7 @@ process starts (`reap_on_worker_start`, connected to django-q2's `post_spawn` in
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -50,7 +51,7 @@ def reap(now=None):  # noqa: C901
     report = {"handed_back": 0, "cancelled": 0, "given_up": 0, "runs_requeued": 0, "finished": 0}
     report["client_runs_expired"] = expire_client_runs(now)
 
-    handed_back = {}
+    handed_back: dict[Any, Any] = {}
     expired = Trial.objects.filter(status=TrialStatus.RUNNING, lease_expires_at__lt=now)
     for pk, run_id, attempts, run_status in expired.values_list(
         "pk", "run_id", "attempts", "run__status"

@@ -29,6 +29,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -160,7 +161,7 @@ class Work:
     def take(self, n):
         """Up to `n` trials to claim: the shard's own first, then the run's other pending ones."""
         with self.lock:
-            taken = []
+            taken: list[Any] = []
             while len(taken) < n:
                 if self.own:
                     taken.append(self.own.pop())
@@ -212,7 +213,7 @@ class Claims:
     def __init__(self, work, db, slots=1):
         self.work, self.db = work, db
         self.ahead = max(1, min(slots // 4, self.MAX_BATCH))
-        self.ready = collections.deque()
+        self.ready: collections.deque[Any] = collections.deque()
         self.held = {}  # trial id -> the attempt of our claim, for every trial we hold
         self.waiting = 0
         self.exhausted = False

@@ -19,6 +19,7 @@ import socket
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db.models import F, Q
@@ -122,7 +123,7 @@ def renew_leases(held):
     """
     if not held:
         return set()
-    by_attempt = {}
+    by_attempt: dict[Any, Any] = {}
     for pk, attempt in held.items():
         by_attempt.setdefault(attempt, []).append(pk)
     guard = Q()
@@ -202,7 +203,7 @@ async def _complete(shard, trial, attempt, transcript, error, *, on_loop):
     # One flow for both: `on_loop` awaits the judge and the database, otherwise they block
     # and this coroutine never suspends (`sherlock.core.aio.run_unsuspended`).
     run = shard.run
-    judge_calls = []
+    judge_calls: list[Any] = []
     held = ledger.set(judge_calls)  # this context's trial: concurrent trials keep their own
     try:
         trial.error = error
@@ -315,6 +316,7 @@ async def _score_checks(
         eff = scoring.effective_check(check, overrides)
         calls = []
         if eff.disabled:
+            evidence: dict[str, Any]
             score, outcome, reason, evidence = (
                 None,
                 CheckStatus.SKIPPED,

@@ -14,9 +14,10 @@ import logging
 import queue
 import threading
 from dataclasses import replace
+from typing import Any, cast
 
 from django.db import DataError, IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Field
 from django.utils import timezone
 
 from evaluations.choices import BillingCoverage, TrialStatus
@@ -76,13 +77,13 @@ def _update_trials(batch):
                 pk=item.trial.pk, status=TrialStatus.RUNNING, attempts=item.attempt
             ).update(**item.fields)
         ]
-    by_fields = {}
+    by_fields: dict[Any, Any] = {}
     for item in batch:
         by_fields.setdefault(tuple(sorted(item.fields)), []).append(item)
-    matched = set()
+    matched: set[Any] = set()
     quote = connection.ops.quote_name
     for names, items in by_fields.items():
-        fields = [Trial._meta.get_field(name) for name in names]
+        fields = [cast(Field, Trial._meta.get_field(name)) for name in names]
         columns = [quote(field.column) for field in fields]
         casts = ", ".join(f"%s::{field.db_type(connection)}" for field in fields)
         values = ", ".join(f"(%s::bigint, %s::integer, {casts})" for _ in items)
@@ -138,7 +139,7 @@ class Writer:
     MAX_BATCH = 64
 
     def __init__(self, capacity):
-        self.queue = queue.Queue(maxsize=capacity)
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=capacity)
         self.written = 0
         self.thread = threading.Thread(target=self._loop, name="trial-writer", daemon=True)
         self.thread.start()
@@ -218,7 +219,7 @@ STORAGE_ERRORS = (DataError, IntegrityError, decimal.InvalidOperation, OverflowE
 
 def storage_errors():
     """`STORAGE_ERRORS` and the database driver's DataError and IntegrityError."""
-    driver = connection.Database
+    driver = connection.Database  # type: ignore[attr-defined]  # the driver module, untyped
     return (*STORAGE_ERRORS, driver.DataError, driver.IntegrityError)
 
 

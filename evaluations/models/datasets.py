@@ -68,6 +68,9 @@ class DatasetVersionQuerySet(ScopedThroughQuerySet):
 class DatasetVersion(models.Model):
     """An immutable, numbered snapshot of a dataset's cases and checks (once `frozen_at` is set)."""
 
+    # Not a column: the version a new draft was copied from, as its creator said.
+    copied_from: "DatasetVersion | None"
+
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
     note = models.TextField(blank=True)

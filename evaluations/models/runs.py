@@ -1,6 +1,7 @@
 """The Run aggregate: a run, its trials (case x repetition), check results and case results."""
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -245,6 +246,9 @@ class Trial(ContractEvidence):
 
 class CheckResult(models.Model):
     """One check's verdict on one trial: a score in [0, 1] (or none) and a status."""
+
+    # Not a column: the JudgeCall rows a result being written rests on (the engine sets it).
+    calls: list[Any]
 
     trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="check_results")
     check_config = models.ForeignKey(

@@ -15,6 +15,7 @@ and shown on the calibration page, and does not count.
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db.models import Count, F, Q
 
@@ -31,7 +32,7 @@ Z95 = 1.96
 # `labeled_by`, `created_at`, `pk`, and `check_result` with `status` and `threshold`). An app
 # above this one registers its source in its `ready()`: the calibration counts those labels
 # too, and knows nothing of where they come from.
-LABEL_SOURCES = []
+LABEL_SOURCES: list[Any] = []
 
 
 def other_labels(check_ids):
@@ -203,7 +204,7 @@ class Calibration:
     """A check's calibration now: the agreement under its current key, whether it may block,
     why not, and how many labels belong to older versions of it."""
 
-    check: object
+    check: Any  # the Check
     agreement: Agreement
     old_labels: int
 
@@ -276,7 +277,8 @@ def informative_checks(runs):
     now, with the rule's figures) or per-case overrides. Two queries (one without unfinished runs)
     plus one per uncalibrated check."""
 
-    counts, live = [], []
+    counts: list[Any] = []
+    live: list[Any] = []
     for run in runs:
         stored = stored_checks(run)
         if stored is None:

@@ -53,7 +53,7 @@ def case_changes(a: Run, b: Run) -> dict[str, list[str]]:
     case that loses its verdict ("passed -> unscored") is a change, and so is one that gains
     it; regressed and improved are between verdicts (passed and failed or flaky)."""
     rows = CaseResult.objects.filter(run__in=[a, b]).values_list("run_id", "case__key", "status")
-    sides = {a.pk: {}, b.pk: {}}
+    sides: dict[int, dict[str, str]] = {a.pk: {}, b.pk: {}}
     for run_id, key, status in rows:
         sides[run_id][key] = status
     base, cand = sides[a.pk], sides[b.pk]

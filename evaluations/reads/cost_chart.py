@@ -2,13 +2,18 @@
 SVG shapes (no chart library, no CDN)."""
 
 from datetime import timedelta
+from typing import Any
 
 from django.utils import timezone
 
 from evaluations.choices import CostKind
 from sherlock.core.money import usd as money
 
-KIND_COLORS = {CostKind.AGENT: "#2e90fa", CostKind.SCORING: "#9e77ed", CostKind.SUMMARY: "#f79009"}
+KIND_COLORS: dict[str, str] = {
+    CostKind.AGENT: "#2e90fa",
+    CostKind.SCORING: "#9e77ed",
+    CostKind.SUMMARY: "#f79009",
+}
 
 
 def cost_chart(rows, days, width=720, height=160):
@@ -16,7 +21,7 @@ def cost_chart(rows, days, width=720, height=160):
     seven dates label the bars, today's always."""
     today = timezone.localdate()
     dates = [today - timedelta(days=n) for n in range(days - 1, -1, -1)]
-    per_day = {d: {} for d in dates}
+    per_day: dict[Any, dict[str, Any]] = {d: {} for d in dates}
     for row in rows:
         if row["day"] in per_day and row["total_usd"] is not None:
             kind = row["kind"]

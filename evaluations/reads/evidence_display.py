@@ -79,7 +79,9 @@ def evidence_blocks(evidence: Any) -> list[dict]:  # noqa: C901
     ``quotes`` are listed here and marked in the output by ``highlight_quotes``."""
     if not isinstance(evidence, dict):
         return [{"kind": "json", "label": "evidence", "text": pretty(evidence)}] if evidence else []
-    blocks, facts, used = [], [], set()
+    blocks: list[dict[str, Any]] = []
+    facts: list[Any] = []
+    used: set[str] = set()
     for left, right in PAIRS:
         if left in used or right in used:
             continue
@@ -148,7 +150,8 @@ def _quote_pattern(quote: str) -> re.Pattern | None:
 
 def highlight_quotes(output: str, quotes: list[str]) -> tuple[str, list[str]]:
     """``output`` as safe HTML with each quoted span in ``<mark>``, and the quotes not found."""
-    spans, missing = [], []
+    spans: list[tuple[int, int]] = []
+    missing: list[str] = []
     for quote in quotes:
         pattern = _quote_pattern(quote) if isinstance(quote, str) else None
         match = pattern.search(output) if pattern else None
@@ -157,7 +160,8 @@ def highlight_quotes(output: str, quotes: list[str]) -> tuple[str, list[str]]:
             continue
         spans.extend(match.span(i) for i in range(1, (match.lastindex or 0) + 1))
     spans.sort()
-    html, position = [], 0
+    html: list[str] = []
+    position = 0
     for start, end in spans:
         start = max(start, position)
         if start >= end:

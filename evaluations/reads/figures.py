@@ -22,6 +22,7 @@ queries. Means are the database's sum of the scores over their count.
 """
 
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import Count, F, FloatField, Max, Min, Q, Sum
 from django.db.models.functions import Floor
@@ -150,7 +151,7 @@ def stored_totals(run) -> VariantTotals | None:
     if figures is None:
         return None
     fields = VariantTotals.__dataclass_fields__
-    values = {
+    values: dict[str, Any] = {
         name: Decimal(value) if fields[name].type in (Decimal, "Decimal") else value
         for name, value in figures["totals"].items()
     }

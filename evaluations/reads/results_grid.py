@@ -2,6 +2,8 @@
 and filtered in the database (`results_grid`), the check labels in their order (`check_labels`),
 and the blocking results the run could not score (`unscored_checks`)."""
 
+from typing import Any
+
 from django.core.paginator import Paginator
 from django.db.models import Count, Max
 from django.db.models.fields.json import KeyTransform
@@ -51,7 +53,7 @@ def results_grid(run, labels, show="all", check="", page_number=1):
     page = Paginator(results, GRID_PAGE_SIZE).get_page(page_number)
     rows = []
     for result in page:
-        cells = []
+        cells: list[Any] = []
         for label in labels:
             summary = result.checks.get(label)
             if summary is None:

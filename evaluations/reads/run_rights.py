@@ -13,6 +13,8 @@ Every surface that starts or plans a run asks this module: *Start a run* (its da
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Q
 
 from agents.models import Agent
@@ -21,7 +23,7 @@ from sherlock.core.permissions import user_can
 
 # Callables `(agents) -> {agent pk: dataset ids}`: the datasets each agent's Builders may run
 # it on. In a constant number of queries whatever the number of agents.
-RUN_RIGHTS = []
+RUN_RIGHTS: list[Any] = []
 
 
 def gate_dataset_ids(agent):
@@ -32,7 +34,7 @@ def gate_dataset_ids(agent):
 def gated_of(agents):
     """`{agent pk: dataset ids}` of the registered sources, for many agents at once."""
     agents = list(agents)
-    found = {agent.pk: set() for agent in agents}
+    found: dict[int, set[str]] = {agent.pk: set() for agent in agents}
     for source in RUN_RIGHTS:
         for pk, ids in source(agents).items():
             found.setdefault(pk, set()).update(ids)

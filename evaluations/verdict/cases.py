@@ -54,7 +54,7 @@ def unscored_groups(runs: list) -> dict[int, list[dict[str, Any]]]:
     return groups
 
 
-def errored_trials(runs: list) -> dict[int, dict[str, int]]:
+def errored_trials(runs: list) -> dict[int, dict[str, Any]]:
     """``{run pk: {cases, missing_cost, estimated_cost, trials, error}}`` of the runs' trials in
     error: the cases with one, how many have no billed cost (missing or estimated), counted as
     the contract counts a trial's cost, how many there are and one of their errors; one grouped
@@ -99,9 +99,10 @@ def cases_unscored(runs: list) -> dict[int, int]:
         blocking=True,
         status__in=[CheckStatus.SKIPPED, CheckStatus.ERROR],
     ).values("trial__run_id")
-    key = "trial__run_id"
-    rows = rows.annotate(n=Count("trial__case_id", distinct=True)).order_by()
-    return {pk: n for pk, n in counted.items() if n} | {row[key]: row["n"] for row in rows}
+    per_run = rows.annotate(n=Count("trial__case_id", distinct=True)).order_by()
+    return {pk: n for pk, n in counted.items() if n} | {
+        row["trial__run_id"]: row["n"] for row in per_run
+    }
 
 
 def unscored_beside(unscored: int) -> str:

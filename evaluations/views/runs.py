@@ -16,6 +16,7 @@ decides between the full page and an htmx partial.
 """
 
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
@@ -222,7 +223,7 @@ def repetition_states(trials):
     """Each of ``trials``' state (`scoring.repetition_state`: passed, failed or unscored), by
     id, from their blocking check results (one query; a case has at most 100 repetitions),
     for the switcher's marks and the repetition a cell's link opens."""
-    results = {t.pk: [] for t in trials}
+    results: dict[int, list[Any]] = {t.pk: [] for t in trials}
     rows = CheckResult.objects.filter(trial__in=list(results), blocking=True).values_list(
         "trial_id", "status", "check_config__kind", "reason"
     )
@@ -274,7 +275,7 @@ def trial_detail(request, pk, key):
     transcript = trial.transcript or {}
     output = transcript.get("output")
     output_text = None if output is None else as_text(output)
-    quotes = []
+    quotes: list[Any] = []
     checks = []
     for result in check_results:
         evidence = result.evidence or {}

@@ -34,7 +34,7 @@ from evaluations.costs.texts import format_usd
 from evaluations.models import Dataset, DatasetVersion, RunSchedule
 from evaluations.reads.run_rights import dataset_versions_to_run, datasets_to_run
 from sherlock.core.errors import ActionError, ActionInvalid
-from sherlock.core.forms import show_refusal
+from sherlock.core.forms import offer, show_refusal
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 from sherlock.core.pickers import Picker
@@ -85,20 +85,19 @@ class ScheduleForm(forms.Form):
     def __init__(self, user, *args, **kwargs):
         super().__init__(*args, **kwargs)
         # What the pickers offer is what the form accepts: the same scoped querysets.
-        self.fields["agent"].queryset = Agent.objects.for_user(user)
-        self.fields["dataset"].queryset = datasets_to_run(user)
-        self.fields["agent_version"].queryset = AgentVersion.objects.for_user(user).select_related(
-            "agent"
-        )
-        self.fields["dataset_version"].queryset = dataset_versions_to_run(user).filter(
-            frozen_at__isnull=False
+        offer(self, "agent", Agent.objects.for_user(user))
+        offer(self, "dataset", datasets_to_run(user))
+        offer(self, "agent_version", AgentVersion.objects.for_user(user).select_related("agent"))
+        offer(
+            self, "dataset_version", dataset_versions_to_run(user).filter(frozen_at__isnull=False)
         )
 
     def clean(self):
         """Every error at once: the fields' own, then each reason the schedule verbs
         would refuse the timing or the versions (`schedule_errors`) on a field that has none
         yet, and a pair that resolves to no version: one submit shows them all."""
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         draft = RunSchedule(
             **{name: cleaned.get(name) for name in PLAN_FIELDS if name not in self.errors}
         )

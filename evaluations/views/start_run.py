@@ -10,6 +10,8 @@ else it estimates again. A refusal is a message on the form. htmx swaps the part
 without JavaScript the same view answers a full page.
 """
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -30,13 +32,14 @@ def start_run(request):
         refused = "You may not start runs (Builder role on an agent needed)."
         if may_schedule_any(request.user):  # an Editor of a dataset: its runs are scheduled
             refused += " As an Editor you may schedule runs of your datasets under Schedules."
-        context = {"start_refused": refused}
-        return render_page(request, "evaluations/start_run.html", context, partial=PARTIAL)
+        return render_page(
+            request, "evaluations/start_run.html", {"start_refused": refused}, partial=PARTIAL
+        )
     form = StartRunForm(request.user, request.POST if request.method == "POST" else None)
     # On a page of its own the form is the page: open, under the page's own heading (its
     # summary does not say "Start a run" again). The run list folds it away.
     on_page = not getattr(request, "htmx", False)
-    context = {
+    context: dict[str, Any] = {
         "start_form": form,
         "start_previews": None,
         "start_open": True,

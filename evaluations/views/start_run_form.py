@@ -18,6 +18,7 @@ from evaluations.costs.texts import coverage_warning, describe_estimate, estimat
 from evaluations.models import DatasetVersion
 from evaluations.reads.run_rights import dataset_versions_to_run
 from sherlock.core.errors import ActionError
+from sherlock.core.forms import offer
 from sherlock.core.pickers import Picker
 
 SIDES = ("agent_version", "dataset_version")
@@ -63,8 +64,8 @@ class StartRunForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.user = user
         self.estimated_key = ""  # what `previews` estimated: the templates post it back
-        self.fields["agent_version"].queryset = startable_agent_versions(user)
-        self.fields["dataset_version"].queryset = visible_dataset_versions(user)
+        offer(self, "agent_version", startable_agent_versions(user))
+        offer(self, "dataset_version", visible_dataset_versions(user))
         for side in fixed:
             del self.fields[side]
 

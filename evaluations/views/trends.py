@@ -13,6 +13,8 @@ versions by label.
 others, so the page keeps a constant number of queries however many runs it shows.
 """
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 
 from evaluations.choices import RunPurpose, RunStatus
@@ -30,7 +32,7 @@ PALETTE = ["#2e90fa", "#9e77ed", "#f79009", "#12b76a", "#f04438", "#0ba5ec", "#e
 
 def _labels(stats):
     """Every check label of ``stats``, first seen first (the query orders by position)."""
-    labels = {}
+    labels: dict[Any, Any] = {}
     for per_run in stats.values():
         for label, row in per_run.items():
             labels.setdefault(label, row["mode"])

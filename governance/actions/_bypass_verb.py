@@ -17,7 +17,7 @@ class BypassVerb(GovernanceAction):
     up (that expiry is kept even when the verb is then refused)."""
 
     noun = "bypass"
-    to_state = None
+    to_state: str | None = None
 
     def __init__(self, *, acting_user, bypass, reason=""):
         super().__init__(acting_user=acting_user)

@@ -15,7 +15,6 @@ from governance.people.roles import is_global_admin
 from sherlock.core.egress import EgressRefused, check_destination
 from sherlock.core.errors import (
     ActionDenied,
-    ActionError,
     ActionInvalid,
     ActionRefused,
     raise_invalid,
@@ -57,12 +56,12 @@ def clean_events(events):
 def clean_fields(changes):
     """`changes` ("url", "events" among them) cleaned in place, every bad one reported at once
     : a bad URL and no event are two errors of one submit."""
-    errors = []
+    errors: list[ActionInvalid] = []
     for name, clean in (("url", clean_url), ("events", clean_events)):
         if name in changes:
             try:
                 changes[name] = clean(changes[name])
-            except ActionError as exc:
+            except ActionInvalid as exc:
                 errors.append(exc)
     raise_invalid(errors)
     return changes

@@ -1,6 +1,8 @@
 """ApplySSORoles: at every single sign-on, the user's SSO-made role grants become exactly what
 the provider's groups map to (docs/sso.md)."""
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 
 from governance.actions.base import GovernanceAction
@@ -58,7 +60,7 @@ class ApplySSORoles(GovernanceAction):
     def perform(self):
         path, rules, groups = self.mapping()
         why = evidence(self.claims, path, groups)
-        wanted = {}
+        wanted: dict[Any, Any] = {}
         for rule in rules:
             wanted.setdefault(_key(rule.role, rule.obj), rule)
         grants = list(RoleGrant.objects.filter(user=self.user).select_related("agent", "dataset"))

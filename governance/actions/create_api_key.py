@@ -1,6 +1,7 @@
 """CreateAPIKey: issue a named, expiring API key to a user; its secret is returned once."""
 
 from datetime import timedelta
+from typing import cast
 
 from django.conf import settings
 from django.utils import timezone
@@ -10,7 +11,7 @@ from governance.models import APIKey
 from governance.people.roles import is_global_admin
 from sherlock.core.errors import ActionConflict, ActionDenied, ActionInvalid, raise_invalid
 
-NAME_MAX_LENGTH = APIKey._meta.get_field("name").max_length
+NAME_MAX_LENGTH = cast(int, APIKey._meta.get_field("name").max_length)
 
 
 class CreateAPIKey(GovernanceAction):

@@ -1,5 +1,7 @@
 """PublishVersion: the one path to a live version."""
 
+from typing import Any
+
 from django.utils import timezone
 
 from agents.choices import VERSION_STATES, VersionState
@@ -49,7 +51,7 @@ class PublishVersion(GovernanceAction):
         super().__init__(acting_user=acting_user)
         self.agent_version = agent_version
         self.reason = reason
-        self.request = None
+        self.request: Any = None  # the decided request, found by check()
         self.route = None
         self.bypass = None
 

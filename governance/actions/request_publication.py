@@ -1,5 +1,7 @@
 """RequestPublication: a Builder asks for a version to go live; the gate runs start."""
 
+from typing import Any
+
 from django.urls import reverse
 from django.utils import timezone
 
@@ -51,7 +53,7 @@ class RequestPublication(GovernanceAction):
         super().__init__(acting_user=acting_user)
         self.agent_version = agent_version
         self.supersede = supersede
-        self.policy = None
+        self.policy: Any = None  # the policy in force, found by check()
         self.datasets = []
         self.open_decision = None
 

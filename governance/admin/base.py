@@ -2,13 +2,15 @@
 pages scoped to the agents a user may see, and `ActionForm`, a model form that saves through
 its action and shows a refusal on its field."""
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
 
 from agents.models import Agent
 from sherlock.core.admin import ReadOnlyMixin, ScopedAdminMixin, any_visible
 from sherlock.core.errors import ActionError, ActionRefused, refusal_in
-from sherlock.core.forms import show_refusal
+from sherlock.core.forms import show_refusal, with_acting_user
 
 
 class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
@@ -49,7 +51,7 @@ class AgentScopedReadOnlyAdmin(VerbPermissions, ScopedAdminMixin, ReadOnlyAdmin)
             .filter(pk__in=self.model.objects.for_user(request.user, "view").values("pk"))
         )
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request, obj=None):
         return False
 
 
@@ -62,9 +64,14 @@ class ActionForm(forms.ModelForm):
     with defaults), the action's errors on the fields that passed beside the fields' own."""
 
     checks_partial = False
+    user: Any  # who acts, set by the admin's get_form
+
+    def make_action(self, user):
+        raise NotImplementedError  # each form says which action writes its row
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         failed = bool(self.errors)
         if failed and not self.checks_partial:
             return cleaned
@@ -87,14 +94,14 @@ class ActionForm(forms.ModelForm):
         pass
 
 
-class ActionFormAdmin:
+class ActionFormAdmin(admin.ModelAdmin):
     """The admin side of an `ActionForm`: the form knows who acts, and rows are never deleted
     in bulk (each goes through its action)."""
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form.user = request.user
-        return form
+        return with_acting_user(
+            super().get_form(request, obj, change=change, **kwargs), request.user
+        )
 
     def get_actions(self, request):
         actions = super().get_actions(request)

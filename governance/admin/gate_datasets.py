@@ -14,6 +14,7 @@ from governance.admin.base import ActionForm
 from governance.models import GateDataset
 from sherlock.core.admin import global_admin
 from sherlock.core.errors import ActionError
+from sherlock.core.forms import with_acting_user
 from sherlock.core.permissions import within
 
 
@@ -49,9 +50,9 @@ class GateDatasetAdmin(admin.ModelAdmin):
     readonly_fields = ["chosen_by", "chosen_at"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form.user = request.user
-        return form
+        return with_acting_user(
+            super().get_form(request, obj, change=change, **kwargs), request.user
+        )
 
     def get_queryset(self, request):
         """The choices of the agents the user may see, on datasets they may see: a gate

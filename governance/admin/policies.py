@@ -10,6 +10,7 @@ from governance.models import (
     PublishingPolicy,
 )
 from sherlock.core.admin import global_admin
+from sherlock.core.forms import with_acting_user
 
 
 class PolicyForm(ActionForm):
@@ -55,9 +56,9 @@ class PublishingPolicyAdmin(admin.ModelAdmin):
     autocomplete_fields = ["agent", "gate_datasets"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form.user = request.user
-        return form
+        return with_acting_user(
+            super().get_form(request, obj, change=change, **kwargs), request.user
+        )
 
     @admin.display(description="scope", ordering="scope_key")
     def scope(self, obj):

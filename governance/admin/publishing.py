@@ -3,6 +3,7 @@ revoke), each through its action."""
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin import helpers
 from django.template.response import TemplateResponse
 
 from governance.actions.approve_bypass import ApproveBypass
@@ -29,8 +30,14 @@ class BypassReasonForm(forms.Form):
 
 class BypassInline(admin.TabularInline):
     model = Bypass
-    fields = ["state", "requested_by", "approved_by", "reason", "expires_at", "used_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "state",
+        "requested_by",
+        "approved_by",
+        "reason",
+        "expires_at",
+        "used_at",
+    )
     extra = 0
     can_delete = False
 
@@ -88,7 +95,7 @@ class PublishRequestAdmin(AgentScopedReadOnlyAdmin):
                 "objects": objects,
                 "action": "request_bypass",
                 "opts": self.model._meta,
-                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             },
         )
 

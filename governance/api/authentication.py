@@ -32,6 +32,7 @@ themselves changed only through actions that load the user afresh.
 import copy
 import hashlib
 import time
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -71,9 +72,9 @@ class Verified:
 
 
 # sha256 of the presented key -> Verified. A digest, so the secret is not kept in memory.
-_verified = {}
+_verified: dict[Any, Any] = {}
 # database alias -> (SQL of the re-check, index of the key's id among its parameters, params)
-_statements = {}
+_statements: dict[Any, Any] = {}
 SENTINEL = "sentinel-id"  # a key id no row has, to find its place among the parameters
 
 

@@ -7,6 +7,7 @@ as `Authorization: Token <key>` (`governance.api.authentication`).
 """
 
 from datetime import timedelta
+from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -26,7 +27,8 @@ class APIKeyQuerySet(models.QuerySet):
         return self.filter(revoked=False, expiry_date__gt=timezone.now())
 
 
-class APIKeyManager(BaseAPIKeyManager.from_queryset(APIKeyQuerySet)):
+# The key library is untyped: its manager's class is built at run time.
+class APIKeyManager(BaseAPIKeyManager.from_queryset(APIKeyQuerySet)):  # type: ignore[misc]
     pass
 
 
@@ -53,7 +55,7 @@ class APIKey(AbstractAPIKey):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
-    objects = APIKeyManager()
+    objects: ClassVar[APIKeyManager] = APIKeyManager()
 
     class Meta(AbstractAPIKey.Meta):
         abstract = False

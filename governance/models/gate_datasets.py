@@ -9,6 +9,8 @@ agent's own policy's gate datasets were chosen for it and count too
 to choose one and who may.
 """
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -55,12 +57,12 @@ def gated_dataset_ids(agents):
     policies = PublishingPolicy.objects.in_force_for_agents(agents)
     own = {pk: policy for pk, policy in policies.items() if policy and policy.agent_id == pk}
     through = PublishingPolicy.gate_datasets.through
-    by_policy = {}
+    by_policy: dict[Any, Any] = {}
     for policy_id, dataset_id in through.objects.filter(
         publishingpolicy_id__in=[policy.pk for policy in own.values()]
     ).values_list("publishingpolicy_id", "dataset_id"):
         by_policy.setdefault(policy_id, set()).add(dataset_id)
-    chosen = {}
+    chosen: dict[Any, Any] = {}
     for agent_id, dataset_id in GateDataset.objects.filter(
         agent_id__in=[agent.pk for agent in agents]
     ).values_list("agent_id", "dataset_id"):

@@ -156,4 +156,4 @@ class PublishingPolicy(models.Model):
     @property
     def scope_text(self):
         """Where the policy holds, in names: "agent support-bot" or "global" (reads `agent`)."""
-        return f"agent {self.agent.slug}" if self.agent_id else "global"
+        return f"agent {self.agent.slug}" if self.agent else "global"

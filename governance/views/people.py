@@ -170,7 +170,7 @@ def person_page(request, pk):
         messages.success(request, "Roles changed.")
         return redirect("people:person", pk)
     if request.method == "POST":  # refused: shown again as chosen, with why
-        messages.error(request, " ".join(e for errs in form.errors.values() for e in errs))
+        messages.error(request, " ".join(str(e) for errs in form.errors.values() for e in errs))
         return _render_person(request, person, form=form, status=400)
     return _render_person(request, person)
 
@@ -224,6 +224,7 @@ def person_verb(request, pk, verb):
 
 @login_required
 def sso_page(request):
+    action: UnmapSSOGroup | UpdateSSOProvider | MapSSOGroup
     if "unmap" in request.POST:
         action = UnmapSSOGroup(acting_user=request.user, rule=None)
     elif "configure" in request.POST:
@@ -271,15 +272,15 @@ def _sso_post(request):
             rule = get_object_or_404(SSOGroupRole, pk=parse_id(request.POST.get("rule")) or 0)
             UnmapSSOGroup(acting_user=request.user, rule=rule).execute()
         elif "configure" in request.POST:
-            form = ProviderForm(request.POST)
-            if not form.is_valid():
+            provider = ProviderForm(request.POST)
+            if not provider.is_valid():
                 messages.error(request, "A claim path is required.")
                 return
             UpdateSSOProvider(
                 acting_user=request.user,
                 provider_id=provider_id,
-                claim_path=form.cleaned_data["claim_path"],
-                strict=form.cleaned_data["strict"],
+                claim_path=provider.cleaned_data["claim_path"],
+                strict=provider.cleaned_data["strict"],
             ).execute()
         else:
             form = MapForm(request.POST)
@@ -316,7 +317,8 @@ class JoinForm(forms.Form):
     password2 = forms.CharField(label="Password again", widget=forms.PasswordInput, strip=False)
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if cleaned.get("password1") != cleaned.get("password2"):
             raise forms.ValidationError("The two passwords differ.")
         return cleaned

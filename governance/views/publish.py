@@ -11,6 +11,8 @@ is not about the field), answered 400, 403 or 409 as the API would; a verb that 
 the page with a message.
 """
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -44,7 +46,7 @@ from sherlock.core.forms import show_refusal
 from sherlock.core.hidden import visible_or_404
 from sherlock.core.htmx import render_page
 
-VERSION_VERBS = {
+VERSION_VERBS: dict[str, type[Any]] = {
     "request": RequestPublication,
     "publish": PublishVersion,
     "rollback": RollBackVersion,
@@ -72,7 +74,8 @@ class VerbForm(forms.Form):
     reads the same here as in the API and the admin."""
 
     def __init__(self, verb, *args, **kwargs):
-        super().__init__(*args, auto_id=f"id_{verb}_%s", **kwargs)
+        kwargs["auto_id"] = f"id_{verb}_%s"
+        super().__init__(*args, **kwargs)
         self.verb = verb
         if verb in REASON_WIDGETS:
             self.fields["reason"] = forms.CharField(

@@ -36,7 +36,8 @@ class ScopeForm(forms.Form):
     )
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if cleaned.get("agent") and cleaned.get("dataset"):
             raise forms.ValidationError("Choose an agent or a dataset, not both.")
         return cleaned

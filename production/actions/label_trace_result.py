@@ -67,7 +67,7 @@ class LabelTraceResult(Action):
 
     def perform(self):
         check = self.check_config
-        call_ids = self.result.get("judge_call_ids") or []
+        call_ids = (self.result or {}).get("judge_call_ids") or []
         model = (
             JudgeCall.objects.filter(pk__in=call_ids).values_list("model", flat=True).first()
             or self.trace_score.rule.judge_model

@@ -175,9 +175,10 @@ def _library_version(value, user, current_id):
             raise ActionInvalid(
                 "must be the id of a frozen dataset version", field="library_version"
             )
-        version = DatasetVersion.objects.filter(pk=int(value)).select_related("dataset").first()
-        if version is None:
+        found = DatasetVersion.objects.filter(pk=int(value)).select_related("dataset").first()
+        if found is None:
             raise _not_found()
+        version = found
     if version.pk != current_id and not user_can(user, "view", version.dataset):
         hidden = _not_found()
         hidden.refusal = ActionDenied(

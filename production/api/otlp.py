@@ -14,6 +14,7 @@ the OpenAPI schema: its contract is OTLP's protobuf definition.
 """
 
 import logging
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpResponse
@@ -50,7 +51,7 @@ class OTLPTracesView(APIView):
     """Receive an `ExportTraceServiceRequest` and answer an `ExportTraceServiceResponse`."""
 
     authentication_classes = [ExportKeyAuthentication]  # an exporter sends a key, no session
-    parser_classes = []  # the body is read here, bounded, in OTLP's two encodings
+    parser_classes: list[Any] = []  # the body is read here, bounded, in OTLP's two encodings
     throttle_classes = [OTLPThrottle]
     schema = None  # not in the OpenAPI schema: OTLP defines this endpoint (module docstring)
 

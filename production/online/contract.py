@@ -96,10 +96,10 @@ def window_totals(version, since) -> VariantTotals:
     )
     row = TraceScore.objects.in_window(version, since).aggregate(**aggregates)
     units = row.pop("quality_units") or 0
-    totals = VariantTotals(
-        variant=f"{version} in production",
-        **{name.removeprefix("total_"): value or 0 for name, value in row.items()},
-    )
+    counted: dict[str, Any] = {
+        name.removeprefix("total_"): value or 0 for name, value in row.items()
+    }
+    totals = VariantTotals(variant=f"{version} in production", **counted)
     totals.quality_sum = Decimal(int(units)) / SCORE_UNITS
     totals.missing_cost_runs = totals.runs - totals.billed_runs - totals.estimated_runs
     return totals
@@ -137,7 +137,7 @@ def not_measured(result: ContractResult) -> list[str]:
     """What this window's traces cannot measure, said plainly (docs/production-online.md,
     "What production measures"): a measure with nothing in its denominator although traces
     were scored is not "0" nor "pass" for this agent."""
-    lines = []
+    lines: list[Any] = []
     t = result.totals
     if not t.runs:
         return lines

@@ -55,15 +55,15 @@ def queue(user, agent=None):
     )
     if agent is not None:
         scores = scores.filter(agent=agent)
-    scores = list(scores[:QUEUE_SCORES])
-    checks = library_checks({score.rule.library_version_id for score in scores})
+    queued = list(scores[:QUEUE_SCORES])
+    checks = library_checks({score.rule.library_version_id for score in queued})
     done = set(
-        TraceLabel.objects.filter(labeled_by=user, trace_score__in=scores).values_list(
+        TraceLabel.objects.filter(labeled_by=user, trace_score__in=queued).values_list(
             "trace_score_id", "check_config_id"
         )
     )
     found = []
-    for score in scores:
+    for score in queued:
         for result in score.results or []:
             if not isinstance(result, dict) or result.get("status") not in LABELLABLE:
                 continue

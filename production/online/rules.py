@@ -162,7 +162,7 @@ def validate_checks(checks: Any) -> list[dict]:  # noqa: C901
             raise RuleError("checks", f"{where}: label {label!r} is used twice")
         labels.add(label)
         try:
-            params = validate_params(item.get("kind"), item.get("params") or {})
+            params = validate_params(str(item.get("kind")), item.get("params") or {})
         except UnknownCheckKind as exc:
             raise RuleError("checks", f"{where}: {exc}") from None
         except ParamsError as exc:

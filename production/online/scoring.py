@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
@@ -126,7 +127,7 @@ def score_traces(trace_ids):  # noqa: C901
         for agent, rule in rules_by_agent.items()
         if any(f["on"] == "span" for f in rule.filters)
     }
-    span_attributes = {}
+    span_attributes: dict[Any, Any] = {}
     if span_filters:
         wanted = [trace.pk for trace in traces if trace.agent_id in span_filters]
         for trace_pk, attributes in Span.objects.filter(trace_id__in=wanted).values_list(
@@ -193,7 +194,7 @@ def _known_tools(traces):
     two queries for the batch instead of two per trace
     (`evaluations.engine.evidence.tool_effects`)."""
 
-    names = set()
+    names: set[Any] = set()
     for trace in traces:
         try:
             names.update(call.name for call in tool_calls(trace.transcript or {}) or [])
@@ -201,7 +202,7 @@ def _known_tools(traces):
             continue  # unreadable calls: tool_effects says so, without any tool
     # Each agent reads its own tools, then the shared ones.
     tools = Tool.objects.named_for_agents({trace.agent_id for trace in traces}, names)
-    denied = {trace.agent_version_id: set() for trace in traces}
+    denied: dict[int | None, set[str]] = {trace.agent_version_id: set() for trace in traces}
     through = AgentVersion.denied_tools.through
     for version_id, name in through.objects.filter(agentversion_id__in=list(denied)).values_list(
         "agentversion_id", "tool__name"
@@ -329,7 +330,7 @@ def score_trace(trace, rule, checks, prices, span_attributes=()):
     if score is None:
         return None
 
-    judge = None
+    judge: Any = None
     reserved = Decimal(0)
     if rules.uses_model(checks):
         judge = get_default_judge(agent=trace.agent_id)

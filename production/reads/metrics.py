@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from datetime import UTC, timedelta
+from typing import Any
 
 from django.db.models import Count, F, FloatField, Q, Sum, Value, Window
 from django.db.models.functions import Ceil, Coalesce, RowNumber, Trunc
@@ -53,7 +54,7 @@ def production_metrics(agent, range_name="48h", now=None):
     )
     buckets = _buckets(since, now, kind)
     index = {start: i for i, start in enumerate(buckets)}
-    series = defaultdict(lambda: _empty(len(buckets)))
+    series: defaultdict[Any, Any] = defaultdict(lambda: _empty(len(buckets)))
     for row in rows:
         i = index.get(_aware(row["bucket"]))
         if i is None:
@@ -109,7 +110,9 @@ def _percentile_rows(traces, p):
 def _check_scores(agent, since, index, kind):
     """{(version name, check label): {bucket index: (sum of scores, count)}} over the newest
     `SCORES_READ` scored traces of the period."""
-    found = defaultdict(lambda: defaultdict(lambda: (0.0, 0)))
+    found: defaultdict[tuple[str, str], defaultdict[int, tuple[float, int]]] = defaultdict(
+        lambda: defaultdict(lambda: (0.0, 0))
+    )
     scored = (
         TraceScore.objects.filter(agent=agent, state="scored", completed_at__gte=since)
         .order_by("-completed_at")

@@ -1,6 +1,8 @@
 """Read-only questions the trace pages (and later the API) share: which traces a user sees,
 filtered, and one trace's spans as a tree."""
 
+from typing import Any
+
 from django.db.models import Count, Q
 
 from production.choices import TraceState
@@ -58,7 +60,7 @@ def span_tree(spans):
     """Spans in tree order (each after its parent, siblings by start), each with its `depth`
     and whether its parent came (`orphan`: a parent id no span of the trace has)."""
     by_id = {span.span_id: span for span in spans}
-    children = {}
+    children: dict[Any, Any] = {}
     roots = []
     for span in sorted(spans, key=lambda s: (s.start_unix_nano, s.pk)):
         parent = span.parent_span_id

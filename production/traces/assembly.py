@@ -5,6 +5,7 @@ end user, the declared completion, the answer and the latency.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from production.traces.values import json_value
 
@@ -41,7 +42,7 @@ def joined_tool_calls(steps):  # noqa: C901
             if message.role == "tool" and message.tool_call_id:
                 results[message.tool_call_id] = json_value(message.content)
 
-    timed = []
+    timed: list[Any] = []
     for span, step in steps:
         if step.kind != "tool" or not step.tool:
             continue

@@ -20,6 +20,7 @@ state stays.
 import logging
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
@@ -93,7 +94,7 @@ def complete_traces(trace_ids=None, now=None):
 
 
 def _spans_of(pks):
-    spans = {}
+    spans: dict[Any, Any] = {}
     for row in Span.objects.filter(trace_id__in=pks).order_by().values(*SPAN_FIELDS):
         spans.setdefault(row["trace_id"], []).append(row)
     return spans

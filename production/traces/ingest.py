@@ -27,6 +27,7 @@ before the spans are there).
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connections, models, router, transaction
 from django.db.models import OuterRef, Subquery
@@ -73,8 +74,8 @@ def ingest(request_message, user):
     now = timezone.now()
     targets = _Targets(user)
     # (agent id, version id or None, trace hex) -> span rows; resource attributes per trace.
-    rows_by_trace = {}
-    resources = {}
+    rows_by_trace: dict[Any, Any] = {}
+    resources: dict[Any, Any] = {}
     for resource_spans in request_message.resource_spans:
         count = sum(len(scope.spans) for scope in resource_spans.scope_spans)
         if not count:

@@ -5,6 +5,7 @@ the indexed attributes (1.36 and earlier, OpenLLMetry, OpenInference), and span 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from production.traces.values import (
     as_text,
@@ -119,7 +120,7 @@ def indexed_messages(attrs, prefix, inner):
             for k, v in sorted(item.items())
             if k.startswith(f"{inner}contents.") and k.endswith(".text")
         ]
-        calls = {}
+        calls: dict[Any, Any] = {}
         for key, value in item.items():
             head = f"{inner}tool_calls."
             if not key.startswith(head):

@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from rest_framework.exceptions import ParseError
 
 from sherlock.core.api.parsers import loads_bounded
 from sherlock.core.text import scrub_text
@@ -100,8 +101,8 @@ def decode_request(body, media):
             raise OTLPError(400, f"The body is not an ExportTraceServiceRequest: {exc}") from None
         return message
     try:
-        document = loads_bounded(body, max_depth=JSON_MAX_DEPTH, recorded=True)
-    except Exception as exc:  # ParseError or TooDeep: both are a bad body here
+        document = loads_bounded(body, recorded=True, max_depth=JSON_MAX_DEPTH)
+    except ParseError as exc:  # TooDeep is one too: both are a bad body here
         raise OTLPError(400, f"The body is not JSON: {exc}") from None
     if not isinstance(document, dict):
         raise OTLPError(400, "The body must be a JSON object (an ExportTraceServiceRequest).")

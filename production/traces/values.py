@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from typing import Any
 
 # 2: GenAI retrieval spans (gen_ai.retrieval.documents) give contexts; 3: one tool call per
 # call (requests joined to tool spans), and `sherlock.declared_complete`.
@@ -15,7 +16,7 @@ NORMALIZER_VERSION = 3
 def indexed_attributes(attrs, prefix):
     """`prefix.N.rest` attributes as a list of `{rest: value}`, by N."""
     head = prefix + "."
-    groups = {}
+    groups: dict[Any, Any] = {}
     for key, value in attrs.items():
         if key.startswith(head):
             index, _, rest = key[len(head) :].partition(".")

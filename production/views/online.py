@@ -8,10 +8,12 @@ field, answered 400, 403 or 409 as the API would. Agents come from `for_user`: 4
 
 import json
 from datetime import timedelta
+from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -31,6 +33,7 @@ from production.online.contract import lag_figures, production_contract
 from production.online.rules import rule_checks
 from production.online.spend import day_spend
 from production.reads.metrics import metrics_json, production_metrics
+from sherlock.core import json_text
 from sherlock.core.api.errors import domain_status
 from sherlock.core.errors import ActionError, InvalidFields
 from sherlock.core.forms import show_refusal
@@ -161,8 +164,9 @@ def library_chosen(user, rule, posted):
     chosen = str(own or "") if posted is None else str(posted)
     if not chosen.isdigit():
         return []
+    versions: QuerySet[Any]
     if chosen == str(own):
-        versions = DatasetVersion.objects.filter(pk=own)
+        versions = DatasetVersion.objects.filter(pk=chosen)
     else:
         versions = DatasetVersion.objects.for_user(user, "view").filter(
             pk=chosen, frozen_at__isnull=False
@@ -268,7 +272,8 @@ class OnlineRuleForm(forms.Form):
     def values(self):
         """The typed values as the actions take them; JSON that does not parse is an error on
         its field (returned with the values)."""
-        data, errors = {}, {}
+        data: dict[str, Any] = {}
+        errors: dict[str, str] = {}
         raw = self.data
         data["active"] = raw.get("active") in ("on", "true", "1")
         data["verify_effects"] = raw.get("verify_effects") in ("on", "true", "1")
@@ -283,7 +288,7 @@ class OnlineRuleForm(forms.Form):
                 data[name] = {} if name == "outcome_check" else []
                 continue
             try:
-                data[name] = json.loads(text)
+                data[name] = json_text.loads(text)
             except ValueError as exc:
                 errors[name] = f"not JSON: {exc}"
         data["library_version"] = raw.get("library_version") or None

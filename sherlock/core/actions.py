@@ -17,6 +17,7 @@ rollback: `audit_refusal`). Governance actions record every refusal, state and i
 """
 
 from abc import ABC, abstractmethod
+from typing import Any
 
 from django.db import models, transaction
 
@@ -40,10 +41,10 @@ class Action(ABC):
     text_limits: dict[str, int] = {}
     document_limits: dict[str, int] = {}
 
-    def __init__(self, *, acting_user):
+    def __init__(self, *, acting_user: Any) -> None:
         self.acting_user = acting_user
 
-    def check_limits(self):
+    def check_limits(self) -> None:
         """ActionInvalid (`too_long`, `too_large`, `too_deep`) naming the first attribute
         beyond its bound: a 1 MB reason is refused before it reaches the audit log."""
         for name, maximum in self.text_limits.items():
@@ -51,14 +52,14 @@ class Action(ABC):
         for name, maximum in self.document_limits.items():
             check_document(name, getattr(self, name, None), maximum)
 
-    def check(self):  # noqa: B027 - an action with no precondition keeps this default
+    def check(self) -> None:  # noqa: B027 - an action with no precondition keeps this default
         """Raise ActionDenied / ActionConflict / ActionInvalid when the action may not run."""
 
-    def check_role(self):  # noqa: B027 - most actions have no role check apart from check()
+    def check_role(self) -> None:  # noqa: B027 - most actions have no role check apart from check()
         """The part of check() that depends on the acting user's role alone, not on the input:
         `authorize()` asks it before a view reads a body."""
 
-    def authorize(self):
+    def authorize(self) -> None:
         """Refuse, audited like any refusal, a user whose role forbids the verb whatever the
         input: a page or the API asks this before reading a body, so who may not act is
         answered 403, learns nothing from validation (which names or slugs exist), and the
@@ -69,22 +70,22 @@ class Action(ABC):
             self.audit_refusal(exc)
             raise
 
-    def allowed(self):
+    def allowed(self) -> bool:
         try:
             self.check()
         except ActionError:
             return False
         return True
 
-    def prepare(self):  # noqa: B027 - most actions have nothing to commit first
+    def prepare(self) -> None:  # noqa: B027 - most actions have nothing to commit first
         """Work committed before the transaction, kept even when the action is then refused (an
         expired bypass becomes `expired` when it is touched)."""
 
-    def lock(self):  # noqa: B027 - most actions read nothing they must lock
+    def lock(self) -> None:  # noqa: B027 - most actions read nothing they must lock
         """Row locks (`select_for_update`) and fresh copies of what check() reads: the first
         thing in the transaction, so the check is made on the state being changed."""
 
-    def execute(self):
+    def execute(self) -> Any:
         """The template: the input's bounds, `prepare()`, then `execute_in_transaction()`; a
         refusal is recorded after the rollback (`audit_refusal`)."""
         try:
@@ -99,7 +100,7 @@ class Action(ABC):
                 self.audit_refusal(refusal)
             raise
 
-    def execute_in_transaction(self):
+    def execute_in_transaction(self) -> Any:
         """lock(), check() and perform() in one transaction; an action whose verb is made of
         other actions (each with its own transaction) overrides this, not execute()."""
         with transaction.atomic():
@@ -108,30 +109,30 @@ class Action(ABC):
             return self.perform()
 
     @abstractmethod
-    def perform(self):
+    def perform(self) -> Any:
         """Make the change; runs inside execute()'s transaction, after check()."""
 
-    def audit_code(self, verb=None, noun=None):
+    def audit_code(self, verb: str | None = None, noun: str | None = None) -> str:
         """`<app>.<noun>.<verb>` of this action's success, built from what it declares; `verb`
         or `noun` name another entry the same verb writes (a publish retires the version it
         replaces: `governance.version.retire`)."""
         app, declared_noun, declared_verb = self.refusal_names()
         return f"{app}.{noun or declared_noun}.{verb or declared_verb}"
 
-    def audit(self, *, verb=None, noun=None, **entry):
+    def audit(self, *, verb: str | None = None, noun: str | None = None, **entry: Any) -> Any:
         """Write this action's entry (`audit_code`), as the acting user unless `actor` is given;
         `entry` is what `sherlock.core.audit.audit` takes (target, before, after, reason)."""
         entry.setdefault("actor", self.acting_user)
         return audit(self.audit_code(verb, noun), **entry)
 
-    def refusal_names(self):
+    def refusal_names(self) -> tuple[str, str, str]:
         """(app, noun, verb) of this action's refusal code: the app its package is in, and the
         noun and verb it declares."""
         if not (self.noun and self.verb):
             raise TypeError(f"{type(self).__name__} declares no audit noun and verb")
         return type(self).__module__.split(".")[0], self.noun, self.verb
 
-    def refusal_target(self):
+    def refusal_target(self) -> models.Model | None:
         """The object a refusal is recorded against: the first model instance the action was
         given (the dataset version a case goes into, the run to cancel), else none."""
         for value in vars(self).values():
@@ -139,7 +140,7 @@ class Action(ABC):
                 return value
         return None
 
-    def audit_refusal(self, exc):
+    def audit_refusal(self, exc: ActionError) -> None:
         app, noun, verb = self.refusal_names()
         audit(
             f"{app}.{noun}.refused",

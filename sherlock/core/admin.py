@@ -7,13 +7,15 @@ be invisible and a global role would reach every object. `ScopedAdminMixin` answ
 questions through `sherlock.core.permissions` (global OR object grant) instead.
 """
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import EmptyResultSet, PermissionDenied
 from django.core.paginator import Paginator
 from django.db import connections, transaction
 from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.utils.functional import cached_property
 
 from sherlock.core.audit import audit
@@ -22,15 +24,15 @@ from sherlock.core.hidden import audit_hidden, note_hidden
 from sherlock.core.permissions import is_global_admin, user_can
 from sherlock.core.pickers import KINDS, Picker
 
-# The mixins below are mixed into ModelAdmins: the type checker reads them as one (at
-# run time they are plain classes, first in their subclasses' bases).
+# The base of a mixin of ModelAdmins: the type checker reads it as one (at run time it is a
+# plain class, first in its subclasses' bases).
 if TYPE_CHECKING:
-    _ModelAdmin = admin.ModelAdmin
+    AdminMixin = admin.ModelAdmin[Any]
 else:
-    _ModelAdmin = object
+    AdminMixin = object
 
 
-def any_row(request, key, rows):
+def any_row(request: HttpRequest, key: Any, rows: Callable[[], QuerySet[Any]]) -> bool:
     """Whether the queryset `rows()` has a row, asked once per request for each `key`: the
     admin's sidebar asks every registered model's module, add, change, delete and view
     permissions on every page, and most of them ask the same question ("does this user see an
@@ -53,10 +55,10 @@ def any_row(request, key, rows):
         if same not in memo:
             memo[same] = queryset.exists()
         memo[key] = memo[same]
-    return memo[key]
+    return bool(memo[key])
 
 
-def any_visible(request, model, action="view"):
+def any_visible(request: HttpRequest, model: Any, action: str = "view") -> bool:
     """Whether the request's user holds `action` on at least one row of `model`
     (`model.objects.for_user`), asked once per request (`any_row`)."""
     return any_row(
@@ -64,22 +66,22 @@ def any_visible(request, model, action="view"):
     )
 
 
-def global_admin(request):
+def global_admin(request: HttpRequest) -> bool:
     """`is_global_admin` of the request's user, asked once per request: the sidebar asks it of
     each model the global Admins alone manage (13 queries a page, `any_row`)."""
 
     memo = request.__dict__
     if "_sherlock_global_admin" not in memo:
         memo["_sherlock_global_admin"] = is_global_admin(request.user)
-    return memo["_sherlock_global_admin"]
+    return bool(memo["_sherlock_global_admin"])
 
 
-def _admin_verb(request, default="change"):
+def _admin_verb(request: HttpRequest, default: str = "change") -> str:
     match = request.resolver_match
     return match.url_name.rsplit("_", 1)[-1] if match and match.url_name else default
 
 
-class AuditsHiddenObjects(_ModelAdmin):
+class AuditsHiddenObjects(AdminMixin):
     """A verb on an object the user may not see is audited (`sherlock.core.hidden`). The admin
     answers such an object with a redirect ("doesn't exist. Perhaps it was deleted?"), not a
     404, so the middleware never sees it: the lookup notes the object, and the change or delete
@@ -88,13 +90,15 @@ class AuditsHiddenObjects(_ModelAdmin):
     "permission_denied"): the admin refuses before any action could. Both are written after
     the view's transaction has ended, since a 403 rolls it back."""
 
-    def get_object(self, request, object_id, from_field=None):
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Any:
         obj = super().get_object(request, object_id, from_field)
         if obj is None:
             note_hidden(request, self.model, **{from_field or "pk": object_id})
         return obj
 
-    def _audit_attempt(self, request, object_id, *, denied):
+    def _audit_attempt(self, request: HttpRequest, object_id: str | None, *, denied: bool) -> None:
         noted = getattr(request, "sherlock_hidden", None)
         if noted is not None:
             audit_hidden(request, *noted, verb=_admin_verb(request))
@@ -108,7 +112,13 @@ class AuditsHiddenObjects(_ModelAdmin):
                 reason="The admin refused: the user's role does not allow this.",
             )
 
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
         try:
             response = super().changeform_view(request, object_id, form_url, extra_context)
         except PermissionDenied:
@@ -117,7 +127,9 @@ class AuditsHiddenObjects(_ModelAdmin):
         self._audit_attempt(request, object_id, denied=False)
         return response
 
-    def delete_view(self, request, object_id, extra_context=None):
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         try:
             response = super().delete_view(request, object_id, extra_context)
         except PermissionDenied:
@@ -134,15 +146,15 @@ class ScopedAdminMixin(AuditsHiddenObjects):
     delete posted for a row the user may not see is audited (`AuditsHiddenObjects`)."""
 
     # admin verb -> the permission action on the governed object (None: never)
-    scope_actions = {"view": "view", "change": "change", "delete": "delete"}
+    scope_actions: dict[str, str | None] = {"view": "view", "change": "change", "delete": "delete"}
 
-    def governed(self, obj):
+    def governed(self, obj: Any) -> Any:
         return obj
 
-    def governed_queryset(self, request, action):
+    def governed_queryset(self, request: HttpRequest, action: str) -> QuerySet[Any]:
         raise NotImplementedError
 
-    def _may(self, request, what, obj):
+    def _may(self, request: HttpRequest, what: str, obj: Any) -> bool:
         action = self.scope_actions.get(what)
         if action is None:
             return False
@@ -152,24 +164,26 @@ class ScopedAdminMixin(AuditsHiddenObjects):
             return any_row(request, key, lambda: self.governed_queryset(request, action))
         return user_can(request.user, action, self.governed(obj))
 
-    def has_module_permission(self, request):
+    def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
 
-    def has_view_permission(self, request, obj=None):
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self._may(request, "view", obj) or self._may(request, "change", obj)
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self._may(request, "change", obj)
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self._may(request, "delete", obj)
 
 
-def field_values(obj, names, cleaned=None):
+def field_values(
+    obj: Any, names: Iterable[str], cleaned: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """What the audit records of `obj`'s fields `names`: a foreign key as its id, a
     many-to-many as the sorted names of its rows (from the form's `cleaned` data when given,
     since the admin saves those after the row), anything else as stored."""
-    values = {}
+    values: dict[str, Any] = {}
     for name in names:
         field = obj._meta.get_field(name)
         if field.many_to_many:
@@ -184,7 +198,7 @@ def field_values(obj, names, cleaned=None):
     return values
 
 
-class AuditedEdits(_ModelAdmin):
+class AuditedEdits(AdminMixin):
     """Admin saves and deletes that no domain action makes (an agent's name, a tool, a price)
     are audited all the same: `<app>.<model>.create`, `.update` (the changed fields, before and
     after) and `.delete` (the row as it was), with the signed-in user as the actor, in the
@@ -193,11 +207,11 @@ class AuditedEdits(_ModelAdmin):
 
     audit_noun = ""  # the code's noun; the model's name when empty
 
-    def _code(self, verb):
+    def _code(self, verb: str) -> str:
         opts = self.model._meta
         return f"{opts.app_label}.{self.audit_noun or opts.model_name}.{verb}"
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         fields = {f.name for f in self.model._meta.get_fields() if f.concrete or f.many_to_many}
         names = [n for n in (form.changed_data if change else form.cleaned_data) if n in fields]
         before = None
@@ -221,7 +235,7 @@ class AuditedEdits(_ModelAdmin):
             after=after,
         )
 
-    def _audit_delete(self, request, obj):
+    def _audit_delete(self, request: HttpRequest, obj: Any) -> None:
         names = [f.name for f in obj._meta.concrete_fields if not f.primary_key]
         audit(
             self._code("delete"),
@@ -230,11 +244,11 @@ class AuditedEdits(_ModelAdmin):
             before={"id": obj.pk, **field_values(obj, names)},
         )
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
         self._audit_delete(request, obj)
         super().delete_model(request, obj)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         # The changelist's "delete selected": one entry per row, then Django's bulk delete, in
         # one transaction (Django runs this action outside one), so a refused delete (a
         # protected row) leaves no entry behind.
@@ -244,7 +258,7 @@ class AuditedEdits(_ModelAdmin):
             super().delete_queryset(request, queryset)
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(admin.TabularInline):  # type: ignore[type-arg]  # of any model
     """Rows shown under their parent, each a link to its own page; none added, changed or
     deleted there (versions, cases and checks change through their actions)."""
 
@@ -252,14 +266,14 @@ class ReadOnlyInline(admin.TabularInline):
     show_change_link = True
     can_delete = False
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
-class EstimatedCountPaginator(Paginator):
+class EstimatedCountPaginator(Paginator):  # type: ignore[type-arg]  # of any rows
     """A changelist's paginator that, on PostgreSQL, reads a whole table's number of rows from
     the planner's statistics (`pg_class.reltuples`, set by ANALYZE and autovacuum) instead of
     counting them: the exact `COUNT(*)` of 200,000 trials or 800,000 check results was the
@@ -276,7 +290,7 @@ class EstimatedCountPaginator(Paginator):
     estimated = False
 
     @cached_property
-    def count(self):
+    def count(self) -> int:
         rows = self.object_list
         if not isinstance(rows, QuerySet):
             return super().count
@@ -303,20 +317,20 @@ class EstimatedCountPaginator(Paginator):
                 [self.estimate_above, self.estimate_above, table],
             )
             count, self.estimated = cursor.fetchone()
-        return count
+        return int(count)
 
 
-class ReadOnlyMixin:
+class ReadOnlyMixin(AdminMixin):
     """Records of what happened (runs, results, the audit log): shown, never added, changed or
     deleted through the admin."""
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -326,12 +340,18 @@ class ReadOnlyMixin:
 AS_WRITTEN = "as-written"
 
 
-def message_as_written(modeladmin, request, message, level):
+def message_as_written(modeladmin: Any, request: HttpRequest, message: str, level: int) -> None:
     """`modeladmin.message_user`, for a message that starts with a name: never capitalised."""
     modeladmin.message_user(request, message, level, extra_tags=AS_WRITTEN)
 
 
-def run_verb(modeladmin, request, objects, make_action, done):
+def run_verb(
+    modeladmin: Any,
+    request: HttpRequest,
+    objects: Iterable[Any],
+    make_action: Callable[[Any], Any],
+    done: str | Callable[[Any, Any], str],
+) -> None:
     """Run one action per selected object; each success or refusal becomes a message (the
     refusal is audited by the action itself), each starting with the object's name as it is
     written (`message_as_written`). `done` says what was done ("frozen"), or is a
@@ -347,14 +367,22 @@ def run_verb(modeladmin, request, objects, make_action, done):
             message_as_written(modeladmin, request, message, messages.SUCCESS)
 
 
-def verb_action(action_class, done, *, description, subject, permission=None, of=None):
+def verb_action(
+    action_class: Callable[..., Any],
+    done: str | Callable[[Any, Any], str],
+    *,
+    description: str,
+    subject: str,
+    permission: str | None = None,
+    of: Callable[[Any], Any] | None = None,
+) -> Callable[..., None]:
     """An admin action that runs `action_class` on each selected row: the row (or `of(row)`)
     is handed to the action as its `subject` keyword, as the acting user's request.
     `permission` names the ModelAdmin's `has_<permission>_permission` that shows the button;
     without it the button shows to whoever sees the changelist, and the action decides."""
 
     @admin.action(description=description, permissions=[permission] if permission else None)
-    def run(modeladmin, request, queryset):
+    def run(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         run_verb(
             modeladmin,
             request,
@@ -378,22 +406,32 @@ class PickerFilter(admin.FieldListFilter):
     kind = ""
 
     @classmethod
-    def of(cls, kind):
+    def of(cls, kind: str) -> type["PickerFilter"]:
         return type(f"PickerFilter_{kind}", (cls,), {"kind": kind})
 
-    def __init__(self, field, request, params, model, model_admin, field_path):
+    def __init__(
+        self,
+        field: Any,
+        request: HttpRequest,
+        params: dict[str, Any],
+        model: Any,
+        model_admin: Any,
+        field_path: str,
+    ) -> None:
         self.lookup_kwarg = f"{field_path}__{field.target_field.name}__exact"
         self.request = request
         super().__init__(field, request, params, model, model_admin, field_path)
-        used: dict = self.used_parameters  # {parameter: the values given}, as Django keeps them
+        used: dict[str, Any] = (
+            self.used_parameters
+        )  # {parameter: the values given}, as Django keeps them
         if self.lookup_kwarg in used:  # one row: the one the picker shows
             used[self.lookup_kwarg] = used[self.lookup_kwarg][-1:]
 
-    def expected_parameters(self):
+    def expected_parameters(self) -> list[str | None]:
         return [self.lookup_kwarg]
 
-    def choices(self, changelist):
-        used: dict = self.used_parameters
+    def choices(self, changelist: Any) -> Iterator[Any]:
+        used: dict[str, Any] = self.used_parameters
         value = (used.get(self.lookup_kwarg) or [""])[-1]
         attrs = {"id": f"id_{self.lookup_kwarg}", "data-submit": "true", "style": "width: 95%"}
         widget = Picker(self.kind, placeholder="all", attrs=attrs)

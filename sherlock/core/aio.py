@@ -22,14 +22,22 @@ import asyncio
 import contextvars
 import functools
 import itertools
+import ssl
 import threading
 import weakref
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Executor
+from typing import Any, TypeVar, cast
+
+T = TypeVar("T")
 
 # The executor `in_thread` runs on; None: the loop's default executor.
-blocking_pool = contextvars.ContextVar("blocking_pool", default=None)
+blocking_pool: contextvars.ContextVar[Executor | None] = contextvars.ContextVar(
+    "blocking_pool", default=None
+)
 
 
-async def in_thread(function, /, *args, **kwargs):
+async def in_thread(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """`function(*args, **kwargs)` on the shard's blocking pool, awaited; the caller's context
     variables go with it (like `asyncio.to_thread`, on a bounded pool of our choosing)."""
     loop = asyncio.get_running_loop()
@@ -37,7 +45,7 @@ async def in_thread(function, /, *args, **kwargs):
     return await loop.run_in_executor(blocking_pool.get(), call)
 
 
-def run_unsuspended(coroutine):
+def run_unsuspended(coroutine: Coroutine[Any, Any, T]) -> T:
     """The result of `coroutine`, run to its end right here, without an event loop.
 
     For a coroutine whose every await completes at once (its I/O blocks instead of suspending:
@@ -47,7 +55,7 @@ def run_unsuspended(coroutine):
     try:
         coroutine.send(None)
     except StopIteration as done:
-        return done.value
+        return cast(T, done.value)
     coroutine.close()
     raise RuntimeError(f"{coroutine.__qualname__} suspended: it awaited async I/O without a loop")
 
@@ -56,7 +64,7 @@ POOL_SIZE = 16
 
 
 @functools.cache
-def tls_context():
+def tls_context() -> ssl.SSLContext:
     """The process's default TLS context (httpx's own default, `SSL_CERT_FILE` honoured), for
     the loops' clients to share: each client building its own loads the system's certificates
     again, about 50 ms of CPU and 1 MB per client, and a shard's loop makes several."""
@@ -67,19 +75,21 @@ def tls_context():
     return httpx2.create_ssl_context()
 
 
-_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # loop -> {key: _Spread}
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, "_Spread"]] = (
+    weakref.WeakKeyDictionary()
+)
 _clients_lock = threading.Lock()
 
 
 class _Spread:
     """One key's clients on one loop, handed out in turn."""
 
-    def __init__(self):
-        self.clients = []
+    def __init__(self) -> None:
+        self.clients: list[Any] = []
         self.turn = itertools.count()
 
 
-def loop_client(key, factory, *, in_flight=1):
+def loop_client(key: Any, factory: Callable[[], Any], *, in_flight: int = 1) -> Any:
     """A client for `key` on the running loop, made by `factory()` when needed: with
     `in_flight` calls of the key expected at once, up to ``ceil(in_flight / POOL_SIZE)``
     clients, handed out in turn, so that no client's pool holds many more than `POOL_SIZE`
@@ -95,7 +105,7 @@ def loop_client(key, factory, *, in_flight=1):
         return spread.clients[turn]
 
 
-async def aclose_loop_clients():
+async def aclose_loop_clients() -> None:
     """Close the running loop's clients (their connections die with the loop anyway)."""
     with _clients_lock:
         spreads = _clients.pop(asyncio.get_running_loop(), {})

@@ -13,19 +13,26 @@ changes no action made (the catch-all receivers of `governance.receivers`).
 import contextlib
 import contextvars
 import ipaddress
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from django.apps import apps
 from django.conf import settings
+from django.http import HttpRequest
 
 from sherlock.core.text import scrub, scrub_text
 
-_request_id = contextvars.ContextVar("sherlock_request_id", default="")
-_client_ip = contextvars.ContextVar("sherlock_client_ip", default=None)
-_actor = contextvars.ContextVar("sherlock_actor", default=None)
+_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("sherlock_request_id", default="")
+_client_ip: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "sherlock_client_ip", default=None
+)
+_actor: contextvars.ContextVar[Any] = contextvars.ContextVar("sherlock_actor", default=None)
 
 
 @contextlib.contextmanager
-def request_context(*, request_id="", ip=None, actor=None):
+def request_context(
+    *, request_id: str = "", ip: str | None = None, actor: Any = None
+) -> Iterator[None]:
     """`actor`: the acting user, or a function returning it, called only when an entry asks
     (`current_actor`)."""
     tokens = (_request_id.set(request_id), _client_ip.set(ip), _actor.set(actor))
@@ -37,11 +44,11 @@ def request_context(*, request_id="", ip=None, actor=None):
         _actor.reset(tokens[2])
 
 
-def current_request_id():
+def current_request_id() -> str:
     return _request_id.get()
 
 
-def current_actor():
+def current_actor() -> Any:
     """The signed-in user of the current request, or None (no request, or anonymous)."""
     actor = _actor.get()
     if callable(actor):
@@ -51,11 +58,11 @@ def current_actor():
     return actor
 
 
-def current_ip():
+def current_ip() -> str | None:
     return _client_ip.get()
 
 
-def _trusted(addr, proxies):
+def _trusted(addr: str, proxies: Iterable[str]) -> bool:
     try:
         ip = ipaddress.ip_address(addr)
     except ValueError:
@@ -69,11 +76,11 @@ def _trusted(addr, proxies):
     return False
 
 
-def client_address(request):
+def client_address(request: HttpRequest) -> str | None:
     """The client's address: REMOTE_ADDR, or, behind a configured trusted proxy, the right-most
     X-Forwarded-For hop that is not itself a trusted proxy. A raw X-Forwarded-For from an
     untrusted peer is ignored: anyone can write that header."""
-    remote = request.META.get("REMOTE_ADDR") or None
+    remote: str | None = request.META.get("REMOTE_ADDR") or None
     proxies = settings.SHERLOCK_TRUSTED_PROXIES
     if not remote or not proxies or not _trusted(remote, proxies):
         return remote
@@ -87,7 +94,7 @@ def client_address(request):
     return remote
 
 
-def without_nul(value):
+def without_nul(value: Any) -> Any:
     """`value` with every NUL and lone surrogate in its text (strings, and the keys and items of
     dicts, lists and tuples) replaced by U+FFFD, the project's one rule for recorded text
     (`sherlock.core.text`). An entry quoting the caller's input (a hidden object's id, a refused
@@ -97,7 +104,7 @@ def without_nul(value):
     return scrub(value)
 
 
-def _target_without_nul(target):
+def _target_without_nul(target: Any) -> Any:
     """A model instance whose text holds a NUL (possible on SQLite) becomes the (type, id,
     text) tuple the log stores, cleaned; a tuple is cleaned; anything else is as given."""
     if target is None or isinstance(target, tuple):
@@ -109,7 +116,15 @@ def _target_without_nul(target):
     return (f"{opts.app_label}.{opts.model_name}", without_nul(pk), without_nul(text)[:300])
 
 
-def audit(action, *, actor=None, target=None, before=None, after=None, reason=""):
+def audit(
+    action: str,
+    *,
+    actor: Any = None,
+    target: Any = None,
+    before: Any = None,
+    after: Any = None,
+    reason: str = "",
+) -> Any:
     """Append one entry to the hash-chained audit log, in the caller's transaction. No NUL is
     written (`without_nul`)."""
     entry_model = apps.get_model("governance", "AuditEntry")

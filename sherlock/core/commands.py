@@ -5,13 +5,15 @@ deliberate outcome (a database that is down, a bug) exits `ERROR` (2) with one l
 instead of a traceback.
 """
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError
 
 ERROR = 2
 
 
 class VerdictCommand(BaseCommand):
-    def execute(self, *args, **options):
+    def execute(self, *args: Any, **options: Any) -> str | None:
         try:
             return super().execute(*args, **options)
         except CommandError:

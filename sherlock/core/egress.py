@@ -42,6 +42,7 @@ import os
 import re
 import socket
 import urllib.parse
+from typing import Any
 
 import httpx2
 from django.conf import settings
@@ -53,15 +54,18 @@ SECRET_VARIABLES = frozenset(
 SECRET_PREFIXES = ("SHERLOCK_", "DJANGO_")
 
 
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
 class EgressRefused(ValueError):
     """A variable or a destination the operator's rules refuse; the message says which rule."""
 
 
-def is_sherlock_secret(name):
+def is_sherlock_secret(name: str) -> bool:
     return name in SECRET_VARIABLES or name.startswith(SECRET_PREFIXES)
 
 
-def variable_name_error(name):
+def variable_name_error(name: Any) -> str | None:
     """Why `name` cannot be listed in an `*_ENV` setting, or None (the settings' check)."""
     if not (isinstance(name, str) and name.isascii() and name.isidentifier()):
         return f"{name!r} is not a variable name"
@@ -70,7 +74,7 @@ def variable_name_error(name):
     return None
 
 
-def check_variable(name, setting):
+def check_variable(name: Any, setting: str) -> None:
     """Refuse (EgressRefused) an environment variable `settings.<setting>` does not list, and
     Sherlock's own secrets even when it does."""
     if isinstance(name, str) and is_sherlock_secret(name):
@@ -81,7 +85,7 @@ def check_variable(name, setting):
         )
 
 
-def read_variable(name, setting):
+def read_variable(name: str, setting: str) -> str | None:
     """The variable's value now (None when unset), after `check_variable`."""
     check_variable(name, setting)
     return os.environ.get(name)
@@ -92,7 +96,7 @@ def read_variable(name, setting):
 _HEADER_VALUE = re.compile(r"[!-~]+(?:[ \t]+[!-~]+)*")
 
 
-def header_value_error(value):
+def header_value_error(value: str) -> str | None:
     """Why `value` cannot be sent as a header's value, in words that never quote it, or None.
 
     The HTTP libraries refuse such a value with an error that quotes it whole (h11's "Illegal
@@ -113,7 +117,7 @@ def header_value_error(value):
 # --- hosts ------------------------------------------------------------------------------------
 
 
-def host_entry_error(entry):
+def host_entry_error(entry: str) -> str | None:
     """Why `entry` is not a host rule, or None (the settings' check)."""
     if entry == "*" or _network(entry) is not None:
         return None
@@ -123,7 +127,7 @@ def host_entry_error(entry):
     return f"{entry!r} is not a host name, an IP address or a network (no scheme or port)"
 
 
-def _network(entry):
+def _network(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
     text = entry[1:-1] if entry.startswith("[") and entry.endswith("]") else entry
     try:
         return ipaddress.ip_network(text, strict=False)
@@ -131,7 +135,7 @@ def _network(entry):
         return None
 
 
-def _address(text):
+def _address(text: str) -> Address | None:
     try:
         address = ipaddress.ip_address(text)
     except ValueError:
@@ -141,7 +145,7 @@ def _address(text):
     return address
 
 
-def _kind(address):
+def _kind(address: Address) -> str | None:
     """What makes `address` not public, or None when it is."""
     for kind in ("loopback", "link_local", "multicast", "unspecified", "reserved", "private"):
         if getattr(address, f"is_{kind}"):
@@ -155,19 +159,22 @@ def _kind(address):
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".home.arpa", ".lan")
 
 
-def _local_name(host):
+def _local_name(host: str) -> bool:
     return host == "localhost" or "." not in host or host.endswith(LOCAL_SUFFIXES)
 
 
-def _resolve(host):
+def _resolve(host: str) -> set[Address] | None:
     try:
         answers = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
         return None
-    return {_address(str(answer[4][0]).split("%")[0]) for answer in answers} - {None}
+    found = (_address(str(answer[4][0]).split("%")[0]) for answer in answers)
+    return {address for address in found if address is not None}
 
 
-def check_destination(url, setting, *, sends_secrets=False, strict=False):  # noqa: C901
+def check_destination(  # noqa: C901
+    url: Any, setting: str, *, sends_secrets: bool = False, strict: bool = False
+) -> str:
     """Refuse (EgressRefused) a URL the rules of `settings.<setting>` do not allow (module
     docstring); return its host. `sends_secrets`: the request carries environment values.
     `strict` (at run time): a host that does not resolve is refused too."""
@@ -224,7 +231,7 @@ def check_destination(url, setting, *, sends_secrets=False, strict=False):  # no
     return host
 
 
-def client_host(url, hostname):
+def client_host(url: str, hostname: str) -> str:
     """The URL's host as the HTTP clients send it: the ASCII name that is resolved and
     connected to, lowercased, without a final dot. `hostname` is `urlsplit`'s reading.
 
@@ -257,7 +264,7 @@ def client_host(url, hostname):
     return client
 
 
-def _matches(host, entry):
+def _matches(host: str, entry: str) -> bool:
     if entry.startswith("."):
         return host == entry[1:] or host.endswith(entry)
     return host == entry

@@ -3,11 +3,15 @@
 They live in the kernel, below every app, so that every app can raise them.
 """
 
+from collections.abc import Iterable
+
 
 class ActionError(Exception):
     code = "action_error"
+    # A denial or refusal an error of its own kind holds (`refusal_in`), audited as such.
+    refusal: "ActionError | None" = None
 
-    def __init__(self, message, *, code=None, field=None):
+    def __init__(self, message: str, *, code: str | None = None, field: str | None = None) -> None:
         super().__init__(message)
         if code:
             self.code = code
@@ -47,14 +51,14 @@ class InvalidFields(ActionInvalid):
     (`sherlock.core.api.errors.exception_handler`: the first at the top, all under `errors`);
     the admin puts each on its field."""
 
-    def __init__(self, errors):
+    def __init__(self, errors: Iterable[ActionError]) -> None:
         errors = list(errors)
         first = errors[0]
         super().__init__("; ".join(map(str, errors)), code=first.code, field=first.field)
         self.errors = errors
 
 
-def raise_invalid(errors):
+def raise_invalid(errors: Iterable[ActionError]) -> None:
     """Refuse with every error of `errors` (ActionInvalid each) at once: nothing when there is
     none, the error itself when there is one, `InvalidFields` when there are several."""
     errors = list(errors)
@@ -64,13 +68,13 @@ def raise_invalid(errors):
         raise InvalidFields(errors)
 
 
-def each_error(exc):
+def each_error(exc: ActionError) -> list[ActionError]:
     """The errors `exc` holds, each naming its field: every one of `InvalidFields`, else `exc`
     itself. What a form puts on its fields, one by one."""
     return list(exc.errors) if isinstance(exc, InvalidFields) else [exc]
 
 
-def refusal_in(exc):
+def refusal_in(exc: BaseException) -> ActionError | None:
     """The denial or refusal `exc` is (ActionDenied, ActionRefused) or holds (the first among
     InvalidFields' errors, or the one an error of its own kind keeps as `refusal`: an import's
     bad rows), or None: what is audited as `<app>.<noun>.refused`. A case whose verifier names

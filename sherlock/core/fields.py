@@ -8,33 +8,34 @@ column.
 
 import decimal
 from functools import cached_property
+from typing import Any
 
 from django.db import models
 
 from sherlock.core.numbers import DECIMAL_PLACES, ITEM_DIGITS, TOTAL_DIGITS, USD
 
 
-class MoneyField(models.DecimalField):
+class MoneyField(models.DecimalField):  # type: ignore[type-arg]  # the stubs' two parameters are inferred
     """A US-dollar column: one item (14 digits, 8 decimals, `USD`'s validators) or, with
     ``total=True``, a sum of items (24 digits). Reading never raises: Django's SQLite converter
     quantizes in a context of ``max_digits`` digits, which failed on a value written before the
     bounds; this field's context has room for any stored value, returned as it is."""
 
-    def __init__(self, *args, total=False, **kwargs):
+    def __init__(self, *args: Any, total: bool = False, **kwargs: Any) -> None:
         self.total = total
         kwargs.setdefault("max_digits", TOTAL_DIGITS if total else ITEM_DIGITS)
         kwargs.setdefault("decimal_places", DECIMAL_PLACES)
         super().__init__(*args, **kwargs)
 
     @cached_property
-    def validators(self):
+    def validators(self) -> list[Any]:
         return [*super().validators, *([] if self.total else USD.validators())]
 
     @cached_property
-    def context(self):
+    def context(self) -> decimal.Context:
         return decimal.Context(prec=self.max_digits + 40)
 
-    def deconstruct(self):
+    def deconstruct(self) -> Any:
         name, path, args, kwargs = super().deconstruct()
         if self.total:
             kwargs["total"] = True

@@ -25,10 +25,12 @@ entry does say whether it exists (and names it), for the Admins who read the log
 every mistyped URL would bury the attempts that matter.
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
-from django.http import Http404
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import ResolverMatch
 from rest_framework import serializers
 
 from sherlock.core.audit import audit
@@ -47,12 +49,12 @@ EXCERPT_CHARS = 40
 LONGEST_KEY = 255
 
 
-def _raw(request):
+def _raw(request: Any) -> Any:
     """The Django request under a DRF one: what the middleware sees."""
     return getattr(request, "_request", request)
 
 
-def note_hidden(request, model, **lookup):
+def note_hidden(request: Any, model: Any, **lookup: Any) -> None:
     """Remember which object a view looked for and could not show (for `audit_hidden_refusal`);
     the first one, when a body names several."""
     raw = _raw(request)
@@ -60,7 +62,7 @@ def note_hidden(request, model, **lookup):
         raw.sherlock_hidden = (model, lookup)
 
 
-def visible_or_404(request, queryset, **lookup):
+def visible_or_404(request: Any, queryset: QuerySet[Any], **lookup: Any) -> Any:
     """`queryset.get(**lookup)`, or Http404 with the lookup noted for the audit: the one way
     views and API code look up an object named by the caller (in the URL or in the body)."""
     try:
@@ -77,7 +79,7 @@ class NotesHiddenObjects(_RelatedField):
     find (hidden, or missing) is the usual 400 "does not exist", noted for the audit, so
     naming another agent's version in a body leaves the same trace as naming it in the URL."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:
         try:
             return super().to_internal_value(data)
         except serializers.ValidationError as exc:
@@ -100,7 +102,7 @@ class VisiblePrimaryKeyRelatedField(NotesHiddenObjects, serializers.PrimaryKeyRe
     """An id among the objects the caller may see (the queryset); others are audited."""
 
 
-def _stored(model, lookup):
+def _stored(model: Any, lookup: dict[str, Any]) -> Any:
     """The row the lookup names, whoever may see it, or None."""
     # No stored key holds a NUL (PostgreSQL stores none, and asking is a DataError, a 500).
     if any(len(str(value)) > LONGEST_KEY or "\x00" in str(value) for value in lookup.values()):
@@ -111,7 +113,15 @@ def _stored(model, lookup):
         return None
 
 
-def audit_hidden(request, model, lookup, *, verb, code="not_found", reason=None):
+def audit_hidden(
+    request: Any,
+    model: Any,
+    lookup: dict[str, Any],
+    *,
+    verb: str,
+    code: str = "not_found",
+    reason: str | None = None,
+) -> None:
     """Write the refusal entry of a hidden (or missing) object: the actor, the attempted verb,
     the target type and a short excerpt of its id; never more of the caller's input. Only for
     a verb (GET is not audited), and once per request (the admin looks an object up twice).
@@ -142,7 +152,7 @@ def audit_hidden(request, model, lookup, *, verb, code="not_found", reason=None)
     )
 
 
-def _from_view(match, response):
+def _from_view(match: ResolverMatch, response: Any) -> tuple[Any, dict[str, Any]]:
     """The model and lookup of the DRF view that answered (its queryset and `lookup_field`;
     DRF hands the view to the response's renderers), else the URL's first argument with no
     model."""
@@ -161,14 +171,15 @@ def _from_view(match, response):
     return None, dict([first]) if first else {}
 
 
-def verb_of(request, match):
+def verb_of(request: HttpRequest, match: ResolverMatch) -> str:
     """What the caller tried: the DRF action (`publish`, `partial_update`, `destroy`), the
     page's `verb` argument, or the URL's name."""
     actions = getattr(match.func, "actions", None) or {}
-    return actions.get(request.method.lower()) or match.kwargs.get("verb") or match.url_name
+    method = (request.method or "").lower()
+    return str(actions.get(method) or match.kwargs.get("verb") or match.url_name)
 
 
-def audit_hidden_refusal(request, response):
+def audit_hidden_refusal(request: HttpRequest, response: HttpResponse) -> None:
     """Called by the middleware on every response: audit a 404 answered to a verb."""
     if response.status_code not in (400, 404) or request.method not in UNSAFE_METHODS:
         return  # the cheap test first: this runs on every response

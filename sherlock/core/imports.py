@@ -6,17 +6,20 @@ is checked against an allowlist from the settings (`pkg.mod.fn` exactly, or `pkg
 under it) before anything is imported.
 """
 
+from collections.abc import Callable, Iterable
+from typing import Any, cast
+
 from django.conf import settings
 from django.utils.module_loading import import_string
 
 
-def is_allowed(path, allowlist):
+def is_allowed(path: str, allowlist: Iterable[str]) -> bool:
     return any(
         path == entry or (entry.endswith(".") and path.startswith(entry)) for entry in allowlist
     )
 
 
-def import_allowed(path, setting):
+def import_allowed(path: Any, setting: str) -> Callable[..., Any]:
     """The callable at `path`, if `settings.<setting>` allows it; ValueError says why not."""
     if not isinstance(path, str) or not path:
         raise ValueError("must be a dotted path, e.g. pkg.module.fn")
@@ -28,4 +31,4 @@ def import_allowed(path, setting):
         raise ValueError(f"cannot import {path!r}: {exc}") from None
     if not callable(fn):
         raise ValueError(f"{path!r} is not callable")
-    return fn
+    return cast(Callable[..., Any], fn)

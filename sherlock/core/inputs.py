@@ -14,6 +14,7 @@ reads a path, a query string or a form body shares, so no input reaches a 500.
 from urllib.parse import unquote_to_bytes
 
 from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -21,14 +22,14 @@ INT64_MAX = 2**63 - 1
 FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
 
 
-def has_nul_in_url_text(text):
+def has_nul_in_url_text(text: str | bytes) -> bool:
     """Whether `text` (a raw query string or form body: bytes or str) holds a NUL, raw or
     percent-encoded (`%00`; `%2500` is the three characters `%00`, not a NUL)."""
     raw = text.encode("latin-1", "replace") if isinstance(text, str) else text
     return b"\x00" in raw or b"\x00" in unquote_to_bytes(raw)
 
 
-def nul_in_request(request):
+def nul_in_request(request: HttpRequest) -> tuple[str, str | None] | None:
     """Where a NUL is in `request`, as (place, field): ("path", None), ("query", the first query
     parameter holding one, or None when it is in a name), ("body", None) for a form body; else
     None. A multipart body is not read here: uploads are parsed, and refused, by their own
@@ -53,7 +54,7 @@ def nul_in_request(request):
     return None
 
 
-def parse_id(raw):
+def parse_id(raw: str | None) -> int | None:
     """`raw` (a query parameter's text) as a positive id that a database can be asked about,
     or None: ASCII digits only ("²" is a digit to `str.isdigit`, not to `int`), 1..INT64_MAX."""
     if not raw or not (raw.isascii() and raw.isdigit()):

@@ -42,7 +42,7 @@ IMPORT_MAX_CASES = 50_000
 EXCERPT_MAX = 60
 
 
-def excerpt(value, limit=EXCERPT_MAX):
+def excerpt(value: Any, limit: int = EXCERPT_MAX) -> str:
     """`value` as an error message may quote it: its repr, cut to `limit` characters with the
     full length said, so a refusal never echoes a long input back."""
     text = value if isinstance(value, str) else repr(value)
@@ -51,14 +51,14 @@ def excerpt(value, limit=EXCERPT_MAX):
     return f"{text[:limit]!r}... ({len(text)} characters)"
 
 
-def truncate(value, limit):
+def truncate(value: Any, limit: int) -> str:
     """`value` as text, at most `limit` characters (an ellipsis marks the cut): what a record
     such as an audit entry keeps of an input it names."""
     text = "" if value is None else str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def json_depth(value):
+def json_depth(value: Any) -> int:
     """How deep arrays and objects nest in `value` (a scalar: 0), without recursion."""
     deepest, stack = 0, [(value, 1)]
     while stack:
@@ -75,7 +75,7 @@ def json_depth(value):
     return deepest
 
 
-def check_text(field, value, maximum):
+def check_text(field: str, value: Any, maximum: int) -> Any:
     """ActionInvalid naming `field` when the text `value` is longer than `maximum` characters."""
     if isinstance(value, str) and len(value) > maximum:
         raise ActionInvalid(
@@ -86,7 +86,7 @@ def check_text(field, value, maximum):
     return value
 
 
-def check_document(field, value, max_bytes, max_depth=JSON_MAX_DEPTH):
+def check_document(field: str, value: Any, max_bytes: int, max_depth: int = JSON_MAX_DEPTH) -> Any:
     """ActionInvalid naming `field` when the JSON document `value` nests deeper than
     `max_depth` or is larger than `max_bytes` once encoded."""
     if json_depth(value) > max_depth:
@@ -111,7 +111,7 @@ class ClipLogRecords(logging.Filter):
     request log quotes the path of every 404 ("Not Found: /api/v1/runs/<100,000 characters>/"),
     and an input that long must not fill the log. Installed on the console handler."""
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         if len(message) > LOG_LINE_MAX:
             record.msg = f"{message[:LOG_LINE_MAX]}... ({len(message)} characters)"

@@ -29,7 +29,7 @@ class OneLineRefusals(logging.Filter):
     """Drops the traceback of a refusal's record and names the refusal's reason on its line:
     "Forbidden (Permission denied): /admin/agents/agent/ (only an Admin may ...)"."""
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and is_refusal(record):
             reason = str(record.exc_info[1] or "").strip()
             message = record.getMessage()

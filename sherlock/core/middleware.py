@@ -3,8 +3,9 @@ them; refuses a request with a NUL character anywhere in its URL or form body.""
 
 import re
 import uuid
+from collections.abc import Callable
 
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from sherlock.core.audit import client_address, request_context
@@ -16,7 +17,7 @@ from sherlock.core.inputs import nul_in_request
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
-def request_id_of(request):
+def request_id_of(request: HttpRequest) -> str:
     """The client's `X-Request-ID` when it is a plain token, else a fresh one."""
     given = request.headers.get("X-Request-ID", "")
     return given if REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
@@ -31,12 +32,12 @@ class RequestContextMiddleware:
     It also audits every 404 answered to a verb (`sherlock.core.hidden`), inside the same context,
     so the entry has the request id and the client address like any other."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = request_id_of(request)
-        request.request_id = request_id
+        request.request_id = request_id  # type: ignore[attr-defined]  # read by the log
         with request_context(
             request_id=request_id,
             ip=client_address(request),
@@ -61,16 +62,16 @@ class RefuseNulMiddleware:
     given would answer a 500 there (`sherlock.core.inputs`). An id beyond SQLite's integers
     that reached the database anyway is refused the same way (`process_exception`)."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         found = nul_in_request(request)
         if found is None:
             return self.get_response(request)
         return self.refuse(request, found, NUL_REFUSED, "nul_character")
 
-    def process_exception(self, request, exception):
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         """An integer a query named that SQLite cannot be asked about (`2**63` for a foreign key
         in an admin list's filter: Django bounds integer columns, not foreign keys) is the
         caller's error, 400, not a 500. Any other OverflowError is a bug and is left to raise."""
@@ -78,7 +79,9 @@ class RefuseNulMiddleware:
             return self.refuse(request, (None, None), INT_REFUSED, "out_of_range")
         return None
 
-    def refuse(self, request, found, message, code):
+    def refuse(
+        self, request: HttpRequest, found: tuple[str | None, str | None], message: str, code: str
+    ) -> HttpResponse:
         """400 in the API's error shape under /api/ (naming the field, if known), else the
         site's 400 page."""
         if request.path.startswith("/api/"):

@@ -22,7 +22,7 @@ CENT = Decimal("0.01")
 TEN_THOUSANDTH = Decimal("0.0001")
 
 
-def usd(amount, places: int | None = None) -> str:
+def usd(amount: Decimal | float | int | str, places: int | None = None) -> str:
     """``amount`` in US dollars by the rule above: ``usd(13967.088)`` is "$13,967.09",
     ``usd(Decimal("0.0123"))`` "$0.0123", and a negative amount reads "-$1,200.00". ``places``
     fixes the decimals instead (``usd(12500, 2)``)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Range:
     low: int | Decimal = 0
     integer: bool = False
 
-    def problem(self, value) -> str | None:
+    def problem(self, value: Any) -> str | None:
         """Why ``value`` is not a number in this range (a sentence), or None when it is one."""
         if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
             kind = "an integer" if self.integer else "a number"
@@ -44,30 +45,30 @@ class Range:
             return f"must be from {self.low:,} to {self.high:,} {self.unit} (got {_short(value)})"
         return None
 
-    def check(self, value, field: str):
+    def check(self, value: Any, field: str) -> Any:
         """``value`` when it is in range; ValueError("<field>: <problem>") otherwise."""
         problem = self.problem(value)
         if problem:
             raise ValueError(f"{field}: {problem}")
         return value
 
-    def validators(self):
+    def validators(self) -> list[Any]:
         """Django validators for a model or form field of this range."""
         # Imported here: the check library reads these ranges and imports no Django.
         from django.core.validators import MaxValueValidator, MinValueValidator
 
         return [MinValueValidator(self.low), MaxValueValidator(self.high)]
 
-    def bounds(self):
+    def bounds(self) -> dict[str, int | Decimal]:
         """``min_value``/``max_value`` keyword arguments for a form or serializer field."""
         return {"min_value": self.low, "max_value": self.high}
 
 
-def _finite(value) -> bool:
+def _finite(value: Any) -> bool:
     return value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)
 
 
-def _short(value) -> str:
+def _short(value: Any) -> str:
     text = f"{value:,}" if _finite(value) else str(value)
     return text if len(text) <= 40 else f"{text[:40]}..."
 
@@ -92,7 +93,7 @@ TOTAL_DIGITS = 24  # < $10,000,000,000,000,000: a sum of items
 DECIMAL_PLACES = 8
 
 
-def is_out_of_range(amount, bound: Range = USD) -> bool:
+def is_out_of_range(amount: Any, bound: Range = USD) -> bool:
     """Whether a stored figure lies outside ``bound`` (written before the bounds were checked):
     pages show it with "out of range" beside it rather than as a real cost."""
     if isinstance(amount, bool) or not isinstance(amount, int | float | Decimal):

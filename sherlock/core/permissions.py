@@ -5,31 +5,33 @@ check ignores object permissions; Sherlock's roles may be granted either way,
 so every check and every listing goes through these two helpers.
 """
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.db import models
 from guardian.shortcuts import get_objects_for_user
 
 
-def perm_name(model, action):
+def perm_name(model: Any, action: str) -> str:
     """`("view", Agent)` -> "agents.view_agent"."""
     opts = model._meta
     return f"{opts.app_label}.{action}_{opts.model_name}"
 
 
-def user_can(user, action, obj):
+def user_can(user: Any, action: str, obj: Any) -> bool:
     """True when `user` holds `action` on `obj` globally (group or user) or on that object."""
     if user is None or not user.is_active:
         return False
     if user.is_superuser:
         return True
     name = perm_name(type(obj), action)
-    return user.has_perm(name) or user.has_perm(name, obj)
+    return bool(user.has_perm(name) or user.has_perm(name, obj))
 
 
-class ScopedQuerySet(models.QuerySet):
+class ScopedQuerySet(models.QuerySet[Any]):
     """A queryset that knows what a user may see."""
 
-    def for_user(self, user, action="view"):
+    def for_user(self, user: Any, action: str = "view") -> "models.QuerySet[Any]":
         if user is None or not user.is_active:
             return self.none()
         if user.is_superuser:
@@ -41,7 +43,9 @@ class ScopedQuerySet(models.QuerySet):
         )
 
 
-def within(queryset, lookup, allowed):
+def within(
+    queryset: models.QuerySet[Any], lookup: str, allowed: models.QuerySet[Any]
+) -> models.QuerySet[Any]:
     """`queryset.filter(<lookup>__in=allowed)`, or `queryset` itself when `allowed` is every row
     of its model (a global grant, a superuser: guardian hands back the unfiltered queryset) and
     every row of `queryset` has one (the path's foreign keys are not nullable): a subquery over
@@ -58,7 +62,7 @@ def within(queryset, lookup, allowed):
     return queryset.filter(**{f"{lookup}__in": allowed})
 
 
-class ScopedThroughQuerySet(models.QuerySet):
+class ScopedThroughQuerySet(models.QuerySet[Any]):
     """Rows governed by a related object (an agent's versions, publish requests, bypasses): a
     user sees them when they may see that object, so one grant (global or on the object) scopes
     them all. `scope_path` is the lookup from these rows to the governing object, whose own
@@ -67,7 +71,7 @@ class ScopedThroughQuerySet(models.QuerySet):
 
     scope_path = ""
 
-    def for_user(self, user, action="view"):
+    def for_user(self, user: Any, action: str = "view") -> models.QuerySet[Any]:
         governing = self.model
         for name in self.scope_path.split("__"):
             governing = governing._meta.get_field(name).related_model
@@ -85,15 +89,15 @@ ADMIN_GROUP = "Admin"
 ADMINS_NAMED = 5
 
 
-def is_global_admin(user):
+def is_global_admin(user: Any) -> bool:
     """Whether `user` is a global Admin (see `ADMIN_GROUP`): roles, people and publishing
     policies are managed by global Admins only. One query (none for a superuser)."""
     if user is None or not getattr(user, "is_active", False):
         return False
-    return user.is_superuser or user.groups.filter(name=ADMIN_GROUP).exists()
+    return bool(user.is_superuser or user.groups.filter(name=ADMIN_GROUP).exists())
 
 
-def global_admins():
+def global_admins() -> models.QuerySet[Any]:
     """Every active global Admin, as a queryset of users."""
 
     return (
@@ -104,14 +108,14 @@ def global_admins():
     )
 
 
-def who_grants_roles():
+def who_grants_roles() -> list[str]:
     """The usernames (at most `ADMINS_NAMED`, sorted) of the global Admins, who grant roles, for
     an empty page that says why it is empty: one query."""
     users = global_admins().order_by("username").values_list("username", flat=True)
     return list(users[:ADMINS_NAMED])
 
 
-def missing_role_text(what):
+def missing_role_text(what: str) -> str:
     """Why a person who sees none of `what` ("runs", "costs") sees none: their roles cover no
     agent, and who may grant one."""
     admins = who_grants_roles()

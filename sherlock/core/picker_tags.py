@@ -6,6 +6,8 @@ filter's picker (the compare page's runs, the trends page's agent and dataset, .
 row's `text` comes from the template, so rendering it queries nothing and lists no rows.
 """
 
+from typing import Any
+
 from django import template
 from django.utils.safestring import mark_safe
 
@@ -22,26 +24,26 @@ THEME = mark_safe(
 
 
 @register.simple_tag
-def picker_media():
+def picker_media() -> str:
     """The pickers' scripts deferred (in order, after the page is parsed: a page without a
     picker does not wait for them), their stylesheets and theme."""
-    return pickers.picker_media(defer=True).render() + THEME
+    return str(pickers.picker_media(defer=True).render()) + THEME
 
 
 @register.simple_tag
 def picker(
-    name,
-    kind,
-    value="",
-    text="",
+    name: str,
+    kind: str,
+    value: Any = "",
+    text: Any = "",
     *,
-    by="pk",
-    placeholder="",
-    submit=False,
-    required=False,
-    width="",
-    **params,
-):
+    by: str = "pk",
+    placeholder: str = "",
+    submit: bool = False,
+    required: bool = False,
+    width: str = "",
+    **params: Any,
+) -> str:
     """A `<select name=...>` picking one row of `kind`, showing `value` as `text` when chosen;
     `by` what it posts, `placeholder` the empty choice's words (a filter's "every agent"),
     `submit` sends its form when the choice changes, `required` a choice is needed to send it,

@@ -15,14 +15,15 @@ versions). The answer is select2's: ``{"results": [{"id", "text"}], "pagination"
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
-from django.db.models import Q
-from django.http import JsonResponse
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 
 PAGE = 20
@@ -41,28 +42,30 @@ class Kind:
     names it), the text of a row, and what the picker says when nothing is found (`none`,
     select2's own "No results found" when empty), which may say what to do."""
 
-    rows: Callable
-    words: tuple = ()
+    rows: Callable[..., Any]
+    words: tuple[Any, ...] = ()
     number: str | None = None
-    versions: tuple | None = None  # the lookups a typed "v3" matches (default: `number`)
-    by: tuple = ("pk",)
-    text: Callable = str
+    versions: tuple[Any, ...] | None = None  # the lookups a typed "v3" matches (default: `number`)
+    by: tuple[Any, ...] = ("pk",)
+    text: Callable[..., Any] = str
     none: str = ""
 
 
 KINDS: dict[str, Kind] = {}
 
 
-def register(name, kind):
+def register(name: str, kind: Kind) -> Kind:
     KINDS[name] = kind
     return kind
 
 
-def search(rows, kind, term):
+def search(rows: QuerySet[Any], kind: Kind, term: str) -> QuerySet[Any]:
     """Rows matching every word of `term`: each word in one of the kind's text lookups, or, when
     it reads as a number, the kind's number lookup, or as "v3", its version lookups (a run's
     "support v2" is a run of support-bot v2, not run #2)."""
-    versions = kind.versions if kind.versions is not None else (kind.number,) * bool(kind.number)
+    versions: tuple[str, ...] = (
+        kind.versions if kind.versions is not None else (kind.number,) if kind.number else ()
+    )
     for word in term.split()[:5]:
         match = Q()
         for lookup in kind.words:
@@ -70,35 +73,36 @@ def search(rows, kind, term):
         number, version = NUMBER.match(word), VERSION.match(word)
         if number and kind.number:
             match |= Q(**{kind.number: int(number.group(1))})
-        for lookup in versions if version is not None else ():
-            match |= Q(**{lookup: int(version.group(1))})  # type: ignore[union-attr]
+        if version is not None:
+            for lookup in versions:
+                match |= Q(**{lookup: int(version.group(1))})
         rows = rows.filter(match)
     return rows
 
 
-def answer(request, kind):
+def answer(request: HttpRequest, kind: str) -> JsonResponse:
     """`GET /pick/<kind>/?term=&page=&by=&<filters>`: one page of the person's rows."""
     if not request.user.is_authenticated:  # before the kind: strangers learn no kind's name
         return JsonResponse({"detail": "sign in first"}, status=403)
-    name, kind = kind, KINDS.get(kind)
-    if kind is None:
-        return JsonResponse({"detail": f"no picker named {name!r}"}, status=404)
+    found = KINDS.get(kind)
+    if found is None:
+        return JsonResponse({"detail": f"no picker named {kind!r}"}, status=404)
     by = request.GET.get("by", "pk")
-    if by not in kind.by:
-        return JsonResponse({"detail": f"by: one of {', '.join(kind.by)}"}, status=400)
+    if by not in found.by:
+        return JsonResponse({"detail": f"by: one of {', '.join(found.by)}"}, status=400)
     try:
         page = max(1, int_param(request.GET, "page", limit=MAX_PAGE) or 1)
-        rows = kind.rows(request.user, request.GET)
+        rows = found.rows(request.user, request.GET)
     except ValueError as exc:
         return JsonResponse({"detail": str(exc) or "a filter does not parse"}, status=400)
-    rows = search(rows, kind, request.GET.get("term", "")[:200])
+    rows = search(rows, found, request.GET.get("term", "")[:200])
     start = (page - 1) * PAGE
     chunk = list(rows[start : start + PAGE + 1])  # one more says whether a next page exists
-    results = [{"id": getattr(row, by), "text": kind.text(row)} for row in chunk[:PAGE]]
+    results = [{"id": getattr(row, by), "text": found.text(row)} for row in chunk[:PAGE]]
     return JsonResponse({"results": results, "pagination": {"more": len(chunk) > PAGE}})
 
 
-def int_param(params, name, limit=2**63 - 1):
+def int_param(params: Mapping[str, Any], name: str, limit: int = 2**63 - 1) -> int | None:
     """The filter `name` as a whole number up to `limit` (an id, a page), None when absent;
     ValueError names it when it is not one (a number past a database's integers is not)."""
     value = params.get(name) or None
@@ -121,23 +125,33 @@ class Picker(forms.Select):
     otherwise from the plain (value, text) `choices` given."""
 
     def __init__(
-        self, kind, *, by="pk", params=None, depends=(), first="", placeholder="", attrs=None
-    ):
+        self,
+        kind: str,
+        *,
+        by: str = "pk",
+        params: Mapping[str, Any] | None = None,
+        depends: Iterable[str] = (),
+        first: str = "",
+        placeholder: str = "",
+        attrs: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(attrs=attrs)
         self.kind, self.by, self.params = kind, by, dict(params or {})
         self.depends, self.first, self.placeholder = tuple(depends), first, placeholder
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Picker":
         copy = super().__deepcopy__(memo)
         copy.params = dict(self.params)
         return copy
 
-    def url(self):
+    def url(self) -> str:
         query = {"by": self.by, **self.params} if self.by != "pk" else dict(self.params)
         base = reverse("pick", args=[self.kind])
         return f"{base}?{urlencode(query)}" if query else base
 
-    def build_attrs(self, base_attrs, extra_attrs=None):
+    def build_attrs(
+        self, base_attrs: dict[str, Any], extra_attrs: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         attrs = super().build_attrs(base_attrs, extra_attrs=extra_attrs)
         classes = attrs.get("class", "")
         attrs.update(
@@ -161,7 +175,9 @@ class Picker(forms.Select):
             attrs["data-none"] = kind.none
         return attrs
 
-    def optgroups(self, name, value, attrs=None):
+    def optgroups(
+        self, name: str, value: list[Any], attrs: dict[str, Any] | None = None
+    ) -> list[tuple[str | None, list[dict[str, Any]], int | None]]:
         """The empty choice and the chosen one(s), never the kind's rows."""
         chosen = {str(v) for v in value if v not in (None, "")}
         options = [self.create_option(name, "", self.placeholder, not chosen, 0)]
@@ -170,12 +186,12 @@ class Picker(forms.Select):
             options.append(self.create_option(name, option_value, label, True, index))
         return [(None, options, 0)]
 
-    def chosen_options(self, chosen):
+    def chosen_options(self, chosen: set[str]) -> list[tuple[Any, str]]:
         if not chosen:
             return []
         queryset = getattr(self.choices, "queryset", None)
         if queryset is None:  # plain (value, text) pairs, from a template
-            return [(v, text) for v, text in self.choices if str(v) in chosen]
+            return [(v, str(text)) for v, text in self.choices if str(v) in chosen]
         field = self.choices.field  # type: ignore[attr-defined]  # a ModelChoiceIterator
         key = field.to_field_name or "pk"
         # The text the picker's answers give the row, so a chosen row reads the same before
@@ -188,11 +204,11 @@ class Picker(forms.Select):
         return [(getattr(row, key), text(row)) for row in rows]
 
     @property
-    def media(self):
+    def media(self) -> forms.Media:
         return picker_media()
 
 
-def picker_media(defer=False):
+def picker_media(defer: bool = False) -> forms.Media:
     """select2 as the admin ships it, django.jQuery, and Sherlock's starter (`picker.js`, which
     also starts pickers that htmx swaps in). The file names are the admin's own for the same
     DEBUG, so on an admin page each script is loaded once. `defer`: the scripts run in order
@@ -205,6 +221,7 @@ def picker_media(defer=False):
         "sherlock/picker.js",
     )
     return forms.Media(
+        # Django's stubs take paths only; a Script (Django 5.2) renders its own tag.
         js=[forms.Script(path, defer=True) for path in scripts] if defer else list(scripts),  # type: ignore[misc]
         css={
             "screen": (f"admin/css/vendor/select2/select2{extra}.css", "admin/css/autocomplete.css")

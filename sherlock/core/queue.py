@@ -7,18 +7,21 @@ caller's transaction, committed or rolled back with it; with any other broker (R
 is sent once the caller's transaction commits, at once outside a transaction.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from django.conf import settings
 from django.db import transaction
 
 
-def enqueue(func, *args, broker=None, **options):
+def enqueue(func: Callable[..., Any] | str, *args: Any, broker: Any = None, **options: Any) -> None:
     """Queue `func(*args)`; `options` are django-q2's (`task_name`, `group`); `broker` is one
     of django-q2's brokers (None: the configured one)."""
     # django_q.tasks reads its models when imported: this module is imported by models' apps
     # before the registry is ready, so the import waits for the first task.
     from django_q.tasks import async_task
 
-    def send():
+    def send() -> None:
         async_task(func, *args, broker=broker, **options)
 
     if broker is None and "orm" in settings.Q_CLUSTER:

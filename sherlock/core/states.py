@@ -20,15 +20,15 @@ class StateMachine:
     field: str
     transitions: dict[Any, set[Any]]
 
-    def may_move(self, from_state, to_state) -> bool:
+    def may_move(self, from_state: Any, to_state: Any) -> bool:
         """Whether the declared transitions allow this move."""
         return to_state in self.transitions.get(from_state, ())
 
-    def sources(self, to_state) -> list:
+    def sources(self, to_state: Any) -> list[Any]:
         """The states from which `to_state` may be reached."""
         return [state for state, targets in self.transitions.items() if to_state in targets]
 
-    def move(self, obj, to_state, **fields) -> bool:
+    def move(self, obj: Any, to_state: Any, **fields: Any) -> bool:
         """Set the row of `obj` (as read: its state field holds the expected state) to
         `to_state`, with `fields`, if no one moved it meanwhile; the object itself is left as
         read. Returns True when this call moved it; the caller decides whether a lost race is a
@@ -38,4 +38,4 @@ class StateMachine:
         if not self.may_move(from_state, to_state):
             raise ValueError(f"a {from_state} {obj._meta.verbose_name} cannot become {to_state}")
         rows = type(obj)._default_manager.filter(pk=obj.pk, **{self.field: from_state})
-        return rows.update(**{self.field: to_state}, **fields) == 1
+        return bool(rows.update(**{self.field: to_state}, **fields) == 1)

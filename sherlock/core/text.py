@@ -17,6 +17,7 @@ depends on who wrote the text:
 from __future__ import annotations
 
 import re
+from typing import Any
 
 REPLACEMENT = "\ufffd"
 NUL = "\x00"
@@ -33,7 +34,7 @@ def scrub_text(text: str) -> str:
     return _UNSTORABLE.sub(REPLACEMENT, text) if _UNSTORABLE.search(text) else text
 
 
-def scrub(value):
+def scrub(value: Any) -> Any:
     """`value` (a JSON document: strings, numbers, and the keys and items of dicts, lists and
     tuples) with every string scrubbed (`scrub_text`). Walked without recursion limits being
     reached for documents the receiver accepts (their depth is bounded on entry)."""
@@ -46,7 +47,7 @@ def scrub(value):
     return value
 
 
-def has_unstorable(value, *, surrogates=True) -> bool:
+def has_unstorable(value: Any, *, surrogates: bool = True) -> bool:
     """Whether a NUL (or, with `surrogates`, a lone surrogate) is in any string or key of the
     JSON document `value`: authored text holding one is refused."""
     pattern = _UNSTORABLE if surrogates else _NUL_ONLY

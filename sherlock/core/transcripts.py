@@ -51,7 +51,7 @@ def read_call(item: Any) -> ToolCall:
     if not isinstance(item, Mapping):
         raise ValueError(f"a tool call must be an object, got {item!r}")
     given = item.get("function")
-    function: Mapping = given if isinstance(given, Mapping) else {}
+    function: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     name = item.get("name") or item.get("tool_name") or function.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"a tool call has no name: {item!r}")
@@ -96,7 +96,7 @@ def read_expected_calls(value: Any, what: str) -> list[ToolCall]:
     return calls
 
 
-def tool_calls(transcript: Mapping) -> list[ToolCall] | None:
+def tool_calls(transcript: Mapping[str, Any]) -> list[ToolCall] | None:
     """The transcript's tool calls, or None when it does not record any (no ``tool_calls`` key:
     not the same as ``[]``, which adapters write when the agent called nothing). ValueError when
     ``tool_calls`` is not a list of calls in an accepted shape."""
@@ -106,7 +106,9 @@ def tool_calls(transcript: Mapping) -> list[ToolCall] | None:
     return read_calls(calls, "tool_calls")
 
 
-def figure_problems(transcript: Mapping, where: str = "transcript") -> list[tuple[str, str]]:
+def figure_problems(
+    transcript: Mapping[str, Any], where: str = "transcript"
+) -> list[tuple[str, str]]:
     """The figures a transcript reports outside their documented ranges
     (`sherlock.core.numbers`), as (key, "<where>.<field>: <problem>"): its latency, its token
     usage and its cost. ``key`` is the transcript's key at fault (``latency_ms``, ``usage``,
@@ -132,7 +134,7 @@ def figure_problems(transcript: Mapping, where: str = "transcript") -> list[tupl
     return problems
 
 
-def check_figures(transcript: Mapping, where: str = "transcript") -> None:
+def check_figures(transcript: Mapping[str, Any], where: str = "transcript") -> None:
     """ValueError naming the first figure of `transcript` out of its range (`figure_problems`)."""
     problems = figure_problems(transcript, where)
     if problems:

@@ -25,6 +25,11 @@ from sherlock.core.money import usd as money
 INPUT_ERROR = 2
 
 
+def _limit(amount):
+    """A cost limit as the note says it: in dollars, or "no limit"."""
+    return "no limit" if amount is None else money(amount, 2)
+
+
 class Command(BaseCommand):
     help = "Compute the five-metric release contract of a trial-record file."
 
@@ -66,7 +71,7 @@ class Command(BaseCommand):
                 f"(max false successes {d.max_false_successes}, max unknown effects "
                 f"{d.max_unknown_effects}, useful progress >= {d.min_useful_progress}, "
                 f"tool-effect integrity >= {d.min_tool_effect_integrity}, cost per verified "
-                f"outcome <= {money(d.max_cost_per_verified_outcome_usd, 2)}, coverage required)"
+                f"outcome <= {_limit(d.max_cost_per_verified_outcome_usd)}, coverage required)"
             )
 
         if as_json:

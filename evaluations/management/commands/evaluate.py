@@ -32,6 +32,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
@@ -88,6 +89,21 @@ class Command(VerdictCommand):
             help="ask the judge for the run's summary and print it (judge calls, kind summary)",
         )
 
+    def print_verdict(self, verdict):
+        """The contract's table, the gates, what is missing, the result and how to fix it."""
+        if verdict.contract is not None:
+            self.stdout.write(f"contract ({verdict.applied.source}):")
+            self.stdout.write(render_table([verdict.contract], [verdict], units=True))
+        for gate in verdict.gates:
+            self.stdout.write(f"  {gate.label:<24} {gate.state:<4}  {gate.detail}")
+        for item in verdict.missing:
+            required = " (required by the policy)" if item.fails else ""
+            self.stdout.write(f"missing: {item.detail}{required}; to add it: {item.fix}")
+        self.stdout.write(f"result: {self.why(verdict)}")
+        for reason in verdict.reasons:
+            if reason.fix:
+                self.stdout.write(f"  to fix {reason.code}: {reason.fix} (docs: {reason.docs})")
+
     def handle(self, *args, agent_slug, dataset, **options):
         user = self.acting_user(options["user"])
         agent_version = self.agent_version(user, agent_slug, options["version"])
@@ -124,20 +140,9 @@ class Command(VerdictCommand):
             CaseResult.objects.filter(run=run).select_related("case").order_by("case__key")
         )
         verdict = run_verdict(run)
-        contract = verdict.contract
         self.print_cases(run, cases)
         self.stdout.write(f"spend: {describe_spend(run)}")
-        self.stdout.write(f"contract ({verdict.applied.source}):")
-        self.stdout.write(render_table([contract], [verdict], units=True))
-        for gate in verdict.gates:
-            self.stdout.write(f"  {gate.label:<24} {gate.state:<4}  {gate.detail}")
-        for item in verdict.missing:
-            required = " (required by the policy)" if item.fails else ""
-            self.stdout.write(f"missing: {item.detail}{required}; to add it: {item.fix}")
-        self.stdout.write(f"result: {self.why(verdict)}")
-        for reason in verdict.reasons:
-            if reason.fix:
-                self.stdout.write(f"  to fix {reason.code}: {reason.fix} (docs: {reason.docs})")
+        self.print_verdict(verdict)
         if options["summary"]:
             self.print_summary(user, run)
         if options["junit"]:
@@ -216,14 +221,19 @@ class Command(VerdictCommand):
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-            console = Console(file=self.stdout._out)
-            columns = ["{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+            console = Console(file=self.stdout._out)  # type: ignore[arg-type]  # a text stream
+            columns: list[Any] = [
+                "{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+            ]
             with Progress(*columns, console=console, transient=True) as bar:
                 task = bar.add_task(f"run #{run.pk}", total=run.trials_total)
                 return self._poll(
                     run, deadline, wait, poll, lambda r: bar.update(task, completed=r.trials_done)
                 )
-        seen = [None]
+        seen: list[Any] = [None]
 
         def line(r):
             now = (r.status, r.trials_done, r.trials_error)

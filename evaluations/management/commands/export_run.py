@@ -21,6 +21,7 @@ An unknown run exits with status 2 and a one-line message.
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -77,7 +78,7 @@ class Command(BaseCommand):
 
     def _trials(self, run):
 
-        results = {}
+        results: dict[Any, Any] = {}
         for result in (
             CheckResult.objects.filter(trial__run=run)
             .select_related("check_config")

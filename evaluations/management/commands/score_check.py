@@ -15,6 +15,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluations.checks import REGISTRY, ParamsError, evaluate, validate_params
+from sherlock.core import json_text
 
 # Exit status for unusable input, as argparse uses for bad usage.
 INPUT_ERROR = 2
@@ -36,7 +37,7 @@ def _read_json(path: str | None, what: str, default):
     if path is None:
         return default
     try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
+        value = json_text.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise CommandError(
             f"cannot read {what} {path}: {exc.strerror or exc}", returncode=INPUT_ERROR

@@ -25,6 +25,7 @@ be up yet).
 """
 
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
@@ -327,7 +328,7 @@ class Command(BaseCommand):
         ]
         cases = []
         for key, question, tools in CASES:
-            overrides = {}
+            overrides: dict[str, Any] = {}
             if isinstance(question, dict):
                 overrides["Answer shape"] = {
                     "params": {"type": "json_schema", "schema": ANSWER_SCHEMA}

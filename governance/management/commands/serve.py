@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any, cast
 from wsgiref import simple_server
 
 from django.conf import settings
@@ -48,6 +49,9 @@ class BoundedServerHandler(ServerHandler):
     the body once it has answered (to keep the connection alive), except when the declared
     body is over the limit: that connection is closed instead, unread."""
 
+    request_handler: Any  # the request handler that runs it, set there
+    environ: dict[str, Any]  # set by the base's run()
+
     def close(self):
         try:
             declared = int(self.environ.get("CONTENT_LENGTH") or 0)
@@ -74,7 +78,7 @@ class BoundedRequestHandler(WSGIRequestHandler):
             self.rfile, self.wfile, self.get_stderr(), self.get_environ()
         )
         handler.request_handler = self
-        handler.run(self.server.get_app())
+        handler.run(cast(WSGIServer, self.server).get_app())  # type: ignore[arg-type]  # set at start
 
 
 class BoundedServer(WSGIServer):

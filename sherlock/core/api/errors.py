@@ -11,7 +11,8 @@ one shape (`ErrorSerializer`), documented on every operation of the OpenAPI sche
 """
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -20,7 +21,7 @@ from django.core.exceptions import (
     TooManyFieldsSent,
 )
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status
@@ -81,7 +82,7 @@ REFUSAL_TEXT = {
 }
 
 
-def refusals(*statuses, **texts):
+def refusals(*statuses: int, **texts: str) -> dict[int, OpenApiResponse]:
     """The schema's error responses of an endpoint: `refusals(400, 403)`, each in the
     `ErrorSerializer` shape with the usual description, or one given as `texts["s400"]`."""
     return {
@@ -92,21 +93,15 @@ def refusals(*statuses, **texts):
     }
 
 
-# --- the body: bounded before it is parsed --------------------------------------------------
-
-
-# --- reading: serializers without the per-row overhead ------------------------------------------
-
-
 # --- the exception handler ------------------------------------------------------------------
 
 
-def excerpt_text(text, limit=DETAIL_MAX):
+def excerpt_text(text: Any, limit: int = DETAIL_MAX) -> str:
     text = str(text)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-def field_errors(detail, path=()):
+def field_errors(detail: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str | None, str, str]]:
     """DRF's nested error detail (dicts by field, lists by item) as flat `(field, message,
     code)` triples; `non_field_errors` name no field."""
     if isinstance(detail, Mapping):
@@ -124,18 +119,18 @@ def field_errors(detail, path=()):
         yield ".".join(path) or None, str(detail), getattr(detail, "code", None) or "invalid"
 
 
-def item(detail, code, field=None):
+def item(detail: Any, code: Any, field: str | None = None) -> dict[str, str]:
     body = {"detail": excerpt_text(detail), "code": str(code)}
     if field:
         body["field"] = excerpt_text(field, FIELD_MAX)
     return body
 
 
-def error_body(errors):
+def error_body(errors: list[tuple[str | None, str, str]]) -> dict[str, Any]:
     """The answer for `errors`, a list of `(field, message, code)`: the first at the top, all
     of them under `errors` when there are several."""
     items = [item(message, code, field) for field, message, code in errors[:ERRORS_MAX]]
-    first = dict(items[0])
+    first: dict[str, Any] = dict(items[0])
     named = first["detail"].startswith(first.get("field") or "\0")  # "key: ..." names its field
     if len(errors) > 1:
         detail = first["detail"] if named else f"{first.get('field', 'input')}: {first['detail']}"
@@ -146,7 +141,7 @@ def error_body(errors):
     return first
 
 
-def as_api_exception(exc):
+def as_api_exception(exc: BaseException) -> Any:  # a DRF exception (DRF is untyped here)
     """Django's own exceptions as the DRF exceptions that carry a status."""
     if isinstance(exc, Http404):
         return exceptions.NotFound()
@@ -170,13 +165,13 @@ def as_api_exception(exc):
 DOMAIN_STATUS = {ActionDenied: 403, ActionConflict: 409, ActionInvalid: 400}
 
 
-def domain_status(exc):
+def domain_status(exc: BaseException) -> int:
     """The HTTP status of a refusal (an `ActionError`): 403 role, 409 state, 400 input; the
     API answers it so, and pages that show a refusal answer the same."""
     return next((s for cls, s in DOMAIN_STATUS.items() if isinstance(exc, cls)), 400)
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: BaseException, context: dict[str, Any]) -> Response | None:
     """Every error the API answers, in `ErrorSerializer`'s shape (see its docstring)."""
     if isinstance(exc, InvalidFields):
         return Response(error_body([(e.field, str(e), e.code) for e in exc.errors]), status=400)
@@ -186,7 +181,8 @@ def exception_handler(exc, context):
     response = drf_exception_handler(exc, context)  # status, headers (WWW-Authenticate, ...)
     if response is None:
         return None
-    errors = list(field_errors(exc.detail)) or [(None, "Invalid input.", "invalid")]
+    detail = getattr(exc, "detail", None)  # an APIException, once DRF answered it
+    errors = list(field_errors(detail)) or [(None, "Invalid input.", "invalid")]
     response.data = error_body(errors)
     return response
 
@@ -194,18 +190,18 @@ def exception_handler(exc, context):
 # --- unrouted paths ---------------------------------------------------------------------------
 
 
-def _is_api(request):
+def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
 
-def not_found(request, exception=None):
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """`handler404`: the error shape under /api/, Django's page elsewhere."""
     if _is_api(request):
         return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
     return defaults.page_not_found(request, exception)
 
 
-def server_error(request):
+def server_error(request: HttpRequest) -> HttpResponse:
     """`handler500`: the error shape under /api/ (never Django's HTML page), its page
     elsewhere."""
     if _is_api(request):
@@ -217,7 +213,7 @@ class RequestTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "too_large"
 
-    def __init__(self):
+    def __init__(self) -> None:
         limit = settings.SHERLOCK_API_MAX_BODY_BYTES
         super().__init__(
             f"The request body is larger than {limit} bytes (SHERLOCK_API_MAX_BODY_BYTES)."
@@ -227,5 +223,5 @@ class RequestTooLarge(exceptions.APIException):
 class TooDeep(exceptions.ParseError):
     default_code = "too_deep"
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(f"JSON nested deeper than {JSON_MAX_DEPTH} levels.")

@@ -2,8 +2,11 @@
 (`ListFilterBackend`), and an id filter bounded to what a database can be asked (`IdFilter`: 400
 beyond a 64-bit signed integer)."""
 
+from typing import Any, cast
+
 import django_filters
 from django import forms
+from django.db.models import QuerySet
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema_field
 
@@ -22,7 +25,7 @@ class ListFilterBackend(DjangoFilterBackend):
     page's is the whole list (an empty filter set filters nothing, since no filter of ours is
     `required`), without building the set."""
 
-    def filter_queryset(self, request, queryset, view):
+    def filter_queryset(self, request: Any, queryset: QuerySet[Any], view: Any) -> QuerySet[Any]:
         if getattr(view, "detail", False):
             return queryset
         paginator = getattr(view, "paginator", None)
@@ -32,7 +35,7 @@ class ListFilterBackend(DjangoFilterBackend):
         }
         if not set(request.query_params) - paging:
             return queryset
-        return super().filter_queryset(request, queryset, view)
+        return cast(QuerySet[Any], super().filter_queryset(request, queryset, view))
 
 
 @extend_schema_field(INT64)
@@ -44,7 +47,7 @@ class IdFilter(django_filters.NumberFilter):
 
     field_class = forms.IntegerField
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("min_value", INT64_MIN)
         kwargs.setdefault("max_value", INT64_MAX)
         super().__init__(*args, **kwargs)

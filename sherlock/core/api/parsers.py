@@ -1,21 +1,19 @@
-"""The API's body, bounded before it is parsed: the size (`SHERLOCK_API_MAX_BODY_BYTES`, 413) and
-the JSON nesting (`limits.JSON_MAX_DEPTH`, 400), NUL characters and duplicate members refused
-(`loads_bounded`), for JSON and multipart bodies alike."""
+"""The API's body, bounded before it is parsed: the size (`SHERLOCK_API_MAX_BODY_BYTES`, 413) for
+JSON and multipart bodies alike, then JSON read by the one strict reader (`loads_bounded`:
+nesting past `limits.JSON_MAX_DEPTH` is 400 `too_deep`; NaN, duplicate members, NUL characters
+and the rest are 400 naming their line and column)."""
 
-import json
-import math
-import re
 from typing import Any
 
 from django.conf import settings
 from rest_framework import exceptions, parsers
 
 from sherlock.core.api.errors import RequestTooLarge, TooDeep, excerpt_text
-from sherlock.core.limits import JSON_MAX_DEPTH, excerpt, json_depth
-from sherlock.core.text import has_unstorable, scrub
+from sherlock.core.json_text import JSONRefused, JSONTooDeep, line_and_column, loads
+from sherlock.core.limits import JSON_MAX_DEPTH
 
 
-def refuse_large_body(parser_context):
+def refuse_large_body(parser_context: dict[str, Any] | None) -> None:
     """RequestTooLarge when the declared Content-Length exceeds the limit (nothing read)."""
     request = (parser_context or {}).get("request")
     meta = getattr(request, "META", {})
@@ -27,84 +25,51 @@ def refuse_large_body(parser_context):
         raise RequestTooLarge()
 
 
-def loads_bounded(raw, *, strict=True, max_depth=JSON_MAX_DEPTH, recorded=False):  # noqa: C901
-    """`raw` (bytes or text) parsed as JSON, refused as `TooDeep` when it nests deeper than
-    `max_depth` (the C parser's RecursionError included) or `ParseError` when it is not
-    JSON. NaN and Infinity are refused when `strict`, as DRF's own parser does; an object that
-    names a member twice is refused (last-wins would keep a value the sender may not see).
-    A NUL or a lone surrogate is refused, as in any authored text, unless the body is
-    `recorded` text (a tracer's spans): then each becomes U+FFFD (`sherlock.core.text`)."""
-
-    def members(pairs):
-        names = set()
-        for name, _ in pairs:
-            if name in names:
-                raise ValueError(f"duplicate member {excerpt(name)}")
-            names.add(name)
-        return dict(pairs)
-
-    def constant(name):
-        raise ValueError(f"{name} is not valid JSON")
-
-    def finite(text):  # 1e400 would be inf: not JSON once written back, nor storable
-        number = float(text)
-        if not math.isfinite(number):
-            raise ValueError(f"number out of range: {excerpt(text)}")
-        return number
-
-    hooks: dict[str, Any] = {"parse_constant": constant, "parse_float": finite} if strict else {}
-    hooks["object_pairs_hook"] = members
+def loads_bounded(
+    raw: bytes | str, *, recorded: bool = False, max_depth: int = JSON_MAX_DEPTH
+) -> Any:
+    """`raw` (bytes or text) read by the one JSON reader (`sherlock.core.json_text`): `TooDeep`
+    when it nests deeper than `max_depth`, `ParseError` naming the line and column of
+    anything else it refuses (text that is not UTF-8 or not JSON, a member named twice, NaN,
+    Infinity, a number out of range, a NUL or a lone surrogate). A `recorded` body (a tracer's
+    spans) keeps its NULs and lone surrogates, each replaced by U+FFFD."""
     try:
         text = raw.decode() if isinstance(raw, bytes) else raw
-        value = json.loads(text, **hooks)
-    except RecursionError:
-        raise TooDeep() from None
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise exceptions.ParseError(excerpt_text(f"JSON parse error - {exc}")) from None
-    if json_depth(value) > max_depth:
-        raise TooDeep()
-    if recorded:
-        return scrub(value)
-    if has_unstorable(value, surrogates=False):
-        raise exceptions.ParseError("JSON strings may not contain NUL (\\u0000) characters.")
-    if SURROGATE_ESCAPE.search(text) and not _encodable(value):
-        # "\ud800" alone is valid JSON but no text: PostgreSQL refuses it (a 500), SQLite
-        # stores what no export can write back.
+    except UnicodeDecodeError as exc:
         raise exceptions.ParseError(
-            "JSON strings may not contain a lone surrogate (\\ud800-\\udfff) escape."
-        )
-    return value
-
-
-# A \uD800-\uDFFF escape: only then is the parsed value walked for a lone surrogate.
-SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")
-
-
-def _encodable(value):
+            f"JSON parse error - not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        ) from None
     try:
-        json.dumps(value, ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        return False
-    return True
+        return loads(text, recorded=recorded, max_depth=max_depth)
+    except JSONTooDeep:
+        raise TooDeep() from None
+    except JSONRefused as exc:
+        where = ""
+        if exc.offset is not None:
+            line, column = line_and_column(text, exc.offset)
+            where = f" (line {line}, column {column})"
+        raise exceptions.ParseError(
+            excerpt_text(f"JSON parse error - {exc.message}{where}")
+        ) from None
 
 
 class JSONParser(parsers.JSONParser):
     """DRF's JSON parser with the body bounded (413) and the nesting bounded (400 `too_deep`),
     so a 10 KB `[[[[...` answers 400 instead of a RecursionError's 500."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
         refuse_large_body(parser_context)
         limit = settings.SHERLOCK_API_MAX_BODY_BYTES
         raw = stream.read(limit + 1)  # a body without a (truthful) length is bounded too
         if len(raw) > limit:
             raise RequestTooLarge()
-        return loads_bounded(raw, strict=self.strict)
+        return loads_bounded(raw)
 
 
 class MultiPartParser(parsers.MultiPartParser):
     """File uploads (the case import), bounded like JSON bodies; Django's parser reads no more
     than the Content-Length it was given."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
         refuse_large_body(parser_context)
         return super().parse(stream, media_type, parser_context)

@@ -2,13 +2,17 @@
 error answers in the one shape (`document_errors`) and the bounds of every integer parameter
 (`document_integer_range`)."""
 
+from typing import Any
+
 from sherlock.core.api.errors import REFUSAL_TEXT
 from sherlock.core.api.filters import INT64
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 
-def document_integer_range(result, generator, request, public):
+def document_integer_range(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: an integer path or query parameter without bounds
     of its own is a 64-bit signed integer (`INT64`), the range of the database's columns; a
     value beyond it answers 400 (a filter, `IdFilter`) or 404 (an id in the path), so a client
@@ -25,7 +29,9 @@ def document_integer_range(result, generator, request, public):
     return result
 
 
-def document_errors(result, generator, request, public):
+def document_errors(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: every operation documents the error answers it may
     give, in the `Error` shape: 401, 403 and 429 always, 404 when its path names an object
     or it has pages, 409 when it changes something, 400 when it takes a body or query

@@ -7,7 +7,7 @@ import decimal
 from collections.abc import Mapping
 from functools import cached_property
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import (
     FieldDoesNotExist,
@@ -33,12 +33,12 @@ class MoneyField(serializers.DecimalField):
     digits) or a total (``total=True``, 24). Rendering never raises: DRF quantizes in a context
     of ``max_digits`` digits, which failed (a 500) on a value stored before the bounds."""
 
-    def __init__(self, *, total=False, **kwargs):
+    def __init__(self, *, total: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("max_digits", TOTAL_DIGITS if total else ITEM_DIGITS)
         kwargs.setdefault("decimal_places", DECIMAL_PLACES)
         super().__init__(**kwargs)
 
-    def quantize(self, value):
+    def quantize(self, value: decimal.Decimal) -> decimal.Decimal:
         context = decimal.Context(prec=(self.max_digits or 0) + 40)
         return value.quantize(
             decimal.Decimal(1).scaleb(-self.decimal_places), rounding=self.rounding, context=context
@@ -50,7 +50,7 @@ class RefuseUnknownFields(_Serializer):
     `unknown_field`, naming it) instead of silently ignored. Read-only fields count as known,
     so an object read from the API may be sent back as it is."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
             unknown = [name for name in data if name not in self.fields]
             if unknown:
@@ -85,14 +85,14 @@ class RefuseUnknownFields(_Serializer):
 # (A comment, not a docstring: drf-spectacular would take a docstring as the description of
 # every serializer that mixes this in.)
 class LeanRepresentation(_Serializer):
-    def get_fields(self):
+    def get_fields(self) -> dict[str, Any]:
         built = _BUILT_FIELDS.get(type(self))
         if built is None:
             built = _BUILT_FIELDS[type(self)] = super().get_fields()
         return {name: copy.deepcopy(field) for name, field in built.items()}
 
     @cached_property
-    def _lean_fields(self):
+    def _lean_fields(self) -> list[tuple[Any, ...]]:
         plan = []
         for field in self.fields.values():
             if field.write_only:
@@ -124,7 +124,7 @@ class LeanRepresentation(_Serializer):
             plan.append((field.field_name, field, read, same, whole, convert, related))
         return plan
 
-    def _foreign_key_column(self, field):
+    def _foreign_key_column(self, field: Any) -> str | None:
         """The column of the foreign key a plain `PrimaryKeyRelatedField` of this model
         serializer shows (`agent_version_id`), or None."""
         model = getattr(getattr(self, "Meta", None), "model", None)
@@ -141,10 +141,10 @@ class LeanRepresentation(_Serializer):
             return None
         return model_field.attname if model_field.many_to_one else None
 
-    def to_representation(self, instance):
+    def to_representation(self, instance: Any) -> Any:
         if isinstance(instance, Mapping):
             return super().to_representation(instance)
-        row = {}
+        row: dict[str, Any] = {}
         for name, field, read, same, whole, convert, related in self._lean_fields:
             if whole:
                 row[name] = convert(instance)  # never None: the row itself
@@ -189,4 +189,4 @@ _SAME_TYPE = {
 
 
 # serializer class -> its fields as `get_fields` first built them (the copies' originals).
-_BUILT_FIELDS: dict[type, dict] = {}
+_BUILT_FIELDS: dict[type, dict[str, Any]] = {}
