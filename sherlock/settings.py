@@ -638,6 +638,8 @@ SPECTACULAR_SETTINGS = {
         "RunPurposeEnum": "evaluations.choices.RunPurpose",
         # `POST /runs/client/`'s purpose (docs/client.md): `manual` is stored as `adhoc`.
         "ClientRunPurposeEnum": ["manual", "adhoc", "gate"],
+        "CheckKindEnum": "evaluations.api.serializers.CHECK_KINDS",
+        "TraceStateEnum": "production.choices.TraceState",
     },
     # Every operation documents its error answers in the one error shape.
     "POSTPROCESSING_HOOKS": [

@@ -1,6 +1,7 @@
 """Every reference a reader meets resolves: the code, templates and docs cite no document that is
 not in the repository (design notes, a style guide, seeds, issue numbers), and every
-`docs/<name>.md` they name, and every link between the docs, points at a file that exists."""
+`docs/<name>.md` they name, and every link between the docs, points at a file that exists, and
+every section the code names beside its page is a heading of that page."""
 
 import re
 import subprocess
@@ -146,3 +147,34 @@ def test_every_module_and_name_cited_exists():
         dead += [f"{where}: {t}" for t in DOTTED.findall(line) if not _resolves(t, known, nouns)]
         dead += [f"{where}: {p}" for p in PATH.findall(line) if not (ROOT / p).is_file()]
     assert dead == []
+
+
+# A section named beside its page: `docs/contract.md, "Stored runs, imported trials and the
+# decision"` (the words may run onto the next line, and `and "..."` names a second one).
+SECTION = re.compile(r'docs/([\w./-]+?\.md),?\s+"([^"#{]+)"((?:\s+and\s+"[^"#{]+")*)')
+HEADING = re.compile(r"^#+\s+(.*)$", re.MULTILINE)
+
+
+def _headings(name):
+    text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+    return [heading.replace("`", "") for heading in HEADING.findall(text)]
+
+
+def test_every_section_named_in_the_code_exists():
+    """A heading is named by its words, or by the words it starts with ("Limits" for "Limits:
+    one reader for every path"); migrations keep the words of their day."""
+    missing = []
+    for path in tracked():
+        if path.suffix not in (".py", ".html") or "migrations" in path.parts:
+            continue
+        for match in SECTION.finditer(path.read_text(encoding="utf-8")):
+            name = match.group(1)
+            named = [match.group(2), *re.findall(r'"([^"#]+)"', match.group(3))]
+            if not (ROOT / "docs" / name).is_file():
+                continue  # said by test_every_doc_named_exists
+            headings = _headings(name)
+            for section in named:
+                words = " ".join(section.replace("`", "").split())
+                if not any(heading.startswith(words) for heading in headings):
+                    missing.append(f"{path.relative_to(ROOT)}: docs/{name}, {words!r}")
+    assert missing == []

@@ -1,26 +1,16 @@
 """`openai_chat`: a tool-using chat loop against any OpenAI-compatible endpoint.
 
 The version's model, system prompt and tools go to the endpoint; every tool call the model asks
-for is executed by a Python callable or an HTTP endpoint named in the config, and the result
-goes back to the model, until it answers without a tool call (or `max_turns` is reached). The
+for is executed by a Python callable or an HTTP endpoint named in the config and its result
+sent back, until the model answers without a tool call (or `max_turns` is reached). The
 transcript records each call with its arguments and result.
 
-A version's `denied_tools` (its tool policy refuses these high-impact tools) are offered to the
-model like the others, so that a model that reaches for one is seen doing so, but the adapter
-never executes them: the model gets a refusal as the tool result, and the call is recorded
-with `"denied": true` (an intentionally denied call is proof a boundary worked).
-
-Each answer's `finish_reason` is recorded (`finish_reasons`, one per turn; `finish_reason`, the
-last), and `warnings` lists what a person should know before trusting the transcript: an answer
-cut off at the token limit (`length`), and tools offered to a server that shows it could not
-use them (a `tool_calls` finish with no calls, an answer that writes an offered tool's call as
-text, `tool_choice: "required"` answered without a call, or llama.cpp saying in `GET /props`
-that the model's chat template cannot call tools, which it otherwise drops without a word;
-none with `tool_choice: "none"`). A server that refuses the tools outright (llama.cpp without
-`--jinja`: "tools param requires --jinja flag") fails the call with that reason. Self-hosted
-servers: docs/judges.md.
-
-Config (docs/adapters.md):
+A version's `denied_tools` are offered to the model like the others, so that reaching for one
+is seen, but never executed: the model gets a refusal as the result and the call is recorded
+`"denied": true` (an intentionally denied call is proof a boundary worked). Each answer's
+`finish_reason` is kept, and `warnings` say what a person should know before trusting the
+transcript (an answer cut off, tools a server showed it could not use). Config, each warning
+and self-hosted servers: docs/adapters.md, "`openai_chat`", and docs/judges.md.
 
     {"base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini",
      "api_key": {"env": "SUPPORT_OPENAI_KEY"}, "system_prompt": "...", "temperature": 0,

@@ -1,45 +1,18 @@
 """The verifier language: what a spec may say, and what the operator allows it to reach.
 
 Verifiers are written by Editors (a case's outcome check) and Builders (a tool's verifier) but
-run with Sherlock's own privileges, so what they may reach is the operator's to list (docs/guide.md,
-configuration): ``SHERLOCK_VERIFIER_CALLABLES`` (python), ``SHERLOCK_VERIFIER_DATABASES`` (sql;
-never ``default``, Sherlock's own database, which holds API tokens and password hashes),
-``SHERLOCK_VERIFIER_HOSTS`` (http) and ``SHERLOCK_VERIFIER_ENV`` (the variables ``headers_env``
-may send, and only to hosts listed by name), by the rules every user-written config follows
-(``sherlock.core.egress``: never Sherlock's own secrets, no private address through ``*``).
-``validate_verifier_spec`` checks a spec against them; ``Tool.clean`` and the case actions call
-it on save (a 400 naming the field) and ``runners.run_verifier`` calls it again before every
-run, since settings change and rows can be written by other means. A refused spec gives no
-verdict, with the reason.
+run with Sherlock's own privileges, so what they may reach is the operator's to list:
+`SHERLOCK_VERIFIER_CALLABLES` (python), `SHERLOCK_VERIFIER_DATABASES` (sql; never `default`,
+which holds API tokens and password hashes), `SHERLOCK_VERIFIER_HOSTS` (http) and
+`SHERLOCK_VERIFIER_ENV` (what `headers_env` may send), under the rules every user-written
+config follows (`sherlock.core.egress`). `validate_verifier_spec` checks a spec when it is saved
+and `runners.run_verifier` again before every run, since settings change; a refused spec gives
+no verdict, with the reason.
 
-A verifier is a JSON object with a ``kind``:
-
-``{"kind": "python", "callable": "pkg.module.fn", "params": {...}, "timeout_s": 10}``
-    ``fn(context, **params)`` returns ``{"verdict": state, "evidence": ...}``, a
-    ``(state, evidence)`` pair or a bool (True: verified, False: failed). It runs in a thread
-    and is abandoned (not killed: Python cannot) when it overruns its timeout.
-``{"kind": "http", "url": "https://crm/contacts/{call.arguments.contact}", "predicate": P}``
-    a GET; 2xx: the JSON body is tested with the predicate; 404: the thing is absent, so
-    ``failed``; 401/403, other statuses, a network error, a timeout or a body that is not JSON:
-    no verdict. ``headers_env`` maps a header to the *name* of an environment variable holding
-    its value (secrets are never stored in a verifier). Redirects are not followed: the target
-    was not checked against the host list, and urllib would forward the headers to it.
-``{"kind": "sql", "database": "alias", "query": "SELECT ... WHERE id = %s", "params": [...],
-"predicate": P}``
-    one read-only ``SELECT`` (or ``WITH``) on a database alias of ``settings.DATABASES``,
-    run read-only (PostgreSQL ``transaction_read_only`` in a savepoint; SQLite ``query_only``)
-    with a statement timeout. The predicate sees ``{"count": n, "rows": [{column: value}]}``;
-    without one, the verdict is ``count >= 1``.
-
-A predicate ``P`` is ``{"path": "$.rows[0].amount", "op": "eq", "value": 40}``; ``op`` is one of
-``PREDICATE_OPS`` (``exists`` needs no value). String values in ``url``, ``params`` and a
-predicate's ``value`` may hold ``{dotted.names}`` from the verifier context (``predicates``):
-``case`` (the check input: ``case.id``, ``case.input...``), ``trial`` (``id``, ``run_id``,
-``repetition``, ``started_at``, ``ended_at``), ``transcript`` and, for effect verifiers,
-``call`` (``name``, ``id``, ``arguments``, ``result``). A string that is exactly one
-``{name}`` keeps the value's type; a name that is missing or null gives no verdict. An effect
-verifier keys on the call's receipt (``{call.result.id}``), not on its arguments alone:
-concurrent trials write identical rows (docs/contract.md, "Effect verifiers").
+A verifier is a JSON object of a `kind` (`python`, `http` or `sql`) with an optional predicate
+(`{"path": ..., "op": ..., "value": ...}`, `PREDICATE_OPS`) and `{dotted.names}` taken from the
+verifier's context. Each kind, the predicate and the context: docs/contract.md, "Outcome
+verifiers" and "Effect verifiers".
 """
 
 from __future__ import annotations

@@ -1,30 +1,22 @@
 """Calling the team's function on every work item of a run, and sending what it returned.
 
-- **A bounded pool**: at most `concurrency` calls at once. Async functions run on one asyncio
-  loop; sync functions each run in a thread of their own (a daemon thread), at most
-  `concurrency` of them working at a time.
-- **A per-case timeout**: a call not done within `timeout` seconds becomes a `timeout` error
-  item. An async call is cancelled. A sync call cannot be: Python has no way to kill a thread,
-  so the hung thread is abandoned (it is a daemon thread, so it never keeps the process from
-  exiting; whatever it returns later is dropped) and its slot in the pool is given to the next
-  case, so a hung function costs its timeout, not the run's concurrency. An async function that
-  blocks the event loop itself (a `time.sleep` inside `async def`) cannot be timed out: keep
-  blocking calls in sync functions.
+- **A bounded pool**: at most `concurrency` calls at once; async functions on one asyncio loop,
+  sync ones each in a daemon thread of their own.
+- **A per-case timeout**: a call not done within `timeout` seconds is a `timeout` error item.
+  An async call is cancelled; a sync one cannot be (Python kills no thread), so it is
+  abandoned and its slot given to the next case: a hung function costs its timeout, not the
+  run's concurrency. An async function that blocks the loop itself cannot be timed out.
 - **Every item checked where it is made** (`checked`): an output the server would refuse (a
-  lone surrogate, half of an emoji pair; a NUL; a transcript over the server's item limit) is
-  sent as an `invalid` error item with the reason, alone; every other item goes on.
-- **Uploads in batches**, from one uploader thread while the calls go on: what is done is sent
-  every `flush_seconds`, or once a batch holds `batch` items or nears the server's body limit
-  (the run's `limits`, docs/client.md "Limits"), whichever comes first (retried by the session,
-  and idempotent on the server, keyed `"<case_version_id>:<repetition>"`), so a job killed
-  halfway loses at most the calls of the last moment. A batch the server refuses because of
-  one item (400 naming `items[i]`) is sent again with that item as an `invalid` error item
-  carrying the server's reason, and a batch it finds too large (413) is sent again in halves:
-  the batch's other transcripts are not lost. An upload that fails otherwise stops the calls,
-  and the run ends with exit 3 and one line; `--resume` does the rest.
+  lone surrogate, a NUL, a transcript over the item limit) is sent alone as an `invalid` error
+  item with the reason; every other item goes on.
+- **Uploads in batches**, from one thread while the calls go on, every `flush_seconds` or at
+  `batch` items or near the server's body limit (idempotent, keyed by case version and
+  repetition), so a job killed halfway loses only its last moment. A batch refused for one
+  item (400 naming `items[i]`) goes again with that item `invalid`, one too large (413) in
+  halves; any other failed upload stops the calls (exit 3; `--resume` does the rest).
 
 The work list is read whole before the first call: the server's list shrinks as uploads land,
-so reading its pages meanwhile would skip items.
+so reading its pages meanwhile would skip items. docs/client.md, "Limits".
 """
 
 from __future__ import annotations

@@ -50,7 +50,8 @@ AUDIT_KEYS_SAMPLE = 20  # keys of each kind an import's audit entry lists
 def audit_keys(keys):
     """What an import's audit entry keeps of a list of keys: the first AUDIT_KEYS_SAMPLE in
     sorted order and the SHA-256 (hex) of all of them sorted, one per line in UTF-8, so the
-    entry stays small and still pins exactly which keys there were (docs/cases.md, "Audit")."""
+    entry stays small and still pins exactly which keys there were (docs/cases.md, "What an
+    import does")."""
     ordered = sorted(keys)
     return ordered[:AUDIT_KEYS_SAMPLE], hashlib.sha256("\n".join(ordered).encode()).hexdigest()
 

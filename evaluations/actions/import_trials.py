@@ -1,28 +1,21 @@
 """ImportTrials: trial records from elsewhere become an external run of an agent version.
 
-The five-measure contract is meant for agents evaluated elsewhere and for production traces too, so
-a trial file (JSON Lines, a JSON array, or ``{"thresholds",
-"trials"}``) can be stored as a run with purpose ``external``; it then gets the same measures,
-gates and comparison as a run Sherlock executed (``evaluations.contract.db``).
+A trial file (JSON Lines, a JSON array, or `{"thresholds", "trials"}`) is stored as a run with
+purpose `external`, and gets the same measures, gates and comparison as a run Sherlock executed.
 
-- Atomic: every record is checked before anything is written; the first bad record raises
-  ``ActionInvalid`` naming its line (``line 4``) or place (``trials[3]``), and nothing is saved.
-- Cases: a record's ``task`` (or, without one, its ``trial_id``) is its case; records of the
-  same task are its repetitions, in file order. With ``dataset``, tasks must be case keys of
-  that dataset's latest frozen version (so the run is comparable with Sherlock's own runs on
-  it). Without, the agent's ``external-<agent>`` dataset is used: its latest frozen version
-  when it has exactly these tasks, else a new frozen version with them (and an informative
-  quality-grader check, "Task quality (imported)", holding the imported quality scores).
-- Quality: ``quality.score`` is stored as a check result of the dataset version's quality
-  grader (``Check.quality_grader``); a record whose grader ran needs such a check.
-- Cost: ``cost.usd`` is the trial's whole cost (agent and judge), stored on the trial with its
-  billing coverage; no judge call is invented for it.
-- Case results are computed as for a run (per-case quality, flaky), but no blocking check ran:
-  the run's ``case_pass_rate`` is None, so a release decision on it fails closed there.
-- A file with several variants needs ``variant`` to pick one.
-- No ``run_finished`` signal is sent: an external run is evidence to compare and gate on
-  explicitly (``governance.publishing.decision.decide``), not a gate run that a publish request is
-  waiting for.
+- Atomic: every record is checked first; the first bad one is refused naming its line or place
+  (`trials[3]`), and nothing is saved.
+- Cases: a record's `task` (else its `trial_id`) is its case, records of one task its
+  repetitions. With `dataset`, tasks must be case keys of its latest frozen version; without,
+  the agent's `external-<agent>` dataset is used (a new frozen version when the tasks differ,
+  with an informative quality-grader check holding the imported scores).
+- Quality is stored as a result of the quality grader; `cost.usd` is the trial's whole cost,
+  with its billing coverage; no judge call is invented for it.
+- No blocking check ran, so the run's case pass rate is None and a release decision on it
+  fails closed there. A file of several variants needs `variant` to pick one.
+- No `run_finished` is sent: an external run is evidence to compare and gate on explicitly,
+  not a gate run a publish request waits for. docs/contract.md, "Stored runs, imported trials
+  and the decision".
 """
 
 from __future__ import annotations

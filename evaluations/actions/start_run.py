@@ -17,20 +17,12 @@ from sherlock.core.permissions import user_can
 class StartRun(Action):
     """Start one evaluation of `agent_version` on `dataset_version` with `repetitions`.
 
-    The run and all its trials (case x repetition, unique together) are created in one
-    transaction, with the run's estimate (calls and cost,
-    `evaluations.costs.estimate.estimate_run`); the shards are enqueued only once it commits
-    (`evaluations.engine.enqueue_run`), so a worker never looks for rows that are not there yet.
-    Gate runs pin frozen dataset versions only; an ad-hoc run may pin the draft, and its
-    `comparability` says so. The user must see the dataset (a role on it, or a global one): a
-    version of a dataset they may not see is refused as one that does not exist.
-    `acting_user=None` is the system (a gate run started by a publish
-    request, whose own action checked the requester).
-
-    A run of a `client` version (the team's own code, docs/client.md) starts `waiting` and is
-    never enqueued: its transcripts come from the `sherlock` client (`UploadTranscripts`), and
-    `FinishClientRun` hands it to the workers for scoring. `source` is where it came from (git
-    and CI metadata the client reports), stored on the run and shown on its page.
+    The run, its trials (case x repetition) and its estimate are created in one transaction and
+    the shards enqueued once it commits, so a worker never looks for rows not there yet. Gate
+    runs pin frozen dataset versions; an ad-hoc run may pin the draft (its `comparability`
+    says so). A version of a dataset the user may not see is refused as missing;
+    `acting_user=None` is the system (a publish request's gate run). A `client` version's run
+    starts `waiting` for the `sherlock` client's uploads (docs/client.md, "A run's life").
     """
 
     noun = "run"

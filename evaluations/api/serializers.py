@@ -23,6 +23,9 @@ from sherlock.core.limits import (
     PARAMS_MAX_BYTES,
 )
 
+# The check kinds, one enum in the schema (`CheckKindEnum`).
+CHECK_KINDS = sorted(REGISTRY)
+
 
 class DatasetSerializer(RefuseUnknownFields, serializers.ModelSerializer):
     owner = serializers.StringRelatedField(allow_null=True)
@@ -31,9 +34,8 @@ class DatasetSerializer(RefuseUnknownFields, serializers.ModelSerializer):
         model = Dataset
         fields = ["id", *DATASET_FIELDS, "owner", "created_at"]
         read_only_fields = ["id", "owner", "created_at"]
-        validators: list[
-            Any
-        ] = []  # the slug's uniqueness is the action's to check (admin and API alike)
+        # The slug's uniqueness is the action's to check (admin and API alike).
+        validators: list[Any] = []
         extra_kwargs = {"slug": {"validators": []}, "description": {"max_length": DESCRIPTION_MAX}}
 
 
@@ -64,7 +66,7 @@ class NamesVisibleVersion(serializers.Serializer):
 
 class CheckSerializer(NamesVisibleVersion, RefuseUnknownFields, serializers.ModelSerializer):
     dataset_version = VisiblePrimaryKeyRelatedField(queryset=DatasetVersion.objects.none())
-    kind = serializers.ChoiceField(choices=sorted(REGISTRY))
+    kind = serializers.ChoiceField(choices=CHECK_KINDS)
     mode = serializers.ChoiceField(choices=CheckMode.choices, default=CheckMode.BLOCKING)
     warnings = serializers.SerializerMethodField(
         help_text="A blocking model check with no judge configured: it will be skipped, and why"
@@ -107,7 +109,7 @@ class CaseSerializer(NamesVisibleVersion, RefuseUnknownFields, serializers.Model
 
 
 class PreviewInputSerializer(RefuseUnknownFields, serializers.Serializer):
-    kind = serializers.ChoiceField(choices=sorted(REGISTRY))
+    kind = serializers.ChoiceField(choices=CHECK_KINDS)
     params = serializers.JSONField(required=False, default=dict)
     case = serializers.JSONField(required=False, default=dict)
     transcript = serializers.JSONField()

@@ -1,28 +1,20 @@
 """Cases in and out of Sherlock: one reader per file format, two writers, and detection.
 
 Each format has its own module (`sherlock_jsonl`, `csv_format`, `openai_evals`, `langfuse`,
-`promptfoo`; docs/cases.md describes every one with an example). A reader turns a file's text
-into `Row`s (the case's `key`, the content fields of `evaluations.actions.case_fields` that
-the file gives, and where the row stands in the file) plus the `RowError`s of what it could not
-read; it never stops at the first bad row, nor at a row's first bad field (a row with errors is
-handed on as `faulty`, with the fields that could be read), so an import reports every error at
-once. The content is validated afterwards by `ImportCases`, with the same `key_errors` and
-`content_errors` as every admin and API edit. Writers exist for Sherlock's own JSONL and CSV:
-`write_cases` is what `export_cases`, the export API and the admin action call.
+`promptfoo`; docs/cases.md describes each with an example). A reader turns a file's text into
+`Row`s (the case's key, the content fields the file gives, the row's place) plus the
+`RowError`s of what it could not read; it never stops at the first bad row nor at a row's first
+bad field, so an import reports every error at once. The content is validated afterwards by
+`ImportCases`, with the same rules as every admin and API edit. `write_cases` writes Sherlock's
+own JSONL and CSV (the export command, API and admin action).
 
-Every import path (`manage.py import_cases`, the API's upload, the admin's import page) reads a
-file through this module and nothing else (docs/cases.md, "Limits"): `read_upload` refuses a
-file over the size limit before reading it, `decode` names the line of a byte that is not UTF-8
-and of a NUL character, `loads` is the one JSON parser (`sherlock.core.json_text`: duplicate members,
-nesting deeper than `JSON_MAX_DEPTH`, NaN, NUL and lone surrogate escapes refused, each with
-its place),
-`IMPORT_MAX_CASES` bounds the records a reader reads, and `csv_records` reads cells up to the
-file limit, so that the case's own field limit names a long cell instead of the csv module's
-131,072 characters.
-
-Formats without a key of their own (OpenAI evals, promptfoo, a Langfuse item without `id`) get
-a key derived from the case's input, `derived_key`, so importing the same file twice upserts
-instead of duplicating.
+Every import path reads a file through this module and nothing else (docs/cases.md, "Limits"):
+`read_upload` refuses a file over the size limit before reading it, `decode` names the line of
+a byte that is not UTF-8 and of a NUL, JSON is read by the one strict reader
+(`sherlock.core.json_text`), `IMPORT_MAX_CASES` bounds the records, and `csv_records` reads
+cells up to the file limit, so the case's own field limit names a long cell. A format without a
+key of its own gets one derived from the case's input (`derived_key`), so importing a file
+twice upserts instead of duplicating.
 """
 
 import csv
@@ -409,7 +401,7 @@ def decode(data):
 
 
 def detect_format(text, filename=None):
-    """The format of a file, from its name and first record (docs/cases.md, "Detection").
+    """The format of a file, from its name and first record (docs/cases.md, "Formats").
 
     A `.csv` file (or text whose first line is not JSON) is Sherlock CSV when its header has a
     `key` column, else promptfoo. JSON is OpenAI evals when its first object has `ideal` or

@@ -15,14 +15,9 @@
 | `overrides` | per-check overrides as a JSON object |
 
 An empty cell is the field's empty value. The writer uses the plain forms when they read back
-to the same value (no context with a line break, no tag with a comma, tools with no arguments)
-and JSON otherwise, so a file it writes imports as the same cases.
-
-Cells a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage
-return) are written with a single quote ahead, as OWASP advises against CSV injection, and so
-is a cell that already starts with quotes and then one of those characters (`'=1` is written
-`''=1`); the reader drops one such quote, so the round trip is exact (docs/cases.md). The rule
-is written once, `sherlock.core.csv_cells`, for every CSV Sherlock writes.
+to the same value and JSON otherwise, so a file it writes imports as the same cases. A cell a
+spreadsheet would run as a formula is written with a quote ahead and read back exact
+(`sherlock.core.csv_cells`, for every CSV Sherlock writes; docs/cases.md).
 """
 
 import io

@@ -299,20 +299,12 @@ class Latency(CheckKind):
 
 @register
 class ToolsUsed(CheckKind):
-    """Did the agent call the tools it should have (or, inverted, none it must not)?
-
-    Expected tools come from `params.tools`, else from the case's `expected_tools`. `any_order`
-    (default) needs every listed tool called, a tool listed twice needing two calls; `in_order`
-    needs them as a subsequence, extra calls allowed; `exact` needs exactly these calls in this
-    order (promptfoo tool-used / tool-sequence). A listed tool with `arguments` must match them:
-    `subset` (default) or `exact`; `ignore` compares names only. Names may be glob patterns
-    (`send_*`). `forbidden: true` passes when no listed tool was called (promptfoo
-    `not-trajectory:tool-used`: none of them, not "not all of them"). Score 1/0.
-
-    An explicit empty list (`tools: []`, or the case's `expected_tools: []`) with `match:
-    exact` means "no tool may be called": it passes only when the transcript records no calls.
-    With another match it would pass whatever the agent did, so it is refused in params and
-    skipped from a case; an absent list is skipped (docs/checks.md, "Empty inputs").
+    """Did the agent call the tools it should have (or, `forbidden`, none it must not)? The
+    tools come from `params.tools`, else the case's `expected_tools`; `match` is `any_order`,
+    `in_order` or `exact`, a tool's `arguments` compared as a `subset`, `exact`ly or not at all,
+    names may be globs. An explicit empty list passes only with `exact` and no call at all;
+    with another match it is refused in params and skipped from a case (docs/checks.md,
+    "Tool calls" and "Empty inputs"). Score 1/0.
     """
 
     kind = "tools_used"

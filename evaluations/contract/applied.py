@@ -1,31 +1,22 @@
 """The thresholds a run's contract is shown under: the publishing policy's, through one hook.
 
-The run page, the compare page and ``GET /api/v1/runs/compare/``, and ``manage.py evaluate``
-show a run's contract under the thresholds of the publishing policy that would govern
-publishing the run's agent now (the agent's own newest policy, else the global one), so that
-no surface reads PASS where the publish gate, which applies that policy, would fail, or the
-reverse. They say which thresholds they used (``AppliedThresholds.source``): "thresholds of
-policy «name» v3", or "the default thresholds: no publishing policy applies" when none does.
+The run page, compare, its API and `manage.py evaluate` show a run under the thresholds of the
+publishing policy that would govern publishing its agent now (the agent's own newest policy,
+else the global one), so that no surface reads PASS where the publish gate would fail, and
+they say which (`AppliedThresholds.source`: "thresholds of policy «name» v3", or "the default
+thresholds: no publishing policy applies").
 
-Policies live in governance, which evaluations may not import (the layers of pyproject.toml:
-governance > evaluations > agents > sherlock.core). So the policy comes through a **provider
-hook**, one function slot in this module: ``GovernanceConfig.ready`` registers governance's
-provider (``register_thresholds_provider(in_force_thresholds)``, from
-``governance.publishing.decision``) and ``applied_thresholds(agents)`` asks it. A registered
-function was chosen over a setting naming a callable: the registration is a plain, import-checked
-call in the app that owns the policies, the dependency points the way the layers allow (governance
-names evaluations' hook), and a test swaps the provider with ``register_thresholds_provider`` (it
-returns the previous one, to restore). Without a provider (governance not installed) every agent
-gets the default thresholds, said as such.
+Policies live in governance, which evaluations may not import, so the policy comes through a
+provider hook: `GovernanceConfig.ready` registers `in_force_thresholds`
+(`register_thresholds_provider`, which returns the previous one, so a test can swap it) and
+`applied_thresholds(agents)` asks it. A registered function rather than a setting naming a
+callable: the call is plain and import-checked in the app that owns the policies, and the
+dependency points the way the layers allow. Without a provider every agent gets the defaults.
 
-This hook is the one place evaluations learns of a policy, and it learns only its plain
-``Thresholds`` with a name to show: governance turns a ``PublishingPolicy`` into thresholds
-(``governance.publishing.decision.policy_thresholds``), the same function its release decision
+A provider takes a list of agents and returns, in a constant number of queries, `{agent pk:
+AppliedThresholds}` for the agents a policy governs; one left out gets `DEFAULT_APPLIED`. It
+hands over plain `Thresholds` made by the same `policy_thresholds` the release decision
 applies, so the pages and the gate cannot read a policy two ways.
-
-A provider takes a list of agents and returns, in a constant number of queries (governance's
-takes one), ``{agent pk: AppliedThresholds}`` for the agents a policy governs; an agent it
-leaves out has no policy, and gets ``DEFAULT_APPLIED``.
 """
 
 from __future__ import annotations

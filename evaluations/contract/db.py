@@ -1,33 +1,21 @@
 """The totals of stored runs by database aggregates, the contract's inputs.
 
-``run_totals(run)`` (``evaluations.contract.runs``) fills a ``VariantTotals`` with four aggregate
-queries whatever the number of trials (trials; their judge spend; quality-grader results; judge
-spend bound to no trial), or one for a finished run, whose trials' totals are stored
-(``evaluations.reads.figures``); ``runs_totals(runs)`` does the same for many runs at once, in the
-same number of queries, grouped by run. It makes the same
-per-trial judgements as ``add_trial`` does for a trial file, on plain columns:
+`run_totals(run)` (`evaluations.contract.runs`) fills a `VariantTotals` with four aggregate
+queries whatever the number of trials, or one for a finished run, whose totals are stored;
+`runs_totals(runs)` does the same for many runs in the same number of queries. It makes the
+per-trial judgements `add_trial` makes for a trial file, on plain columns:
 
-- outcomes and completions from ``Trial.declared_complete`` and ``Trial.outcome_verdict``
-  (``""`` is "no outcome state", a coverage defect when the trial declared completion);
-- windows and effects from the count columns that ``evaluations.engine.evidence.contract_counts``
-  derives from ``progress``, ``wait`` and ``tool_effects`` (the same ``trial_counts``);
-- task quality from the run's **quality grader**: the one check of the dataset version with
-  ``Check.quality_grader`` set. Its score counts on a trial when the grader actually ran
-  (status passed, failed or scored; skipped and error are "did not run"). A run whose dataset
-  version names no grader has no graded trial: quality is n/a (never 0), and a policy with a
-  quality floor fails closed on it. Scores are summed in millionths, exactly, the same way
-  ``export_run`` writes them, so the contract of a run and of its export agree;
-- cost ("total covered run cost, agent + judge"): a trial's cost is its agent cost
-  (``Trial.cost_usd``) plus the judge spend bound to it (``CostEntry`` of kind ``scoring``).
-  It is covered (``billed``) when the agent cost is billed and every one of its judge calls
-  has a price; a judge call without a price makes the trial's cost ``missing``. Judge spend of
-  the run bound to no trial is added to the covered cost, or, unpriced, is a coverage defect.
-  The per-trial cost and the run-level spend are read through ``evaluations.costs``
-  (``trials_with_judge_cost``, ``trial_cost`` judging one trial as this aggregate does, and
-  ``unattributed_judge_spend``).
+- outcomes and completions from `Trial.declared_complete` and `Trial.outcome_verdict` (`""`:
+  no outcome state, a coverage defect when the trial declared completion);
+- windows and effects from the counts `evaluations.engine.evidence.contract_counts` stores;
+- task quality from the run's quality grader (the dataset version's one `quality_grader`
+  check), counted where it ran; none named: quality is n/a, never 0. Scores are summed in
+  millionths, as `export_run` writes them, so a run and its export agree;
+- cost: a trial's agent cost plus the judge spend bound to it, covered when the agent cost is
+  billed and every judge call priced; judge spend bound to no trial is added to the run's
+  (`evaluations.costs`: `trials_with_judge_cost`, `trial_cost`, `unattributed_judge_spend`).
 
-``evaluations.contract.runs`` reads these totals, or a finished run's stored ones, as the
-release decision does.
+docs/contract.md, "Stored runs, imported trials and the decision", says it for a person.
 """
 
 from __future__ import annotations

@@ -32,19 +32,12 @@ HISTORY = 50
 def estimate_run(agent_version, dataset_version, checks, cases, repetitions):
     """What a run will cost before it starts: calls and USD for the agent and each model check.
 
-    The calls come from the dataset alone, so the same dataset version, checks and repetitions
-    always give the same count: one agent call per case and repetition, and for each model
-    check its questions per trial (`DEFAULT_CALLS`: two for faithfulness, one for the others)
-    times the trials of the cases it is not disabled for. A re-ask (a malformed answer, a retry)
-    is not foreseen, and an answer from the cache costs nothing: the count is what the checks
-    ask. History refines only the tokens and the cost, and `basis` says from what: the judge's
-    tokens per question from the newest results of the same check (same dataset, label and
-    kind), else defaults; the agent's cost from its version's recent trials (their cost, else
-    their tokens x the version model's price). A part without a price makes `usd` null and is
-    named in `price_missing` with its calls counted in `price_missing_calls`, never counted as
-    $0. `judge` is the judge's status (`evaluations.judge.probe.judge_status`) and `warnings`
-    name the blocking model checks that cannot be scored (`judge_warnings`). `StartRun` stores
-    it on the run.
+    The calls come from the dataset alone (one agent call per case and repetition, each model
+    check's questions per trial it applies to), so the same dataset always counts the same;
+    history refines only tokens and cost, and `basis` says from what. A part without a price
+    makes `usd` null and is named in `price_missing`, never counted as $0; `judge` and
+    `warnings` say whether the blocking model checks can be scored. docs/schedules.md, "The
+    estimate".
     """
 
     prices = load_prices()

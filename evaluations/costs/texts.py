@@ -84,11 +84,11 @@ def coverage_warning(estimate, coverage_required=True):
     """The warning an estimate needs when some of its calls have no price, or None.
 
     A trial's cost is covered only when it is billed and each of its judge calls has a price
-    (`trial_cost`); the contract's coverage gate fails on any trial without (docs/contract.md,
-    "coverage: N trial(s) with missing cost"). So a judge model without a price fails the gate
-    for sure; an agent with neither a price nor a cost history fails it unless it reports its
-    billed cost. ``coverage_required`` is the applied thresholds' (a policy may waive the
-    gate: then nothing to warn about)."""
+    (`trial_cost`); the contract's coverage gate fails on any trial without ("coverage: N
+    trial(s) with missing cost", docs/contract.md, "Coverage"). So a judge model without a
+    price fails the gate for sure; an agent with neither a price nor a cost history fails it
+    unless it reports its billed cost. ``coverage_required`` is the applied thresholds' (a
+    policy may waive the gate: then nothing to warn about)."""
     estimate = estimate or {}
     if not coverage_required or not estimate_missing_calls(estimate):
         return None

@@ -29,22 +29,13 @@ MAX_ATTEMPTS = 3
 
 
 def reap(now=None):  # noqa: C901
-    """Hand back what dead workers left behind; safe to run anywhere, any number of times.
-
-    1. A `running` trial whose lease ran out (its worker died) goes back to `pending` and is
-       enqueued again, once (compare-and-set on its attempt). In a cancelled run it becomes
-       `cancelled` instead; after `MAX_ATTEMPTS` claims it becomes `error` (a trial that takes
-       its worker down every time must not do so forever).
-    2. An active run with `pending` trials and no sign of life for a lease period (no trial
-       claimed, nothing enqueued) lost its shard tasks (a worker died holding them: Redis does
-       not give a popped task back, the ORM broker only after `retry`): its pending trials are
-       enqueued again, once per lease period (compare-and-set on `enqueued_at`). A run whose
-       tasks merely wait behind a long queue may get a second copy; claims make that harmless.
-    3. A run whose trials are all finished but that was never finalized (its last worker died
-       between the two) is finished.
-    4. A client run that waited for its uploads longer than SHERLOCK_CLIENT_RUN_TIMEOUT_HOURS
-       is released for scoring, its missing items agent errors (`client.expire_client_runs`).
-       A waiting run is never handed back or re-enqueued above: no worker holds it.
+    """Hand back what dead workers left behind; safe to run anywhere, any number of times:
+    a `running` trial whose lease ran out goes back to `pending` (or `cancelled`, or `error`
+    after `MAX_ATTEMPTS`), an active run with no sign of life for a lease period has its
+    pending trials enqueued again, a run whose trials all finished is finished, and a client
+    run that waited past `SHERLOCK_CLIENT_RUN_TIMEOUT_HOURS` is released for scoring. Each
+    step is a compare-and-set, so two reapers never do one twice (docs/scale-out.md, "When a
+    worker dies").
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.SHERLOCK_TRIAL_LEASE_SECONDS)

@@ -192,21 +192,12 @@ class Work:
 
 
 class Claims:
-    """Claimed trials for the shard's loop, claimed in batches (`claim_trials`, one UPDATE and
-    one read-back per batch): as many at a time as there are slots waiting, and at least a
-    quarter of the slots' worth (`ahead`).
-
-    Why ahead: slots finish their trials one at a time, so a claim of only the slots waiting
-    is mostly a batch of one, two statements per trial on the shard's few connections. A
-    trial claimed ahead waits in `ready` for the next free slot, a fraction of one trial's
-    time, so its lease (minutes) starts barely earlier than its trial does; if the worker dies
-    meanwhile, the reaper hands it back like any trial the worker held.
-
-    Every trial claimed is `held` until its slot hands it to the writer (or gives up on it), and
-    `renew` extends the leases of all held trials every third of a lease, in one UPDATE, so a
-    trial that takes longer than a lease (a slow judge's retries, a long agent call) is not
-    handed back and run a second time while this worker still runs it. A worker that dies
-    stops renewing: the reaper hands its trials back at most one lease later."""
+    """The shard loop's claimed trials: claimed in batches (`claim_trials`, one UPDATE and one
+    read-back), at least a quarter of the slots' worth ahead, since slots finish one at a time
+    and a claim of only the waiting slots is mostly a batch of one. Every claimed trial is
+    `held` until its slot hands it on, and `renew` extends all held leases every third of a
+    lease, so a trial longer than a lease is not run twice (docs/scale-out.md, "When a worker
+    dies")."""
 
     MAX_BATCH = 64
 

@@ -49,21 +49,11 @@ def cache_key(
     seed: int | None,
     repetition: int,
 ) -> str:
-    """The cache key of one question.
-
-    `base_url` and `model` say who answers: the same model name on another server (a local
-    llama.cpp after OpenAI, another quantization behind one alias) is another judge. The URL
-    counts as configured, less a trailing slash.
-
-    `messages_json` is the canonical JSON of the messages and `schema_hash` the sha256 of the
-    schema's canonical JSON, both computed once (the schema once per rubric), so a key costs
-    one small hash instead of re-serializing the schema on every ask. Hashing the schema's
-    hash is as collision-resistant as hashing the schema.
-
-    `repetition` is the agent repetition the question scores: the cache is
-    bypassed for repetitions of the agent (they must be independent), so two repetitions that
-    happen to produce the same output still get two independent judgements, while re-scoring
-    the same repetition later is answered from the cache.
+    """The cache key of one question: who answers (`base_url` less a trailing slash, and
+    `model`: the same name on another server is another judge), what is asked (the canonical
+    messages, and the schema's hash computed once per rubric, so a key costs one small hash),
+    and the agent `repetition` it scores, so that repetitions are judged independently while
+    scoring the same repetition again is answered from the cache (docs/checks.md, "The judge").
     """
     # The messages are already canonical JSON; splicing them in avoids parsing them back.
     head = canonical_json(

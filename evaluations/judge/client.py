@@ -1,36 +1,25 @@
 """The judge client: one way for every model-based check to ask a judge model.
 
 `JudgeClient.ask(rubric, variables) -> JudgeAnswer` is the whole interface, and
-`await JudgeClient.aask(...)` the same on an event loop (the run engine's shards: hundreds of
-questions in flight as coroutines, not threads). This module holds the flow of one ask, written
-once as coroutines over a transport (`transport.py`: blocking I/O that never suspends for
-`ask`, the loop's for `aask`), and the parts live beside it:
+`await JudgeClient.aask(...)` the same on an event loop (the engine's shards: hundreds of
+questions in flight as coroutines). This module holds the flow of one ask, written once as
+coroutines over a transport (`transport.py`: blocking for `ask`, the loop's for `aask`); the
+parts beside it:
 
-- `sdk.py`: one OpenAI SDK client per process and base URL, shared by every thread, and one
-  `AsyncOpenAI` per event loop, each with the SDK's own connection pool and its retries off.
-- `retry.py`: our retries instead, honouring `Retry-After` on 429 and 5xx and backing off
-  exponentially on 5xx, timeouts and connection errors; every attempt is recorded as a
-  `JudgeCall` row, which the SDK's hidden retries would not let us.
-- `schema.py` and `answers.py`: every answer is a structured output against the rubric's strict
-  JSON schema, with bounds on its arrays and strings and a completion cap (a small local
-  model must not loop to the end of its context), temperature 0 and a fixed seed, validated
-  with `jsonschema` on arrival. An answer cut off at the cap is asked again once, fresh and
-  briefer; any other malformed answer (not JSON, not valid against the schema, a refusal) is
-  re-asked once with a short repair instruction; after that the ask is an error that keeps
-  the raw answer. A judge failure is never a score: `JudgeAnswer.ok` is False with `error`
-  and `error_code`, and `data` is None. The check turns that into status `error`, never
-  `failed` or `passed`.
-- Bounds go out as the server takes them (`schema.server_bounds`: `maxLength` not to OpenAI);
-  a server that refuses one (an HTTP 400 naming `maxItems` or `maxLength`) gets the question
-  again once without it, and this judge sends it no more; `SHERLOCK_JUDGE_SCHEMA_BOUNDS=false`
-  turns them off from the start.
-- Within a trial (a view bound to a trial) a question that failed is not asked again: the next
-  check asking it (answer relevance after faithfulness's claim extraction) gets the same
-  failure, `reused=True`, without a call.
-- `cache.py`: repeated questions are answered from a cache, and the hit is still recorded as a
-  `JudgeCall` row with `cached=True`, so a result's evidence always points at a stored answer;
-  identical questions in flight at once (threads or coroutines) make one request.
+- `sdk.py`: one OpenAI SDK client per process and base URL (one `AsyncOpenAI` per loop), with
+  the SDK's own retries off; `retry.py`: ours instead, honouring `Retry-After`, every attempt
+  recorded as a `JudgeCall` row.
+- `schema.py`, `answers.py`: every answer a structured output against the rubric's strict JSON
+  schema, bounded, validated on arrival; a cut-off or malformed answer is asked again once,
+  then is an error keeping the raw answer. A judge failure is never a score: the check's
+  status is `error`, never `failed` or `passed`.
+- `cache.py`: repeated questions answered from a cache, the hit still recorded (`cached`), and
+  identical questions in flight at once make one request; within a trial a failed question is
+  not asked again (`reused`).
 - `recording.py`: where the calls go (the database by default, with their cost entries).
+
+The judge for a person (bounds a server refuses, caps, a local model): docs/checks.md, "The
+judge", and docs/judges.md.
 """
 
 from __future__ import annotations
@@ -125,20 +114,13 @@ class _Core:
 class JudgeClient:
     """Asks a judge model to answer a rubric, and records what it cost.
 
-    Build one per configuration (usually through `get_default_judge`) and share it; `bind`
-    returns a lightweight view carrying the run, trial and agent that calls are recorded
-    against, sharing the SDK client, cache and recorder. Thread-safe.
-
-    Arguments left as None come from settings: `SHERLOCK_JUDGE_BASE_URL`, `OPENAI_API_KEY`,
-    `SHERLOCK_JUDGE_MODEL`, `SHERLOCK_JUDGE_TIMEOUT`, and (optional, with defaults)
-    `SHERLOCK_JUDGE_MAX_RETRIES`, `SHERLOCK_JUDGE_MAX_BACKOFF`, `SHERLOCK_JUDGE_SEED`,
-    `SHERLOCK_JUDGE_MAX_TOKENS` (`max_tokens`, 0: sized per question),
-    `SHERLOCK_JUDGE_MAX_TOKENS_PARAM` (`cap_parameter`, see `sdk.cap_parameter`) and
-    `SHERLOCK_JUDGE_SCHEMA_BOUNDS` (`schema_bounds`).
-    `recorder=None` records nothing; `cache_lookup=None` keeps the cache in memory only;
-    `cache_size=0` turns the in-memory cache off. `aask` runs the recorder and the look-up off
-    the loop (asgiref's `sync_to_async`: they touch the database) unless `arecorder` and
-    `alookup` give coroutine functions doing the same (the engine's: its database threads).
+    Build one per configuration (usually through `get_default_judge`) and share it: it is
+    thread-safe, and `bind` returns a light view carrying the run, trial and agent its calls
+    are recorded against, sharing the SDK client, cache and recorder. Arguments left as None
+    come from the `SHERLOCK_JUDGE_*` settings (docs/guide.md, "Configuration");
+    `recorder=None` records nothing, `cache_lookup=None` keeps the cache in memory,
+    `cache_size=0` turns that off. `aask` runs the recorder and the look-up off the loop unless
+    `arecorder` and `alookup` do it themselves (the engine's database threads).
     """
 
     def __init__(

@@ -177,18 +177,10 @@ class CostEntry(models.Model):
 
 class DailyCost(models.Model):
     """The cost ledger summed per day, kind, agent and run: what the cost page reads instead of
-    every line (a month of a busy ledger holds a million lines; summing them took over a
-    second per request, `bench/pages_scale.py`).
-
-    Kept by the code that writes or re-kinds lines (`evaluations.costs.ledger.write_cost_lines`,
-    `rekind_cost_lines`), in the lines' own transaction, so a total and its lines are committed
-    together; `evaluations.costs.ledger.rebuild_daily_costs` computes it anew from the lines. A
-    line's agent is its own, else its run's; a line bound to neither is on no cost page and in no
-    row. `priced` counts the lines with a price, so that a sum of lines none of which has a price
-    stays "price missing" (`usd` is then no amount), and `missing` the lines without one that
-    were not answers from the judge's cache. Rows go with their run or agent when those are
-    deleted, as the lines do (the lines' agent is set null, which takes a line bound to no run
-    off the cost page).
+    every line (a month of a busy ledger is a million lines). Written with the lines, in their
+    transaction (`evaluations.costs.ledger`), and rebuilt from them by
+    `rebuild_daily_costs`; `priced` and `missing` keep a sum of unpriced lines "price missing"
+    rather than $0 (docs/adapters.md, "Cost of the agent's calls").
     """
 
     day = models.DateField()

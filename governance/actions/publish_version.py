@@ -20,27 +20,15 @@ from sherlock.core.permissions import user_can
 
 
 class PublishVersion(GovernanceAction):
-    """Make a draft version live and retire the previous live version, atomically.
+    """Make a draft (or, for `RollBackVersion`, a retired) version live and retire the previous
+    live version, atomically: nothing else sets `Agent.live_version`.
 
-    Admin actions, the API, the publish page and commands all call this; nothing else sets
-    `Agent.live_version`. Inside one transaction, with the agent row locked, it re-checks
-    everything on fresh rows: the Publisher's right on this agent, separation of duties (the
-    version's creator may not publish it when the policy says so), and the decision of the
-    version's current publish request, which must be for this exact configuration and made
-    under the policy still in force. Then the gate, as `governance.publishing.next_step.next_step`
-    answers it (the one place these rules are written):
-
-    - decision passed: publish;
-    - blocked under an `advisory` policy: publish (report only), and say so in the audit;
-    - blocked under a `soft` policy: only with an approved bypass bound to this decision and
-      config hash, not expired; it is used up here (single use);
-    - blocked under a `hard` policy: nobody may publish.
-
-    "Why was my publish refused?" is answered by this module, `governance.publishing.next_step` and
-    `governance.publishing.decision` (the snapshot the refusal quotes), over the contract's
-    measures.
-
-    `RollBackVersion` is the same path for a retired version.
+    With the agent row locked it checks again, on fresh rows, the Publisher's right, the
+    separation of duties and the decision of the version's current request (this exact
+    configuration, the policy still in force); then the gate as `next_step` answers it: a
+    passed decision publishes, a blocked one publishes under an `advisory` policy, under a
+    `soft` one only with an approved bypass of this decision (used up here), never under a
+    `hard` one. docs/governance.md, "Publishing" and "Bypass", says it for a person.
     """
 
     noun = "version"

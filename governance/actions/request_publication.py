@@ -21,29 +21,15 @@ from sherlock.core.permissions import user_can
 
 class RequestPublication(GovernanceAction):
     """Open a publish request for `agent_version` and start the gate runs of the policy in force
-    for its agent (the agent's own policy wins over the global one): one run per gate dataset
-    chosen for the agent (`governance.models.gate_datasets_for`: never a dataset a global policy
-    carries from another agent), on its latest frozen version, with the policy's repetitions.
-    An agent with no gate dataset is refused (`no_gate_datasets`), saying how to choose one.
+    for its agent: one run per gate dataset chosen for the agent, on its latest frozen version,
+    with the policy's repetitions (a `client` version's runs wait for the client). A draft is
+    requested by a Builder, a retired version by a Builder or a Publisher (a rollback passes
+    the same gate); the decision is made when the runs finish (`governance.receivers`).
 
-    A draft is requested by a Builder. A retired version may be requested again, by a Builder
-    or a Publisher: rolling back goes through the same gate. A request still evaluating is not
-    duplicated. The decision is made when the runs finish (`governance.receivers`). The gate
-    runs of a `client` version (the team's own code) start `waiting` for the `sherlock`
-    client, which fulfils them (`StartRun`, docs/client.md), instead of queueing for workers
-    that cannot run it.
-
-    Asking again for a version whose earlier request was decided supersedes that request (and
-    voids its bypasses) and pays for new gate runs, on the gate datasets' latest frozen
-    versions, which may not be the ones the earlier decision used. While that decision is
-    still current (passed or blocked, for this configuration, under the policy in force) it
-    is something a Publisher can act on: a passed request waits for a Publisher, a blocked one
-    for an Admin's bypass or a Publisher using it. Throwing it away must be meant, so asking
-    again is refused (`already_decided`) unless the caller names the request it supersedes
-    (`supersede=<its id>`); the publish page asks for that in a confirmation that shows the
-    dataset versions and the estimate of the new runs. Naming another request than the open
-    one is refused too (`supersede_mismatch`): someone asked again meanwhile. A decision that
-    can no longer be used (the policy changed since) is superseded without being named.
+    Asking again while an earlier decision is still current throws that decision away, so it
+    must be meant: it is refused (`already_decided`) unless the caller names the request it
+    supersedes (`supersede`), and refused (`supersede_mismatch`) when that is not the open one.
+    The rules in full: docs/governance.md, "Publishing".
     """
 
     noun = "request"

@@ -1,32 +1,17 @@
 """`Authorization: Token <key>` against the hashed API keys (`governance.models.APIKey`).
 
-The header is the one DRF's plaintext tokens used, so callers and scripts keep working; only
-what is stored changed. The key's prefix (the part before the dot, or the first eight
-characters of a token converted by migration 0006, which has no dot) finds the row; the
-library checks the whole key against its hash in constant time. An expired or revoked key, or
-one whose user was deactivated, answers 401 saying which.
+The header is the one DRF's plaintext tokens used, so callers keep working; only what is stored
+changed. The key's prefix finds the row and the library checks the whole key against its hash
+in constant time; an expired or revoked key, or a deactivated user's, answers 401 saying which.
 
-Reads are answered from what a process verified a moment ago (loading the key, its
-user and the user's roles was three queries and most of a read's time). A key verified by a
-read is remembered by this process, with its user and the user's global permissions as the
-first request loaded them, for `SHERLOCK_API_AUTH_CACHE_SECONDS` (default 5; 0 turns it off).
-A later read with the same key costs one small statement instead, compiled once per process,
-that re-reads what must never be stale: whether the key is revoked or expired, whether its user
-is active or a superuser, and whether its last use is due to be written. So revocation,
-expiry and deactivation still answer 401 from the next request on, in every process. What may
-lag is a change of the user's roles (group membership, model permissions), by at most those
-seconds, in processes other than the one that made it (a role change clears this process's
-memory at once). A verb (POST, PUT, PATCH, DELETE) always loads the key, the user and the
-roles afresh, and the actions re-check permission themselves.
-
-One kind of write is answered like a read: an OTLP export call (`ExportKeyAuthentication`,
-the traces receiver's). An exporter fleet sends many calls a second under one key, and
-loading the key, its user and the user's roles was three of a call's queries and ~18 ms of
-it (bench/otlp_ingest.py). The re-check still runs on every call, so a revoked or expired key
-or a deactivated user writes nothing from the next call on; what may lag, by at most the same
-seconds and only in other processes, is a Builder role taken away. Spans are telemetry, not a
-governed change: nothing they write is a decision, and the online rules they feed are
-themselves changed only through actions that load the user afresh.
+A read is answered from what this process verified a moment ago: the key, its user and the
+user's global permissions are remembered for `SHERLOCK_API_AUTH_CACHE_SECONDS`, and a later read
+with the same key costs one small statement re-reading what must never be stale (revoked,
+expired, active, superuser, last use due). So revocation, expiry and deactivation answer 401
+from the next request on; only a role change may lag, by those seconds, in other processes. A
+verb loads everything afresh. An OTLP export call is answered like a read
+(`ExportKeyAuthentication`): spans are telemetry, not a governed change, and an exporter fleet
+sends many calls a second under one key. docs/governance.md, "API keys".
 """
 
 import copy

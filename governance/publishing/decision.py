@@ -6,23 +6,17 @@ bound to); everything else (the request's state, publish, bypass, the `gate` com
 the publish page) reads the snapshot through `release_of`, `outcome_of`, `missing_of` and
 `gate_rows`.
 
-How a policy is applied, in order:
-
 1. `policy_applied(policy)`: a `PublishingPolicy` as the plain `AppliedThresholds` the verdict
-   reads (its contract limits read once by `policy_thresholds`, its case pass rate, its name).
-   This is the only place a policy becomes terms of a verdict: the decision,
-   `in_force_thresholds` (the provider the run page, the run list, the compare page and API,
-   the verdict API and `manage.py evaluate` use) and `policy_applied_by_id` (the verdict API's
-   `?policy=`) all go through it.
+   reads; the only place a policy becomes terms of a verdict (the decision, the thresholds
+   provider every page and `manage.py evaluate` use, and the verdict API's `?policy=` all go
+   through it).
 2. `decide(runs, policy)`: `evaluations.verdict.gate_verdict` of the runs under those terms,
-   the one verdict function every surface calls, written as the snapshot: every gate in its
-   fixed order with its numbers and bound, the first failing gate, `release` (pass only when
-   the verdict passed) and the verdict itself (`verdict`: outcome, reasons, missing evidence).
+   the one verdict function every surface calls, written as the snapshot: every gate with its
+   numbers and bound, the first failing gate, `release` (pass only when the verdict passed)
+   and the verdict itself.
 
-What may happen next to a version once it has a decision (publish, ask again, bypass) is
-`governance.publishing.next_step`; the action that carries it out is
-`governance.actions.publish_version`. `PASS`/`FAIL`/`NOT_APPLICABLE` are the contract's statuses
-(`evaluations.contract`).
+What may happen next to a version once it has a decision is `governance.publishing.next_step`;
+the action that carries it out is `governance.actions.publish_version`.
 """
 
 from typing import Any

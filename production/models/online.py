@@ -33,21 +33,12 @@ UNIT_INTERVAL = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 
 
 class OnlineRule(models.Model):
-    """How an agent's complete production traces are scored (docs/production-online.md).
-
-    `filters` is a list of `{"on": "resource"|"span", "key": str, "op": "equals"|"contains"|
-    "exists"|"not_equals", "value": str}`, all of which must hold (`production.online.rules`).
-    `library_version` is a frozen dataset version whose checks are reused by reference
-    (`library_labels` picks some, empty: all); `checks` are the rule's own, in the check
-    library's shape (`{label, kind, params, threshold, mode}`). `quality_check` names the check
-    whose score is the contract's task quality (empty: the library version's quality grader
-    when it is among the checks). `outcome_check` is an outcome verifier (agents.verifiers),
-    run on every scored trace as a case's is; `verify_effects` runs the tools' effect
-    verifiers on the tools each trace called. `completion_tool` names the tool whose call
-    declares the task complete, when the spans do not say it themselves. `judge_model` is
-    pinned when the rule is written, so a window's scores come from one judge. `daily_cap_usd`
-    bounds the judge spend of a day (UTC date of the settings' time zone): nothing is asked
-    beyond it.
+    """How an agent's complete production traces are scored: which traces (`filters`), by which
+    checks (a frozen `library_version`'s, some or all, and the rule's own), which check is the
+    contract's task quality, the outcome and effect verifiers run on each trace, the tool that
+    declares completion, the pinned `judge_model` (a window's scores come from one judge) and
+    the judge spend a day may take (`daily_cap_usd`). Each field's shape and rule:
+    docs/production-online.md, "Online rules".
     """
 
     agent = models.OneToOneField(

@@ -13,21 +13,11 @@ DECLARED = "sherlock.declared_complete"
 
 
 def joined_tool_calls(steps):  # noqa: C901
-    """One call per call (docs/production.md, "One tool call per call"): each tool span is an
-    executed call, each tool call a model's answer asked for is a requested one, and the two
-    are joined, so a call recorded by both is counted once:
-
-    1. by call id, when the tool span has one (`gen_ai.tool.call.id`, `tool_call.id`, or the id
-       a framework's result wrapper carries);
-    2. else by the span tree and the tool's name: the earliest request not joined yet, made by
-       a model span that started before the tool span, whose tool name is the same once case
-       and punctuation are set aside (`refunds.create` is `refunds_create`, the name a model's
-       function must take); a request from a sibling of the tool span comes first.
-
-    A joined call takes the executed span's name and result, and the span's arguments when
-    they are an object (else the request's). A request no tool span executed is kept, with the
-    result a later model call was given for it. Calls are in the order they happened: an
-    executed call at its span's start, a request at its model span's."""
+    """One call per call: each tool span is an executed call and each tool call a model's
+    answer asked for a requested one, joined by call id, else by the span tree and the tool's
+    name, so a call recorded by both is counted once. A request no span executed is kept with
+    the result a later model call was given for it; calls are in the order they happened
+    (docs/production.md, "One tool call per call")."""
     requests = []
     for span, step in steps:
         if step.kind != "llm":

@@ -1,28 +1,20 @@
 """Spans in: one export call's spans attributed, joined to their traces and written, in bulk.
 
-Attribution (docs/production.md, "Which agent and version"): each `ResourceSpans` names its
-agent by the resource attribute `sherlock.agent` (the agent's slug; `service.name` when it is
-absent) and its version by `sherlock.agent.version` (the version's number; absent: the agent's
-live version when the spans are received). The key's user must be a Builder or an Admin of
-that agent (`agents.build_agent`, globally or on the agent): production traces become cases
-and, through the online rules, evidence about a release, which is a Builder's to send. What
-names no agent the user may write to, or a version the agent does not have, is rejected with
-its spans, counted and said in `partial_success`; the same message whether the agent does not
-exist or is not the user's, so a key cannot probe for agent names.
+Attribution: each `ResourceSpans` names its agent by the resource attribute `sherlock.agent`
+(else `service.name`) and its version by `sherlock.agent.version` (absent: the live version when
+received). The key's user must be a Builder or an Admin of that agent: production traces become
+cases and evidence about a release. What names no agent the user may write to, or a version the
+agent does not have, is rejected with its spans and said in `partial_success`, in the same words
+whether the agent does not exist or is not the user's, so a key cannot probe for names. A span
+whose trace or span id is not 16 or 8 bytes (or all zeros) is rejected alone.
 
-A span is rejected when its trace or span id is not 16 or 8 bytes (or all zeros). Every other
-span is written in the request, before the answer, so what the answer counts as accepted is in
-the database. A call makes the same few statements however many spans it brings: the key's
-re-check (`ExportKeyAuthentication`), one lookup of each agent and version it names, one upsert
-of its traces (created, or their receipt time moved), one read of the spans those traces hold
-already, one insert of the spans and the completion task's row (SQLite: the ORM writes 39
-traces a statement). A span already stored (an exporter retrying a call whose answer it lost)
-is not stored twice. Spans join their trace whatever their order or call: the
-trace row is created by the first span of its id, and its state is decided later, by the
-completion task (`production.traces.closing`), which is enqueued once per call that brought a root
-span: in the call's own transaction with django-q2's ORM broker (one write, and the task row
-commits with the spans it is about), after the commit with Redis (a worker must not look
-before the spans are there).
+Every other span is written before the answer, so what it counts as accepted is stored. A call
+makes the same few statements however many spans it brings (one upsert of its traces, one read
+of the spans they hold, one insert), and a span stored already (an exporter retrying) is not
+stored twice. Spans join their trace in any order; its state is decided later by the closing
+task (`production.traces.closing`), enqueued once per call that brought a root span, in the
+call's transaction with the ORM broker, after the commit with Redis (a worker must not look
+before the spans are there). docs/production.md, "Which agent and version".
 """
 
 import json

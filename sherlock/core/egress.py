@@ -1,40 +1,20 @@
-"""What may leave Sherlock: the one rule for environment variables and destinations that
-user-written configs name (docs/adapters.md "Secrets and destinations").
+"""What may leave Sherlock: the one rule for the environment variables and destinations that
+user-written configs name (agent adapters, verifiers, webhooks), which run with the workers'
+environment and network position.
 
-Builders write agent configs (adapters' headers, API keys, tool executors' URLs), Editors and
-Builders write verifiers, Admins write webhook endpoints; all of them run with the workers'
-environment and network position. So:
+- A config names an environment variable only if the operator listed it for that purpose
+  (`SHERLOCK_AGENT_ENV`, `SHERLOCK_VERIFIER_ENV`), and never one of Sherlock's own secrets
+  (`is_sherlock_secret`), even when listed.
+- A destination is an http(s) URL without credentials whose host a setting allows
+  (`SHERLOCK_AGENT_HOSTS`, `SHERLOCK_WEBHOOK_HOSTS`, `SHERLOCK_VERIFIER_HOSTS`): named, or
+  inside a listed network, or, through `*`, only a public address that is no local name.
+- A host is checked as the one ASCII name every HTTP client sends (`client_host`): a name two
+  IDNA readings spell apart is refused.
+- A secret goes only to a host named explicitly, never one allowed by `*`.
 
-- **Variables.** A config may name an environment variable only if the operator listed it, in
-  the setting for that purpose (`SHERLOCK_AGENT_ENV` for agent adapters,
-  `SHERLOCK_VERIFIER_ENV` for verifiers; both empty by default), and never one of Sherlock's
-  own secrets (`is_sherlock_secret`: `SECRET_KEY`, `DATABASE_URL`, `REDIS_URL`,
-  `OPENAI_API_KEY` (the judge's key), `PGPASSWORD`, any `SHERLOCK_*` or `DJANGO_*`), even when
-  listed: the settings refuse such a list at start-up, and `check_variable` again on every use.
-- **Destinations.** A URL is http(s), carries no credentials (`user:pass@`), and its host is
-  allowed by the setting for that purpose (`SHERLOCK_AGENT_HOSTS`, `SHERLOCK_WEBHOOK_HOSTS`,
-  `SHERLOCK_VERIFIER_HOSTS`). An entry is a host name (`api.openai.com`), a domain with its
-  subdomains (`.example.com`), an IP address (`10.0.0.5`, `[::1]`), a network (`10.0.0.0/8`)
-  or `*` (any host whose addresses are all public). A host named by an entry, or an IP inside a
-  listed address or network, is *explicitly* allowed, whatever it resolves to; a host allowed
-  only by `*` is refused when it is a local name (`localhost`, one label, `.local`,
-  `.internal` as in metadata.google.internal), and is resolved (`socket.getaddrinfo`) and
-  refused when any of its addresses is loopback, link-local (the cloud metadata address
-  169.254.169.254), private, shared, reserved, multicast or unspecified and not inside a listed
-  network.
-- **One name.** A host is checked as the ASCII name the HTTP clients send (`client_host`):
-  a non-ASCII name whose IDNA 2003 spelling (Python's codec, `socket.getaddrinfo`, urllib:
-  `faß` is `fass`) differs from its IDNA 2008 one (httpx2, the OpenAI SDK: `xn--fa-hia`) is
-  refused, as is a URL whose host httpx2 reads otherwise than `urlsplit`: two names are two
-  DNS answers, and the checked one would not be the one connected to.
-- **Secrets go to named hosts only.** A config that sends an environment value (a header, an
-  API key) needs its destination explicitly allowed: `*` never lets a secret leave for a host
-  nobody named.
-
-`check_destination` runs when a config is saved (a name that does not resolve there is let
-through: the web server may not see the workers' DNS) and again when it runs, `strict`, where a
-name that does not resolve is refused. What it cannot see: a name whose DNS answer changes
-between the check and the connection (rebinding); an operator who lists a name vouches for it.
+`check_destination` runs when a config is saved and again, `strict` (a name that does not
+resolve is refused), when it runs. What it cannot see (DNS rebinding) and each rule in full:
+docs/adapters.md, "Secrets and destinations".
 """
 
 import ipaddress

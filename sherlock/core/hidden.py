@@ -1,28 +1,24 @@
 """Refusals answered 404: an attempt on an object the user may not see is audited, unseen.
 
-A user who may not see an object gets 404, as if it did not exist (docs/governance.md), so the
-action that would have refused them never runs and writes no `*.refused` entry. Yet "a
-Publisher of one agent tried to publish another's version" is exactly the evidence the audit
-log is for. So every 404 answered to a verb (POST, PUT, PATCH, DELETE) is recorded here, once,
-for the API, the pages and the admin alike:
+A user who may not see an object gets 404, as if it did not exist, so the action that would
+have refused them never runs and writes no `*.refused` entry; yet "a Publisher of one agent
+tried to publish another's version" is the evidence the audit log is for. So every 404 answered
+to a verb (POST, PUT, PATCH, DELETE) is recorded here, once, for the API, the pages and the
+admin alike:
 
-- `RequestContextMiddleware` calls `audit_hidden_refusal` on every response: a 404 to a verb on
-  a known URL writes `<app>.<model>.refused` with the actor, the attempted verb, `code:
-  not_found`, and the target type and id (the id cut to a short excerpt: it is the caller's
-  input, and may be 100,000 characters long);
-- the target is what the view looked for: a view that looks an object up with
-  `visible_or_404` (or calls `note_hidden`) names it; otherwise the DRF view's own model and
-  lookup (its queryset, `lookup_field` and the URL's kwarg: `get_object()`'s 404) are used;
-- an object named in a request body is looked up by a related field whose queryset is what
-  the caller may see (`VisibleSlugRelatedField`, `VisiblePrimaryKeyRelatedField`): one it
-  cannot find answers the usual 400 "does not exist", and is audited the same way;
-- the admin answers a hidden object with a redirect, not a 404, so its mixin
-  (`sherlock.core.admin.AuditsHiddenObjects`) calls `audit_hidden` itself.
+- `RequestContextMiddleware` calls `audit_hidden_refusal` on every response: a 404 to a verb
+  writes `<app>.<model>.refused` with the actor, the verb, `code: not_found` and the target's
+  type and id (cut to a short excerpt: it is the caller's input);
+- the target is what the view looked for (`visible_or_404`, `note_hidden`), else the DRF
+  view's own model and lookup;
+- an object named in a body is looked up among those the caller may see
+  (`VisibleSlugRelatedField`, `VisiblePrimaryKeyRelatedField`): one not found answers the
+  usual 400 "does not exist" and is audited the same way;
+- the admin answers a hidden object with a redirect, so its mixin calls `audit_hidden` itself.
 
-The response is not touched: the user sees the same 404 whether the object exists or not. The
-entry does say whether it exists (and names it), for the Admins who read the log. Reading
-(GET, HEAD, OPTIONS) is not audited: looking at a missing page changes nothing, and a log of
-every mistyped URL would bury the attempts that matter.
+The user sees the same 404 whether the object exists or not; the entry says which, for the
+Admins. Reading is not audited: a log of every mistyped URL would bury the attempts that
+matter. docs/governance.md, "Audit log".
 """
 
 from typing import TYPE_CHECKING, Any

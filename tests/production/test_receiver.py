@@ -436,7 +436,7 @@ def as_otlp_json(message):
 @pytest.mark.parametrize("encoding", ["protobuf", "json"])
 def test_both_encodings_accept_the_same_nesting(client, agent, builder_key, encoding):
     """Attribute values nest at most 10 levels in either encoding: at 10 the span is kept, at
-    11 it is rejected alone with the reason (docs/production.md, "Limits")."""
+    11 it is rejected alone with the reason (docs/production.md, "Sending traces")."""
 
     def send(message):
         if encoding == "json":

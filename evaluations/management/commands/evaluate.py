@@ -3,29 +3,17 @@
     manage.py evaluate AGENT [--version N] --dataset SLUG [--dataset-version N]
         [--repetitions K] [--wait S] [--junit FILE] [--json FILE] [--user U] [--summary]
 
-The run is started as `--user` (default: the `SHERLOCK_USER` environment variable; without
-either the command stops with a usage error) through `StartRun`, so permissions are those of
-`POST /api/v1/runs/`: the agent and dataset must be visible to the user, and the user must be a
-Builder (or Admin) of the agent. `--version` defaults to the agent's live version, else its
-newest version; `--dataset-version` to the dataset's newest frozen version.
+The run is started as `--user` (default `SHERLOCK_USER`) through `StartRun`, so its rights are
+`POST /api/v1/runs/`'s: a Builder (or Admin) of the agent who sees the dataset. `--version`
+defaults to the live version, else the newest; `--dataset-version` to the newest frozen one.
+While it waits, a progress bar on a terminal, a plain line otherwise (CI); then the case table,
+the spend, the contract table and the verdict every surface gives (`run_verdict`, under the
+policy in force), with its gates, reasons and missing evidence. `--junit` and `--json` write
+the run's JUnit XML and a JSON summary; `--summary` asks the judge for the run's summary.
 
-While it waits, a terminal shows a progress bar (rich); when stdout is not a terminal (CI), a
-plain line each time the progress changes. Then the case table (each case passed, failed or
-flaky, and each check's status and mean score), the spend, the five-metric contract table, and
-the run's verdict: `evaluations.verdict.run_verdict`, the function the run page, the compare
-page and API, `GET /api/v1/runs/{id}/verdict/` and the publish gate call, under the publishing
-policy in force for the agent (else the defaults; the output names which), with every gate, the
-reasons and the evidence the run lacks with what adds it. The publish decision itself is
-`manage.py gate`'s, on the runs of the agent's gate datasets.
-`--junit FILE` writes the run's JUnit XML (the API's and the client's writer,
-`evaluations.reads.junit`), `--json FILE` a JSON summary. `--summary` then asks the judge for
-the run's summary (`SummarizeRun`: statements citing the run's cases) and prints it; when it
-cannot (no judge, refused) it says why and the exit status stays the verdict's.
-
-Exit status: the verdict's exit code: 0 passed, 1 failed, 2 incomplete (a blocking check not
-scored, a trial in error, a run that failed or was cancelled); 2 also on an error (bad usage,
-unknown agent, dataset or version, a refused start, any unexpected failure) or when the run did
-not finish within `--wait` seconds (it goes on; the message names it).
+Exit status, the verdict's: 0 passed, 1 failed, 2 incomplete; 2 also on an error (bad usage,
+an unknown name, a refused start) or when the run did not finish within `--wait` seconds (it
+goes on). The publish decision itself is `manage.py gate`'s. docs/guide.md, "A tour".
 """
 
 import json
