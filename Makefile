@@ -27,7 +27,14 @@ $(DEV_STAMP): $(STAMP) requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(DEV_STAMP)
 
+# The demo signs its releases with a local key made on first run (docs/attestations.md); set
+# SHERLOCK_ATTESTATION_KEY_FILE to use your own, or SHERLOCK_ATTESTATIONS=false to sign nothing.
+DEMO_KEY := .run/attestation-key.pem
+run: export SHERLOCK_ATTESTATION_KEY_FILE ?= $(CURDIR)/$(DEMO_KEY)
+
 run: $(STAMP)
+	mkdir -p .run
+	SHERLOCK_ATTESTATIONS=false $(PY) manage.py attestation_keys create --file $(DEMO_KEY) --if-missing
 	$(PY) manage.py migrate --noinput --verbosity 0
 	$(PY) manage.py seed_demo
 	$(PY) manage.py serve $(ADDR)

@@ -116,3 +116,11 @@ class RoleScope(models.TextChoices):
     GLOBAL = "global", "global"
     AGENT = "agent", "agent"
     DATASET = "dataset", "dataset"
+
+
+class AttestationEvent(models.TextChoices):
+    """The release event an attestation states."""
+
+    PUBLISH = "publish", "published"
+    ROLLBACK = "rollback", "rolled back to"
+    RETIRE = "retire", "retired"

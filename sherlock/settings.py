@@ -123,6 +123,36 @@ SHERLOCK_AUDIT_CHECKPOINT_MINUTES = env_int(
     "SHERLOCK_AUDIT_CHECKPOINT_MINUTES", 5, minimum=1, maximum=1440
 )
 
+# Signed release attestations (docs/attestations.md): each publication, rollback and retirement is
+# an in-toto statement in a DSSE envelope, signed with the Ed25519 key read from
+# SHERLOCK_ATTESTATION_KEY_FILE (a PEM file its owner alone may read) or SHERLOCK_ATTESTATION_KEY
+# (the PEM itself). On when a key is configured, unless SHERLOCK_ATTESTATIONS=false; on without a
+# key, or with a key file that is missing or readable by others, Sherlock refuses to start.
+SHERLOCK_ATTESTATION_KEY = env_str("SHERLOCK_ATTESTATION_KEY")
+_attestation_key_file = env_str("SHERLOCK_ATTESTATION_KEY_FILE")
+SHERLOCK_ATTESTATION_KEY_FILE = (
+    Path(_attestation_key_file).expanduser() if _attestation_key_file else None
+)
+SHERLOCK_ATTESTATIONS = env_bool(
+    "SHERLOCK_ATTESTATIONS", bool(SHERLOCK_ATTESTATION_KEY or SHERLOCK_ATTESTATION_KEY_FILE)
+)
+if SHERLOCK_ATTESTATIONS and not (SHERLOCK_ATTESTATION_KEY or SHERLOCK_ATTESTATION_KEY_FILE):
+    raise ImproperlyConfigured(
+        "SHERLOCK_ATTESTATIONS is on but no signing key is configured: set "
+        "SHERLOCK_ATTESTATION_KEY_FILE (`manage.py attestation_keys create` makes one)"
+    )
+if SHERLOCK_ATTESTATIONS and SHERLOCK_ATTESTATION_KEY_FILE and not SHERLOCK_ATTESTATION_KEY:
+    if not SHERLOCK_ATTESTATION_KEY_FILE.is_file():
+        raise ImproperlyConfigured(
+            f"SHERLOCK_ATTESTATION_KEY_FILE={_attestation_key_file!r} does not exist "
+            "(`manage.py attestation_keys create --file ...` makes one)"
+        )
+    if SHERLOCK_ATTESTATION_KEY_FILE.stat().st_mode & 0o077:
+        raise ImproperlyConfigured(
+            f"SHERLOCK_ATTESTATION_KEY_FILE={_attestation_key_file!r} is readable by others than "
+            f"its owner: `chmod 600 {_attestation_key_file}`"
+        )
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",

@@ -17,6 +17,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from governance.sso import views as sso_views
+from governance.views import attestations as attestation_views
 from governance.views import sign_in as sign_in_views
 from sherlock.core import pickers
 
@@ -35,6 +36,11 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("people/", include("governance.views.people_urls")),
     path("pick/<slug:kind>/", pickers.answer, name="pick"),
+    path(
+        ".well-known/sherlock/attestation-keys.json",
+        attestation_views.attestation_keys,
+        name="attestation-keys",
+    ),
     path("api/v1/", include("sherlock.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -71,6 +71,7 @@ evaluations.schedule.update
 governance.apikey.create
 governance.apikey.refused
 governance.apikey.revoke
+governance.attestation.create
 governance.audit.export
 governance.audit.refused
 governance.bypass.approve

@@ -156,3 +156,30 @@ def test_api_key_lifetimes_beyond_their_bounds_stop_start_up(env):
 def test_database_connections_per_worker_must_be_a_small_positive_number(value):
     result = _check_fails({"SHERLOCK_DB_CONNECTIONS": value})
     assert "SHERLOCK_DB_CONNECTIONS" in result.stderr
+
+
+def test_attestations_on_refuse_to_start_without_a_key_or_with_one_others_may_read(tmp_path):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from governance.attestations.keys import private_pem
+
+    refused = _check_fails({"SHERLOCK_ATTESTATIONS": "true", "SHERLOCK_ATTESTATION_KEY_FILE": ""})
+    assert "no signing key is configured" in refused.stderr
+    missing = _check_fails({"SHERLOCK_ATTESTATION_KEY_FILE": str(tmp_path / "none.pem")})
+    assert "does not exist" in missing.stderr
+    key = tmp_path / "key.pem"
+    pem = private_pem(Ed25519PrivateKey.generate())
+    key.write_bytes(pem)
+    key.chmod(0o644)
+    readable = _check_fails({"SHERLOCK_ATTESTATION_KEY_FILE": str(key)})
+    assert "readable by others than its owner" in readable.stderr
+    assert pem.decode() not in readable.stderr + readable.stdout
+    key.chmod(0o600)
+    fine = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**os.environ, "SHERLOCK_ATTESTATION_KEY_FILE": str(key)},
+        capture_output=True,
+        text=True,
+    )
+    assert fine.returncode == 0, fine.stderr

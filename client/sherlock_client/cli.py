@@ -10,16 +10,33 @@ server unreachable, a task that cannot be imported). The server is named by `--u
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sherlock_client import flow
 from sherlock_client.api import Client
+from sherlock_client.attestation import (
+    AttestationRefused,
+    config_hash,
+    public_keys,
+    verify_attestation,
+)
 from sherlock_client.http import ApiError
-from sherlock_client.result import EXIT_ERROR, Result, json_text, junit_xml, markdown, print_result
+from sherlock_client.result import (
+    EXIT_ERROR,
+    EXIT_FAILED,
+    EXIT_PASSED,
+    Result,
+    json_text,
+    junit_xml,
+    markdown,
+    print_result,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -87,8 +104,25 @@ def _parser() -> argparse.ArgumentParser:
     gate.add_argument("--policy", type=int, help=argparse.SUPPRESS)
     gate.add_argument("--wait", type=float, default=3600.0, help="seconds to await (3600)")
 
-    verify = commands.add_parser("verify", help="exit 0 only if the version is published")
-    verify.add_argument("--agent", required=True)
+    verify = commands.add_parser(
+        "verify",
+        help="exit 0 only if the version is published (or, offline, if its attestation holds)",
+    )
+    verify.add_argument("--agent", help="the agent (asking the server)")
+    verify.add_argument(
+        "--attestation", type=Path, help="an attestation file: verify it offline, no server"
+    )
+    verify.add_argument(
+        "--public-key",
+        type=Path,
+        help="the PEM public key, or the server's keys file (attestation-keys.json)",
+    )
+    source = verify.add_mutually_exclusive_group()
+    source.add_argument(
+        "--config", type=Path, help='the configuration to deploy: {"adapter": ..., "config": ...}'
+    )
+    source.add_argument("--config-hash", help="or its SHA-256, as the version page shows it")
+    verify.add_argument("--max-age", type=float, help="days: refuse an older attestation")
     verify.add_argument(
         "--version",
         help="a version's name, or v<number> (default: the name `sherlock run --task` gives)",
@@ -123,6 +157,42 @@ def _announce(run: dict[str, Any]) -> None:
     )
 
 
+def _verify_offline(args: argparse.Namespace) -> int:
+    """`sherlock verify --attestation FILE --public-key KEY`: 0 only when the attestation
+    holds, else 1 and its one-line reason (3 when a file cannot be read)."""
+    if args.public_key is None:
+        print("sherlock: --attestation needs --public-key", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        envelope = json.loads(args.attestation.read_text(encoding="utf-8"))
+        keys = public_keys(args.public_key.read_bytes(), envelope)
+        expected = args.config_hash
+        if args.config is not None:
+            given = json.loads(args.config.read_text(encoding="utf-8"))
+            expected = config_hash(given.get("adapter"), given.get("config"))
+    except (OSError, ValueError, AttributeError) as exc:
+        print(f"sherlock: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    max_age = timedelta(days=args.max_age) if args.max_age is not None else None
+    refusal = None
+    for key in keys:
+        try:
+            statement = verify_attestation(envelope, key, config_hash=expected, max_age=max_age)
+        except AttestationRefused as exc:
+            refusal = refusal or exc
+            continue
+        subject = statement["subject"][0]["name"]
+        predicate = statement["predicate"]
+        print(
+            f"{subject}: {predicate['event']} attested by {predicate.get('actor')} at "
+            f"{predicate.get('issuedAt')}, signature good"
+            + ("" if expected is None else ", configuration matches")
+        )
+        return EXIT_PASSED
+    print(f"sherlock: refused: {refusal}")
+    return EXIT_FAILED
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -132,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
     # A cancelled CI job gets SIGTERM: handled as Ctrl-C, so what was done is uploaded before
     # the process ends (SIGKILL leaves no such chance; `--resume` covers that).
     signal.signal(signal.SIGTERM, _interrupt)
+    if args.command == "verify" and args.attestation is not None:
+        return _verify_offline(args)
+    if args.command == "verify" and not args.agent:
+        print("sherlock: verify needs --agent (or --attestation, offline)", file=sys.stderr)
+        return EXIT_ERROR
     key = os.environ.get("SHERLOCK_API_KEY")
     if not args.url or not key:
         print("sherlock: set SHERLOCK_URL (or --url) and SHERLOCK_API_KEY", file=sys.stderr)

@@ -14,6 +14,7 @@ committed before the transaction (work that must outlive a refusal that may foll
 
 import re
 
+from governance.attestations.issue import attest
 from sherlock.core.actions import Action
 from sherlock.core.errors import ActionInvalid
 from sherlock.core.limits import REASON_MAX
@@ -30,6 +31,24 @@ class GovernanceAction(Action):
     def refusal_target(self):
         """The object a refusal is recorded against."""
         return None
+
+    def attest(self, event, version, **facts):
+        """Sign the statement of `event` on `version` (`governance.attestations`) and audit it,
+        in this action's transaction; nothing when attestations are off."""
+        attestation = attest(event=event, version=version, actor=self.acting_user, **facts)
+        if attestation is not None:
+            self.audit(
+                noun="attestation",
+                verb="create",
+                target=version,
+                after={
+                    "attestation": attestation.pk,
+                    "event": event,
+                    "digest": attestation.digest,
+                    "keyid": attestation.keyid,
+                },
+            )
+        return attestation
 
 
 def substantive_reason(reason, *, minimum=MIN_REASON_LENGTH):

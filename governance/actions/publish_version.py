@@ -101,6 +101,7 @@ class PublishVersion(GovernanceAction):
             self.acting_user,
         )
         previous = agent.live_version_id
+        retired = []
         for old in AgentVersion.objects.filter(agent=agent, state=VersionState.PUBLISHED).exclude(
             pk=version.pk
         ):
@@ -114,6 +115,7 @@ class PublishVersion(GovernanceAction):
                 after={"state": VersionState.RETIRED, "live": False},
                 reason=f"replaced by v{version.number}",
             )
+            retired.append(old)
         # From the state `check()` saw (draft, or retired for a rollback), if still so.
         if not VERSION_STATES.move(version, VersionState.PUBLISHED):
             raise ActionConflict("The version changed state meanwhile.", code="conflict")
@@ -162,6 +164,12 @@ class PublishVersion(GovernanceAction):
             },
             reason=self.reason,
         )
+        # Signed last, so the audit head each statement names includes this publication.
+        version.state = VersionState.PUBLISHED
+        self.attest(self.verb, version, request=request, bypass=self.bypass)
+        for old in retired:
+            old.state = VersionState.RETIRED
+            self.attest("retire", old, replacedBy=f"v{version.number}")
         notify(
             WebhookEvent.VERSION_PUBLISHED,
             {

@@ -3,6 +3,7 @@
 from agents.choices import VERSION_STATES, VersionState
 from agents.models import Agent, AgentVersion
 from governance.actions.base import GovernanceAction
+from governance.models import PublishRequest
 from sherlock.core.errors import ActionConflict, ActionDenied
 from sherlock.core.permissions import user_can
 
@@ -52,4 +53,10 @@ class RetireVersion(GovernanceAction):
             reason=self.reason,
         )
         version.state = VersionState.RETIRED
+        self.attest(
+            "retire",
+            version,
+            request=PublishRequest.objects.published_for(version),
+            reason=self.reason,
+        )
         return version

@@ -13,6 +13,7 @@ from governance.audit.export import FIELDS as AUDIT_FIELDS
 from governance.choices import APIKeyState, Role
 from governance.models import (
     APIKey,
+    Attestation,
     AuditEntry,
     Bypass,
     GateDataset,
@@ -397,3 +398,17 @@ class PublicationSerializer(serializers.Serializer):
     publish_request = serializers.IntegerField(allow_null=True)
     decision = PublicationDecisionSerializer(allow_null=True)
     bypass = PublicationBypassSerializer(allow_null=True)
+
+
+class AttestationSerializer(serializers.ModelSerializer):
+    """A release attestation as issued: the DSSE envelope (docs/attestations.md)."""
+
+    envelope = serializers.JSONField(
+        help_text="The DSSE envelope: payloadType, payload (the in-toto statement, base64) and "
+        "signatures ({keyid, sig})."
+    )
+
+    class Meta:
+        model = Attestation
+        fields = ["id", "event", "created_at", "keyid", "digest", "envelope"]
+        read_only_fields = fields

@@ -15,6 +15,7 @@ from governance.actions.rollback_version import RollBackVersion
 from governance.api.publish_requests import publish_requests
 from governance.api.responses import REFUSED
 from governance.api.serializers import (
+    AttestationSerializer,
     PublicationSerializer,
     PublishRequestSerializer,
     ReasonInputSerializer,
@@ -71,6 +72,19 @@ class VersionVerbViewSet(viewsets.GenericViewSet):
     def publication(self, request, pk=None):
         version = self.get_object()
         return Response(PublicationSerializer(publication_of(version)).data)
+
+    @extend_schema(
+        summary="The version's signed release attestations, newest first",
+        description="One per publication, rollback or retirement while attestations were on: "
+        "a DSSE envelope around an in-toto statement, verifiable offline with the public key "
+        "(`/.well-known/sherlock/attestation-keys.json`, `sherlock verify --attestation`; "
+        "docs/attestations.md).",
+        responses={200: AttestationSerializer(many=True), **refusals(404)},
+    )
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def attestations(self, request, pk=None):
+        version = self.get_object()
+        return Response(AttestationSerializer(version.attestations.all(), many=True).data)
 
     def _verb(self, request, action_class):
         version = self.get_object()

@@ -1,6 +1,7 @@
 """Models of the governance app, re-exported here: import from `governance.models`."""
 
 from governance.models.api_keys import APIKey
+from governance.models.attestations import Attestation, AttestationKey
 from governance.models.audit import AuditEntry, verify_chain
 from governance.models.gate_datasets import GateDataset, gate_datasets_for
 from governance.models.policies import PublishingPolicy
@@ -11,6 +12,8 @@ from governance.models.webhooks import WebhookDelivery, WebhookEndpoint
 
 __all__ = [
     "APIKey",
+    "Attestation",
+    "AttestationKey",
     "AuditEntry",
     "Bypass",
     "GateDataset",

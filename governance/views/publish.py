@@ -242,6 +242,8 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
     return {
         "version": version,
         "publish_request": publish_request,
+        # Signed statements of its releases, newest first (docs/attestations.md); one query.
+        "attestations": list(version.attestations.only("pk", "event", "created_at", "keyid")),
         "gates": gate_rows(decision),
         # passed, failed or incomplete, as the run page says it; what is missing, and why.
         "outcome": outcome_of(decision) if decision else None,

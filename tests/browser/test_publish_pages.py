@@ -6,16 +6,22 @@ polled while the gate runs brings the buttons of the decision without a reload.
 
 Screenshots: `publish-ask-again`, `publish-asked-again`, `publish-bypass-refused`,
 `publish-uses-bypass`, `publish-confirm`, `publish-retire-confirm`, `publish-polled`,
-`publish-incomplete-gate`."""
+`publish-incomplete-gate`, `publish-attested`. The page server signs its releases with a key
+of the test's own (docs/attestations.md)."""
+
+import json
+import os
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django_q.conf import Conf
 
 from agents.choices import VersionState
 from governance.actions.request_bypass import RequestBypass
 from governance.actions.request_publication import RequestPublication
+from governance.attestations.keys import private_pem, public_pem
 from governance.choices import BypassState, RequestState
-from governance.models import GateDataset, PublishingPolicy, PublishRequest
+from governance.models import Attestation, GateDataset, PublishingPolicy, PublishRequest
 from tests.support import factories
 from tests.support.browser import log_in
 from tests.support.governance import (
@@ -29,6 +35,20 @@ from tests.support.governance import (
 pytestmark = [pytest.mark.slow]
 
 CASES = [tool_case("shipping", "How long is shipping?"), tool_case("refund", "Refund?")]
+
+
+@pytest.fixture
+def signing_key(tmp_path):
+    key = Ed25519PrivateKey.generate()
+    path = tmp_path / "attestation-key.pem"
+    path.write_bytes(private_pem(key))
+    os.chmod(path, 0o600)
+    return key, path
+
+
+@pytest.fixture
+def server_env(signing_key):
+    return {"SHERLOCK_ATTESTATION_KEY_FILE": str(signing_key[1])}
 
 
 @pytest.fixture
@@ -201,3 +221,27 @@ def test_an_incomplete_gate_reads_incomplete_and_offers_running_it_again_first(
     assert main.index("Request publication again") < main.index("Bypass the incomplete decision")
     assert "the first step for an incomplete gate" in page.locator(".verbs").inner_text()
     shot(page, "publish-incomplete-gate")
+
+
+def test_a_publication_is_signed_and_its_attestation_downloaded_from_the_page(
+    server, browser, shot, world, signing_key, tmp_path
+):
+    version = decided(world).agent_version
+    page = open_page(browser, server, "publisher", version, javascript=False)
+    assert page.locator("h2 >> text=Attestations").count() == 0
+    page.click("text=Publish…")
+    page.locator("#confirm").wait_for()
+    page.click(f"text=Yes, publish {version}")
+    page.wait_for_selector("h2 >> text=Attestations")
+    attestation = Attestation.objects.get(agent_version=version)
+    row = page.locator("table", has=page.locator("th >> text=event")).last
+    assert "published" in row.inner_text() and attestation.keyid[:16] in row.inner_text()
+    shot(page, "publish-attested")
+    with page.expect_download() as download:
+        page.click("text=download")
+    saved = tmp_path / "release.intoto.json"
+    download.value.save_as(saved)
+    assert json.loads(saved.read_text()) == attestation.envelope
+    # What the page links as the public keys is the key the server signed with.
+    keys = page.request.get(f"{server}/.well-known/sherlock/attestation-keys.json").json()
+    assert keys["keys"][0]["public_key"] == public_pem(signing_key[0].public_key())

@@ -217,6 +217,13 @@ class Command(BaseCommand):
             f"  /runs/compare/?a={refund_runs[0].pk}&b={refund_runs[1].pk}  refund-agent v1 vs "
             "v2: v2 scores higher, yet fails at false success"
         )
+        signed = passed.agent_version.attestations.count()
+        self.stdout.write(
+            f"  {passed.agent_version}'s publication is signed: its attestation is on its publish "
+            "page, the public key at /.well-known/sherlock/attestation-keys.json"
+            if signed
+            else "  Releases are not signed (no SHERLOCK_ATTESTATION_KEY_FILE; see make run)."
+        )
         self.stdout.write(
             "Logins: "
             + ", ".join(f"{name} ({role})" for name, role in DEMO_USERS)
