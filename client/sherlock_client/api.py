@@ -265,3 +265,7 @@ class Client:
 
     def publication(self, version_id: int) -> Publication:
         return cast(Publication, self.session.get(f"versions/{version_id}/publication/"))
+
+    def attestations(self, version_id: int) -> list[dict[str, Any]]:
+        """The version's signed release attestations, newest first (docs/attestations.md)."""
+        return cast(list[dict[str, Any]], self.session.get(f"versions/{version_id}/attestations/"))

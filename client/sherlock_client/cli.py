@@ -117,6 +117,13 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="the PEM public key, or the server's keys file (attestation-keys.json)",
     )
+    fetch = commands.add_parser(
+        "attestation", help="write the version's newest release attestation to a file"
+    )
+    fetch.add_argument("--agent", required=True)
+    fetch.add_argument("--version", help="a version's name, or v<number>")
+    fetch.add_argument("--task", help="package.module:function: names the version")
+    fetch.add_argument("--output", type=Path, required=True, help="where to write it")
     source = verify.add_mutually_exclusive_group()
     source.add_argument(
         "--config", type=Path, help='the configuration to deploy: {"adapter": ..., "config": ...}'
@@ -261,7 +268,14 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
 
                     _write(args.json, json.dumps(decided.as_dict(), indent=2, default=str))
                 return decided.exit_code
-            code, lines = flow.verify(api, agent=args.agent, version=args.version, task=args.task)
+            if args.command == "attestation":
+                code, lines = flow.fetch_attestation(
+                    api, agent=args.agent, version=args.version, task=args.task, output=args.output
+                )
+            else:
+                code, lines = flow.verify(
+                    api, agent=args.agent, version=args.version, task=args.task
+                )
             for line in lines:
                 print(line)
             return code

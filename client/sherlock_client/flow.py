@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sherlock_client import metadata as source
@@ -556,12 +558,28 @@ def verify(
     return EXIT_PASSED, lines
 
 
+def fetch_attestation(
+    api: Client, *, agent: str, version: str | None, task: str | None, output: Path
+) -> tuple[int, list[str]]:
+    """`sherlock attestation`: the newest attestation of the version going live (a publication
+    or a rollback) written to `output`, for `sherlock verify --attestation` to check with a
+    pinned key; 1 when it has none."""
+    version = version_name(version, entrypoint=task)
+    found = api.version(agent, version)
+    live = [a for a in api.attestations(found["id"]) if a.get("event") in ("publish", "rollback")]
+    if not live:
+        return EXIT_FAILED, [f"{agent} {version} has no attestation of a release"]
+    output.write_text(json.dumps(live[0]["envelope"], indent=2), encoding="utf-8")
+    return EXIT_PASSED, [f"{agent} {version}: attestation {live[0]['id']} written to {output}"]
+
+
 __all__ = [
     "EXIT_ERROR",
     "ConfigError",
     "GateResult",
     "RunOptions",
     "evaluate_remote",
+    "fetch_attestation",
     "gate",
     "run",
     "verify",

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agents.models import AgentVersion
 from governance.actions.publish_version import PublishVersion
+from governance.attestations.keys import private_pem, public_pem
 from tests.client.conftest import CLIENT, ROOT, cli_env
 
 pytestmark = pytest.mark.slow
@@ -247,7 +249,7 @@ def gitlab_job(recipe, name, variables):
 
 
 def test_the_gitlab_recipe_on_a_merge_request_and_the_default_branch(
-    live_sherlock, runner, publisher, tmp_path
+    live_sherlock, runner, publisher, tmp_path, settings
 ):
     recipe = yaml.safe_load((ROOT / "docs/ci/gitlab-ci.yml").read_text())
     rules = {name: recipe[name]["rules"] for name in ("evaluate", "request", "deploy")}
@@ -304,7 +306,25 @@ def test_the_gitlab_recipe_on_a_merge_request_and_the_default_branch(
     held = bash(gitlab_job(recipe, "deploy", branch), env, work)
     assert held.returncode == 1, held.stdout + held.stderr
     assert "is not published" in held.stdout and not (tmp_path / "deployed").exists()
+    # The publication is signed (docs/attestations.md), and the project pins the public key: the
+    # deploy job also checks the release's attestation with it, offline.
+    key = Ed25519PrivateKey.generate()
+    private = tmp_path / "attestation-key.pem"
+    private.write_bytes(private_pem(key))
+    private.chmod(0o600)
+    settings.SHERLOCK_ATTESTATIONS, settings.SHERLOCK_ATTESTATION_KEY = True, ""
+    settings.SHERLOCK_ATTESTATION_KEY_FILE = private
     PublishVersion(acting_user=publisher, agent_version=version, reason="ship it").execute()
-    shipped = bash(gitlab_job(recipe, "deploy", branch), env, work)
+    stranger = tmp_path / "stranger.pem"
+    stranger.write_text(public_pem(Ed25519PrivateKey.generate().public_key()))
+    refused = bash(gitlab_job(recipe, "deploy", {**branch, "SHERLOCK_PUBLIC_KEY": str(stranger)}),
+                   env, work)  # fmt: skip
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "not by this public key" in refused.stdout and not (tmp_path / "deployed").exists()
+    pinned = tmp_path / "sherlock.pem"
+    pinned.write_text(public_pem(key.public_key()))
+    shipped = bash(gitlab_job(recipe, "deploy", {**branch, "SHERLOCK_PUBLIC_KEY": str(pinned)}),
+                   env, work)  # fmt: skip
     assert shipped.returncode == 0, shipped.stdout + shipped.stderr
+    assert "signature good" in shipped.stdout and (work / "release.intoto.json").exists()
     assert (tmp_path / "deployed").exists()
