@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agents.choices import VersionState
@@ -251,3 +252,44 @@ def test_the_publish_page_lists_the_attestations_to_download(
     assert "attachment" in download["Content-Disposition"]
     client.force_login(outsider)
     assert client.get(link).status_code == 404
+
+
+def test_the_worked_example_of_the_docs_verifies_by_hand(published, tmp_path, monkeypatch):
+    """docs/attestations.md's few lines of Python, run as written on a real attestation."""
+    attestation, key, version = published
+    text = (Path(__file__).resolve().parents[2] / "docs/attestations.md").read_text()
+    example = text.split("By hand, with a few lines", 1)[1].split("```python\n", 1)[1]
+    example = example.split("```", 1)[0]
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "release.intoto.json").write_text(attestation.read_text())
+    (tmp_path / "attestation-key.pub.pem").write_text(key.read_text())
+    config = {"adapter": version.adapter, "config": version.config}
+    (tmp_path / "deploy/agent-config.json").write_text(json.dumps(config))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "docs/attestations.md", "exec"), {})  # raises if a check fails
+    envelope = json.loads(attestation.read_text())
+    body = base64.b64decode(envelope["payload"]).replace(b'"publish"', b'"pubLish"', 1)
+    envelope["payload"] = base64.b64encode(body).decode()
+    (tmp_path / "release.intoto.json").write_text(json.dumps(envelope))
+    with pytest.raises(InvalidSignature):
+        exec(compile(example, "docs/attestations.md", "exec"), {})
+
+
+def test_the_key_command_makes_a_key_only_its_owner_reads_and_lists_the_published_ones(
+    signing_key, publisher, passed_request, tmp_path, capsys
+):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    made = tmp_path / "new.pem"
+    call_command("attestation_keys", "create", "--file", str(made))
+    assert made.stat().st_mode & 0o777 == 0o600 and b"PRIVATE KEY" in made.read_bytes()
+    with pytest.raises(CommandError, match="never overwritten"):
+        call_command("attestation_keys", "create", "--file", str(made))
+    call_command("attestation_keys", "create", "--file", str(made), "--if-missing")
+    PublishVersion(acting_user=publisher, agent_version=passed_request.agent_version).execute()
+    capsys.readouterr()
+    call_command("attestation_keys", "list")
+    listed = capsys.readouterr().out
+    assert f"{keyid_of(signing_key.public_key())}  " in listed and "(configured)" in listed
+    assert "PRIVATE" not in listed
