@@ -46,9 +46,9 @@ class Command(BaseCommand):
         with os.fdopen(fd, "wb") as handle:
             handle.write(private_pem(key))
         self.stdout.write(
-            f"{path}: a new Ed25519 signing key, key id {keyid_of(key.public_key())}. Point "
-            "SHERLOCK_ATTESTATION_KEY_FILE at it; its public half is published with the first "
-            "attestation it signs."
+            f"{path}: a new Ed25519 signing key, key id {keyid_of(key.public_key())}, for "
+            "SHERLOCK_ATTESTATION_KEY_FILE (`make run` signs the demo's releases with it); its "
+            "public half is published with the first attestation it signs."
         )
 
     def list(self):
