@@ -293,3 +293,33 @@ def test_the_key_command_makes_a_key_only_its_owner_reads_and_lists_the_publishe
     listed = capsys.readouterr().out
     assert f"{keyid_of(signing_key.public_key())}  " in listed and "(configured)" in listed
     assert "PRIVATE" not in listed
+
+
+def test_a_rollback_and_the_retirement_it_causes_are_attested(
+    signing_key, publisher, author, agent, passed_request
+):
+    from governance.actions.request_publication import RequestPublication
+    from governance.actions.rollback_version import RollBackVersion
+    from tests.support.governance import finish_gate_runs, make_version
+
+    first = passed_request.agent_version
+    PublishVersion(acting_user=publisher, agent_version=first).execute()
+    RetireVersion(acting_user=publisher, agent_version=first, reason="pulled").execute()
+    current = make_version(agent, author)
+    finish_gate_runs(RequestPublication(acting_user=author, agent_version=current).execute())
+    PublishVersion(acting_user=publisher, agent_version=current).execute()
+    again = RequestPublication(acting_user=publisher, agent_version=first).execute()
+    finish_gate_runs(again)
+    RollBackVersion(acting_user=publisher, agent_version=first).execute()
+    rolled = Attestation.objects.filter(agent_version=first).first()
+    assert rolled.event == "rollback"
+    predicate = statement(rolled)["predicate"]
+    assert predicate["decision"]["publishRequest"] == again.pk
+    replaced = Attestation.objects.filter(agent_version=current).first()
+    assert replaced.event == "retire"
+    assert statement(replaced)["predicate"]["replacedBy"] == f"v{first.number}"
+    assert [a.event for a in Attestation.objects.filter(agent_version=first)] == [
+        "rollback",
+        "retire",
+        "publish",
+    ]
