@@ -7,6 +7,7 @@ dependency the package forgot to declare fails here."""
 
 import subprocess
 import sys
+import tomllib
 import venv
 
 import pytest
@@ -15,6 +16,9 @@ from tests.client.conftest import CLIENT
 
 
 def test_the_client_installs_alone_and_its_command_runs(tmp_path):
+    # What the package declares, as pip reads it: a dependency it imports but does not declare
+    # is missing from the wheels, and fails below.
+    declared = tomllib.loads((CLIENT / "pyproject.toml").read_text())
     wheels = tmp_path / "wheels"
     fetched = subprocess.run(
         [
@@ -25,9 +29,8 @@ def test_the_client_installs_alone_and_its_command_runs(tmp_path):
             "--quiet",
             "--dest",
             str(wheels),
-            "httpx2>=2.13,<3",
-            "rich>=13,<16",
-            "setuptools>=61",
+            *declared["project"]["dependencies"],
+            *declared["build-system"]["requires"],
         ],
         capture_output=True,
         text=True,
@@ -63,6 +66,13 @@ def test_the_client_installs_alone_and_its_command_runs(tmp_path):
     )
     assert helped.returncode == 0, helped.stderr
     assert "--resume RUN" in helped.stdout
+    offline = subprocess.run(
+        [str(env_dir / "bin" / "sherlock"), "verify", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert offline.returncode == 0 and "--attestation" in offline.stdout, offline.stderr
     alone = subprocess.run(
         [
             str(python),
