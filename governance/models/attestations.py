@@ -4,7 +4,6 @@ from django.db import models
 
 from agents.models import AgentVersion
 from governance.choices import AttestationEvent
-from sherlock.core.permissions import ScopedThroughQuerySet
 
 
 class AttestationKey(models.Model):
@@ -24,10 +23,6 @@ class AttestationKey(models.Model):
         return f"key {self.keyid[:16]}"
 
 
-class AttestationQuerySet(ScopedThroughQuerySet):
-    scope_path = "agent_version__agent"
-
-
 class Attestation(models.Model):
     """One signed statement of a release event of `agent_version`: the DSSE `envelope` as
     issued (never changed), the SHA-256 of its payload and the key that signed it."""
@@ -40,8 +35,6 @@ class Attestation(models.Model):
     digest = models.CharField(max_length=64, help_text="SHA-256 of the signed payload.")
     keyid = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
-
-    objects = AttestationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
