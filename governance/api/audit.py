@@ -1,7 +1,5 @@
 """The audit log, read-only, in cursor pages."""
 
-import datetime as dt
-
 import django_filters
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import permissions, viewsets
@@ -13,6 +11,7 @@ from governance.api.serializers import (
 from governance.models import (
     AuditEntry,
 )
+from sherlock.core.api.filters import UTCDateTimeFilter
 
 
 class CanReadAuditLog(permissions.BasePermission):
@@ -22,14 +21,6 @@ class CanReadAuditLog(permissions.BasePermission):
 
     def has_permission(self, request, view):
         return bool(request.user and request.user.has_perm("governance.view_auditentry"))
-
-
-class UTCDateTimeFilter(django_filters.IsoDateTimeFilter):
-    """An ISO 8601 time, compared in UTC: ISO allows offsets up to 23:59, which PostgreSQL
-    refuses beyond 15:59 (a DataError, a 500), so the offset is applied here."""
-
-    def filter(self, qs, value):
-        return super().filter(qs, value.astimezone(dt.UTC) if value else value)
 
 
 class AuditFilter(django_filters.FilterSet):

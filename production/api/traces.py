@@ -20,7 +20,7 @@ from rest_framework.pagination import CursorPagination
 from production.choices import TraceState
 from production.models import Span, Trace, TraceScore
 from production.reads.traces import search_text, span_tree
-from sherlock.core.api.filters import IdFilter
+from sherlock.core.api.filters import IdFilter, UTCDateTimeFilter
 from sherlock.core.api.serializers import LeanRepresentation, MoneyField
 
 LIST_FIELDS = [
@@ -135,8 +135,8 @@ class TraceFilter(django_filters.FilterSet):
     agent = django_filters.CharFilter(field_name="agent__slug", help_text="The agent's slug.")
     version = IdFilter(field_name="agent_version__number", help_text="The version's number.")
     state = django_filters.ChoiceFilter(choices=TraceState.choices)
-    received_after = django_filters.IsoDateTimeFilter(field_name="received_at", lookup_expr="gte")
-    received_before = django_filters.IsoDateTimeFilter(field_name="received_at", lookup_expr="lt")
+    received_after = UTCDateTimeFilter(field_name="received_at", lookup_expr="gte")
+    received_before = UTCDateTimeFilter(field_name="received_at", lookup_expr="lt")
     session = django_filters.CharFilter(help_text="`session.id` or `gen_ai.conversation.id`.")
     user = django_filters.CharFilter(field_name="end_user", help_text="`user.id`.")
     has_error = django_filters.BooleanFilter()

@@ -68,3 +68,15 @@ def test_the_admin_and_the_page_answer_the_same_download(client, entries):
         assert response["Content-Disposition"].startswith('attachment; filename="audit-')
         rows = [json.loads(line) for line in response.content.decode().splitlines()]
         assert [row["action"] for row in rows].count("governance.policy.create") == 3
+
+
+def test_the_command_reads_any_iso_offset_in_utc_and_refuses_a_bad_time(entries):
+    from django.core.management import CommandError, call_command
+
+    out = io.StringIO()
+    # +23:10 is ISO 8601 and beyond what PostgreSQL takes: compared in UTC, it is a filter.
+    call_command("export_audit", since="2000-01-01T23:10:00+23:10", stdout=out)
+    assert len(out.getvalue().splitlines()) == 3
+    for bad in ("yesterday", "0001-01-01T00:00:00+05:00"):
+        with pytest.raises(CommandError, match="--until"):
+            call_command("export_audit", until=bad, stdout=io.StringIO())

@@ -1,11 +1,12 @@
 """`manage.py export_audit --format csv|jsonl`: the audit log, oldest first, for review."""
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.utils.dateparse import parse_datetime
 
 from governance.actions.export_audit import ExportAudit
 from governance.audit.export import FORMATS
 from governance.models import AuditEntry
+from sherlock.core.api.filters import UTCDateTimeField
 
 
 class Command(BaseCommand):
@@ -35,9 +36,10 @@ class Command(BaseCommand):
             entries = entries.filter(target_type=opts["target_type"])
         for name, lookup in (("since", "at__gte"), ("until", "at__lte")):
             if opts[name]:
-                moment = parse_datetime(opts[name])
-                if moment is None:
-                    raise CommandError(f"--{name}: {opts[name]!r} is not an ISO date-time")
+                try:  # the API's reading: any ISO offset, compared in UTC
+                    moment = UTCDateTimeField().clean(opts[name])
+                except ValidationError as exc:
+                    raise CommandError(f"--{name}: {opts[name]!r} is not an ISO date-time") from exc
                 entries = entries.filter(**{lookup: moment})
 
         def export(out):
