@@ -19,6 +19,14 @@ class Enforcement(models.TextChoices):
     HARD = "hard", "hard (no bypass)"
 
 
+class RateDecision(models.TextChoices):
+    """What a gate on a rate decides on: the rate as measured (a point estimate), or its
+    interval, which leaves a gate it straddles undecided ("insufficient evidence")."""
+
+    POINT = "point", "the point estimate"
+    INTERVAL = "interval", "the interval (insufficient evidence when it straddles the threshold)"
+
+
 class RequestState(models.TextChoices):
     EVALUATING = "evaluating", "evaluating"
     PASSED = "passed", "passed"

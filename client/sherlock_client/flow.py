@@ -470,6 +470,11 @@ def gate(
         code = EXIT_INCOMPLETE
         reasons = "; ".join(r.get("detail", "") for r in verdict.get("reasons") or [])
         lines.append(f"the verdict is incomplete: {reasons or 'evidence is missing'}")
+    elif state == "blocked" and verdict.get("outcome") == "insufficient":
+        # An interval straddles a threshold: nothing failed, more cases would decide it.
+        code = EXIT_INCOMPLETE
+        reasons = "; ".join(r.get("detail", "") for r in verdict.get("reasons") or [])
+        lines.append(f"insufficient evidence: {reasons or 'more cases would decide it'}")
     elif code == EXIT_INCOMPLETE:
         lines.append(f"no decision within {options.wait:g} s")
     return GateResult(request=request, exit_code=code, lines=lines, runs=results)

@@ -18,7 +18,15 @@ from sherlock_client.runner import Stats
 
 # The exit codes a CI can trust (docs/client-cli.md): the verdict's, 3 for the rest.
 EXIT_PASSED, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2, 3
-OUTCOME_EXIT = {"passed": EXIT_PASSED, "failed": EXIT_FAILED, "incomplete": EXIT_INCOMPLETE}
+# "insufficient" (insufficient evidence: a gate decided on its interval, which straddles its
+# threshold) exits 2 as incomplete does: no decision, and more cases would make one.
+OUTCOME_EXIT = {
+    "passed": EXIT_PASSED,
+    "failed": EXIT_FAILED,
+    "incomplete": EXIT_INCOMPLETE,
+    "insufficient": EXIT_INCOMPLETE,
+}
+OUTCOME_WORDS = {"insufficient": "insufficient evidence"}
 
 
 @dataclass
@@ -46,6 +54,11 @@ class Result:
         if code in (EXIT_PASSED, EXIT_FAILED, EXIT_INCOMPLETE):
             return int(code)
         return OUTCOME_EXIT.get(self.outcome, EXIT_INCOMPLETE)
+
+    @property
+    def words(self) -> str:
+        """The outcome as a person reads it ("insufficient evidence")."""
+        return OUTCOME_WORDS.get(self.outcome, self.outcome)
 
     @property
     def url(self) -> str:
@@ -148,7 +161,7 @@ def print_result(result: Result, stream: TextIO, *, rich: bool) -> None:  # noqa
     verdict = result.verdict
     counts = verdict.get("cases") or {}
     head = (
-        f"{result.outcome.upper()}: run {result.run.get('id')} of {result.agent} "
+        f"{result.words.upper()}: run {result.run.get('id')} of {result.agent} "
         f"{result.version} on {result.dataset}"
     )
     reasons = reason_lines(result)
@@ -252,7 +265,7 @@ def junit_xml(result: Result) -> str:
         node = ET.SubElement(
             verdict_case,
             "failure",
-            message=_xml_safe(f"{result.outcome}: {reasons}"[:1000]),
+            message=_xml_safe(f"{result.words}: {reasons}"[:1000]),
             type=result.outcome,
         )
         node.text = _xml_safe(result.url)
@@ -279,7 +292,7 @@ def markdown(result: Result) -> str:  # noqa: C901
     against the live version's latest run on the same dataset and the cases that regressed."""
     mark = {"passed": "✅", "failed": "❌"}.get(result.outcome, "⚠️")
     lines = [
-        f"### {mark} Sherlock: {result.outcome.upper()}",
+        f"### {mark} Sherlock: {result.words.upper()}",
         "",
         f"`{result.agent}` version `{result.version}` on `{result.dataset}`: "
         f"[run {result.run.get('id')}]({result.url})",

@@ -205,7 +205,10 @@ class VerdictReasonSerializer(serializers.Serializer):
 class VerdictGateSerializer(serializers.Serializer):
     name = serializers.CharField()
     label = serializers.CharField()
-    state = serializers.ChoiceField(choices=["pass", "fail", "n/a"])
+    state = serializers.ChoiceField(
+        choices=["pass", "fail", "n/a", "insufficient"],
+        help_text="insufficient: a rate decided on its interval, which straddles the threshold",
+    )
     value = serializers.JSONField(help_text="What the gate read (counts, ratios, money as strings)")
     bound = serializers.JSONField(help_text="What it applied (the policy's limit)")
     detail = serializers.CharField()
@@ -236,7 +239,8 @@ class VerdictSerializer(serializers.Serializer):
     status = serializers.CharField(help_text="The run's status")
     outcome = serializers.ChoiceField(choices=list(OUTCOMES))
     exit_code = serializers.IntegerField(
-        allow_null=True, help_text="0 passed, 1 failed, 2 incomplete; null while pending"
+        allow_null=True,
+        help_text="0 passed, 1 failed, 2 incomplete or insufficient evidence; null while pending",
     )
     policy = VerdictPolicySerializer(allow_null=True, help_text="null: the defaults applied")
     thresholds = serializers.CharField(help_text="Which thresholds, in words")

@@ -45,6 +45,10 @@ class AppliedThresholds:
     # The policy's own gate beside the contract's (``evaluations.verdict``); without a policy
     # every case must pass.
     min_case_pass_rate: float = 1.0
+    # Whether that gate decides on the rate ("point") or on its interval at this confidence
+    # ("interval": pass, fail or insufficient evidence, `evaluations.stats`).
+    case_pass_rate_decides_on: str = "point"
+    case_pass_rate_confidence: float = 0.95
 
     @property
     def source(self) -> str:

@@ -74,7 +74,8 @@ def gate_cell(result: ContractResult, verdict: Any = None) -> str:
     contract that passes says nothing about the trials in error, the results no check could
     score or a run that did not complete; so "pass" only when the verdict passed,
     "incomplete (<gate>)" when evidence is missing (unavailable is never a pass, nor
-    a failure), "fail (<gate>)", or "pending"."""
+    a failure), "insufficient evidence (<gate>)" when an interval leaves a gate undecided,
+    "fail (<gate>)", or "pending"."""
     if verdict is None:
         first = result.first_failing_gate
         return PASS if first is None else f"{FAIL} ({GATE_LABELS[first]})"
@@ -82,6 +83,8 @@ def gate_cell(result: ContractResult, verdict: Any = None) -> str:
         return PASS
     if verdict.outcome == "pending":
         return "pending"
+    if verdict.outcome == "insufficient":  # a rate decided on its interval, undecided
+        return "insufficient evidence (case pass rate)"
     if verdict.outcome == "incomplete":
         # Name what is missing: the unscored evidence when that gate fails, else the first
         # failing gate (coverage, for a run that did not complete).

@@ -4,7 +4,8 @@
 
 One `<testsuite>` for the run, one `<testcase>` per case of its dataset version and one more,
 `verdict`, that fails unless the verdict passed, so that a CI reading only the test report never
-shows a failed or incomplete run green. A case reads as its stored state says
+shows a failed, incomplete or undecided run green (its `type` is the outcome: `failed`,
+`incomplete`, `insufficient`, the last read "insufficient evidence" in its message). A case reads as its stored state says
 (`CaseResult.status`, docs/checks.md "Case states"):
 
 - passed: an empty `<testcase>`;
@@ -125,7 +126,7 @@ def run_junit(run, verdict) -> str:
             verdict_case,
             "failure",
             "\n".join([*reasons, *missing]) or verdict.outcome,
-            message=xml_safe(f"{verdict.outcome}: {'; '.join(reasons)}", MESSAGE_CHARS),
+            message=xml_safe(f"{verdict.words}: {'; '.join(reasons)}", MESSAGE_CHARS),
             type=verdict.outcome,
         )
     for name, value in (

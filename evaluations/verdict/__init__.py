@@ -7,10 +7,11 @@ two surfaces can disagree on a run and policy. A policy arrives as plain data, a
 `AppliedThresholds` (evaluations may not import governance); without one the defaults apply,
 and the verdict says so.
 
-The verdict is pending, incomplete (exit 2: evidence could not be had), failed (exit 1) or
-passed (exit 0); `missing` names the evidence a run lacks and what adds it. A constant number
-of queries for any number of runs. The rule for a person: docs/contract.md, "The verdict: one
-function for every surface".
+The verdict is pending, incomplete (exit 2: evidence could not be had), insufficient evidence
+(exit 2: a rate decided on its interval straddles its threshold, more cases would decide it),
+failed (exit 1) or passed (exit 0); `missing` names the evidence a run lacks and what adds
+it. A constant number of queries for any number of runs. The rule for a person:
+docs/contract.md, "The verdict: one function for every surface".
 
 The package, by job: `model` (what a verdict is), `rule` (the one rule), `gates`, `cases`
 (what is read of the runs), `missing` (evidence lacking) and `fixes` (what fixes a gate).
@@ -21,6 +22,8 @@ from evaluations.verdict.model import (
     EXIT_CODES,
     FAILED,
     INCOMPLETE,
+    INSUFFICIENT,
+    OUTCOME_WORDS,
     OUTCOMES,
     PASSED,
     PENDING,
@@ -39,7 +42,9 @@ __all__ = [
     "EXIT_CODES",
     "FAILED",
     "INCOMPLETE",
+    "INSUFFICIENT",
     "OUTCOMES",
+    "OUTCOME_WORDS",
     "PASSED",
     "PENDING",
     "POLICY_GATE_LABELS",

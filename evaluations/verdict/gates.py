@@ -15,12 +15,18 @@ from evaluations.contract import (
     ContractResult,
     Thresholds,
 )
+from evaluations.contract.applied import AppliedThresholds
 from evaluations.contract.measures import round_half_up
+from evaluations.stats import INSUFFICIENT, cases_to_decide, decide_on_interval, wilson
+from evaluations.stats.decide import FAIL as FAIL_ON
+from evaluations.stats.decide import PASS as PASS_ON
 from evaluations.verdict.cases import is_all_unscored, is_unjudged, unscored_beside
 from evaluations.verdict.model import POLICY_GATE_LABELS, Gate
 from sherlock.core.json_values import exact
 
 MILLIONTH = Decimal("0.000001")
+# `AppliedThresholds.case_pass_rate_decides_on` when the gate reads the interval.
+ON_INTERVAL = "interval"
 
 
 def _ratio(ratio) -> dict[str, Any]:
@@ -139,12 +145,16 @@ def checks_scored_gate(runs: list, unscored: dict, errors: dict) -> Gate:
     )
 
 
-def case_pass_rate_gate(runs: list, minimum: float) -> Gate:
+def case_pass_rate_gate(
+    runs: list, minimum: float, applied: AppliedThresholds | None = None
+) -> Gate:
     """The policy's ``min_case_pass_rate`` (1.0 without a policy: every case must pass): every
     run must reach it; a run without a rate (not completed, or no cases) fails closed. The
     rate counts only the cases with a verdict; the unscored stand beside it in the detail, and
     a run whose every case is unscored has no rate to judge: the "blocking checks scored" gate
-    says why, and this one is not applicable."""
+    says why, and this one is not applicable. A policy that decides on the interval
+    (``case_pass_rate_decides_on``) reads each run's Wilson interval instead of its rate
+    (``_on_interval``)."""
     # Imported trials have no blocking check at all: their own words below, not these.
     undecided = {run.pk for run in runs if is_all_unscored(run) and not is_unjudged(run)}
     unscored = {run.pk: (run.summary or {}).get("unscored") or 0 for run in runs}
@@ -172,15 +182,24 @@ def case_pass_rate_gate(runs: list, minimum: float) -> Gate:
             {"min": minimum},
         )
     missing = [pk for pk, rate in rates if rate is None]
-    low = [(pk, rate) for pk, rate in rates if rate is not None and rate < minimum]
     if not runs or missing:
-        state = FAIL
         detail = (
             "no gate run"
             if not runs
             else f"no case pass rate for run(s) {', '.join(f'#{pk}' for pk in missing)}"
         )
-    elif low:
+        return Gate(
+            "case_pass_rate",
+            POLICY_GATE_LABELS["case_pass_rate"],
+            FAIL,
+            detail,
+            {"runs": [{"run": pk, "rate": rate} for pk, rate in rates]},
+            {"min": minimum},
+        )
+    if applied is not None and applied.case_pass_rate_decides_on == ON_INTERVAL:
+        return _on_interval(runs, minimum, applied.case_pass_rate_confidence, unscored)
+    low = [(pk, rate) for pk, rate in rates if rate is not None and rate < minimum]
+    if low:
         state = FAIL
         detail = "; ".join(
             f"run #{pk}: {rate:.3f} < {minimum}{unscored_beside(unscored[pk])}" for pk, rate in low
@@ -198,4 +217,58 @@ def case_pass_rate_gate(runs: list, minimum: float) -> Gate:
         detail,
         {"runs": [{"run": pk, "rate": rate} for pk, rate in rates]},
         {"min": minimum},
+    )
+
+
+def _on_interval(runs: list, minimum: float, confidence: float, unscored: dict) -> Gate:
+    """The case pass rate gate decided on each run's Wilson interval at ``confidence``: a run
+    passes when its whole interval clears ``minimum``, fails when its whole interval misses it,
+    and otherwise has insufficient evidence, with the number of cases that would most likely
+    decide it. The case is the unit (a case passes when all its repetitions do), so the
+    repetitions of one case are never counted as independent trials. Any run failing fails
+    the gate; else any run undecided leaves it insufficient."""
+    rows, parts = [], []
+    for run in runs:
+        summary = run.summary or {}
+        passed = int(summary.get("passed") or 0)
+        decided = int(summary.get("cases") or 0) - int(summary.get("unscored") or 0)
+        interval = wilson(passed, decided, confidence)
+        state = decide_on_interval(interval, minimum)
+        needed = (
+            cases_to_decide(interval.rate, minimum, confidence) if state == INSUFFICIENT else None
+        )
+        more = max(1, needed - decided) if needed is not None else None
+        rows.append(
+            {
+                "run": run.pk,
+                "rate": summary.get("case_pass_rate"),
+                "passed": passed,
+                "cases": decided,
+                "interval": [round(interval.low, 6), round(interval.high, 6)],
+                "decision": state,
+                "more_cases_to_decide": more,
+            }
+        )
+        span = f"{interval.low:.3f}–{interval.high:.3f}"
+        verb = {PASS_ON: "clears", FAIL_ON: "misses"}.get(state, "straddles")
+        part = (
+            f"run #{run.pk}: {passed}/{decided} cases, {interval.rate:.3f}, "
+            f"{confidence:.0%} interval {span} {verb} {minimum}"
+        )
+        if state == INSUFFICIENT:
+            part += (
+                f"; about {more} more case(s) would most likely decide it"
+                if more is not None
+                else "; the rate sits on the threshold: no number of cases is likely to decide it"
+            )
+        parts.append(part + unscored_beside(unscored[run.pk]))
+    decisions = {row["decision"] for row in rows}
+    state = FAIL if FAIL_ON in decisions else INSUFFICIENT if INSUFFICIENT in decisions else PASS
+    return Gate(
+        "case_pass_rate",
+        POLICY_GATE_LABELS["case_pass_rate"],
+        state,
+        "; ".join(parts),
+        {"runs": rows},
+        {"min": minimum, "decides_on": ON_INTERVAL, "confidence": confidence},
     )

@@ -1,4 +1,4 @@
-"""What a verdict is: its four outcomes and exit codes, the gates' names in words, and the
+"""What a verdict is: its five outcomes and exit codes, the gates' names in words, and the
 records (`Verdict`, `Gate`, `Reason`, `Missing`) every surface shows.
 """
 
@@ -16,8 +16,12 @@ from evaluations.contract import (
 )
 
 PASSED, FAILED, INCOMPLETE, PENDING = "passed", "failed", "incomplete", "pending"
-OUTCOMES = (PASSED, FAILED, INCOMPLETE, PENDING)
-EXIT_CODES = {PASSED: 0, FAILED: 1, INCOMPLETE: 2, PENDING: None}
+# A gate decided on an interval that straddles its threshold: more cases would decide it. Exit
+# 2 as incomplete (no decision, and more evidence would make one), never 0 nor 1.
+INSUFFICIENT = "insufficient"
+OUTCOMES = (PASSED, FAILED, INSUFFICIENT, INCOMPLETE, PENDING)
+EXIT_CODES = {PASSED: 0, FAILED: 1, INSUFFICIENT: 2, INCOMPLETE: 2, PENDING: None}
+OUTCOME_WORDS = {INSUFFICIENT: "insufficient evidence"}
 # The gate that fails on what could not be scored: its failure alone makes a run incomplete.
 EVIDENCE_GATE = "checks_scored"
 POLICY_GATE_LABELS = {
@@ -45,7 +49,7 @@ class Gate:
 
     name: str
     label: str
-    state: str
+    state: str  # pass, fail, n/a, or insufficient (a rate decided on its interval)
     detail: str
     value: Any = None
     bound: Any = None
@@ -118,6 +122,11 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return self.outcome == PASSED
+
+    @property
+    def words(self) -> str:
+        """The outcome as a person reads it ("insufficient evidence")."""
+        return OUTCOME_WORDS.get(self.outcome, self.outcome)
 
     @property
     def first_failing_gate(self) -> str | None:

@@ -29,11 +29,13 @@ from evaluations.verdict.model import (
     EVIDENCE_GATE,
     FAILED,
     INCOMPLETE,
+    INSUFFICIENT,
     PASSED,
     PENDING,
     Gate,
     Reason,
     Verdict,
+    doc_url,
 )
 
 
@@ -153,7 +155,7 @@ def _judge(runs: list, applied: AppliedThresholds, evidence: Evidence, together=
         )
     unscored = {run.pk: sum(g["n"] for g in evidence.unscored.get(run.pk, [])) for run in runs}
     gates.append(checks_scored_gate(runs, unscored, evidence.errors))
-    gates.append(case_pass_rate_gate(runs, applied.min_case_pass_rate))
+    gates.append(case_pass_rate_gate(runs, applied.min_case_pass_rate, applied))
     missing = missing_evidence(contract, limits, runs, evidence, errored_cost)
 
     reasons = []
@@ -185,6 +187,9 @@ def _judge(runs: list, applied: AppliedThresholds, evidence: Evidence, together=
         outcome = FAILED
     elif any(g.state == FAIL for g in gates):
         outcome = INCOMPLETE
+    elif any(g.state == INSUFFICIENT for g in gates):
+        outcome = INSUFFICIENT
+        reasons.extend(_insufficient_reason(g) for g in gates if g.state == INSUFFICIENT)
     else:
         outcome = PASSED
     return Verdict(
@@ -237,6 +242,21 @@ def _coverage_wants_errored(
     )
     without = evaluate(rest, limits)
     return next(g.status for g in without.gates if g.name == "coverage") != FAIL
+
+
+def _insufficient_reason(gate: Gate) -> Reason:
+    """A gate its interval left undecided: what it read, and how many more cases would most
+    likely decide it (`evaluations.verdict.gates`)."""
+    more = [r["more_cases_to_decide"] for r in gate.value["runs"] if r.get("more_cases_to_decide")]
+    short = f"~{max(more)} more cases would most likely decide it" if more else "undecided"
+    return Reason(
+        gate.name,
+        f"insufficient evidence for the {gate.label}: {gate.detail}",
+        short,
+        fix="Add cases to the gate dataset and run it again (the case is the unit: repetitions "
+        "of the same cases do not narrow the interval), or, as an Admin, bypass with a reason.",
+        docs=doc_url("contract", "Deciding on the interval"),
+    )
 
 
 def _gate_reason(gate: Gate, runs: list, unscored: dict, errors: dict) -> Reason:

@@ -17,6 +17,8 @@ POLICY_FIELDS = (
     "name",
     "repetitions",
     "min_case_pass_rate",
+    "case_pass_rate_decides_on",
+    "case_pass_rate_confidence",
     "enforcement",
     *THRESHOLD_FIELDS,
     "creator_may_not_publish",

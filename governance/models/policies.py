@@ -1,11 +1,12 @@
 """Publishing policies: the rules a version's evaluation must satisfy before it is published."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import OuterRef, Q, Subquery
 
-from governance.choices import Enforcement
+from governance.choices import Enforcement, RateDecision
 from sherlock.core.numbers import USD
 
 # Rates and floors are fractions of a denominator: a floor of 7 blocks every
@@ -59,6 +60,22 @@ class PublishingPolicy(models.Model):
     gate_datasets = models.ManyToManyField("evaluations.Dataset", blank=True, related_name="+")
     repetitions = models.PositiveIntegerField(default=1)
     min_case_pass_rate = models.FloatField(default=1.0, validators=UNIT_INTERVAL)
+    # On the interval, 27 of 30 cases do not clear 0.9 as 2,700 of 3,000 do: the gate passes
+    # only when the whole interval clears the rate (docs/contract.md, "Deciding on the
+    # interval").
+    case_pass_rate_decides_on = models.CharField(
+        max_length=10,
+        choices=RateDecision.choices,
+        default=RateDecision.POINT,
+        help_text="The point estimate passes at the rate; the interval passes only when the "
+        "whole interval clears it, fails when the whole interval misses it, and otherwise "
+        "reads insufficient evidence with how many cases would most likely decide.",
+    )
+    case_pass_rate_confidence = models.FloatField(
+        default=0.95,
+        validators=[MinValueValidator(0.5), MaxValueValidator(0.999)],
+        help_text="The interval's confidence, from 0.5 to 0.999 (read only on the interval).",
+    )
     enforcement = models.CharField(
         max_length=10, choices=Enforcement.choices, default=Enforcement.SOFT
     )
@@ -140,6 +157,21 @@ class PublishingPolicy(models.Model):
                 ),
                 name="policy_cost_budget_in_range",
             ),
+            models.CheckConstraint(
+                condition=Q(case_pass_rate_decides_on__in=RateDecision.values),
+                name="policy_rate_decision_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    case_pass_rate_confidence__gte=0.5, case_pass_rate_confidence__lte=0.999
+                ),
+                name="policy_rate_confidence_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(case_pass_rate_decides_on=RateDecision.POINT)
+                | Q(min_case_pass_rate__gt=0, min_case_pass_rate__lt=1),
+                name="policy_interval_rate_strictly_inside",
+            ),
             models.CheckConstraint(condition=Q(repetitions__gte=1), name="policy_repetitions_min"),
             models.CheckConstraint(
                 condition=Q(enforcement__in=Enforcement.values), name="policy_enforcement_valid"
@@ -152,6 +184,19 @@ class PublishingPolicy(models.Model):
     def save(self, *args, **kwargs):
         self.scope_key = f"agent:{self.agent_id}" if self.agent_id else "global"
         super().save(*args, **kwargs)
+
+    def clean(self):
+        super().clean()
+        rate = self.min_case_pass_rate
+        deciding = self.case_pass_rate_decides_on == RateDecision.INTERVAL
+        if deciding and isinstance(rate, float | int) and not 0 < rate < 1:
+            # No interval ever clears 1 nor misses 0: such a gate would never be decided.
+            raise ValidationError(
+                {
+                    "case_pass_rate_decides_on": "deciding on the interval needs a minimum case "
+                    "pass rate strictly between 0 and 1 (no interval clears 1)"
+                }
+            )
 
     @property
     def scope_text(self):

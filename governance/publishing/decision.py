@@ -32,7 +32,14 @@ from evaluations.contract import (
     parse_thresholds,
 )
 from evaluations.reads.calibration import informative_checks
-from evaluations.verdict import FAILED, INCOMPLETE, PASSED, gate_label, gate_verdict
+from evaluations.verdict import (
+    FAILED,
+    INCOMPLETE,
+    INSUFFICIENT,
+    PASSED,
+    gate_label,
+    gate_verdict,
+)
 from governance.models import PublishingPolicy
 from sherlock.core.json_values import exact
 
@@ -76,6 +83,8 @@ def policy_applied(policy: PublishingPolicy) -> AppliedThresholds:
         policy_version=policy.version,
         scope="global" if policy.agent_id is None else "agent",
         min_case_pass_rate=policy.min_case_pass_rate,
+        case_pass_rate_decides_on=policy.case_pass_rate_decides_on,
+        case_pass_rate_confidence=policy.case_pass_rate_confidence,
     )
 
 
@@ -147,6 +156,8 @@ def decide(runs, policy: PublishingPolicy) -> dict[str, Any]:
             "enforcement": policy.enforcement,
             "thresholds": {k: exact(v) for k, v in policy_values(policy).items()},
             "min_case_pass_rate": policy.min_case_pass_rate,
+            "case_pass_rate_decides_on": policy.case_pass_rate_decides_on,
+            "case_pass_rate_confidence": policy.case_pass_rate_confidence,
         },
         "runs": [
             {
@@ -173,13 +184,31 @@ def release_of(decision):
 
 
 def outcome_of(decision):
-    """ "passed", "failed" or "incomplete" for a stored snapshot, as the run page says it: a
-    blocked decision whose verdict was incomplete (trials in error, blocking results not
-    scored) is incomplete, not failed; anything unreadable is failed (fail closed)."""
+    """ "passed", "failed", "incomplete" or "insufficient" for a stored snapshot, as the run
+    page says it: a blocked decision whose verdict was incomplete (trials in error, blocking
+    results not scored) is incomplete, one whose interval left a gate undecided is
+    insufficient, neither is failed; anything unreadable is failed (fail closed)."""
     if release_of(decision) == PASS:
         return PASSED
     verdict = (decision or {}).get("verdict") or {}
-    return INCOMPLETE if verdict.get("outcome") == INCOMPLETE else FAILED
+    outcome = verdict.get("outcome")
+    return outcome if outcome in (INCOMPLETE, INSUFFICIENT) else FAILED
+
+
+def blocking_gate(decision):
+    """The name of the gate that blocked a snapshot: the first failing one, else the first its
+    interval left undecided; None when none did."""
+    decision = decision or {}
+    if decision.get("first_failing_gate"):
+        return decision["first_failing_gate"]
+    return next(
+        (
+            g.get("name")
+            for g in decision.get("gates") or []
+            if isinstance(g, dict) and g.get("status") == INSUFFICIENT
+        ),
+        None,
+    )
 
 
 def missing_of(decision):

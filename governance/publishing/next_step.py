@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from evaluations.choices import RunStatus
-from evaluations.verdict import INCOMPLETE, gate_label
+from evaluations.verdict import INCOMPLETE, INSUFFICIENT, gate_label
 from governance.choices import BypassState, Enforcement, RequestState
 from governance.publishing.bypass_rules import pending_text
-from governance.publishing.decision import PASS, outcome_of, release_of
+from governance.publishing.decision import PASS, blocking_gate, outcome_of, release_of
 
 PUBLISH, BYPASS, REQUEST, WAIT, NOTHING = "publish", "bypass", "request", "wait", "nothing"
 # How a version clears the gate (`NextStep.route`); recorded in the publish audit entry.
@@ -105,17 +105,24 @@ def next_step(version, request, in_force, *, now=None):
         return NextStep(REQUEST, stale, "stale_decision", request=request)
     if release_of(request.decision) == PASS:
         return NextStep(PUBLISH, route=PASSED, request=request)
-    failing = request.decision.get("first_failing_gate") or "unknown"
+    failing = blocking_gate(request.decision) or "unknown"
     allowed = blocked_allows(request.policy)
     if allowed == PUBLISH:
         return NextStep(PUBLISH, route=ADVISORY, request=request, failing=failing)
-    incomplete = outcome_of(request.decision) == INCOMPLETE
-    blocked = (
-        "The gate could not decide on this version (incomplete: evidence is missing, nothing "
-        "failed); run the gate again once it is fixed"
-        if incomplete
-        else f"The gate blocked this version ({failing})"
-    )
+    outcome = outcome_of(request.decision)
+    if outcome == INCOMPLETE:
+        blocked = (
+            "The gate could not decide on this version (incomplete: evidence is missing, "
+            "nothing failed); run the gate again once it is fixed"
+        )
+    elif outcome == INSUFFICIENT:
+        blocked = (
+            "The gate could not decide on this version (insufficient evidence: an interval "
+            f"straddles the {gate_label(failing)} threshold, nothing failed); add cases to the "
+            "gate dataset and run the gate again"
+        )
+    else:
+        blocked = f"The gate blocked this version ({failing})"
     if allowed == NOTHING:
         return NextStep(
             NOTHING,
@@ -161,6 +168,11 @@ def what_it_waits_for(step):
         )
         if step.step == NOTHING:
             return f"{text}; the policy is hard: it cannot be bypassed."
+    elif outcome_of(request.decision) == INSUFFICIENT:
+        text = (
+            f"Request #{request.pk} has insufficient evidence at {gate_label(step.failing)}: "
+            "its interval straddles the threshold, nothing failed. More cases would decide it"
+        )
     else:
         text = f"Request #{request.pk} was blocked at {gate_label(step.failing)}"
     if step.route == ADVISORY:

@@ -2,6 +2,7 @@
 float noise, a gate's dict as a short sentence, and the failed cases named whether or not a
 live version's run exists to compare with."""
 
+import io
 from decimal import Decimal
 
 import pytest
@@ -97,3 +98,13 @@ def test_a_verdict_that_does_not_come_is_asked_for_with_a_backoff(http_timeout):
     verdict = await_verdict(api, 1, wait=1.5)
     assert verdict["reasons"][-1]["code"] == "wait_expired"
     assert 2 <= len(api.calls) <= 6, api.calls  # 0.5 s growing by half: a few asks, no storm
+
+
+def test_insufficient_evidence_exits_2_and_says_the_fourth_word():
+    result = Result(run={"id": 1}, verdict={"outcome": "insufficient", "exit_code": 2})
+    assert (result.exit_code, result.words) == (2, "insufficient evidence")
+    # An older server that sent no exit code: the outcome decides, never a pass.
+    assert Result(run={"id": 1}, verdict={"outcome": "insufficient"}).exit_code == 2
+    out = io.StringIO()
+    print_result(result, out, rich=False)
+    assert out.getvalue().startswith("INSUFFICIENT EVIDENCE: run 1")

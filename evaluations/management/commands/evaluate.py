@@ -270,7 +270,7 @@ class Command(VerdictCommand):
     def why(self, verdict):
         if verdict.passed:
             return "passed"
-        return f"{verdict.outcome}: " + "; ".join(verdict.short or ["no case results"])
+        return f"{verdict.words}: " + "; ".join(verdict.short or ["no case results"])
 
     def summary(self, run, cases, verdict):
         return {
