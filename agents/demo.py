@@ -94,6 +94,44 @@ def support_bot(case, style="careful", delay_ms=5):
 _SUPPORT_COSTS = {"careful": 0.012, "fast": 0.008}
 
 
+# --- The help centre: a rate that clears its minimum by point estimate, not by interval ---------
+
+# 27 questions the knowledge base answers, and 3 on returns, which it has no article for.
+HELP_QUESTIONS = [
+    template.format(topic)
+    for topic in ("shipping", "password", "invoice")
+    for template in (
+        "What should I know about {}?",
+        "Quick question about {}.",
+        "Where do I read about {}?",
+        "Who handles {} questions?",
+        "Is there a help page on {}?",
+        "Can you explain {} to me?",
+        "I have a problem with {}.",
+        "Any tips on {}?",
+        "What changed recently in {}?",
+    )
+] + [
+    "Can I return a gift?",
+    "How many days do I have to return an item?",
+    "Do returns cost anything?",
+]
+
+
+def help_answerer(case, **_):
+    """`help-answerer` v1: searches the knowledge base, then answers, except for questions on
+    returns, which it answers from memory without looking anything up. The `tools_used` check
+    fails those 3 of the 30 cases: a case pass rate of 0.90, which clears its policy's 0.85 as
+    a point estimate, but whose 95 % interval (0.74 to 0.97) does not: insufficient evidence."""
+    text = str(case.get("input") or "")
+    topic = topic_of(text)
+    calls = []
+    if topic:
+        calls.append({"id": "kb-1", "name": "kb.search", "arguments": {"query": topic}})
+    answer = KNOWLEDGE.get(topic, "Returns are free within 30 days.")
+    return {"output": answer, "tool_calls": calls, "cost_usd": 0.004}
+
+
 # --- The refund desk: the release inversion, told with a real destination --------------------
 # (a faster, cheaper-looking version that loses on verified outcomes)
 #

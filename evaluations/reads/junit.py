@@ -5,8 +5,8 @@
 One `<testsuite>` for the run, one `<testcase>` per case of its dataset version and one more,
 `verdict`, that fails unless the verdict passed, so that a CI reading only the test report never
 shows a failed, incomplete or undecided run green (its `type` is the outcome: `failed`,
-`incomplete`, `insufficient`, the last read "insufficient evidence" in its message). A case reads as its stored state says
-(`CaseResult.status`, docs/checks.md "Case states"):
+`incomplete`, `insufficient`, the last read "insufficient evidence" in its message). A case
+reads as its stored state says (`CaseResult.status`, docs/checks.md "Case states"):
 
 - passed: an empty `<testcase>`;
 - failed or flaky: a `<failure>` naming the blocking checks that failed and in how many

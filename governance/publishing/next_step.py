@@ -109,20 +109,7 @@ def next_step(version, request, in_force, *, now=None):
     allowed = blocked_allows(request.policy)
     if allowed == PUBLISH:
         return NextStep(PUBLISH, route=ADVISORY, request=request, failing=failing)
-    outcome = outcome_of(request.decision)
-    if outcome == INCOMPLETE:
-        blocked = (
-            "The gate could not decide on this version (incomplete: evidence is missing, "
-            "nothing failed); run the gate again once it is fixed"
-        )
-    elif outcome == INSUFFICIENT:
-        blocked = (
-            "The gate could not decide on this version (insufficient evidence: an interval "
-            f"straddles the {gate_label(failing)} threshold, nothing failed); add cases to the "
-            "gate dataset and run the gate again"
-        )
-    else:
-        blocked = f"The gate blocked this version ({failing})"
+    blocked = _blocked_words(request.decision, failing)
     if allowed == NOTHING:
         return NextStep(
             NOTHING,
@@ -146,6 +133,24 @@ def next_step(version, request, in_force, *, now=None):
             BYPASS, problem, "bypass_void", request=request, bypass=bypass, failing=failing
         )
     return NextStep(PUBLISH, route=BYPASSED, request=request, bypass=bypass, failing=failing)
+
+
+def _blocked_words(decision, failing):
+    """Why a blocked decision blocks, in the publish page's words: incomplete, insufficient
+    evidence, or the gate that failed."""
+    outcome = outcome_of(decision)
+    if outcome == INCOMPLETE:
+        return (
+            "The gate could not decide on this version (incomplete: evidence is missing, "
+            "nothing failed); run the gate again once it is fixed"
+        )
+    if outcome == INSUFFICIENT:
+        return (
+            "The gate could not decide on this version (insufficient evidence: an interval "
+            f"straddles the {gate_label(failing)} threshold, nothing failed); add cases to the "
+            "gate dataset and run the gate again"
+        )
+    return f"The gate blocked this version ({failing})"
 
 
 def what_it_waits_for(step):

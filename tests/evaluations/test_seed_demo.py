@@ -1,7 +1,8 @@
 """`seed_demo` shows both paths of the publish gate and tells the release-inversion story.
 
 `support-bot` v1 passes the default publishing policy and is published by `publisher` with no
-bypass; v2 is blocked. The fast refund agent scores higher and costs less per run, yet its
+bypass; v2 is blocked. `help-answerer` clears its 0.85 case pass rate by point estimate (27 of 30)
+but not by interval, so its publication has insufficient evidence. The fast refund agent scores higher and costs less per run, yet its
 contract fails at the false-success gate, because the ledger has no trace of the credit it
 claimed; the stable one passes. Idempotent, and fast enough to run on every start."""
 
@@ -194,19 +195,34 @@ def test_the_fast_support_bot_is_blocked(seeded):
     assert request.agent_version.agent.live_version.config["kwargs"]["style"] == "careful"
 
 
+def test_the_help_answerer_clears_its_rate_by_point_but_not_by_interval(seeded):
+    request = PublishRequest.objects.get(agent_version__agent__slug="help-answerer")
+    (run,) = request.runs.all()
+    assert (run.summary["passed"], run.summary["cases"]) == (27, 30)
+    assert request.policy.min_case_pass_rate == 0.85 <= run.summary["case_pass_rate"]
+    assert request.state == "blocked"
+    assert request.decision["verdict"]["outcome"] == "insufficient"
+    gate = next(g for g in request.decision["gates"] if g["name"] == "case_pass_rate")
+    low, high = gate["value"]["runs"][0]["interval"]
+    assert low < 0.85 < high and gate["status"] == "insufficient"
+
+
 def test_it_prints_only_where_to_look_and_the_logins(ledger):
     out = io.StringIO()
     call_command("seed_demo", stdout=out)
     lines = out.getvalue().splitlines()
     careful, fast = (support_request(style).agent_version for style in ("careful", "fast"))
 
-    assert len(lines) <= 6, lines
+    assert len(lines) <= 7, lines
     assert "/runs/" in lines[0]
     assert f"/governance/versions/{careful.pk}/" in out.getvalue()
     assert f"/governance/versions/{fast.pk}/  support-bot v2: blocked at case_pass_rate" in (
         out.getvalue()
     )
     assert "published by publisher (gate passed, no bypass)" in out.getvalue()
+    assert "help-answerer v1: blocked: insufficient evidence at the case pass rate" in (
+        out.getvalue()
+    )
     assert "sherlock-<user>" in lines[-1]
 
 

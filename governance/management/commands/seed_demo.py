@@ -36,23 +36,25 @@ from agents.actions.create_draft_version import CreateDraftVersion
 from agents.choices import VersionState
 from agents.models import Agent, Tool
 from evaluations import engine
-from evaluations.actions.create_case import CreateCase
 from evaluations.actions.create_check import CreateCheck
 from evaluations.actions.create_dataset import CreateDataset
 from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
 from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
+from evaluations.actions.import_cases import ImportCases
 from evaluations.actions.start_run import StartRun
 from evaluations.choices import RunPurpose, RunStatus
 from evaluations.models import Dataset, Run
+from evaluations.verdict import INSUFFICIENT
 from governance.actions.create_policy import CreatePolicy
 from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.grant_role import GrantRole
 from governance.actions.publish_version import PublishVersion
 from governance.actions.request_publication import RequestPublication
 from governance.actions.set_gate_datasets import SetGateDatasets
-from governance.choices import RequestState, Role, RoleScope
+from governance.choices import RateDecision, RequestState, Role, RoleScope
 from governance.models import GateDataset, PublishingPolicy, PublishRequest, RoleGrant
 from governance.people.roles import global_roles, materialize
+from governance.publishing.decision import blocking_gate, outcome_of
 
 SEED_REASON = "A persona of the demo (manage.py seed_demo)."
 
@@ -147,9 +149,9 @@ def frozen_dataset(editor, *, slug, name, description, note, checks, cases):
                 acting_user=editor, dataset_version=draft, position=position, **fields
             ).execute()
     existing_cases = set(draft.case_versions.values_list("case__key", flat=True))
-    for fields in cases:
-        if fields["key"] not in existing_cases:
-            CreateCase(acting_user=editor, dataset_version=draft, **fields).execute()
+    new = [fields for fields in cases if fields["key"] not in existing_cases]
+    if new:  # one import (bulk writes, one audit entry), not a verb per case
+        ImportCases(acting_user=editor, dataset=dataset, cases=new).execute()
     return FreezeDatasetVersion(acting_user=editor, dataset_version=draft, note=note).execute()
 
 
@@ -181,7 +183,12 @@ def describe(request):
         bypassed = request.bypasses.filter(used_at__isnull=False).exists()
         return f"published by {by} " + ("with a bypass" if bypassed else "(gate passed, no bypass)")
     if request.state == RequestState.BLOCKED:
-        return f"blocked at {request.decision.get('first_failing_gate')}"
+        if outcome_of(request.decision) == INSUFFICIENT:
+            return (
+                "blocked: insufficient evidence at the case pass rate (0.90 clears 0.85, its "
+                "interval does not)"
+            )
+        return f"blocked at {blocking_gate(request.decision)}"
     return str(request.state)
 
 
@@ -207,8 +214,9 @@ class Command(BaseCommand):
                 "was seeded by an older demo; `make clean` and `make run` give the current one."
             )
         refund_runs = self.seed_refund_desk(users)
+        undecided = self.seed_publication(users, self.seed_help_centre(users))
         self.stdout.write("Demo ready. Look at /runs/, and the publish pages:")
-        for request in (passed, blocked):
+        for request in (passed, blocked, undecided):
             self.stdout.write(
                 f"  /governance/versions/{request.agent_version_id}/  {request.agent_version}: "
                 + describe(request)
@@ -413,6 +421,65 @@ class Command(BaseCommand):
         if not GateDataset.objects.filter(agent=agent, dataset=dataset).exists():
             SetGateDatasets(acting_user=admin, agent=agent, datasets=[dataset]).execute()
         return policy
+
+    # --- the help centre: a policy that decides on the interval ----------------------
+
+    def seed_help_centre(self, users):
+        """`help-answerer` v1 and its gate dataset of 30 questions, under a policy that
+        decides its case pass rate (0.85) on the interval: 27 of 30 pass, and its publish
+        request has insufficient evidence. Returns the version."""
+        with transaction.atomic():
+            agent, _ = Agent.objects.get_or_create(
+                slug="help-answerer",
+                defaults={
+                    "name": "Help centre answerer",
+                    "owner": users["builder"],
+                    "description": "Answers from the knowledge base (agents.demo.help_answerer).",
+                },
+            )
+            search, _ = Tool.objects.get_or_create(agent=agent, name="kb.search")
+            if not agent.versions.exists():
+                CreateDraftVersion(
+                    acting_user=users["builder"],
+                    agent=agent,
+                    adapter="python",
+                    config={"callable": "agents.demo.help_answerer"},
+                    notes="Looks answers up, except on returns.",
+                    tools=[search],
+                ).execute()
+            dataset_version = frozen_dataset(
+                users["editor"],
+                slug="help-centre",
+                name="Help centre",
+                description="Thirty help-centre questions, each answered from the knowledge base.",
+                note="The help centre's questions",
+                checks=[
+                    {
+                        "label": "Looks it up",
+                        "kind": "tools_used",
+                        "params": {"match": "in_order"},
+                        "threshold": 1.0,
+                        "mode": "blocking",
+                    }
+                ],
+                cases=[
+                    {"key": f"q{n:02d}", "input": question, "expected_tools": ["kb.search"]}
+                    for n, question in enumerate(demo.HELP_QUESTIONS, start=1)
+                ],
+            )
+            if not PublishingPolicy.objects.filter(agent=agent).exists():
+                CreatePolicy(
+                    acting_user=users["admin"],
+                    agent=agent,
+                    gate_datasets=[dataset_version.dataset],
+                    name="Help centre policy (on the interval)",
+                    repetitions=1,
+                    min_case_pass_rate=0.85,
+                    case_pass_rate_decides_on=RateDecision.INTERVAL,
+                    min_useful_progress=None,
+                    min_tool_effect_integrity=None,
+                ).execute()
+        return agent.versions.get(number=1)
 
     # --- the refund desk ---------------------------------------------------------
 
