@@ -251,7 +251,7 @@ def _insufficient_reason(gate: Gate) -> Reason:
     short = f"~{max(more)} more cases would most likely decide it" if more else "undecided"
     return Reason(
         gate.name,
-        f"insufficient evidence for the {gate.label}: {gate.detail}",
+        f"the {gate.label} is undecided: {gate.detail}",
         short,
         fix="Add cases to the gate dataset and run it again (the case is the unit: repetitions "
         "of the same cases do not narrow the interval), or, as an Admin, bypass with a reason.",
