@@ -111,3 +111,58 @@ def test_the_clustered_interval_covers_with_the_case_as_the_unit(
         return interval.low <= p <= interval.high
 
     assert band[0] <= coverage(draw) <= band[1]
+
+
+def _restricted_score(b, c, n, delta):
+    """The score statistic of a paired difference `delta`, its nuisance rate fitted by
+    maximising the multinomial likelihood numerically (scipy's bounded minimiser), not by
+    Tango's closed form: an independent computation of what the interval inverts."""
+    from scipy.optimize import minimize_scalar
+
+    def minus_log_likelihood(q21):
+        q12 = q21 + delta
+        rest = 1 - q12 - q21
+        if q12 <= 0 or rest <= 0:
+            return math.inf
+        return -(b * math.log(q12) + c * math.log(q21) + (n - b - c) * math.log(rest))
+
+    q21 = minimize_scalar(
+        minus_log_likelihood, bounds=(max(0, -delta) + 1e-12, (1 - delta) / 2 - 1e-12),
+        method="bounded", options={"xatol": 1e-12},
+    ).x  # fmt: skip
+    return (b - c - n * delta) / math.sqrt(n * (2 * q21 + delta * (1 - delta)))
+
+
+@pytest.mark.parametrize(("b", "c", "n"), [(1, 6, 20), (5, 0, 20), (7, 12, 60), (3, 3, 40)])
+def test_the_paired_interval_is_where_the_score_test_stops_rejecting(b, c, n):
+    outcomes = [(True, True)] * (n - b - c) + [(True, False)] * b + [(False, True)] * c
+    paired = paired_comparison([x for x, _ in outcomes], [y for _, y in outcomes])
+    z = norm.ppf(0.975)
+    for bound, side in ((paired.low, z), (paired.high, -z)):
+        if abs(bound) < 1:
+            assert _restricted_score(b, c, n, bound) == pytest.approx(side, abs=1e-4)
+    assert paired.low < paired.difference < paired.high
+
+
+@pytest.mark.parametrize(
+    ("n", "cells", "band"),
+    [
+        # Weakly correlated outcomes, many discordant cases: near the nominal level from 30.
+        (30, (1, 1, 1, 1), (0.94, 0.96)),
+        (50, (4, 1, 1, 4), (0.94, 0.96)),
+        # Highly concordant runs with few discordant cases: a discrete test, on the safe side.
+        (20, (8, 1, 1, 2), (0.95, 0.99)),
+    ],
+)
+def test_the_paired_interval_covers_at_its_nominal_level_or_above(n, cells, band):
+    rng = np.random.default_rng(n)
+
+    def draw():
+        probs = rng.dirichlet(cells)  # both, only candidate, only live, neither
+        both, b, c, neither = (int(x) for x in rng.multinomial(n, probs))
+        candidate = [True] * (both + b) + [False] * (c + neither)
+        live = [True] * both + [False] * b + [True] * c + [False] * neither
+        paired = paired_comparison(candidate, live)
+        return paired.low <= probs[1] - probs[2] <= paired.high
+
+    assert band[0] <= coverage(draw) <= band[1]
