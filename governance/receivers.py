@@ -19,6 +19,7 @@ from django.contrib.auth.hashers import is_password_usable
 from django.contrib.auth.models import Group, Permission
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 from django.contrib.contenttypes.models import ContentType
+from django.db.models import Q
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
 from guardian.models import GroupObjectPermission, UserObjectPermission
 
@@ -45,8 +46,10 @@ def decide_when_gate_runs_finish(sender, run_id, status, **kwargs):
     """A run finished: decide every evaluating request it belongs to (once all its runs are
     done). Idempotent, as the signal may come twice: the action compares and sets."""
 
-    pending = PublishRequest.objects.filter(runs=run_id, state=RequestState.EVALUATING)
-    for pk in pending.values_list("pk", flat=True):
+    pending = PublishRequest.objects.filter(
+        Q(runs=run_id) | Q(live_runs=run_id), state=RequestState.EVALUATING
+    )
+    for pk in pending.values_list("pk", flat=True).distinct():
         DecidePublishRequest(publish_request_id=pk).execute()
 
 

@@ -49,6 +49,9 @@ class AppliedThresholds:
     # ("interval": pass, fail or insufficient evidence, `evaluations.stats`).
     case_pass_rate_decides_on: str = "point"
     case_pass_rate_confidence: float = 0.95
+    # The non-inferiority gate against the live version (`evaluations.verdict.paired`): the
+    # most the candidate's paired pass rate may fall below live's; None: no such gate.
+    max_regression: float | None = None
 
     @property
     def source(self) -> str:

@@ -22,6 +22,7 @@ GATE_DOCS = {
     "quality": "Quality",
     "checks_scored": "Blocking checks scored",
     "case_pass_rate": "Case pass rate",
+    "regression": "No regression against live",
 }
 REGISTER_TOOLS = "Admin → Agents → Tools; a Builder of the agent may, an Admin may share one"
 
@@ -118,6 +119,13 @@ def gate_fix(gate: Gate, runs: list, causes=()) -> tuple[str, str]:  # noqa: C90
             "The case pass rate counts the cases whose blocking checks all passed, of the "
             "cases with a verdict: open the failed cases on the run page (show: failed) for "
             "the checks that failed and why.",
+            docs,
+        )
+    if gate.name == "regression":
+        return (
+            "No regression against live pairs the candidate with the live version on the same "
+            "cases: open the cases that passed only on live (the compare page and the publish "
+            "page list them first) and fix what the candidate does wrong there.",
             docs,
         )
     if gate.name == EVIDENCE_GATE:

@@ -28,6 +28,7 @@ POLICY_GATE_LABELS = {
     **GATE_LABELS,
     "checks_scored": "blocking checks scored",
     "case_pass_rate": "case pass rate",
+    "regression": "no regression against live",
 }
 
 

@@ -37,6 +37,7 @@ from evaluations.verdict.model import (
     Verdict,
     doc_url,
 )
+from evaluations.verdict.paired import live_runs, regression_gate
 
 
 def run_verdict(run, applied: AppliedThresholds | None = None) -> Verdict:
@@ -59,23 +60,33 @@ def verdicts_of(runs: Iterable, applied: AppliedThresholds | None = None) -> dic
         terms = {run.pk: applied for run in runs}
     finished = [run for run in runs if run.status in RUN_TERMINAL]
     evidence = Evidence(finished)
+    paired = [run for run in finished if terms[run.pk].max_regression is not None]
+    live = live_runs(paired) if paired else {}
     return {
-        run.pk: _judge([run], terms[run.pk], evidence)
+        run.pk: _judge([run], terms[run.pk], evidence, pairs=_pairs([run], live))
         if run in finished
         else _pending([run], terms[run.pk])
         for run in runs
     }
 
 
-def gate_verdict(runs: Sequence, applied: AppliedThresholds) -> Verdict:
+def _pairs(runs: list, live: dict) -> list:
+    """Each of ``runs`` with its live run (`live_runs`), for those that have a live version."""
+    return [(run, live[run.pk]) for run in runs if run.pk in live]
+
+
+def gate_verdict(runs: Sequence, applied: AppliedThresholds, live: Sequence = ()) -> Verdict:
     """The verdict of a publish request's gate runs together (one agent version on its gate
     datasets): their trials' contract counted together, every run's checks scored and case
-    pass rate. Fails closed: no run, a run that did not complete, runs of more than one
-    version."""
-    runs = list(runs)
-    if any(run.status not in RUN_TERMINAL for run in runs):
-        return _pending(runs, applied)
-    return _judge(runs, applied, Evidence(runs), together=True)
+    pass rate, and, under a policy with a margin, the runs paired with ``live`` (the live
+    version's runs the request pairs them with, by dataset version). Fails closed: no run, a
+    run that did not complete, runs of more than one version."""
+    runs, live = list(runs), list(live)
+    if any(run.status not in RUN_TERMINAL for run in [*runs, *live]):
+        return _pending([*runs, *live], applied)
+    by_dataset = {run.dataset_version_id: run for run in live}
+    pairs = [(run, by_dataset.get(run.dataset_version_id)) for run in runs] if live else []
+    return _judge(runs, applied, Evidence(runs), together=True, pairs=pairs)
 
 
 # --- the one rule ---------------------------------------------------------------------------
@@ -99,7 +110,9 @@ def _pending(runs: list, applied: AppliedThresholds) -> Verdict:
     )
 
 
-def _judge(runs: list, applied: AppliedThresholds, evidence: Evidence, together=False) -> Verdict:  # noqa: C901
+def _judge(  # noqa: C901
+    runs: list, applied: AppliedThresholds, evidence: Evidence, together=False, pairs=()
+) -> Verdict:
     limits = applied.thresholds
     if len(runs) == 1:
         totals = evidence.totals[runs[0].pk]
@@ -156,6 +169,9 @@ def _judge(runs: list, applied: AppliedThresholds, evidence: Evidence, together=
     unscored = {run.pk: sum(g["n"] for g in evidence.unscored.get(run.pk, [])) for run in runs}
     gates.append(checks_scored_gate(runs, unscored, evidence.errors))
     gates.append(case_pass_rate_gate(runs, applied.min_case_pass_rate, applied))
+    if applied.max_regression is not None:
+        confidence = applied.case_pass_rate_confidence
+        gates.append(regression_gate(pairs, applied.max_regression, confidence))
     missing = missing_evidence(contract, limits, runs, evidence, errored_cost)
 
     reasons = []
@@ -245,10 +261,21 @@ def _coverage_wants_errored(
 
 
 def _insufficient_reason(gate: Gate) -> Reason:
-    """A gate its interval left undecided: what it read, and how many more cases would most
-    likely decide it (`evaluations.verdict.gates`)."""
-    more = [r["more_cases_to_decide"] for r in gate.value["runs"] if r.get("more_cases_to_decide")]
+    """A gate its interval left undecided: what it read, and what would most likely decide it
+    (`evaluations.verdict.gates`, `evaluations.verdict.paired`)."""
+    rows = (gate.value.get("runs") or []) if isinstance(gate.value, dict) else []
+    more = [r["more_cases_to_decide"] for r in rows if r.get("more_cases_to_decide")]
     short = f"~{max(more)} more cases would most likely decide it" if more else "undecided"
+    if gate.name == "regression":
+        return Reason(
+            gate.name,
+            f"{gate.label} is undecided: {gate.detail}",
+            f"{gate.label}: undecided",
+            fix="More cases in the gate dataset narrow the paired interval; a live run that is "
+            "missing or did not complete is run again by requesting publication again. Or, as "
+            "an Admin, bypass with a reason.",
+            docs=doc_url("contract", "Paired against the live version"),
+        )
     return Reason(
         gate.name,
         f"the {gate.label} is undecided: {gate.detail}",
@@ -275,6 +302,13 @@ def _gate_reason(gate: Gate, runs: list, unscored: dict, errors: dict) -> Reason
                 f"{counts['failed']}/{decided} cases failed",
             )
         return Reason(gate.name, f"case pass rate: {gate.detail}", "no case pass rate")
+    if gate.name == "regression":
+        value = gate.value.get("paired") or {}
+        return Reason(
+            gate.name,
+            f"{gate.label} fails: {gate.detail}",
+            f"{value.get('only_live', '?')} case(s) regressed against live",
+        )
     if gate.name == EVIDENCE_GATE:
         n = sum(unscored.values())
         e = sum(errors.get(run.pk, 0) for run in runs)

@@ -13,7 +13,8 @@ from sherlock.core.actions import Action
 
 
 class DecidePublishRequest(Action):
-    """Store the decision of an `evaluating` request once every one of its runs is terminal:
+    """Store the decision of an `evaluating` request once every one of its runs (and of the live
+    version's runs it pairs them with) is terminal:
     every gate with its numbers, the runs and the policy version (`make_decision`). The request
     becomes `passed` or `blocked`.
 
@@ -44,7 +45,10 @@ class DecidePublishRequest(Action):
         )
         if request is None:
             return None
-        statuses = list(request.runs.values_list("status", flat=True))
+        statuses = [
+            *request.runs.values_list("status", flat=True),
+            *request.live_runs.values_list("status", flat=True),
+        ]
         if any(status not in RUN_TERMINAL for status in statuses):
             return None
         decision = make_decision(request)

@@ -19,6 +19,7 @@ POLICY_FIELDS = (
     "min_case_pass_rate",
     "case_pass_rate_decides_on",
     "case_pass_rate_confidence",
+    "max_regression",
     "enforcement",
     *THRESHOLD_FIELDS,
     "creator_may_not_publish",

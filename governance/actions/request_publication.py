@@ -8,7 +8,8 @@ from django.utils import timezone
 from agents.choices import VersionState
 from agents.models import Agent, AgentVersion
 from evaluations.actions.start_run import StartRun
-from evaluations.choices import RunPurpose
+from evaluations.choices import RunPurpose, RunStatus
+from evaluations.models import Run
 from evaluations.verdict import gate_label
 from governance.actions._bypass_state import move_bypass
 from governance.actions._request_state import move_request
@@ -94,6 +95,37 @@ class RequestPublication(GovernanceAction):
             )
         self.check_open_decision()
 
+    def live_runs(self):
+        """Under a policy with a margin of regression, the live version's runs to pair the gate
+        runs with, one per gate dataset version: its latest completed run there, or a run
+        started beside the gate runs (the system's, as they are). None without a margin, or
+        without a live version other than the one requested."""
+        live = self.agent_version.agent.live_version
+        if self.policy.max_regression is None or live is None or live == self.agent_version:
+            return []
+        found: dict[int, Run] = {}
+        for run in (
+            Run.objects.filter(
+                agent_version=live,
+                dataset_version__in=self.datasets,
+                status=RunStatus.COMPLETED,
+            )
+            .exclude(purpose=RunPurpose.EXTERNAL)
+            .order_by("-pk")
+        ):
+            found.setdefault(run.dataset_version_id, run)
+        return [
+            found.get(dataset_version.pk)
+            or StartRun(
+                acting_user=None,
+                agent_version=live,
+                dataset_version=dataset_version,
+                repetitions=self.policy.repetitions,
+                purpose=RunPurpose.GATE,
+            ).execute()
+            for dataset_version in self.datasets
+        ]
+
     def no_gate_dataset_message(self, agent):
         """The refusal for an agent no dataset was chosen for: how to choose one, who may."""
         url = reverse("admin:governance_gatedataset_add") + f"?agent={agent.pk}"
@@ -158,6 +190,8 @@ class RequestPublication(GovernanceAction):
             for dataset_version in self.datasets
         ]
         request.runs.set(runs)
+        live = self.live_runs()
+        request.live_runs.set(live)
         self.audit(
             target=request,
             after={
@@ -167,6 +201,7 @@ class RequestPublication(GovernanceAction):
                 "config_hash": version.config_hash,
                 "policy": {"id": policy.pk, "scope": policy.scope_key, "version": policy.version},
                 "runs": [run.pk for run in runs],
+                "live_runs": [run.pk for run in live],
                 "supersedes": self.open_decision.pk if self.open_decision else None,
             },
         )

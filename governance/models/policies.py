@@ -74,7 +74,19 @@ class PublishingPolicy(models.Model):
     case_pass_rate_confidence = models.FloatField(
         default=0.95,
         validators=[MinValueValidator(0.5), MaxValueValidator(0.999)],
-        help_text="The interval's confidence, from 0.5 to 0.999 (read only on the interval).",
+        help_text="The intervals' confidence, from 0.5 to 0.999: the case pass rate's on the "
+        "interval, and the paired comparison with live's.",
+    )
+    # Paired against the live version on the same cases, the candidate's pass rate may not be
+    # lower by more than this (a non-inferiority gate on Tango's interval at the confidence
+    # above; docs/contract.md, "Paired against the live version"). Empty: no such gate.
+    max_regression = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(0.5)],
+        help_text="The most the candidate's pass rate may fall below the live version's on the "
+        "same cases (0.05: five points), decided on the paired interval at the confidence above. "
+        "Empty: no comparison with the live version.",
     )
     enforcement = models.CharField(
         max_length=10, choices=Enforcement.choices, default=Enforcement.SOFT
@@ -171,6 +183,11 @@ class PublishingPolicy(models.Model):
                 condition=Q(case_pass_rate_decides_on=RateDecision.POINT)
                 | Q(min_case_pass_rate__gt=0, min_case_pass_rate__lt=1),
                 name="policy_interval_rate_strictly_inside",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_regression__isnull=True)
+                | Q(max_regression__gte=0, max_regression__lte=0.5),
+                name="policy_max_regression_in_range",
             ),
             models.CheckConstraint(condition=Q(repetitions__gte=1), name="policy_repetitions_min"),
             models.CheckConstraint(

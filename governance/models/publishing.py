@@ -73,6 +73,10 @@ class PublishRequest(models.Model):
         "governance.PublishingPolicy", on_delete=models.PROTECT, related_name="requests"
     )
     runs = models.ManyToManyField("evaluations.Run", blank=True, related_name="publish_requests")
+    # The live version's runs the gate runs are paired with, one per gate dataset version, under
+    # a policy with a margin of regression (`evaluations.verdict.paired`): its latest completed
+    # run there, or one started beside the gate runs.
+    live_runs = models.ManyToManyField("evaluations.Run", blank=True, related_name="+")
     config_hash = models.CharField(max_length=64)
     decision = models.JSONField(default=dict, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)

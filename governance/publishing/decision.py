@@ -85,6 +85,7 @@ def policy_applied(policy: PublishingPolicy) -> AppliedThresholds:
         min_case_pass_rate=policy.min_case_pass_rate,
         case_pass_rate_decides_on=policy.case_pass_rate_decides_on,
         case_pass_rate_confidence=policy.case_pass_rate_confidence,
+        max_regression=policy.max_regression,
     )
 
 
@@ -113,7 +114,8 @@ def make_decision(publish_request):
     stamped with the config hash it was made for."""
     runs = publish_request.runs.select_related("dataset_version__dataset", "agent_version__agent")
     runs = list(runs.order_by("pk"))
-    decision = decide(runs, publish_request.policy)
+    live = list(publish_request.live_runs.select_related("agent_version").order_by("pk"))
+    decision = decide(runs, publish_request.policy, live=live)
     # Which checks did not block (mode, calibration, overrides) and why.
     decision["informative_checks"] = informative_checks(runs)
     decision["config_hash"] = publish_request.config_hash
@@ -121,20 +123,22 @@ def make_decision(publish_request):
     return decision
 
 
-def decide(runs, policy: PublishingPolicy) -> dict[str, Any]:
+def decide(runs, policy: PublishingPolicy, live=()) -> dict[str, Any]:
     """The release decision of `runs` (one agent version's gate runs) under `policy`.
 
     Returns a JSON-ready snapshot: `policy`, `runs`, `measures` (the contract over all the
     runs' trials, as `ContractResult.as_dict`), `gates` (a list in the fixed order: coverage,
-    false_success, unknown_effects, floors, budget, quality, then checks_scored and
-    case_pass_rate; each `{name, label, status, detail, value, threshold}`),
+    false_success, unknown_effects, floors, budget, quality, then checks_scored,
+    case_pass_rate and, under a margin of regression, regression against `live` (the live
+    version's runs paired with these); each `{name, label, status, detail, value,
+    threshold}`), `live_runs`,
     `first_failing_gate`, `release` (`pass` only when the verdict passed) and `verdict` (the
     `evaluations.verdict` answer: outcome, exit code, reasons, cases, missing evidence). Every
     gate is evaluated even after one fails. Reads `run.dataset_version.dataset` (select it
     with the runs).
     """
-    runs = list(runs)
-    verdict = gate_verdict(runs, policy_applied(policy))
+    runs, live = list(runs), list(live)
+    verdict = gate_verdict(runs, policy_applied(policy), live)
     gates = [
         {
             "name": gate.name,
@@ -158,6 +162,7 @@ def decide(runs, policy: PublishingPolicy) -> dict[str, Any]:
             "min_case_pass_rate": policy.min_case_pass_rate,
             "case_pass_rate_decides_on": policy.case_pass_rate_decides_on,
             "case_pass_rate_confidence": policy.case_pass_rate_confidence,
+            "max_regression": policy.max_regression,
         },
         "runs": [
             {
@@ -169,6 +174,10 @@ def decide(runs, policy: PublishingPolicy) -> dict[str, Any]:
                 "summary": run.summary or {},
             }
             for run in runs
+        ],
+        "live_runs": [
+            {"id": run.pk, "agent_version": run.agent_version.number, "status": run.status}
+            for run in live
         ],
         "measures": verdict.contract.as_dict() if verdict.contract else None,
         "gates": gates,
@@ -216,6 +225,28 @@ def missing_of(decision):
     docs}` each."""
     verdict = (decision or {}).get("verdict") or {}
     return [item for item in verdict.get("missing") or [] if isinstance(item, dict)]
+
+
+def paired_of(decision):
+    """The regression gate of a snapshot, for the publish page: `{state, detail, paired,
+    discordant}` (the discordant cases regressions first), or None without that gate."""
+    gate = next(
+        (
+            g
+            for g in (decision or {}).get("gates") or []
+            if isinstance(g, dict) and g.get("name") == "regression"
+        ),
+        None,
+    )
+    if gate is None or not isinstance(gate.get("value"), dict):
+        return None
+    value = gate["value"]
+    return {
+        "state": gate.get("status"),
+        "detail": gate.get("detail"),
+        "paired": value.get("paired"),
+        "discordant": [row for row in value.get("discordant") or [] if isinstance(row, dict)],
+    }
 
 
 def gate_rows(decision):

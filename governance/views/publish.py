@@ -38,7 +38,13 @@ from governance.publishing.confirmations import (
     request_plan,
     retire_plan,
 )
-from governance.publishing.decision import gate_label, gate_rows, missing_of, outcome_of
+from governance.publishing.decision import (
+    gate_label,
+    gate_rows,
+    missing_of,
+    outcome_of,
+    paired_of,
+)
 from governance.publishing.next_step import next_step, what_it_waits_for
 from sherlock.core.api.errors import domain_status
 from sherlock.core.errors import ActionError
@@ -245,6 +251,8 @@ def page_context(request, version, *, posted=None, confirm=None, bypass_errors=N
         # Signed statements of its releases, newest first (docs/attestations.md); one query.
         "attestations": list(version.attestations.only("pk", "event", "created_at", "keyid")),
         "gates": gate_rows(decision),
+        # Paired with the live version: the cases that differ, regressions first.
+        "paired": paired_of(decision),
         # passed, failed or incomplete, as the run page says it; what is missing, and why.
         "outcome": outcome_of(decision) if decision else None,
         "reasons": [
