@@ -1,8 +1,9 @@
 """`seed_demo` shows both paths of the publish gate and tells the release-inversion story.
 
 `support-bot` v1 passes the default publishing policy and is published by `publisher` with no
-bypass; v2 is blocked. `help-answerer` clears its 0.85 case pass rate by point estimate (27 of 30)
-but not by interval, so its publication has insufficient evidence. The fast refund agent scores higher and costs less per run, yet its
+bypass; v2 is blocked, and paired with v1 on the same cases it regresses on the two refund cases.
+`help-answerer` clears its 0.85 case pass rate by point estimate (27 of 30) but not by
+interval, so its publication has insufficient evidence. The fast refund agent scores higher and costs less per run, yet its
 contract fails at the false-success gate, because the ledger has no trace of the credit it
 claimed; the stable one passes. Idempotent, and fast enough to run on every start."""
 
@@ -181,6 +182,7 @@ def test_the_careful_support_bot_is_published_through_the_gate_without_a_bypass(
         "quality": "n/a",
         "checks_scored": "pass",
         "case_pass_rate": "pass",
+        "regression": "n/a",  # nothing was live yet to pair it with
     }
     budget = next(g for g in request.decision["gates"] if g["name"] == "budget")
     assert budget["value"]["verified_outcomes"] == 24  # every trial's outcome is in the ledger
@@ -193,6 +195,16 @@ def test_the_fast_support_bot_is_blocked(seeded):
     assert request.decision["first_failing_gate"] == "case_pass_rate"
     assert request.agent_version.state == "draft"
     assert request.agent_version.agent.live_version.config["kwargs"]["style"] == "careful"
+
+
+def test_the_fast_support_bot_regresses_against_live_on_the_refund_cases(seeded):
+    request = support_request("fast")
+    careful = support_request("careful")
+    gate = {g["name"]: g for g in request.decision["gates"]}["regression"]
+    assert [run["id"] for run in request.decision["live_runs"]] == [careful.runs.get().pk]
+    assert gate["value"]["paired"]["only_live"] == 2
+    assert [row["key"] for row in gate["value"]["discordant"]] == ["refund-json", "refund-small"]
+    assert not any(row["candidate_passed"] for row in gate["value"]["discordant"])
 
 
 def test_the_help_answerer_clears_its_rate_by_point_but_not_by_interval(seeded):
