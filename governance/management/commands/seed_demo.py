@@ -408,8 +408,9 @@ class Command(BaseCommand):
 
     def seed_policy(self, admin, agent, dataset):
         """The global Default policy (no budget; verified outcomes not required: its choice,
-        docs/contract.md; a candidate paired with the live version) and `support-basics` chosen as the bot's gate dataset: a global
-        policy carries no dataset from one agent to another."""
+        docs/contract.md; a candidate paired with the live version) and `support-basics`
+        chosen as the bot's gate dataset: a global policy carries no dataset from one agent to
+        another."""
         policy = PublishingPolicy.objects.filter(agent__isnull=True).order_by("-version").first()
         if policy is None:
             policy = CreatePolicy(
