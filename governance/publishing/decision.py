@@ -124,18 +124,10 @@ def make_decision(publish_request):
 
 
 def decide(runs, policy: PublishingPolicy, live=()) -> dict[str, Any]:
-    """The release decision of `runs` (one agent version's gate runs) under `policy`.
-
-    Returns a JSON-ready snapshot: `policy`, `runs`, `measures` (the contract over all the
-    runs' trials, as `ContractResult.as_dict`), `gates` (a list in the fixed order: coverage,
-    false_success, unknown_effects, floors, budget, quality, then checks_scored,
-    case_pass_rate and, under a margin of regression, regression against `live` (the live
-    version's runs paired with these); each `{name, label, status, detail, value,
-    threshold}`), `live_runs`,
-    `first_failing_gate`, `release` (`pass` only when the verdict passed) and `verdict` (the
-    `evaluations.verdict` answer: outcome, exit code, reasons, cases, missing evidence). Every
-    gate is evaluated even after one fails. Reads `run.dataset_version.dataset` (select it
-    with the runs).
+    """The release decision of `runs` (one agent version's gate runs, paired with `live`, the
+    live version's runs, under a margin of regression) under `policy`: a JSON-ready snapshot,
+    every gate evaluated even after one fails, in their fixed order (docs/governance.md,
+    "The decision snapshot"). Reads `run.dataset_version.dataset` (select it with the runs).
     """
     runs, live = list(runs), list(live)
     verdict = gate_verdict(runs, policy_applied(policy), live)

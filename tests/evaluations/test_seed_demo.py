@@ -5,7 +5,8 @@ bypass; v2 is blocked, and paired with v1 on the same cases it regresses on the 
 `help-answerer` clears its 0.85 case pass rate by point estimate (27 of 30) but not by
 interval, so its publication has insufficient evidence. The fast refund agent scores higher
 and costs less per run, yet its contract fails at the false-success gate, because the ledger
-has no trace of the credit it claimed; the stable one passes. Idempotent, and fast enough to run on every start."""
+has no trace of the credit it claimed; the stable one passes. Idempotent, and fast enough to
+run on every start."""
 
 import io
 import json

@@ -1,27 +1,20 @@
-"""`manage.py seed_demo`: demo users, two demo agents with two versions each, datasets and runs.
+"""`manage.py seed_demo`: demo users, three demo agents, datasets, policies and runs, each
+telling one story of the publish gate through the real actions (docs/guide.md, "A tour"):
 
-- `support-bot` on `support-basics`: the everyday checks (answer shape, latency, expected tools,
-  a guardrail), one completed ad-hoc run with two repetitions, then both paths of the publish
-  gate under the default publishing policy, through the real actions:
-  v1 ("careful") is requested by `builder`, its gate run passes every gate and `publisher`
-  publishes it, with no bypass; v2 ("fast") is requested too and blocked (it skips the order
-  lookup before refunding, so its case pass rate is under the policy's 0.9). The bot's replies
-  and refunds are written to the demo ledger (`agents.demo`) and read back by the cases'
-  outcome verifiers and the tools' effect verifiers, and its calls are billed, so the gate has
-  the evidence it asks for.
-- `support-faq`: five plain questions with the checks a text answer can meet (shape, latency),
-  for the README's first run of a team's own code with the `sherlock` client.
-- `refund-agent` on `refund-desk`: the release inversion (a faster, cheaper-looking version that
-  loses on verified outcomes). Its tools write to a small ledger (`agents.demo`), and every case's
-  outcome verifier and every tool's effect verifier read that ledger back. Version 2 ("fast") has
-  the higher quality score and the lower cost per run, yet its contract fails at the false-success
-  gate: it told the customer a $250 credit was applied when the tool policy had refused it. Version
-  1 ("stable") passes. Their runs show it
-  (the compare page puts them side by side).
+- `support-bot` on `support-basics`: v1 ("careful") passes every gate and `publisher`
+  publishes it, with no bypass; v2 ("fast") skips the order lookup before refunding, so its
+  case pass rate is under the policy's 0.9, and paired with the live v1 it regresses on the two
+  refund cases. The bot's replies and refunds go to the demo ledger (`agents.demo`), read back
+  by the outcome and effect verifiers, and its calls are billed.
+- `support-faq`: five plain questions for the README's first run with the `sherlock` client.
+- `refund-agent` on `refund-desk`: the release inversion: v2 ("fast") scores higher and costs
+  less per run, yet fails at false success (it claimed a credit the tool policy refused);
+  v1 ("stable") passes. The compare page puts their runs side by side.
+- `help-answerer` on `help-centre` (`governance.demo`): a policy that decides on the interval;
+  27 of 30 clear 0.85 by point estimate, not by interval: insufficient evidence.
 
 It prints only where to look and the logins. Idempotent: running it again resets the demo
-passwords and adds only what is missing. The runs are executed in-process (no worker needs to
-be up yet).
+passwords and adds only what is missing. The runs are executed in-process.
 """
 
 from decimal import Decimal
@@ -36,14 +29,7 @@ from agents.actions.create_draft_version import CreateDraftVersion
 from agents.choices import VersionState
 from agents.models import Agent, Tool
 from evaluations import engine
-from evaluations.actions.create_check import CreateCheck
-from evaluations.actions.create_dataset import CreateDataset
-from evaluations.actions.create_draft_dataset_version import CreateDraftDatasetVersion
-from evaluations.actions.freeze_dataset_version import FreezeDatasetVersion
-from evaluations.actions.import_cases import ImportCases
-from evaluations.actions.start_run import StartRun
-from evaluations.choices import RunPurpose, RunStatus
-from evaluations.models import Dataset, Run
+from evaluations.choices import RunStatus
 from evaluations.verdict import INSUFFICIENT
 from governance.actions.create_policy import CreatePolicy
 from governance.actions.decide_publish_request import DecidePublishRequest
@@ -51,7 +37,8 @@ from governance.actions.grant_role import GrantRole
 from governance.actions.publish_version import PublishVersion
 from governance.actions.request_publication import RequestPublication
 from governance.actions.set_gate_datasets import SetGateDatasets
-from governance.choices import RateDecision, RequestState, Role, RoleScope
+from governance.choices import RequestState, Role, RoleScope
+from governance.demo import completed_run, frozen_dataset, seed_help_centre
 from governance.models import GateDataset, PublishingPolicy, PublishRequest, RoleGrant
 from governance.people.roles import global_roles, materialize
 from governance.publishing.decision import blocking_gate, outcome_of
@@ -126,56 +113,6 @@ SUPPORT_TOOLS = [
 ]
 
 
-def frozen_dataset(editor, *, slug, name, description, note, checks, cases):
-    """The dataset's latest frozen version, or a first one built and frozen by `editor` through
-    the same actions as the admin and the API (validated and audited)."""
-    dataset = (
-        Dataset.objects.filter(slug=slug).first()
-        or CreateDataset(
-            acting_user=editor, slug=slug, name=name, description=description
-        ).execute()
-    )
-    frozen = dataset.latest_frozen
-    if frozen is not None:
-        return frozen
-    draft = (
-        dataset.versions.filter(frozen_at__isnull=True).first()
-        or CreateDraftDatasetVersion(acting_user=editor, dataset=dataset, note=note).execute()
-    )
-    existing_checks = set(draft.checks.values_list("label", flat=True))
-    for position, fields in enumerate(checks):
-        if fields["label"] not in existing_checks:
-            CreateCheck(
-                acting_user=editor, dataset_version=draft, position=position, **fields
-            ).execute()
-    existing_cases = set(draft.case_versions.values_list("case__key", flat=True))
-    new = [fields for fields in cases if fields["key"] not in existing_cases]
-    if new:  # one import (bulk writes, one audit entry), not a verb per case
-        ImportCases(acting_user=editor, dataset=dataset, cases=new).execute()
-    return FreezeDatasetVersion(acting_user=editor, dataset_version=draft, note=note).execute()
-
-
-def completed_run(builder, version, dataset_version, repetitions=1):
-    """The version's completed ad-hoc run on `dataset_version`, or a new one started by
-    `builder` (`StartRun`) and executed in-process."""
-    run = Run.objects.filter(
-        agent_version=version,
-        dataset_version=dataset_version,
-        status=RunStatus.COMPLETED,
-        purpose=RunPurpose.ADHOC,
-    ).first()
-    if run is None:
-        run = StartRun(
-            acting_user=builder,
-            agent_version=version,
-            dataset_version=dataset_version,
-            repetitions=repetitions,
-        ).execute()
-        engine.run_shard(run.pk, list(run.trials.values_list("pk", flat=True)))
-        run.refresh_from_db()
-    return run
-
-
 def describe(request):
     """A publish request's outcome in a few words, for the printed summary."""
     if request.state == RequestState.PUBLISHED:
@@ -214,7 +151,7 @@ class Command(BaseCommand):
                 "was seeded by an older demo; `make clean` and `make run` give the current one."
             )
         refund_runs = self.seed_refund_desk(users)
-        undecided = self.seed_publication(users, self.seed_help_centre(users))
+        undecided = self.seed_publication(users, seed_help_centre(users))
         self.stdout.write("Demo ready. Look at /runs/, and the publish pages:")
         for request in (passed, blocked, undecided):
             self.stdout.write(
@@ -425,65 +362,6 @@ class Command(BaseCommand):
         if not GateDataset.objects.filter(agent=agent, dataset=dataset).exists():
             SetGateDatasets(acting_user=admin, agent=agent, datasets=[dataset]).execute()
         return policy
-
-    # --- the help centre: a policy that decides on the interval ----------------------
-
-    def seed_help_centre(self, users):
-        """`help-answerer` v1 and its gate dataset of 30 questions, under a policy that
-        decides its case pass rate (0.85) on the interval: 27 of 30 pass, and its publish
-        request has insufficient evidence. Returns the version."""
-        with transaction.atomic():
-            agent, _ = Agent.objects.get_or_create(
-                slug="help-answerer",
-                defaults={
-                    "name": "Help centre answerer",
-                    "owner": users["builder"],
-                    "description": "Answers from the knowledge base (agents.demo.help_answerer).",
-                },
-            )
-            search, _ = Tool.objects.get_or_create(agent=agent, name="kb.search")
-            if not agent.versions.exists():
-                CreateDraftVersion(
-                    acting_user=users["builder"],
-                    agent=agent,
-                    adapter="python",
-                    config={"callable": "agents.demo.help_answerer"},
-                    notes="Looks answers up, except on returns.",
-                    tools=[search],
-                ).execute()
-            dataset_version = frozen_dataset(
-                users["editor"],
-                slug="help-centre",
-                name="Help centre",
-                description="Thirty help-centre questions, each answered from the knowledge base.",
-                note="The help centre's questions",
-                checks=[
-                    {
-                        "label": "Looks it up",
-                        "kind": "tools_used",
-                        "params": {"match": "in_order"},
-                        "threshold": 1.0,
-                        "mode": "blocking",
-                    }
-                ],
-                cases=[
-                    {"key": f"q{n:02d}", "input": question, "expected_tools": ["kb.search"]}
-                    for n, question in enumerate(demo.HELP_QUESTIONS, start=1)
-                ],
-            )
-            if not PublishingPolicy.objects.filter(agent=agent).exists():
-                CreatePolicy(
-                    acting_user=users["admin"],
-                    agent=agent,
-                    gate_datasets=[dataset_version.dataset],
-                    name="Help centre policy (on the interval)",
-                    repetitions=1,
-                    min_case_pass_rate=0.85,
-                    case_pass_rate_decides_on=RateDecision.INTERVAL,
-                    min_useful_progress=None,
-                    min_tool_effect_integrity=None,
-                ).execute()
-        return agent.versions.get(number=1)
 
     # --- the refund desk ---------------------------------------------------------
 
