@@ -2,8 +2,11 @@
 passes 27 of its 30 cases, 0.90 against a minimum of 0.85, and its policy decides on the
 interval. A Builder reads "insufficient evidence" on the run list and the run page, with what
 the interval means and how many cases would decide it; an Admin reads it on the publish page,
-with the bypass named for what it is, and sets the policy's choice in the admin. Screenshots:
-`interval-run-list`, `interval-run`, `interval-publish`, `interval-policy-admin`."""
+with the bypass named for what it is, and sets the policy's choice in the admin. And
+`support-bot` v2, paired with the live v1: the publish page and the compare page show first
+the refund cases that passed only on v1, each linking to both runs' case pages. Screenshots:
+`interval-run-list`, `interval-run`, `interval-publish`, `interval-policy-admin`,
+`paired-publish`, `paired-compare`."""
 
 import io
 
@@ -64,3 +67,30 @@ def test_a_builder_and_an_admin_read_insufficient_evidence(server, browser, shot
     assert admin.locator("#id_case_pass_rate_confidence").input_value() == "0.95"
     field.scroll_into_view_if_needed()
     shot(admin, "interval-policy-admin")
+
+
+def test_the_discordant_cases_come_first_linking_both_runs(server, browser, shot, demo):
+    fast = PublishRequest.objects.get(
+        agent_version__agent__slug="support-bot", agent_version__config__kwargs__style="fast"
+    )
+    (run,) = fast.runs.all()
+    (live,) = fast.live_runs.all()
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    log_in(page, server, "builder", next_url=f"/governance/versions/{fast.agent_version_id}/")
+    rows = page.locator("#discordant tr[data-key]")
+    assert [rows.nth(i).get_attribute("data-key") for i in range(rows.count())] == [
+        "refund-json",
+        "refund-small",
+    ]
+    assert "2 passed only on live" in page.inner_text("#discordant")
+    shot(page, "paired-publish")
+    page.click(
+        f"#discordant tr[data-key='refund-small'] a[href='/runs/{live.pk}/cases/refund-small/']"
+    )
+    page.wait_for_url(f"**/runs/{live.pk}/cases/refund-small/")
+
+    page.goto(f"{server}/runs/compare/?a={live.pk}&b={run.pk}")
+    paired = page.inner_text("#paired")
+    assert "Paired on the 12 cases" in paired and "McNemar" in paired
+    assert page.locator(f"#changes a[href='/runs/{run.pk}/cases/refund-small/']").count() == 1
+    shot(page, "paired-compare")
