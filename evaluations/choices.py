@@ -70,6 +70,15 @@ class CaseStatus(models.TextChoices):
     UNSCORED = "unscored", "unscored"
 
 
+class LabelSource(models.TextChoices):
+    """How the result a label was given to was chosen: by the queue's ranking (the most
+    instructive first: disagreements, scores near the threshold), or at random for calibration,
+    the only labels an estimate corrected for the judge's error may use."""
+
+    QUEUE = "queue", "the labelling queue's ranking"
+    SAMPLE = "sample", "a random sample for calibration"
+
+
 class CheckMode(models.TextChoices):
     BLOCKING = "blocking", "blocking"
     INFORMATIVE = "informative", "informative"

@@ -1,6 +1,6 @@
 """LabelCheckResult: an Editor labels a check result by hand, to calibrate a model check."""
 
-from evaluations.choices import CheckStatus
+from evaluations.choices import CheckStatus, LabelSource
 from evaluations.models import Dataset, HumanLabel
 from sherlock.core.actions import Action
 from sherlock.core.errors import ActionDenied, ActionInvalid
@@ -15,15 +15,19 @@ class LabelCheckResult(Action):
     """Record (or replace) the acting Editor's label of one check result: pass/fail or a score
     in [0, 1]. One label per user and result; the latest one counts. Only scored results can
     be labelled (skipped and error are refused on `check_result`). The label stores the check's
-    calibration key, so it counts only while the check judges the same way."""
+    calibration key, so it counts only while the check judges the same way, and its `source`:
+    the queue's ranking, or a random calibration sample (`LabelSource`)."""
 
     noun = "check_result"
     verb = "label"
 
     text_limits = {"note": NOTE_MAX}
 
-    def __init__(self, *, acting_user, check_result, passed=None, score=None, note=""):
+    def __init__(
+        self, *, acting_user, check_result, passed=None, score=None, note="", source=None
+    ):
         super().__init__(acting_user=acting_user)
+        self.source = source or LabelSource.QUEUE
         self.check_result = check_result
         self.passed = passed
         self.score = score
@@ -46,6 +50,8 @@ class LabelCheckResult(Action):
             raise ActionInvalid("give `passed` or `score`", field="passed")
         if self.score is not None and not 0 <= self.score <= 1:
             raise ActionInvalid("score must be in [0, 1]", field="score")
+        if self.source not in LabelSource.values:
+            raise ActionInvalid(f"unknown label source {self.source!r}", field="source")
 
     def perform(self):
         key = self.check_result.check_config.calibration_key
@@ -57,6 +63,7 @@ class LabelCheckResult(Action):
                 "score": self.score,
                 "note": self.note,
                 "calibration_key": key,
+                "source": self.source,
             },
         )
         self.audit(
@@ -66,6 +73,7 @@ class LabelCheckResult(Action):
                 "score": self.score,
                 "judge": self.check_result.status,
                 "calibration_key": key,
+                "source": self.source,
             },
         )
         return label

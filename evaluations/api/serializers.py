@@ -10,7 +10,7 @@ from evaluations.actions.case_fields import CASE_FIELDS
 from evaluations.actions.check_fields import CHECK_FIELDS
 from evaluations.actions.create_dataset import DATASET_FIELDS
 from evaluations.checks import REGISTRY
-from evaluations.choices import CheckMode
+from evaluations.choices import CheckMode, LabelSource
 from evaluations.judge.setup import check_warning
 from evaluations.models import CaseVersion, Check, Dataset, DatasetVersion
 from sherlock.core.api.serializers import RefuseUnknownFields
@@ -133,6 +133,13 @@ class LabelInputSerializer(RefuseUnknownFields, serializers.Serializer):
     passed = serializers.BooleanField(required=False, allow_null=True, default=None)
     score = serializers.FloatField(required=False, allow_null=True, default=None)
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX)
+    source = serializers.ChoiceField(
+        choices=LabelSource.choices,
+        required=False,
+        default=LabelSource.QUEUE,
+        help_text="`sample` only for a result drawn at random, whatever its content (a "
+        "calibration sample: only those correct the judge's pass rate); `queue` otherwise.",
+    )
 
 
 class CalibrationSerializer(serializers.Serializer):

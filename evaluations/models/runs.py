@@ -12,6 +12,7 @@ from evaluations.choices import (
     BillingCoverage,
     CaseStatus,
     CheckStatus,
+    LabelSource,
     OutcomeVerdict,
     RunPurpose,
     RunStatus,
@@ -366,6 +367,13 @@ class HumanLabel(models.Model):
         blank=True,
         db_index=True,
         help_text="The check's judging configuration (kind, params, judge model) when labelled.",
+    )
+    source = models.CharField(
+        max_length=10,
+        choices=LabelSource.choices,
+        default=LabelSource.QUEUE,
+        help_text="How the result was chosen for a label: the queue's ranking, or a random "
+        "calibration sample (only those correct the judge's pass rate).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -1,5 +1,8 @@
 """The labelling queue's ranking: the model-check results a user may still label, most instructive
-first (`queue`), and why each is worth a label (`reasons_to_label`)."""
+first (`queue`), and why each is worth a label (`reasons_to_label`); or, for calibration, one
+drawn at random (`first_in_sample`)."""
+
+import random
 
 from django.db.models import (
     Case,
@@ -17,7 +20,7 @@ from django.db.models.functions import Abs, Coalesce
 
 from evaluations.actions.label_check_result import LABELLABLE
 from evaluations.checks import MODEL_KINDS
-from evaluations.choices import CheckStatus, OutcomeVerdict
+from evaluations.choices import CheckStatus, LabelSource, OutcomeVerdict
 from evaluations.judge.setup import judge_configured, no_judge_sentence
 from evaluations.models import CaseResult, Check, CheckResult, Dataset, HumanLabel
 from evaluations.reads.calibration import (
@@ -126,8 +129,42 @@ def first_in_queue(user, datasets):
     return item
 
 
+# The draw of a calibration sample: the operating system's randomness, no seed to predict.
+DRAW = random.SystemRandom().choice
+
+
+def first_in_sample(user, datasets, draw=DRAW):
+    """A model-check result with a verdict drawn uniformly at random among the newest
+    `QUEUE_WINDOW` of `datasets`, whatever its content, for a calibration sample; None when
+    there is none. Results the user labelled through the ranked queue stay in the draw (the
+    ranking chose them for their content, so leaving them out would bias the sample); those
+    the user labelled from the sample do not."""
+    sampled = HumanLabel.objects.filter(
+        check_result=OuterRef("pk"), labeled_by=user, source=LabelSource.SAMPLE
+    )
+    window = list(
+        CheckResult.objects.filter(
+            check_config__dataset_version__dataset__in=datasets,
+            check_config__kind__in=MODEL_KINDS,
+            status__in=LABELLABLE,
+        )
+        .exclude(Exists(sampled))
+        .order_by("-pk")
+        .values_list("pk", flat=True)[:QUEUE_WINDOW]
+    )
+    if not window:
+        return None
+    item = CheckResult.objects.select_related(*ITEM_RELATED).get(pk=draw(window))
+    marks = {"labelled": True, "false_pass": 0, "below_floor": 0, "flaky": False}
+    for name, value in {**marks, "margin": 1.0, "sampled": True}.items():
+        setattr(item, name, value)  # what `reasons_to_label` and the page read
+    return item
+
+
 def reasons_to_label(result):
     """Why this result is worth a label, in the ranking's words."""
+    if getattr(result, "sampled", False):
+        return ["drawn at random for a calibration sample, whatever its content"]
     reasons = []
     if not result.labelled:
         reasons.append("nobody has labelled it")

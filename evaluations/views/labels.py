@@ -6,10 +6,12 @@ pass, fail or a score with a note (`LabelCheckResult`, which refuses skipped and
 and moves on by keyboard (templates/evaluations/labels.html: p/f/0-9, Enter); htmx swaps in the
 next item. `queue(...)` is the ranking, written once as one ordered queryset: results nobody has
 labelled first, then those where the judge passed but the outcome verifier failed, then checks
-below their calibration floor, flaky cases, and scores nearest the threshold.
+below their calibration floor, flaky cases, and scores nearest the threshold. `?mode=sample`
+draws each result at random instead, and records its label as a calibration sample's.
 
 `/checks/<id>/calibration/` shows a check's Cohen's kappa with its 95 % interval, the confusion
-counts, whether it may block and why not, and every label (disagreements first, 100 a page),
+counts, whether it may block and why not, the judge's bias on a random sample of labels and the
+pass rate corrected for it (PPI++), and every label (disagreements first, 100 a page),
 each linking to its trial page; labels given under an earlier judging configuration are listed
 as old.
 """
@@ -22,6 +24,7 @@ from django.shortcuts import get_object_or_404
 
 from evaluations.actions.label_check_result import LabelCheckResult
 from evaluations.checks.base import as_text
+from evaluations.choices import LabelSource
 from evaluations.models import Check, CheckResult, Dataset
 from evaluations.reads.calibration import (
     calibration_of,
@@ -32,11 +35,13 @@ from evaluations.reads.calibration import (
     same_check_labels,
 )
 from evaluations.reads.evidence_display import evidence_blocks, pretty
+from evaluations.reads.judge_error import judge_error
 from evaluations.reads.label_queue import (
     MODEL_KINDS,
     editable_datasets,
     empty_state,
     first_in_queue,
+    first_in_sample,
     reasons_to_label,
     remaining,
 )
@@ -83,6 +88,8 @@ def labels(request):
     """The queue: the most instructive result first; POST labels one and shows the next."""
     datasets, slug = _datasets_for(request)
     error = None
+    # "sample": one result drawn at random, for the judge's corrected pass rate (calibration).
+    sample = (request.POST.get("mode") or request.GET.get("mode")) == "sample"
     if request.method == "POST":
         result = visible_or_404(
             request,
@@ -98,16 +105,19 @@ def labels(request):
                     passed=passed,
                     score=score,
                     note=request.POST.get("note", ""),
+                    source=LabelSource.SAMPLE if sample else LabelSource.QUEUE,
                 ).execute()
             except ActionError as exc:
                 error = str(exc)
-    item = _item(first_in_queue(request.user, datasets))
+    pick = first_in_sample if sample else first_in_queue
+    item = _item(pick(request.user, datasets))
     context = {
         "item": item,
         "empty": empty_state(request.user, datasets) if item is None else None,
         "remaining": remaining(request.user, datasets),
         "error": error,
         "dataset": slug,
+        "mode": "sample" if sample else "",
     }
     return render_page(
         request, "evaluations/labels.html", context, partial="evaluations/partials/label_item.html"
@@ -185,6 +195,8 @@ def calibration(request, pk):
             "rows": page.object_list,
             "page": page,
             "disagreements": disagreements,
+            # The judge against a random sample of labels, and the rate corrected for it.
+            "judge_error": judge_error(check, labels),
             "may_label": editable_datasets(request.user)
             .filter(pk=check.dataset_version.dataset_id)
             .exists(),
@@ -198,6 +210,8 @@ LABEL_COLUMNS = [
     "passed",
     "score",
     "note",
+    "source",
+    "check_result__check_config",
     "calibration_key",
     "created_at",
     "labeled_by__username",
