@@ -35,13 +35,17 @@ def answers(case, **_):
     return {"output": json.dumps({"ok": 1}) if good else "not json", "cost_usd": 0.01}
 
 
-def evaluate(*args):
+def run_command(name, *args):
     out = StringIO()
     try:
-        call_command("evaluate", *args, stdout=out)
+        call_command(name, *args, stdout=out)
     except SystemExit as exit_:
         return exit_.code, out.getvalue()
     return 0, out.getvalue()
+
+
+def evaluate(*args):
+    return run_command("evaluate", *args)
 
 
 def world(admin_user, cases, failing, decides_on="interval", minimum=0.85):
@@ -117,6 +121,11 @@ def test_27_of_30_clears_by_point_but_not_by_interval_on_every_surface(
     html = client.get(f"/governance/versions/{version.pk}/").content.decode()
     assert 'data-outcome="insufficient"' in html and "insufficient evidence" in html
     assert "has insufficient evidence at case pass rate" in html
+
+    # `manage.py gate` reads the same decision: exit 2, in its words.
+    code, out = run_command("gate", agent.slug, "--version", "1", "--wait", "0")
+    assert code == 2, out
+    assert "release: insufficient evidence at case pass rate" in out
 
 
 def test_the_same_run_passes_under_a_policy_that_decides_on_the_point(live_db, admin_user, builder):

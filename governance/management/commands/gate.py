@@ -9,13 +9,14 @@ from django.core.management.base import CommandError
 from agents.choices import Adapter, VersionState
 from agents.models import Agent
 from evaluations.choices import RUN_TERMINAL, RunStatus
-from evaluations.verdict import INCOMPLETE, PASSED
+from evaluations.verdict import INCOMPLETE, INSUFFICIENT, PASSED
 from governance.actions.decide_publish_request import DecidePublishRequest
 from governance.actions.request_publication import RequestPublication
 from governance.choices import RequestState
 from governance.models import PublishingPolicy, PublishRequest
 from governance.publishing.decision import (
     PASS,
+    blocking_gate,
     gate_label,
     gate_rows,
     missing_of,
@@ -88,6 +89,10 @@ class Command(VerdictCommand):
             # Blocked for want of evidence (trials in error, results unscored, a run that did
             # not complete): no verdict, never a failure (`manage.py evaluate` exits 2 too).
             self.stdout.write("the verdict is incomplete: evidence is missing, nothing failed.")
+            raise SystemExit(ERROR)
+        if verdict.get("outcome") == INSUFFICIENT:
+            # An interval straddles a threshold: nothing failed, more cases would decide it.
+            self.stdout.write("insufficient evidence: nothing failed; more cases would decide it.")
             raise SystemExit(ERROR)
         raise SystemExit(1)
 
@@ -181,6 +186,11 @@ class Command(VerdictCommand):
             verdict = "pass"
         elif outcome == INCOMPLETE:
             verdict = "incomplete (evidence missing, nothing failed: run the gate again)"
+        elif outcome == INSUFFICIENT:
+            verdict = (
+                f"insufficient evidence at {gate_label(blocking_gate(decision))} (nothing "
+                "failed: more cases would decide it)"
+            )
         else:
             verdict = f"blocked (first failing: {gate_label(failing)})"
         write(f"release: {verdict}")
