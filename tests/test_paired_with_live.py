@@ -155,3 +155,18 @@ def test_too_few_cases_to_tell_have_insufficient_evidence_and_a_fresh_live_run(
     assert gate["status"] == "insufficient", gate["detail"]
     assert made.decision["verdict"]["outcome"] == "insufficient"
     assert made.state == "blocked"
+
+
+def test_a_run_judged_alone_without_a_live_run_to_pair_with_is_not_held_back(
+    world, builder, publisher, django_capture_on_commit_callbacks
+):
+    capture = django_capture_on_commit_callbacks
+    agent, live, candidate = world(30, live_broken=[], candidate_broken=[0])
+    publish(live, builder, publisher, capture)
+    Run.objects.filter(agent_version=live).delete()
+    dataset_version = candidate.agent.policies.get().gate_datasets.get().latest_frozen
+    run = factories.start_run(builder, candidate, dataset_version, capture)
+    gate = run_verdict(Run.objects.select_related("agent_version__agent").get(pk=run.pk)).gate(
+        "regression"
+    )
+    assert gate.state == "n/a" and "the publish gate runs one beside" in gate.detail

@@ -99,13 +99,19 @@ def pair_cases(pairs: Sequence[tuple[Run, Run]]) -> PairedCases:
 
 
 def regression_gate(
-    pairs: Sequence[tuple[Run, Run | None]], margin: float, confidence: float
+    pairs: Sequence[tuple[Run, Run | None]],
+    margin: float,
+    confidence: float,
+    *,
+    publishing: bool = False,
 ) -> Gate:
     """The non-inferiority gate: the candidate's pass rate, paired with the live version's on
     the same cases, must not be lower by more than ``margin`` (module docstring). ``pairs``:
     each candidate run with the live version's run (None: it has none on that dataset
     version); no pair, no live version: not applicable. Insufficient evidence when a live run
-    is missing or did not complete, or no case has a verdict in both."""
+    did not complete or no case has a verdict in both, and, when `publishing` (the publish
+    gate, which starts the live runs it needs), when one is missing; a run judged alone with
+    no live run to pair with is not applicable, and says so."""
     label = POLICY_GATE_LABELS["regression"]
     bound = {"max_regression": margin, "confidence": confidence}
     pairs = list(pairs)
@@ -118,6 +124,12 @@ def regression_gate(
         if live is not None and live.status != RunStatus.COMPLETED
     ]
     missing = [f"no live run on {run.dataset_version}" for run, live in pairs if live is None]
+    if missing and not publishing:
+        detail = (
+            f"the live version has no completed run on {pairs[0][0].dataset_version} to pair "
+            "with (the publish gate runs one beside the gate runs)"
+        )
+        return Gate("regression", label, NOT_APPLICABLE, detail, {"paired": None}, bound)
     if unfinished or missing:
         detail = "; ".join([*unfinished, *missing]) + ": nothing to pair with"
         return Gate("regression", label, INSUFFICIENT, detail, {"paired": None}, bound)

@@ -171,7 +171,9 @@ def _judge(  # noqa: C901
     gates.append(case_pass_rate_gate(runs, applied.min_case_pass_rate, applied))
     if applied.max_regression is not None:
         confidence = applied.case_pass_rate_confidence
-        gates.append(regression_gate(pairs, applied.max_regression, confidence))
+        gates.append(
+            regression_gate(pairs, applied.max_regression, confidence, publishing=together)
+        )
     missing = missing_evidence(contract, limits, runs, evidence, errored_cost)
 
     reasons = []

@@ -14,6 +14,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from evaluations.stats import (
     INSUFFICIENT,
+    SequentialGate,
     cases_to_decide,
     clustered_rate,
     decide_on_interval,
@@ -207,3 +208,39 @@ def test_the_corrected_rate_covers_where_the_judge_alone_does_not(labelled, resu
         judge_only += alone.low <= p <= alone.high
     assert band[0] <= corrected / DATASETS <= band[1]
     assert judge_only / DATASETS < 0.2
+
+
+def test_the_sequential_gate_errs_at_most_its_level_however_often_it_looks():
+    """On the threshold itself (the hardest case), 10,000 runs of 300 cases, decided after
+    every case: wrong at most α/2 each way; a Wilson interval read after every case, far more."""
+    rng = np.random.default_rng(9)
+    outcomes = rng.random((DATASETS, 300)) < 0.9
+    passed = failed = 0
+    for row in outcomes:
+        gate = SequentialGate(0.9)
+        for outcome in row:
+            if gate.add(bool(outcome)) != INSUFFICIENT:
+                break
+        passed += gate.decision == "pass"
+        failed += gate.decision == "fail"
+    assert passed / DATASETS <= 0.025 and failed / DATASETS <= 0.025
+    # The fixed-sample interval looked at after every case (from the 30th): z = 1.96.
+    seen = np.arange(1, 301)
+    rate = outcomes.cumsum(axis=1) / seen
+    z = 1.96
+    centre = (rate + z * z / (2 * seen)) / (1 + z * z / seen)
+    half = z / (1 + z * z / seen) * np.sqrt(rate * (1 - rate) / seen + z * z / (4 * seen**2))
+    decided = ((centre - half >= 0.9) | (centre + half < 0.9))[:, 29:].any(axis=1)
+    assert decided.mean() > 3 * (passed + failed) / DATASETS
+
+
+def test_a_clear_answer_stops_early_and_never_changes():
+    gate = SequentialGate(0.9)
+    for _ in range(200):
+        gate.add(True)
+    assert gate.decision == "pass" and gate.seen < 100
+    assert gate.add(False) == "pass" and gate.seen < 100  # decided: later cases change nothing
+    losing = SequentialGate(0.9)
+    for n in range(300):
+        losing.add(n % 2 == 0)
+    assert losing.decision == "fail" and losing.seen < 60

@@ -76,7 +76,7 @@ def test_the_command_reads_any_iso_offset_in_utc_and_refuses_a_bad_time(entries)
     out = io.StringIO()
     # +23:10 is ISO 8601 and beyond what PostgreSQL takes: compared in UTC, it is a filter.
     call_command("export_audit", since="2000-01-01T23:10:00+23:10", stdout=out)
-    assert len(out.getvalue().splitlines()) == 3
+    assert len(out.getvalue().splitlines()) == AuditEntry.objects.count() - 1  # not its own
     for bad in ("yesterday", "0001-01-01T00:00:00+05:00"):
         with pytest.raises(CommandError, match="--until"):
             call_command("export_audit", until=bad, stdout=io.StringIO())
