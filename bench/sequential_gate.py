@@ -57,9 +57,7 @@ def main():
         wrong = failed if rate > THRESHOLD else passed if rate < THRESHOLD else passed + failed
         worst = max(worst, wrong if rate != THRESHOLD else max(passed, failed))
         figures[name.split()[-1]] = saved
-        print(
-            f"{name:<17} {rate:>5.2f} {used:>7.1f} {saved:>6.1%} {passed:>7.2%} {failed:>7.2%}"
-        )
+        print(f"{name:<17} {rate:>5.2f} {used:>7.1f} {saved:>6.1%} {passed:>7.2%} {failed:>7.2%}")
     print(
         f"win_saved={figures['win']:.3f} loss_saved={figures['loss']:.3f} "
         f"close_saved={figures['call']:.3f} worst_error={worst:.4f}"

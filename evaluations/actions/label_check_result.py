@@ -23,9 +23,7 @@ class LabelCheckResult(Action):
 
     text_limits = {"note": NOTE_MAX}
 
-    def __init__(
-        self, *, acting_user, check_result, passed=None, score=None, note="", source=None
-    ):
+    def __init__(self, *, acting_user, check_result, passed=None, score=None, note="", source=None):
         super().__init__(acting_user=acting_user)
         self.source = source or LabelSource.QUEUE
         self.check_result = check_result
