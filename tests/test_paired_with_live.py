@@ -124,6 +124,11 @@ def test_a_regression_on_a_handful_of_cases_fails_and_names_them_first(
     assert f'href="/runs/{live_run.pk}/cases/c000/"' in html
     assert "McNemar" in html
 
+    # The compare API carries the same paired comparison.
+    paired = api_client(builder).get(f"/api/v1/runs/compare/?a={live_run.pk}&b={run.pk}").json()
+    assert paired["paired"]["only_a"] == 10 and paired["paired"]["only_b"] == 0
+    assert paired["paired"]["low"] == pytest.approx(expected.low)
+
     # And the API's verdict of the run.
     body = api_client(builder).get(f"/api/v1/runs/{run.pk}/verdict/").json()
     assert {g["name"]: g["state"] for g in body["gates"]}["regression"] == "fail"

@@ -11,6 +11,9 @@
 - ``cases``: per-case changes from the case results: ``regressed`` (passed in a, fails in b),
   ``improved``, ``newly_unscored`` (a verdict in a, none in b), ``newly_scored``,
   ``newly_flaky``, ``no_longer_flaky``, and cases run by only one side;
+- ``paired``: B paired with A on the cases with a verdict in both (same dataset version, both
+  completed; else null): the counts, B's pass rate minus A's with Tango's 95 % interval, and
+  McNemar's exact p on the discordant cases;
 - ``comparable`` and ``differences``: two runs are comparable when they pinned the same dataset
   version with the same check versions, quality grader and judge models
   (``Run.comparability``); every difference is named, so a change of grader is never read as
@@ -30,7 +33,7 @@ from rest_framework.views import APIView
 from evaluations.contract import format_cells, render_table
 from evaluations.contract.runs import run_contract
 from evaluations.models import Run
-from evaluations.reads.compare import case_changes, comparability_differences
+from evaluations.reads.compare import case_changes, comparability_differences, paired_runs
 from evaluations.verdict import verdicts_of
 from sherlock.core.errors import ActionInvalid
 from sherlock.core.inputs import parse_id
@@ -91,6 +94,18 @@ class CaseChangesSerializer(serializers.Serializer):
     only_in_b = serializers.ListField(child=serializers.CharField())
 
 
+class PairedSerializer(serializers.Serializer):
+    cases = serializers.IntegerField(help_text="Cases with a verdict in both runs")
+    both = serializers.IntegerField(help_text="Passed in both")
+    only_b = serializers.IntegerField(source="only_candidate", help_text="Passed only in B")
+    only_a = serializers.IntegerField(source="only_live", help_text="Passed only in A")
+    neither = serializers.IntegerField()
+    difference = serializers.FloatField(help_text="B's pass rate minus A's")
+    low = serializers.FloatField(help_text="Tango's 95 % interval of the difference")
+    high = serializers.FloatField()
+    mcnemar_p = serializers.FloatField(help_text="McNemar's exact test on the discordant cases")
+
+
 class ComparisonSerializer(serializers.Serializer):
     a = SideSerializer()
     b = SideSerializer()
@@ -103,8 +118,18 @@ class ComparisonSerializer(serializers.Serializer):
         help_text="The thresholds the gates used, in words (per side when they differ)"
     )
     cases = CaseChangesSerializer()
+    paired = PairedSerializer(
+        allow_null=True,
+        help_text="B paired with A on the same cases; null unless both completed one dataset "
+        "version",
+    )
     comparable = serializers.BooleanField()
     differences = serializers.ListField(child=serializers.CharField())
+
+
+def _paired(a, b):
+    paired = paired_runs(a, b)
+    return None if paired is None else PairedSerializer(paired).data
 
 
 def _run_id(request, name):
@@ -176,6 +201,7 @@ class RunComparisonView(APIView):
                     else f"a: {applied['a'].source}; b: {applied['b'].source}"
                 ),
                 "cases": case_changes(runs["a"], runs["b"]),
+                "paired": _paired(runs["a"], runs["b"]),
                 "comparable": not differences,
                 "differences": differences,
             }

@@ -1,11 +1,14 @@
 """Two runs side by side, read for the compare page and `GET /api/v1/runs/compare/` alike:
 whether their scores can be compared (`comparability_differences`), which cases changed
-(`case_changes`), each check's change (`check_deltas`), and the run a candidate is compared
-with by default (`live_baseline`)."""
+(`case_changes`), the candidate paired with the baseline on the same cases (`paired_runs`),
+each check's change (`check_deltas`), and the run a candidate is compared with by default
+(`live_baseline`)."""
 
 from evaluations.choices import CaseStatus, RunStatus
 from evaluations.models import CaseResult, Check, Run
 from evaluations.reads.trends import check_stats
+from evaluations.stats import paired_comparison
+from evaluations.verdict.paired import pair_cases
 
 
 def comparability_differences(a: Run, b: Run) -> list[str]:
@@ -70,6 +73,17 @@ def case_changes(a: Run, b: Run) -> dict[str, list[str]]:
         "only_in_a": sorted(set(base) - set(cand)),
         "only_in_b": sorted(set(cand) - set(base)),
     }
+
+
+def paired_runs(a: Run, b: Run):
+    """B (the candidate) paired with A on the cases with a verdict in both, when both ran the
+    same dataset version to the end: the difference of the pass rates with Tango's interval and
+    McNemar's test (`evaluations.stats.Paired`, "live" being A); None otherwise. One query."""
+    finished = a.status == b.status == RunStatus.COMPLETED
+    if a.dataset_version_id != b.dataset_version_id or not finished:
+        return None
+    cases = pair_cases([(b, a)])
+    return paired_comparison(cases.candidate, cases.live) if cases.candidate else None
 
 
 def live_baseline(user, candidate):

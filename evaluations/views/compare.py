@@ -35,10 +35,8 @@ from evaluations.contract import (
 from evaluations.contract.runs import run_contract
 from evaluations.models import Run
 from evaluations.pickers import run_text
-from evaluations.reads.compare import check_deltas, live_baseline
-from evaluations.stats import paired_comparison
+from evaluations.reads.compare import check_deltas, live_baseline, paired_runs
 from evaluations.verdict import POLICY_GATE_LABELS, doc_url, verdicts_of
-from evaluations.verdict.paired import pair_cases
 from evaluations.views.runs import no_role_reason
 from sherlock.core.htmx import render_page
 from sherlock.core.inputs import parse_id
@@ -101,17 +99,6 @@ def contract_rows(result_a, result_b, verdict_a=None, verdict_b=None):
         if name in sides[0] or name in sides[1]
     ]
     return measures, gates
-
-
-def _paired(a, b):
-    """B (the candidate) paired with A on the cases with a verdict in both, when both ran the
-    same dataset version to the end: the difference of the pass rates with Tango's interval and
-    McNemar's test (`evaluations.stats.paired_comparison`); None otherwise."""
-    finished = a.status == b.status == RunStatus.COMPLETED
-    if a.dataset_version_id != b.dataset_version_id or not finished:
-        return None
-    cases = pair_cases([(b, a)])
-    return paired_comparison(cases.candidate, cases.live) if cases.candidate else None
 
 
 def _contract(run, verdict):
@@ -194,7 +181,7 @@ def compare(request):
     measures, gates = contract_rows(result_a, result_b, verdict_a, verdict_b)
     changes = case_changes(a, b)
     differences = comparability_differences(a, b)
-    paired = _paired(a, b)
+    paired = paired_runs(a, b)
     context = {
         "a": a,
         "b": b,
