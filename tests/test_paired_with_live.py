@@ -175,3 +175,32 @@ def test_a_run_judged_alone_without_a_live_run_to_pair_with_is_not_held_back(
         "regression"
     )
     assert gate.state == "n/a" and "the publish gate runs one beside" in gate.detail
+
+
+def test_a_list_of_paired_runs_costs_the_same_queries_as_one(
+    world, builder, publisher, django_capture_on_commit_callbacks
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from evaluations.verdict import verdicts_of
+
+    capture = django_capture_on_commit_callbacks
+    agent, live, candidate = world(30, live_broken=[], candidate_broken=[0, 1])
+    publish(live, builder, publisher, capture)
+    dataset_version = candidate.agent.policies.get().gate_datasets.get().latest_frozen
+    for _ in range(3):
+        factories.start_run(builder, candidate, dataset_version, capture)
+    runs = list(
+        Run.objects.filter(agent_version=candidate)
+        .select_related("agent_version__agent")
+        .order_by("pk")
+    )
+
+    def queries(some):
+        with CaptureQueriesContext(connection) as seen:
+            found = verdicts_of(some)
+        assert all(v.gate("regression").state == "insufficient" for v in found.values())
+        return len(seen)
+
+    assert queries(runs[:1]) == queries(runs)

@@ -69,16 +69,25 @@ class PairedCases:
     discordant: list[dict[str, Any]]
 
 
-def pair_cases(pairs: Sequence[tuple[Run, Run]]) -> PairedCases:
-    """The cases of each (candidate run, live run) pair with a verdict in both (passed, or
-    failed or flaky), in one query; the discordant ones listed regressions first."""
-    ids = {run.pk for pair in pairs for run in pair}
+def case_outcomes(run_ids: Iterable[int]) -> dict[int, dict[str, bool]]:
+    """``{run pk: {case key: passed}}`` of the cases with a verdict (passed, or failed or
+    flaky) in each of ``run_ids``: one query for any number of runs."""
+    ids = set(run_ids)
     outcome: dict[int, dict[str, bool]] = {pk: {} for pk in ids}
     rows = CaseResult.objects.filter(run_id__in=ids, status__in=DECIDED).values_list(
         "run_id", "case__key", "status"
     )
     for run_id, key, status in rows:
         outcome[run_id][key] = status == CaseStatus.PASSED
+    return outcome
+
+
+def pair_cases(pairs: Sequence[tuple[Run, Run]], outcome=None) -> PairedCases:
+    """The cases of each (candidate run, live run) pair with a verdict in both (passed, or
+    failed or flaky), from ``outcome`` (`case_outcomes`, read here in one query when not
+    given); the discordant ones listed regressions first."""
+    if outcome is None:
+        outcome = case_outcomes(run.pk for pair in pairs for run in pair)
     candidate, live, discordant = [], [], []
     for new, old in pairs:
         mine, theirs = outcome[new.pk], outcome[old.pk]
@@ -104,6 +113,7 @@ def regression_gate(
     confidence: float,
     *,
     publishing: bool = False,
+    outcome=None,
 ) -> Gate:
     """The non-inferiority gate: the candidate's pass rate, paired with the live version's on
     the same cases, must not be lower by more than ``margin`` (module docstring). ``pairs``:
@@ -111,7 +121,8 @@ def regression_gate(
     version); no pair, no live version: not applicable. Insufficient evidence when a live run
     did not complete or no case has a verdict in both, and, when `publishing` (the publish
     gate, which starts the live runs it needs), when one is missing; a run judged alone with
-    no live run to pair with is not applicable, and says so."""
+    no live run to pair with is not applicable, and says so. ``outcome``: the runs' case
+    outcomes (`case_outcomes`) when read for many verdicts at once."""
     label = POLICY_GATE_LABELS["regression"]
     bound = {"max_regression": margin, "confidence": confidence}
     pairs = list(pairs)
@@ -134,7 +145,7 @@ def regression_gate(
         detail = "; ".join([*unfinished, *missing]) + ": nothing to pair with"
         return Gate("regression", label, INSUFFICIENT, detail, {"paired": None}, bound)
     complete = [(run, live) for run, live in pairs if live is not None]
-    cases = pair_cases(complete)
+    cases = pair_cases(complete, outcome)
     if not cases.candidate:
         detail = "no case has a verdict in both the candidate's and the live version's run"
         return Gate("regression", label, INSUFFICIENT, detail, {"paired": None}, bound)

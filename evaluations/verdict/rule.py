@@ -37,7 +37,7 @@ from evaluations.verdict.model import (
     Verdict,
     doc_url,
 )
-from evaluations.verdict.paired import live_runs, regression_gate
+from evaluations.verdict.paired import case_outcomes, live_runs, regression_gate
 
 
 def run_verdict(run, applied: AppliedThresholds | None = None) -> Verdict:
@@ -62,8 +62,13 @@ def verdicts_of(runs: Iterable, applied: AppliedThresholds | None = None) -> dic
     evidence = Evidence(finished)
     paired = [run for run in finished if terms[run.pk].max_regression is not None]
     live = live_runs(paired) if paired else {}
+    # Every paired run's case outcomes in one query, whatever the number of runs.
+    found = [run.pk for run in paired if live.get(run.pk)] + [
+        other.pk for other in live.values() if other is not None
+    ]
+    outcome = case_outcomes(found) if found else None
     return {
-        run.pk: _judge([run], terms[run.pk], evidence, pairs=_pairs([run], live))
+        run.pk: _judge([run], terms[run.pk], evidence, pairs=_pairs([run], live), outcome=outcome)
         if run in finished
         else _pending([run], terms[run.pk])
         for run in runs
@@ -111,7 +116,12 @@ def _pending(runs: list, applied: AppliedThresholds) -> Verdict:
 
 
 def _judge(  # noqa: C901
-    runs: list, applied: AppliedThresholds, evidence: Evidence, together=False, pairs=()
+    runs: list,
+    applied: AppliedThresholds,
+    evidence: Evidence,
+    together=False,
+    pairs=(),
+    outcome=None,
 ) -> Verdict:
     limits = applied.thresholds
     if len(runs) == 1:
@@ -172,7 +182,9 @@ def _judge(  # noqa: C901
     if applied.max_regression is not None:
         confidence = applied.case_pass_rate_confidence
         gates.append(
-            regression_gate(pairs, applied.max_regression, confidence, publishing=together)
+            regression_gate(
+                pairs, applied.max_regression, confidence, publishing=together, outcome=outcome
+            )
         )
     missing = missing_evidence(contract, limits, runs, evidence, errored_cost)
 
