@@ -18,8 +18,7 @@ from evaluations.contract import (
 from evaluations.contract.applied import AppliedThresholds
 from evaluations.contract.measures import round_half_up
 from evaluations.stats import INSUFFICIENT, cases_to_decide, decide_on_interval, wilson
-from evaluations.stats.decide import FAIL as FAIL_ON
-from evaluations.stats.decide import PASS as PASS_ON
+from evaluations.stats.decide import VERBS
 from evaluations.verdict.cases import is_all_unscored, is_unjudged, unscored_beside
 from evaluations.verdict.model import POLICY_GATE_LABELS, Gate
 from sherlock.core.json_values import exact
@@ -250,10 +249,9 @@ def _on_interval(runs: list, minimum: float, confidence: float, unscored: dict) 
             }
         )
         span = f"{interval.low:.3f}–{interval.high:.3f}"
-        verb = {PASS_ON: "clears", FAIL_ON: "misses"}.get(state, "straddles")
         part = (
             f"run #{run.pk}: {passed}/{decided} cases, {interval.rate:.3f}, "
-            f"{confidence:.0%} interval {span} {verb} {minimum}"
+            f"{confidence:.0%} interval {span} {VERBS[state]} {minimum}"
         )
         if state == INSUFFICIENT:
             part += (
@@ -263,7 +261,8 @@ def _on_interval(runs: list, minimum: float, confidence: float, unscored: dict) 
             )
         parts.append(part + unscored_beside(unscored[run.pk]))
     decisions = {row["decision"] for row in rows}
-    state = FAIL if FAIL_ON in decisions else INSUFFICIENT if INSUFFICIENT in decisions else PASS
+    # The decisions' words are the contract's gate states (`pass`, `fail`) and `insufficient`.
+    state = FAIL if FAIL in decisions else INSUFFICIENT if INSUFFICIENT in decisions else PASS
     return Gate(
         "case_pass_rate",
         POLICY_GATE_LABELS["case_pass_rate"],

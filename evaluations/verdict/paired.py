@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluations.choices import CaseStatus, RunPurpose, RunStatus
-from evaluations.contract import FAIL, NOT_APPLICABLE, PASS
+from evaluations.contract import NOT_APPLICABLE
 from evaluations.models import CaseResult, Run
-from evaluations.stats import INSUFFICIENT, Paired, paired_comparison
+from evaluations.stats import INSUFFICIENT, Paired, decide_on_interval, paired_comparison
+from evaluations.stats.decide import VERBS
 from evaluations.verdict.model import POLICY_GATE_LABELS, Gate
 
 DECIDED = (CaseStatus.PASSED, CaseStatus.FAILED, CaseStatus.FLAKY)
@@ -150,7 +151,7 @@ def regression_gate(
         detail = "no case has a verdict in both the candidate's and the live version's run"
         return Gate("regression", label, INSUFFICIENT, detail, {"paired": None}, bound)
     paired = paired_comparison(cases.candidate, cases.live, confidence)
-    state = _decide(paired, margin)
+    state = decide_on_interval(paired, -margin)
     return Gate(
         "regression",
         label,
@@ -166,20 +167,11 @@ def regression_gate(
     )
 
 
-def _decide(paired: Paired, margin: float) -> str:
-    if paired.low >= -margin:
-        return PASS
-    if paired.high < -margin:
-        return FAIL
-    return INSUFFICIENT
-
-
 def _detail(paired: Paired, margin: float, state: str) -> str:
-    verb = {PASS: "clears", FAIL: "misses"}.get(state, "straddles")
     return (
         f"{paired.cases} paired cases: {paired.only_live} passed only on live, "
         f"{paired.only_candidate} only on the candidate; difference {paired.difference:+.3f}, "
-        f"{paired.confidence:.0%} interval {paired.low:+.3f} to {paired.high:+.3f} {verb} "
+        f"{paired.confidence:.0%} interval {paired.low:+.3f} to {paired.high:+.3f} {VERBS[state]} "
         f"-{margin} (McNemar p = {paired.mcnemar_p:.3g})"
     )
 
