@@ -8,9 +8,9 @@ from django.utils import timezone
 from agents.choices import VersionState
 from agents.models import Agent, AgentVersion
 from evaluations.actions.start_run import StartRun
-from evaluations.choices import RunPurpose, RunStatus
-from evaluations.models import Run
+from evaluations.choices import RunPurpose
 from evaluations.verdict import gate_label
+from evaluations.verdict.paired import live_runs as paired_live_runs
 from governance.actions._bypass_state import move_bypass
 from governance.actions._request_state import move_request
 from governance.actions.base import GovernanceAction
@@ -95,35 +95,27 @@ class RequestPublication(GovernanceAction):
             )
         self.check_open_decision()
 
-    def live_runs(self):
+    def live_runs(self, runs):
         """Under a policy with a margin of regression, the live version's runs to pair the gate
-        runs with, one per gate dataset version: its latest completed run there, or a run
+        `runs` with, one per gate run: its latest completed run on the same dataset version
+        (`evaluations.verdict.paired.live_runs`, the rule the run page pairs by), or a run
         started beside the gate runs (the system's, as they are). None without a margin, or
         without a live version other than the one requested."""
-        live = self.agent_version.agent.live_version
-        if self.policy.max_regression is None or live is None or live == self.agent_version:
+        if self.policy.max_regression is None:
             return []
-        found: dict[int, Run] = {}
-        for run in (
-            Run.objects.filter(
-                agent_version=live,
-                dataset_version__in=self.datasets,
-                status=RunStatus.COMPLETED,
-            )
-            .exclude(purpose=RunPurpose.EXTERNAL)
-            .order_by("-pk")
-        ):
-            found.setdefault(run.dataset_version_id, run)
+        found = paired_live_runs(runs)
+        live = self.agent_version.agent.live_version
         return [
-            found.get(dataset_version.pk)
+            found[run.pk]
             or StartRun(
                 acting_user=None,
                 agent_version=live,
-                dataset_version=dataset_version,
+                dataset_version=run.dataset_version,
                 repetitions=self.policy.repetitions,
                 purpose=RunPurpose.GATE,
             ).execute()
-            for dataset_version in self.datasets
+            for run in runs
+            if run.pk in found
         ]
 
     def no_gate_dataset_message(self, agent):
@@ -190,7 +182,7 @@ class RequestPublication(GovernanceAction):
             for dataset_version in self.datasets
         ]
         request.runs.set(runs)
-        live = self.live_runs()
+        live = self.live_runs(runs)
         request.live_runs.set(live)
         self.audit(
             target=request,
