@@ -11,10 +11,11 @@ import pytest
 
 from evaluations.models import Run
 from evaluations.stats import paired_comparison
-from evaluations.verdict import run_verdict
+from evaluations.verdict import gate_verdict, run_verdict
 from governance.actions.publish_version import PublishVersion
 from governance.actions.request_publication import RequestPublication
 from governance.models import GateDataset, PublishingPolicy
+from governance.publishing.decision import policy_applied
 from tests.support import factories
 from tests.support.governance import api_client
 
@@ -160,6 +161,14 @@ def test_too_few_cases_to_tell_have_insufficient_evidence_and_a_fresh_live_run(
     assert gate["status"] == "insufficient", gate["detail"]
     assert made.decision["verdict"]["outcome"] == "insufficient"
     assert made.state == "blocked"
+    # The run's gate cell names the gate its interval left undecided.
+    from evaluations.contract.table import gate_cell
+
+    (run,) = made.runs.all()
+    verdict = gate_verdict([run], policy_applied(made.policy), [fresh])
+    assert gate_cell(verdict.contract, verdict) == (
+        "insufficient evidence (no regression against live)"
+    )
 
 
 def test_a_run_judged_alone_without_a_live_run_to_pair_with_is_not_held_back(

@@ -83,8 +83,9 @@ def gate_cell(result: ContractResult, verdict: Any = None) -> str:
         return PASS
     if verdict.outcome == "pending":
         return "pending"
-    if verdict.outcome == "insufficient":  # a rate decided on its interval, undecided
-        return "insufficient evidence (case pass rate)"
+    if verdict.outcome == "insufficient":  # a gate decided on an interval, undecided
+        label = next((g.label for g in verdict.gates if g.state == "insufficient"), "")
+        return f"insufficient evidence ({label})" if label else "insufficient evidence"
     if verdict.outcome == "incomplete":
         # Name what is missing: the unscored evidence when that gate fails, else the first
         # failing gate (coverage, for a run that did not complete).
