@@ -346,6 +346,11 @@ def evaluate_remote(
 # --- publishing --------------------------------------------------------------------------------
 
 OPEN_STATES = {"evaluating", "passed", "blocked", "published", "bypassed"}
+# A blocked decision's verdict that decided nothing: what the client says, and its fallback.
+UNDECIDED = {
+    "incomplete": ("the verdict is incomplete", "evidence is missing"),
+    "insufficient": ("insufficient evidence", "more cases would decide it"),
+}
 GATE_EXIT = {
     "passed": EXIT_PASSED,
     "published": EXIT_PASSED,
@@ -464,17 +469,13 @@ def gate(
             (g.get("label") for g in decision.get("gates") or [] if g.get("name") == failing), None
         )
         lines.append(f"first failing gate: {label or failing}")
-    if state == "blocked" and verdict.get("outcome") == "incomplete":
-        # Blocked for want of evidence (trials in error, results unscored): the verdict is
-        # incomplete, never a failure (the same exit code as `sherlock evaluate`'s).
+    undecided = UNDECIDED.get(str(verdict.get("outcome")))
+    if state == "blocked" and undecided:
+        # Blocked for want of evidence (trials in error, results unscored) or with an interval
+        # straddling a threshold: no decision, never a failure (`sherlock evaluate`'s exit 2).
         code = EXIT_INCOMPLETE
         reasons = "; ".join(r.get("detail", "") for r in verdict.get("reasons") or [])
-        lines.append(f"the verdict is incomplete: {reasons or 'evidence is missing'}")
-    elif state == "blocked" and verdict.get("outcome") == "insufficient":
-        # An interval straddles a threshold: nothing failed, more cases would decide it.
-        code = EXIT_INCOMPLETE
-        reasons = "; ".join(r.get("detail", "") for r in verdict.get("reasons") or [])
-        lines.append(f"insufficient evidence: {reasons or 'more cases would decide it'}")
+        lines.append(f"{undecided[0]}: {reasons or undecided[1]}")
     elif code == EXIT_INCOMPLETE:
         lines.append(f"no decision within {options.wait:g} s")
     return GateResult(request=request, exit_code=code, lines=lines, runs=results)

@@ -171,3 +171,34 @@ def test_sherlock_run_takes_up_a_waiting_gate_run(live_sherlock):
     gate_run.refresh_from_db()
     assert gate_run.status == "completed"
     assert Run.objects.filter(agent_version=version).count() == 2  # the manual one, the gate's
+
+
+def test_a_gate_with_insufficient_evidence_exits_2_and_says_so(live_sherlock):
+    """The policy decides its case pass rate on the interval: every case passes, but a handful
+    of cases cannot show a rate of at least 0.9, so `gate` exits 2 with the fourth word."""
+    from governance.models import PublishingPolicy
+
+    version = ensure_client_version(live_sherlock, "f3w0k")
+    PublishingPolicy.objects.filter(agent=live_sherlock.agent).update(
+        min_case_pass_rate=0.9, case_pass_rate_decides_on="interval"
+    )
+    gate = sherlock(
+        [
+            "gate",
+            "--agent",
+            "refund-bot",
+            "--version",
+            "f3w0k",
+            "--task",
+            f"{TASKS}:refunds",
+            "--wait",
+            "240",
+        ],  # fmt: skip
+        live_sherlock.url,
+        live_sherlock.key,
+    )
+    assert gate.returncode == 2, gate.stdout + gate.stderr
+    request = PublishRequest.objects.get(agent_version=version)
+    assert request.state == "blocked"
+    assert request.decision["verdict"]["outcome"] == "insufficient"
+    assert "insufficient evidence: the case pass rate is undecided" in gate.stdout
