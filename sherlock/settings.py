@@ -318,6 +318,9 @@ if "SHERLOCK_JUDGE_TRANSPORT" in os.environ and os.environ.get("RUN_MAIN") != "t
 SHERLOCK_RUN_CONCURRENCY = env_int("SHERLOCK_RUN_CONCURRENCY", 8, minimum=1, maximum=512)
 SHERLOCK_DB_CONNECTIONS = env_int("SHERLOCK_DB_CONNECTIONS", 4, minimum=1, maximum=32)
 SHERLOCK_SHARD_SIZE = env_int("SHERLOCK_SHARD_SIZE", 50, minimum=1)
+# How often a shard of a run that stops early reads its gates (docs/contract.md, "Stopping
+# early"): a few aggregate queries over the run's trials each time.
+SHERLOCK_STOP_EARLY_SECONDS = env_int("SHERLOCK_STOP_EARLY_SECONDS", 2, minimum=1, maximum=600)
 # A claimed trial's lease: its worker renews the leases it holds every third of this (one UPDATE
 # per round), so a trial may run longer; a dead worker's leases run out at most this long after
 # it died, and the reaper hands its trials back.

@@ -60,6 +60,7 @@ evaluations.run.finish
 evaluations.run.import
 evaluations.run.refused
 evaluations.run.start
+evaluations.run.stop_early
 evaluations.run.summarize
 evaluations.run.upload
 evaluations.schedule.create

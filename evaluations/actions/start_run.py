@@ -1,5 +1,7 @@
 """StartRun: create a run and every planned trial, then enqueue its shards on commit."""
 
+import secrets
+
 from django.conf import settings
 from django.db import transaction
 
@@ -9,9 +11,13 @@ from evaluations.costs.estimate import estimate_run
 from evaluations.engine import enqueue_run
 from evaluations.models import CaseVersion, Run, Trial
 from evaluations.reads.run_rights import may_run_on
+from evaluations.verdict.sequential import seeded_order
 from sherlock.core.actions import Action
 from sherlock.core.errors import ActionDenied, ActionInvalid
 from sherlock.core.permissions import user_can
+
+# Seeds fit a signed 64-bit column on every database.
+SEED_LIMIT = 2**63
 
 
 class StartRun(Action):
@@ -23,6 +29,8 @@ class StartRun(Action):
     says so). A version of a dataset the user may not see is refused as missing;
     `acting_user=None` is the system (a publish request's gate run). A `client` version's run
     starts `waiting` for the `sherlock` client's uploads (docs/client.md, "A run's life").
+    With `stop_early` its cases run in an order drawn from `seed` (a random one when None) and
+    the run stops once its gates are decided (docs/contract.md, "Stopping early").
     """
 
     noun = "run"
@@ -37,8 +45,11 @@ class StartRun(Action):
         repetitions=1,
         purpose=RunPurpose.ADHOC,
         source=None,
+        stop_early=False,
+        seed=None,
     ):
         super().__init__(acting_user=acting_user)
+        self.stop_early, self.seed = stop_early, seed
         self.source = source or {}
         self.agent_version = agent_version
         self.dataset_version = dataset_version
@@ -67,6 +78,17 @@ class StartRun(Action):
             raise hidden
         if not isinstance(self.repetitions, int) or not 1 <= self.repetitions <= 100:
             raise ActionInvalid("repetitions must be between 1 and 100", field="repetitions")
+        if self.stop_early and self.agent_version.adapter == Adapter.CLIENT:
+            raise ActionInvalid(
+                "a client version's run cannot stop early: its client makes every call",
+                field="stop_early",
+            )
+        if self.seed is not None and not self.stop_early:
+            raise ActionInvalid("a seed orders the cases of a run that stops early", field="seed")
+        if self.seed is not None and not (
+            isinstance(self.seed, int) and 0 <= self.seed < SEED_LIMIT
+        ):
+            raise ActionInvalid(f"seed must be between 0 and {SEED_LIMIT - 1}", field="seed")
         if self.purpose == RunPurpose.GATE and not self.dataset_version.is_frozen:
             raise ActionInvalid("gate runs pin frozen dataset versions", field="dataset_version")
 
@@ -81,7 +103,15 @@ class StartRun(Action):
         checks = list(self.dataset_version.checks.all())
         trials = len(case_versions) * self.repetitions
         waiting = self.agent_version.adapter == Adapter.CLIENT
+        seed = None
+        if self.stop_early:
+            seed = secrets.randbelow(SEED_LIMIT) if self.seed is None else self.seed
+            # Trials are created, hence taken by the workers, in the seed's case order.
+            rank = {pk: i for i, pk in enumerate(seeded_order({c for _, c in case_versions}, seed))}
+            case_versions.sort(key=lambda row: rank[row[1]])
         run = Run.objects.create(
+            stop_early=self.stop_early,
+            seed=seed,
             status=RunStatus.WAITING if waiting else RunStatus.QUEUED,
             source=self.source,
             agent_version=self.agent_version,
@@ -120,6 +150,7 @@ class StartRun(Action):
                 "purpose": self.purpose,
                 "status": run.status,
                 "trials": run.trials_total,
+                **({"stop_early": True, "seed": seed} if self.stop_early else {}),
                 "estimate": {k: run.estimate[k] for k in ("calls", "usd", "price_missing")},
                 **({"source": self.source} if self.source else {}),
             },

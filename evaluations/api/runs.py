@@ -34,7 +34,7 @@ from rest_framework.response import Response
 from agents.choices import Adapter
 from agents.models import AgentVersion
 from evaluations.actions.cancel_run import CancelRun
-from evaluations.actions.start_run import StartRun
+from evaluations.actions.start_run import SEED_LIMIT, StartRun
 from evaluations.actions.summarize_run import SummarizeRun
 from evaluations.api.client_runs import ClientRunActions
 from evaluations.choices import RUN_TERMINAL, RunPurpose, RunStatus
@@ -137,6 +137,9 @@ class RunSerializer(LeanRepresentation, serializers.ModelSerializer):
             "repetitions",
             "purpose",
             "status",
+            "stop_early",
+            "seed",
+            "sequential",
             "source",
             "progress",
             "spend",
@@ -161,6 +164,17 @@ class StartRunSerializer(RefuseUnknownFields, serializers.Serializer):
     agent_version = VisiblePrimaryKeyRelatedField(queryset=AgentVersion.objects.none())
     dataset_version = VisiblePrimaryKeyRelatedField(queryset=DatasetVersion.objects.none())
     repetitions = serializers.IntegerField(default=1, min_value=1, max_value=100)
+    stop_early = serializers.BooleanField(
+        default=False,
+        help_text="Run the cases in an order drawn from a seed and stop once every gate is "
+        'decided (docs/contract.md, "Stopping early").',
+    )
+    seed = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=SEED_LIMIT - 1,
+        help_text="The order's seed, with stop_early (default: one drawn at random).",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -272,6 +286,7 @@ class RunFilter(django_filters.FilterSet):
 SHOWN = [
     *("id", "agent_version", "dataset_version"),
     *("repetitions", "purpose", "status", "trials_done", "trials_total", "trials_error"),
+    *("stop_early", "seed", "sequential"),
     *("spend_usd", "judge_spend_usd", "unpriced_calls", "estimate", "summary", "judge_summary"),
     *("created_at", "started_at", "finished_at", "source"),
 ]

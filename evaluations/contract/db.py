@@ -40,6 +40,7 @@ from evaluations.choices import (
     CheckStatus,
     CostKind,
     OutcomeVerdict,
+    TrialStatus,
 )
 from evaluations.contract.totals import COUNT_FIELDS, VariantTotals
 from evaluations.models import CheckResult, CostEntry, Trial
@@ -110,8 +111,9 @@ def trial_totals_of(runs) -> dict[int, VariantTotals]:
     A trial's cost is its agent cost plus its judge spend (``trial_cost``): the trials'
     aggregate sums the agent cost of the covered trials and the judge lines' aggregate the
     judge spend of the same trials, which adds up to the same exact sum without a subquery per
-    trial. A trial with an unpriced judge call (few, found once) is not covered. A run without
-    trials has all-zero totals."""
+    trial. A trial with an unpriced judge call (few, found once) is not covered. A cancelled
+    trial never ran (a run cancelled, or stopped early): it is no trial of the contract. A run
+    without trials has all-zero totals."""
     runs = list(runs)
     ids = [run.pk for run in runs]
     unpriced = CostEntry.objects.filter(
@@ -120,6 +122,7 @@ def trial_totals_of(runs) -> dict[int, VariantTotals]:
     rows: dict[int, dict[str, Any]] = {
         row["run_id"]: {name: value for name, value in row.items() if name != "run_id"}
         for row in Trial.objects.filter(run_id__in=ids)
+        .exclude(status=TrialStatus.CANCELLED)
         .values("run_id")
         .annotate(**_trial_aggregates(unpriced))
         .order_by()

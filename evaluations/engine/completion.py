@@ -87,8 +87,8 @@ def compute_case_results(run):
         tally = figures.Tally()
         cases = _groups_by_case(figures.check_groups(run), tally)
         pending = next(cases, None)
-        for row in _repetitions(run):
-            case_id, repetitions, failed, errors, cancelled, *why = row
+        for row in repetitions_by_case(run):
+            case_id, repetitions, failed, errors, cancelled, *_ = row
             trials_error += errors
             trials_cancelled += cancelled
             # Both in case order: the groups of a case without repetitions are only tallied.
@@ -103,14 +103,7 @@ def compute_case_results(run):
             # verdict's "blocking checks scored" gate counts, kept in the summary so that no
             # page has to count it again over every check result of the run.
             unscored += any(row[2] and row[3] in figures.UNSCORED for row in rows)
-            repetitions_unscored = sum(why)
-            repetitions_passed = repetitions - failed - repetitions_unscored
-            status, reason = scoring.case_state(
-                repetitions,
-                repetitions_passed,
-                failed,
-                [r for r, count in zip(scoring.UNSCORED_REASONS, why, strict=True) if count],
-            )
+            status, reason, repetitions_passed, repetitions_unscored = case_state_of(row)
             n += 1
             passed += status == CaseStatus.PASSED
             flaky += status == CaseStatus.FLAKY
@@ -203,12 +196,24 @@ def _groups_by_case(groups, tally):
         yield case_id, rows
 
 
-def _repetitions(run):
+def case_state_of(row) -> tuple[str, str, int, int]:
+    """(status, reason, repetitions passed, repetitions unscored) of a case from its
+    `repetitions_by_case` row (`scoring.case_state`)."""
+    _, repetitions, failed, _, _, *why = row
+    unscored = sum(why)
+    passed = repetitions - failed - unscored
+    reasons = [r for r, count in zip(scoring.UNSCORED_REASONS, why, strict=True) if count]
+    status, reason = scoring.case_state(repetitions, passed, failed, reasons)
+    return status, reason, passed, unscored
+
+
+def repetitions_by_case(run, case_ids=None):
     """Per case of the run, in case order: (case id, its repetitions (trials not cancelled,
     or with a check result), those that failed (a blocking check failed), its trials in
     error, its trials cancelled, then its unscored repetitions by reason, in the order of
     `scoring.UNSCORED_REASONS`): `scoring.repetition_state` counted in the database. One
-    query, streamed; the failed repetitions come from the partial index of blocking failures."""
+    query, streamed; the failed repetitions come from the partial index of blocking failures.
+    `case_ids`: only those cases."""
     blocking = CheckResult.objects.filter(trial__run=run, blocking=True)
     failing = blocking.filter(status=CheckStatus.FAILED).values("trial_id")
     judge_down = blocking.filter(
@@ -221,9 +226,11 @@ def _repetitions(run):
     counted = ~Q(status=TrialStatus.CANCELLED) | has_results
     undecided = counted & ~Q(pk__in=failing)
     agent_ran = undecided & ~Q(status=TrialStatus.ERROR)
+    trials = Trial.objects.filter(run=run)
+    if case_ids is not None:
+        trials = trials.filter(case_id__in=case_ids)
     return (
-        Trial.objects.filter(run=run)
-        .values_list("case_id")
+        trials.values_list("case_id")
         .annotate(
             repetitions=Count("pk", filter=counted),
             failed=Count("pk", filter=Q(pk__in=failing)),

@@ -43,6 +43,7 @@ from evaluations.engine import database
 from evaluations.engine.completion import maybe_finish_run
 from evaluations.engine.evidence import collect_evidence
 from evaluations.engine.judging import engine_judge
+from evaluations.engine.stopping import maybe_stop_early
 from evaluations.engine.trials import claim_trials, execute_claimed, execute_trial, renew_leases
 from evaluations.engine.writer import Writer, write_finished
 from evaluations.models import Run, Trial
@@ -126,8 +127,12 @@ def run_shard(run_id, trial_ids):
             finished = execute_trial(shard, trial)
             if finished is not None:
                 done += write_finished([finished])
+                if run.stop_early:
+                    maybe_stop_early(run_id)  # its pending trials cancelled: none is claimed
     else:
         done = _execute_on_loop(shard, work, concurrency)
+        if run.stop_early:  # the trials of the shards behind this one need not run
+            maybe_stop_early(run_id)
     maybe_finish_run(run_id)
     return done
 
@@ -150,6 +155,8 @@ class Work:
         self.helped = []
         self.below = None  # help with pending trials below this id (they go highest first)
         self.help_until = time.monotonic() + settings.Q_TIMEOUT / 2
+        if run.stop_early:  # helping takes the last cases in seed order first: no help
+            self.help_until = 0
         self.lock = threading.Lock()
         for trial in trials:
             trial.run = run  # one run instance for all: the evidence step reads its version
@@ -335,11 +342,27 @@ async def _trials_on_loop(shard, work, concurrency, db, pool, writer):
             finally:
                 claims.release(claimed[0])
 
-    renewing = asyncio.create_task(claims.renew())
+    background = [asyncio.create_task(claims.renew())]
+    if shard.run.stop_early:
+        background.append(asyncio.create_task(_watch(shard.run.pk, db)))
     try:
         await asyncio.gather(*(slot() for _ in range(concurrency)))
     finally:
-        renewing.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await renewing
+        for task in background:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await aio.aclose_loop_clients()
+
+
+async def _watch(run_id, db):
+    """Read the gates of a run that stops early every `SHERLOCK_STOP_EARLY_SECONDS` until it
+    stops (its pending trials are then cancelled: the slots find no more to claim), or until
+    cancelled when the shard's slots are done."""
+    while True:
+        await asyncio.sleep(settings.SHERLOCK_STOP_EARLY_SECONDS)
+        try:
+            if await db.run(maybe_stop_early, run_id):
+                return
+        except Exception:  # the database is away: the next round tries again
+            log.exception("reading the gates of run %s failed", run_id)

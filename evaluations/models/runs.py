@@ -99,6 +99,16 @@ class Run(models.Model):
         blank=True,
         help_text="The judge's summary on request (evaluations.actions.summarize_run).",
     )
+    # Stopping early (docs/contract.md, "Stopping early"): the cases run in an order drawn from
+    # `seed`, and the run stops once its gates are decided on the cases finished in that order.
+    stop_early = models.BooleanField(default=False)
+    seed = models.PositiveBigIntegerField(null=True, blank=True)
+    sequential = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="A run that stops early: its gates' decisions over the cases in seed order "
+        "(evaluations.engine.stopping).",
+    )
     error = models.TextField(blank=True)
     source = models.JSONField(
         default=dict,

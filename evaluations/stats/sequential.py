@@ -18,21 +18,22 @@ from evaluations.stats.decide import FAIL, INSUFFICIENT, PASS
 
 @dataclass
 class SequentialGate:
-    """One rate tested case by case against `threshold`: `add` each outcome, read `decision`
-    (`pass`, `fail`, or `insufficient` while undecided; it never changes once decided)."""
+    """One mean tested case by case against `threshold`: `add` each outcome (a case passed or
+    not, or any value in [0, 1]: the paired gate adds a pair's difference, shifted), read
+    `decision` (`pass`, `fail`, or `insufficient` while undecided; once decided it stays)."""
 
     threshold: float
     confidence: float = 0.95
     seen: int = 0
-    passed: int = 0
+    passed: float = 0  # the sum of the outcomes
     decision: str = INSUFFICIENT
     _above: float = 1.0  # the wealth of the bet that the rate is above the threshold
     _below: float = 1.0
     _sum: float = 0.5  # running estimates of the mean and variance (a prior of one half)
     _squares: float = 0.25
 
-    def add(self, outcome: bool) -> str:
-        """Count one case's outcome and return the decision so far."""
+    def add(self, outcome: float) -> str:
+        """Count one case's outcome (in [0, 1]) and return the decision so far."""
         if self.decision != INSUFFICIENT:
             return self.decision
         x, m, t = float(outcome), self.threshold, self.seen + 1
@@ -43,7 +44,7 @@ class SequentialGate:
         self._below *= 1 - min(bet, 0.5 / (1 - m)) * (x - m)
         self._squares += (x - mean) ** 2
         self._sum += x
-        self.seen, self.passed = t, self.passed + int(outcome)
+        self.seen, self.passed = t, self.passed + x
         if self._above >= 1 / alpha:
             self.decision = PASS
         elif self._below >= 1 / alpha:

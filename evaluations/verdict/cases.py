@@ -17,6 +17,7 @@ from evaluations.contract.runs import runs_totals, trials_in_error
 from evaluations.models import CheckResult, Trial
 from evaluations.reads.figures import stored_checks, unscored_of
 from evaluations.verdict.fixes import unknown_effect_causes
+from evaluations.verdict.sequential import finished_sequences
 
 
 def unscored_groups(runs: list) -> dict[int, list[dict[str, Any]]]:
@@ -156,6 +157,8 @@ class Evidence:
         self.totals = runs_totals(runs) if runs else {}
         self.errors = trials_in_error(runs) if runs else {}
         self.unscored = unscored_groups(runs)
+        # The runs that stop early, their cases in seed order (none: no query).
+        self.sequences = finished_sequences(runs)
         self.errored = errored_trials([r for r in runs if self.errors.get(r.pk)])
         self.unscored_cases = cases_unscored(
             [r for r in runs if sum(g["n"] for g in self.unscored.get(r.pk, []))]

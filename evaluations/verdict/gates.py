@@ -15,12 +15,13 @@ from evaluations.contract import (
     ContractResult,
     Thresholds,
 )
-from evaluations.contract.applied import AppliedThresholds
+from evaluations.contract.applied import DEFAULT_APPLIED, AppliedThresholds
 from evaluations.contract.measures import round_half_up
 from evaluations.stats import INSUFFICIENT, cases_to_decide, decide_on_interval, wilson
 from evaluations.stats.decide import VERBS
 from evaluations.verdict.cases import is_all_unscored, is_unjudged, unscored_beside
 from evaluations.verdict.model import POLICY_GATE_LABELS, Gate
+from evaluations.verdict.sequential import decide_rate, words
 from sherlock.core.json_values import exact
 
 MILLIONTH = Decimal("0.000001")
@@ -145,7 +146,10 @@ def checks_scored_gate(runs: list, unscored: dict, errors: dict) -> Gate:
 
 
 def case_pass_rate_gate(
-    runs: list, minimum: float, applied: AppliedThresholds | None = None
+    runs: list,
+    minimum: float,
+    applied: AppliedThresholds | None = None,
+    sequences: dict | None = None,
 ) -> Gate:
     """The policy's ``min_case_pass_rate`` (1.0 without a policy: every case must pass): every
     run must reach it; a run without a rate (not completed, or no cases) fails closed. The
@@ -153,7 +157,8 @@ def case_pass_rate_gate(
     a run whose every case is unscored has no rate to judge: the "blocking checks scored" gate
     says why, and this one is not applicable. A policy that decides on the interval
     (``case_pass_rate_decides_on``) reads each run's Wilson interval instead of its rate
-    (``_on_interval``)."""
+    (``_on_interval``); a run that stops early is read case by case in its seed's order
+    (``sequences``, `evaluations.verdict.sequential`), whichever it decides on."""
     # Imported trials have no blocking check at all: their own words below, not these.
     undecided = {run.pk for run in runs if is_all_unscored(run) and not is_unjudged(run)}
     unscored = {run.pk: (run.summary or {}).get("unscored") or 0 for run in runs}
@@ -195,6 +200,8 @@ def case_pass_rate_gate(
             {"runs": [{"run": pk, "rate": rate} for pk, rate in rates]},
             {"min": minimum},
         )
+    if sequences and any(run.pk in sequences for run in runs):
+        return _in_seed_order(runs, minimum, applied or DEFAULT_APPLIED, sequences, unscored)
     if applied is not None and applied.case_pass_rate_decides_on == ON_INTERVAL:
         return _on_interval(runs, minimum, applied.case_pass_rate_confidence, unscored)
     low = [(pk, rate) for pk, rate in rates if rate is not None and rate < minimum]
@@ -270,4 +277,62 @@ def _on_interval(runs: list, minimum: float, confidence: float, unscored: dict) 
         "; ".join(parts),
         {"runs": rows},
         {"min": minimum, "decides_on": ON_INTERVAL, "confidence": confidence},
+    )
+
+
+def _in_seed_order(
+    runs: list, minimum: float, applied: AppliedThresholds, sequences: dict, unscored: dict
+) -> Gate:
+    """The gate with the runs that stop early read in seed order (`decide_rate`: by betting on
+    the interval, by certainty on the point estimate), the others as usual; the states
+    combine as across runs: any fail fails, else any undecided is insufficient."""
+    others = [run for run in runs if run.pk not in sequences]
+    rows, parts, states = [], [], []
+    if others:
+        gate = case_pass_rate_gate(others, minimum, applied)
+        rows.extend(gate.value.get("runs", []))
+        parts.append(gate.detail)
+        states.append(gate.state)
+    confidence = applied.case_pass_rate_confidence
+    for run in runs:
+        if run.pk not in sequences:
+            continue
+        found = decide_rate(
+            sequences[run.pk], minimum, applied.case_pass_rate_decides_on, confidence
+        )
+        states.append(found.decision)
+        rows.append(
+            {
+                "run": run.pk,
+                "rate": (run.summary or {}).get("case_pass_rate"),
+                "passed": int(found.passed),
+                "cases": found.judged,
+                "decision": found.decision,
+                "after_cases": found.at,
+                "seed": run.seed,
+            }
+        )
+        how = (
+            f"tested case by case at {confidence:.0%}"
+            if applied.case_pass_rate_decides_on == ON_INTERVAL
+            else "certain whatever the cases left do"
+        )
+        parts.append(
+            f"run #{run.pk}: {int(found.passed)}/{found.judged} cases passed, "
+            f"{words(found)} ({how}): {found.decision} against {minimum}"
+            + unscored_beside(unscored.get(run.pk, 0))
+        )
+    state = FAIL if FAIL in states else INSUFFICIENT if INSUFFICIENT in states else PASS
+    return Gate(
+        "case_pass_rate",
+        POLICY_GATE_LABELS["case_pass_rate"],
+        state,
+        "; ".join(parts),
+        {"runs": rows},
+        {
+            "min": minimum,
+            "decides_on": applied.case_pass_rate_decides_on,
+            "confidence": confidence,
+            "in_seed_order": True,
+        },
     )

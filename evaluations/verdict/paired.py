@@ -21,8 +21,9 @@ from evaluations.choices import CaseStatus, RunPurpose, RunStatus
 from evaluations.contract import NOT_APPLICABLE
 from evaluations.models import CaseResult, Run
 from evaluations.stats import INSUFFICIENT, Paired, decide_on_interval, paired_comparison
-from evaluations.stats.decide import VERBS
+from evaluations.stats.decide import FAIL, PASS, VERBS
 from evaluations.verdict.model import POLICY_GATE_LABELS, Gate
+from evaluations.verdict.sequential import decide_pairs, words
 
 DECIDED = (CaseStatus.PASSED, CaseStatus.FAILED, CaseStatus.FLAKY)
 SHOWN_DISCORDANT = 100  # the discordant cases a gate's value lists, regressions first
@@ -115,6 +116,7 @@ def regression_gate(
     *,
     publishing: bool = False,
     outcome=None,
+    sequences: dict | None = None,
 ) -> Gate:
     """The non-inferiority gate: the candidate's pass rate, paired with the live version's on
     the same cases, must not be lower by more than ``margin`` (module docstring). ``pairs``:
@@ -123,7 +125,9 @@ def regression_gate(
     did not complete or no case has a verdict in both, and, when `publishing` (the publish
     gate, which starts the live runs it needs), when one is missing; a run judged alone with
     no live run to pair with is not applicable, and says so. ``outcome``: the runs' case
-    outcomes (`case_outcomes`) when read for many verdicts at once."""
+    outcomes (`case_outcomes`) when read for many verdicts at once. A candidate run that
+    stops early (in ``sequences``) is read pair by pair in its seed's order
+    (`evaluations.verdict.sequential.decide_pairs`)."""
     label = POLICY_GATE_LABELS["regression"]
     bound = {"max_regression": margin, "confidence": confidence}
     pairs = list(pairs)
@@ -146,6 +150,8 @@ def regression_gate(
         detail = "; ".join([*unfinished, *missing]) + ": nothing to pair with"
         return Gate("regression", label, INSUFFICIENT, detail, {"paired": None}, bound)
     complete = [(run, live) for run, live in pairs if live is not None]
+    if sequences and any(run.pk in sequences for run, _ in complete):
+        return _in_seed_order(complete, margin, confidence, outcome, sequences)
     cases = pair_cases(complete, outcome)
     if not cases.candidate:
         detail = "no case has a verdict in both the candidate's and the live version's run"
@@ -164,6 +170,45 @@ def regression_gate(
             "discordant": cases.discordant[:SHOWN_DISCORDANT],
         },
         bound,
+    )
+
+
+def _in_seed_order(complete: list, margin: float, confidence: float, outcome, sequences) -> Gate:
+    """The gate with each candidate run that stops early read pair by pair in seed order, the
+    others on their paired interval; any fail fails, else any undecided is insufficient."""
+    if outcome is None:
+        outcome = case_outcomes({pk for pair in complete for pk in (pair[0].pk, pair[1].pk)})
+    states, parts, rows = [], [], []
+    for run, live in complete:
+        if run.pk in sequences:
+            found = decide_pairs(sequences[run.pk], outcome[live.pk], margin, confidence)
+            state = found.decision
+            parts.append(
+                f"run #{run.pk} against live run #{live.pk}: difference {found.passed:+.0f} "
+                f"over {found.judged} paired cases, {words(found, 'cases')} (tested pair by "
+                f"pair at {confidence:.0%}): {state} against -{margin}"
+            )
+            rows.append({"run": run.pk, "live_run": live.pk, "decision": state, "at": found.at})
+        else:
+            gate = regression_gate([(run, live)], margin, confidence, outcome=outcome)
+            state = gate.state
+            parts.append(f"run #{run.pk}: {gate.detail}")
+            rows.append({"run": run.pk, "live_run": live.pk, "decision": state, "at": None})
+        states.append(state)
+    state = FAIL if FAIL in states else INSUFFICIENT if INSUFFICIENT in states else PASS
+    return Gate(
+        "regression",
+        POLICY_GATE_LABELS["regression"],
+        state,
+        "; ".join(parts),
+        {
+            "paired": None,
+            "in_seed_order": rows,
+            "candidate_runs": [run.pk for run, _ in complete],
+            "live_runs": [live.pk for _, live in complete],
+            "discordant": pair_cases(complete, outcome).discordant[:SHOWN_DISCORDANT],
+        },
+        {"max_regression": margin, "confidence": confidence},
     )
 
 

@@ -178,12 +178,18 @@ def _judge(  # noqa: C901
         )
     unscored = {run.pk: sum(g["n"] for g in evidence.unscored.get(run.pk, [])) for run in runs}
     gates.append(checks_scored_gate(runs, unscored, evidence.errors))
-    gates.append(case_pass_rate_gate(runs, applied.min_case_pass_rate, applied))
+    sequences = evidence.sequences
+    gates.append(case_pass_rate_gate(runs, applied.min_case_pass_rate, applied, sequences))
     if applied.max_regression is not None:
         confidence = applied.case_pass_rate_confidence
         gates.append(
             regression_gate(
-                pairs, applied.max_regression, confidence, publishing=together, outcome=outcome
+                pairs,
+                applied.max_regression,
+                confidence,
+                publishing=together,
+                outcome=outcome,
+                sequences=sequences,
             )
         )
     missing = missing_evidence(contract, limits, runs, evidence, errored_cost)

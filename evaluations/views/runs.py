@@ -44,6 +44,7 @@ from evaluations.reads.results_grid import (
     unscored_checks,
 )
 from evaluations.verdict import doc_url, run_verdict, verdicts_of
+from evaluations.verdict.sequential import stopped_words
 from sherlock.core.htmx import render_page
 from sherlock.core.permissions import missing_role_text
 from sherlock.core.transcripts import tool_calls
@@ -131,6 +132,7 @@ def run_detail(request, pk):
         - ((run.summary or {}).get("unscored") or 0),
         # A poll that sees the run finish reloads the page once, to show the grid.
         "refresh_grid": finished and request.GET.get("part") == "progress",
+        "stop_early_docs": doc_url("contract", "Stopping early") if run.stop_early else "",
     }
     if run.status == RunStatus.WAITING:
         context["uploaded"] = run.trials.filter(uploaded_at__isnull=False).count()
@@ -199,6 +201,7 @@ def run_detail(request, pk):
             contract_docs=doc_url("contract"),
             outcome_docs=doc_url("contract", "A dataset without outcome verifiers"),
             calibration=_model_checks(run),
+            stopped=stopped_words(run),
         )
     return render(request, "evaluations/run_detail.html", context)
 

@@ -1,11 +1,11 @@
 """The "start a run" form of the run list page and of the two admin actions.
 
 A person chooses an agent version (of the agents they may build), a dataset version (of the
-datasets they may see) and the repetitions, sees the estimate (`estimate_start`: calls, USD,
-what has no price), then confirms. Confirming is `StartRun`, which decides who may and what is
-valid; a refusal comes back as a message on the form. The posted `estimated` key carries what
-was estimated, so a confirmation of other choices than those on screen estimates again instead of
-starting a run nobody saw the cost of.
+datasets they may see), the repetitions and whether it stops early, sees the estimate
+(`estimate_start`: calls, USD, what has no price), then confirms. Confirming is `StartRun`,
+which decides who may and what is valid; a refusal comes back as a message on the form. The
+posted `estimated` key carries what was estimated, so a confirmation of other choices than
+those on screen estimates again instead of starting a run nobody saw the cost of.
 """
 
 from django import forms
@@ -59,6 +59,12 @@ class StartRunForm(forms.Form):
         "runs.",
     )
     repetitions = forms.IntegerField(min_value=1, max_value=100, initial=1)
+    stop_early = forms.BooleanField(
+        required=False,
+        label="Stop early",
+        help_text="Run the cases in a random order and stop once every gate is decided: the "
+        "estimate is then the most it can cost.",
+    )
 
     def __init__(self, user, *args, fixed=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -70,8 +76,8 @@ class StartRunForm(forms.Form):
             del self.fields[side]
 
     def key(self, pairs):
-        reps = self.cleaned_data["repetitions"]
-        return ";".join(f"{a.pk}:{d.pk}:{reps}" for a, d in pairs)
+        reps, early = self.cleaned_data["repetitions"], int(self.cleaned_data["stop_early"])
+        return ";".join(f"{a.pk}:{d.pk}:{reps}:{early}" for a, d in pairs)
 
     def previews(self, pairs):
         """One row per (agent version, dataset version) to start: the estimate in words, its
@@ -117,4 +123,5 @@ class StartRunForm(forms.Form):
             agent_version=agent_version,
             dataset_version=dataset_version,
             repetitions=self.cleaned_data["repetitions"],
+            stop_early=self.cleaned_data["stop_early"],
         )

@@ -71,7 +71,7 @@ def dataset_version(dataset_obj=None, cases=(), checks=(), frozen=True):
     return version
 
 
-def start_run(builder, version, dataset_version, capture, reps=1, execute=True):
+def start_run(builder, version, dataset_version, capture, reps=1, execute=True, **options):
     """A run started as a Builder starts one (StartRun); `capture` is pytest-django's
     `django_capture_on_commit_callbacks`, so with `execute` the shards it enqueues on commit run
     here, in django-q2's sync mode. Returns the run as stored afterwards."""
@@ -83,6 +83,7 @@ def start_run(builder, version, dataset_version, capture, reps=1, execute=True):
             agent_version=version,
             dataset_version=dataset_version,
             repetitions=reps,
+            **options,
         ).execute()
     run.refresh_from_db()
     return run

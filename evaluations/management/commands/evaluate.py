@@ -1,14 +1,17 @@
 """`manage.py evaluate AGENT --dataset SLUG`: start a run, wait for it, print its results.
 
     manage.py evaluate AGENT [--version N] --dataset SLUG [--dataset-version N]
-        [--repetitions K] [--wait S] [--junit FILE] [--json FILE] [--user U] [--summary]
+        [--repetitions K] [--stop-early [--seed N]] [--wait S] [--junit FILE] [--json FILE]
+        [--user U] [--summary]
 
 The run is started as `--user` (default `SHERLOCK_USER`) through `StartRun`, so its rights are
 `POST /api/v1/runs/`'s: a Builder (or Admin) of the agent who sees the dataset. `--version`
 defaults to the live version, else the newest; `--dataset-version` to the newest frozen one.
 While it waits, a progress bar on a terminal, a plain line otherwise (CI); then the case table,
 the spend, the contract table and the verdict every surface gives (`run_verdict`, under the
-policy in force), with its gates, reasons and missing evidence. `--junit` and `--json` write
+policy in force), with its gates, reasons and missing evidence. `--stop-early` runs the cases
+in a seeded order and stops once the gates are decided (docs/contract.md, "Stopping early").
+`--junit` and `--json` write
 the run's JUnit XML and a JSON summary; `--summary` asks the judge for the run's summary.
 
 Exit status, the verdict's: 0 passed, 1 failed, 2 incomplete; 2 also on an error (bad usage,
@@ -37,6 +40,7 @@ from evaluations.models import CaseResult, Run, case_counts_words
 from evaluations.reads.junit import run_junit
 from evaluations.reads.run_rights import runnable_datasets
 from evaluations.verdict import run_verdict
+from evaluations.verdict.sequential import stopped_words
 from sherlock.core.commands import ERROR, VerdictCommand
 from sherlock.core.errors import ActionError
 
@@ -62,6 +66,12 @@ class Command(VerdictCommand):
             "--dataset-version", type=int, help="dataset version number (default: newest frozen)"
         )
         parser.add_argument("--repetitions", type=int, default=1, help="runs of each case (1)")
+        parser.add_argument(
+            "--stop-early",
+            action="store_true",
+            help="run the cases in a seeded random order and stop once every gate is decided",
+        )
+        parser.add_argument("--seed", type=int, help="the order's seed (default: a random one)")
         parser.add_argument(
             "--wait", type=float, default=600, help="seconds to wait for the run (600)"
         )
@@ -110,6 +120,8 @@ class Command(VerdictCommand):
                 agent_version=agent_version,
                 dataset_version=dataset_version,
                 repetitions=options["repetitions"],
+                stop_early=options["stop_early"],
+                seed=options["seed"],
             ).execute()
         except ActionError as exc:
             raise CommandError(f"run refused: {exc}", returncode=ERROR) from None
@@ -117,6 +129,7 @@ class Command(VerdictCommand):
             f"run #{run.pk}: {agent_version} on {dataset_version}, {run.repetitions} "
             f"repetition(s), {run.trials_total} trials; estimate "
             f"{describe_estimate(run.estimate)}"
+            + (f"; stops early, cases in the order of seed {run.seed}" if run.stop_early else "")
         )
         run = self.wait_for(run, options["wait"], options["poll"])
         if run.status != RunStatus.COMPLETED:
@@ -266,6 +279,8 @@ class Command(VerdictCommand):
                 "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
             )
         self.stdout.write(case_counts_words(run.summary))
+        if run.sequential:
+            self.stdout.write(stopped_words(run))
 
     def why(self, verdict):
         if verdict.passed:
