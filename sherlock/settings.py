@@ -673,6 +673,9 @@ SPECTACULAR_SETTINGS = {
         "ClientRunPurposeEnum": ["manual", "adhoc", "gate"],
         "CheckKindEnum": "evaluations.api.serializers.CHECK_KINDS",
         "TraceStateEnum": "production.choices.TraceState",
+        # A rate decided on its point estimate or its interval: the case pass rate's and the
+        # floors' (docs/contract.md, "Deciding on the interval").
+        "RateDecisionEnum": "governance.choices.RateDecision",
     },
     # Every operation documents its error answers in the one error shape.
     "POSTPROCESSING_HOOKS": [

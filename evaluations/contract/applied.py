@@ -52,6 +52,11 @@ class AppliedThresholds:
     # The non-inferiority gate against the live version (`evaluations.verdict.paired`): the
     # most the candidate's paired pass rate may fall below live's; None: no such gate.
     max_regression: float | None = None
+    # The contract's floors decided on their point estimate or their Wilson interval.
+    floors_decide_on: str = "point"
+    # ((check label, minimum), ...): model checks whose pass rate the gate reads corrected for
+    # the judge's error by the run's sample labels (`evaluations.verdict.corrected`).
+    corrected_checks: tuple[tuple[str, float], ...] = ()
 
     @property
     def source(self) -> str:

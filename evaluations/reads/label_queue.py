@@ -133,24 +133,25 @@ def first_in_queue(user, datasets):
 DRAW = random.SystemRandom().choice
 
 
-def first_in_sample(user, datasets, draw=DRAW):
+def first_in_sample(user, datasets, draw=DRAW, run=None):
     """A model-check result with a verdict drawn uniformly at random among the newest
     `QUEUE_WINDOW` of `datasets`, whatever its content, for a calibration sample; None when
     there is none. Results the user labelled through the ranked queue stay in the draw (the
     ranking chose them for their content, so leaving them out would bias the sample); those
-    the user labelled from the sample do not."""
+    the user labelled from the sample do not. `run`: only that run's results (what its
+    judge-corrected pass rates read)."""
     sampled = HumanLabel.objects.filter(
         check_result=OuterRef("pk"), labeled_by=user, source=LabelSource.SAMPLE
     )
+    drawn = CheckResult.objects.filter(
+        check_config__dataset_version__dataset__in=datasets,
+        check_config__kind__in=MODEL_KINDS,
+        status__in=LABELLABLE,
+    )
+    if run is not None:
+        drawn = drawn.filter(trial__run=run)
     window = list(
-        CheckResult.objects.filter(
-            check_config__dataset_version__dataset__in=datasets,
-            check_config__kind__in=MODEL_KINDS,
-            status__in=LABELLABLE,
-        )
-        .exclude(Exists(sampled))
-        .order_by("-pk")
-        .values_list("pk", flat=True)[:QUEUE_WINDOW]
+        drawn.exclude(Exists(sampled)).order_by("-pk").values_list("pk", flat=True)[:QUEUE_WINDOW]
     )
     if not window:
         return None

@@ -9,7 +9,7 @@ docs/contract.md, "Intervals".
 """
 
 from evaluations.stats.decide import INSUFFICIENT, decide_on_interval
-from evaluations.stats.intervals import Interval, clustered_rate, wilson
+from evaluations.stats.intervals import Interval, clustered_rate, wilson, wilson_weighed
 from evaluations.stats.paired import Paired, paired_comparison
 from evaluations.stats.power import cases_to_decide
 from evaluations.stats.ppi import Corrected, ppi_rate
@@ -27,4 +27,5 @@ __all__ = [
     "paired_comparison",
     "ppi_rate",
     "wilson",
+    "wilson_weighed",
 ]

@@ -48,6 +48,19 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
     return Interval(successes / n, float(ci.low), float(ci.high), confidence, n, n)
 
 
+def wilson_weighed(successes: int, n: int, repetitions: int, confidence: float = 0.95) -> Interval:
+    """The Wilson interval of `successes` out of `n` trials made of cases run `repetitions`
+    times each, when only the totals are known: each case's trials weigh as one (the most
+    cautious reading of repetitions that may agree entirely). `wilson` with one repetition."""
+    if repetitions <= 1:
+        return wilson(successes, n, confidence)
+    if n <= 0:
+        raise ValueError("no case to estimate a rate from")
+    rate = successes / n
+    low, high = _wilson_bounds(rate, n / repetitions, confidence)
+    return Interval(rate, low, high, confidence, n, max(1, round(n / repetitions)))
+
+
 def clustered_rate(
     passed: Sequence[int], trials: Sequence[int], confidence: float = 0.95
 ) -> Interval:

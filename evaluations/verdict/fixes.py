@@ -23,6 +23,7 @@ GATE_DOCS = {
     "checks_scored": "Blocking checks scored",
     "case_pass_rate": "Case pass rate",
     "regression": "No regression against live",
+    "corrected_rates": "Judge-corrected pass rates",
 }
 REGISTER_TOOLS = "Admin → Agents → Tools; a Builder of the agent may, an Admin may share one"
 
@@ -126,6 +127,13 @@ def gate_fix(gate: Gate, runs: list, causes=()) -> tuple[str, str]:  # noqa: C90
             "No regression against live pairs the candidate with the live version on the same "
             "cases: open the cases that passed only on live (the compare page and the publish "
             "page list them first) and fix what the candidate does wrong there.",
+            docs,
+        )
+    if gate.name == "corrected_rates":
+        return (
+            "A judge-corrected pass rate is the check's rate in the run corrected by people's "
+            "labels on a random sample of its results: open the check's calibration page for "
+            "what the judge gets wrong, and fix what the agent does on the failed results.",
             docs,
         )
     if gate.name == EVIDENCE_GATE:

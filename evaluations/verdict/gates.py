@@ -17,7 +17,13 @@ from evaluations.contract import (
 )
 from evaluations.contract.applied import DEFAULT_APPLIED, AppliedThresholds
 from evaluations.contract.measures import round_half_up
-from evaluations.stats import INSUFFICIENT, cases_to_decide, decide_on_interval, wilson
+from evaluations.stats import (
+    INSUFFICIENT,
+    cases_to_decide,
+    decide_on_interval,
+    wilson,
+    wilson_weighed,
+)
 from evaluations.stats.decide import VERBS
 from evaluations.verdict.cases import is_all_unscored, is_unjudged, unscored_beside
 from evaluations.verdict.model import POLICY_GATE_LABELS, Gate
@@ -37,8 +43,15 @@ def _ratio(ratio) -> dict[str, Any]:
     }
 
 
-def contract_gate(result: ContractResult, name: str, limits: Thresholds) -> Gate:
-    """One contract gate with the numbers it read and the threshold it applied."""
+def contract_gate(
+    result: ContractResult,
+    name: str,
+    limits: Thresholds,
+    applied: AppliedThresholds | None = None,
+    repetitions: int = 1,
+) -> Gate:
+    """One contract gate with the numbers it read and the threshold it applied; the floors on
+    their interval when ``applied`` says so (``floors_on_interval``)."""
     t = result.totals
     gate = next((g for g in result.gates if g.name == name), None)
     value: dict[str, Any]
@@ -106,7 +119,55 @@ def contract_gate(result: ContractResult, name: str, limits: Thresholds) -> Gate
                 name, GATE_LABELS[name], NOT_APPLICABLE, "no quality floor set", value, bound
             )
     assert gate is not None  # every gate but an unset quality floor is evaluated
+    if name == "floors" and applied is not None and applied.floors_decide_on == ON_INTERVAL:
+        return floors_on_interval(result, limits, applied, repetitions, value, bound)
     return Gate(name, GATE_LABELS[name], gate.status, gate.detail, value, bound)
+
+
+def floors_on_interval(
+    result: ContractResult,
+    limits: Thresholds,
+    applied: AppliedThresholds,
+    repetitions: int,
+    value: dict,
+    bound: dict,
+) -> Gate:
+    """The floors decided on their Wilson interval at the policy's confidence: each floor
+    passes when its whole interval clears it, fails when the whole interval misses it, and is
+    otherwise undecided. Trials of one case are not independent: with repetitions, each count
+    is divided by them (a case's trials weigh as one, the most cautious reading)."""
+    confidence = applied.case_pass_rate_confidence
+    states, parts = [], []
+    floors = (
+        ("useful_progress", "useful progress", result.useful_progress, limits.min_useful_progress),
+        (
+            "tool_effect_integrity",
+            "tool-effect integrity",
+            result.tool_effect_integrity,
+            limits.min_tool_effect_integrity,
+        ),
+    )
+    value = {name: dict(part) for name, part in value.items()}
+    for key, said, ratio, minimum in floors:
+        if minimum is None or not ratio.den:
+            state = PASS if minimum is None else NOT_APPLICABLE
+            parts.append(f"{said} {ratio}: " + ("no floor set" if minimum is None else "n/a"))
+        else:
+            interval = wilson_weighed(ratio.num, ratio.den, repetitions, confidence)
+            state = decide_on_interval(interval, float(minimum))
+            span = f"{interval.low:.3f}–{interval.high:.3f}"
+            parts.append(
+                f"{said} {ratio}, {confidence:.0%} interval {span} {VERBS[state]} {minimum}"
+            )
+            value[key].update(interval=[round(interval.low, 6), round(interval.high, 6)])
+        value[key]["status"] = state
+        states.append(state)
+    state = FAIL if FAIL in states else INSUFFICIENT if INSUFFICIENT in states else PASS
+    detail = "; ".join(parts)
+    if repetitions > 1:
+        detail += f" (the {repetitions} repetitions of a case weigh as one)"
+    bound = {**bound, "decides_on": ON_INTERVAL, "confidence": confidence}
+    return Gate("floors", GATE_LABELS["floors"], state, detail, value, bound)
 
 
 def checks_scored_gate(runs: list, unscored: dict, errors: dict) -> Gate:

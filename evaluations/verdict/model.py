@@ -29,6 +29,7 @@ POLICY_GATE_LABELS = {
     "checks_scored": "blocking checks scored",
     "case_pass_rate": "case pass rate",
     "regression": "no regression against live",
+    "corrected_rates": "judge-corrected pass rates",
 }
 
 

@@ -21,7 +21,9 @@ from evaluations.contract import (
     combine,
     evaluate,
 )
+from evaluations.reads.judge_error import MIN_SAMPLE
 from evaluations.verdict.cases import Evidence, case_counts
+from evaluations.verdict.corrected import corrected_gate
 from evaluations.verdict.fixes import gate_fix
 from evaluations.verdict.gates import case_pass_rate_gate, checks_scored_gate, contract_gate
 from evaluations.verdict.missing import missing_evidence
@@ -131,7 +133,8 @@ def _judge(  # noqa: C901
         variant = str(runs[0].agent_version) if len(versions) == 1 else "no single version"
         totals = combine(variant, [evidence.totals[run.pk] for run in runs])
     contract = evaluate(totals, limits)
-    gates = [contract_gate(contract, name, limits) for name in GATE_ORDER]
+    repetitions = max((run.repetitions for run in runs), default=1)
+    gates = [contract_gate(contract, name, limits, applied, repetitions) for name in GATE_ORDER]
     incomplete = [run.pk for run in runs if run.status != RunStatus.COMPLETED]
     problems = []
     if not runs:
@@ -192,6 +195,10 @@ def _judge(  # noqa: C901
                 sequences=sequences,
             )
         )
+    if applied.corrected_checks:
+        gates.append(
+            corrected_gate(runs, applied.corrected_checks, applied.case_pass_rate_confidence)
+        )
     missing = missing_evidence(contract, limits, runs, evidence, errored_cost)
 
     reasons = []
@@ -225,7 +232,7 @@ def _judge(  # noqa: C901
         outcome = INCOMPLETE
     elif any(g.state == INSUFFICIENT for g in gates):
         outcome = INSUFFICIENT
-        reasons.extend(_insufficient_reason(g) for g in gates if g.state == INSUFFICIENT)
+        reasons.extend(insufficient_reason(g) for g in gates if g.state == INSUFFICIENT)
     else:
         outcome = PASSED
     return Verdict(
@@ -280,12 +287,37 @@ def _coverage_wants_errored(
     return next(g.status for g in without.gates if g.name == "coverage") != FAIL
 
 
-def _insufficient_reason(gate: Gate) -> Reason:
+def insufficient_reason(gate: Gate) -> Reason:
     """A gate its interval left undecided: what it read, and what would most likely decide it
     (`evaluations.verdict.gates`, `evaluations.verdict.paired`)."""
     rows = (gate.value.get("runs") or []) if isinstance(gate.value, dict) else []
     more = [r["more_cases_to_decide"] for r in rows if r.get("more_cases_to_decide")]
     short = f"~{max(more)} more cases would most likely decide it" if more else "undecided"
+    if gate.name == "floors":
+        return Reason(
+            gate.name,
+            f"the {gate.label} are undecided: {gate.detail}",
+            f"{gate.label}: undecided",
+            fix="More trials (more cases: repetitions weigh as one) narrow the floors' "
+            "intervals; or, as an Admin, bypass with a reason.",
+            docs=doc_url("contract", "Deciding on the interval"),
+        )
+    if gate.name == "corrected_rates":
+        rows = [r for r in gate.value.get("checks", []) if r["decision"] == INSUFFICIENT]
+        few = [r for r in rows if r["sample_labels"] < MIN_SAMPLE]
+        return Reason(
+            gate.name,
+            f"the {gate.label} are undecided: {gate.detail}",
+            f"{gate.label}: undecided",
+            fix=(
+                f"Label at least {MIN_SAMPLE} results of the run from the labelling queue's "
+                f"sample ({few[0]['label_url']}), "
+                if few
+                else "Label more of the run's results from the labelling queue's sample, "
+            )
+            + "which narrows the interval; or, as an Admin, bypass with a reason.",
+            docs=doc_url("checks", "Gating on the corrected rate"),
+        )
     if gate.name == "regression":
         return Reason(
             gate.name,

@@ -25,7 +25,7 @@ from django.shortcuts import get_object_or_404
 from evaluations.actions.label_check_result import LabelCheckResult
 from evaluations.checks.base import as_text
 from evaluations.choices import LabelSource
-from evaluations.models import Check, CheckResult, Dataset
+from evaluations.models import Check, CheckResult, Dataset, Run
 from evaluations.reads.calibration import (
     calibration_of,
     human_passed,
@@ -90,6 +90,8 @@ def labels(request):
     error = None
     # "sample": one result drawn at random, for the judge's corrected pass rate (calibration).
     sample = (request.POST.get("mode") or request.GET.get("mode")) == "sample"
+    # A sample of one run's results: what its judge-corrected pass rates read.
+    run = _sampled_run(request, datasets) if sample else None
     if request.method == "POST":
         result = visible_or_404(
             request,
@@ -109,8 +111,10 @@ def labels(request):
                 ).execute()
             except ActionError as exc:
                 error = str(exc)
-    pick = first_in_sample if sample else first_in_queue
-    item = _item(pick(request.user, datasets))
+    if sample:
+        item = _item(first_in_sample(request.user, datasets, run=run))
+    else:
+        item = _item(first_in_queue(request.user, datasets))
     context = {
         "item": item,
         "empty": empty_state(request.user, datasets) if item is None else None,
@@ -118,9 +122,23 @@ def labels(request):
         "error": error,
         "dataset": slug,
         "mode": "sample" if sample else "",
+        "run": run,
     }
     return render_page(
         request, "evaluations/labels.html", context, partial="evaluations/partials/label_item.html"
+    )
+
+
+def _sampled_run(request, datasets):
+    """The run named by `run` (the sample is of its results), or None; a run of a dataset the
+    person may not label, or no run at all, is a 404."""
+    raw = request.POST.get("run") or request.GET.get("run")
+    if not raw:
+        return None
+    if not str(raw).isdigit():
+        raise Http404("no such run")
+    return visible_or_404(
+        request, Run.objects.filter(dataset_version__dataset__in=datasets), pk=int(raw)
     )
 
 

@@ -5,7 +5,7 @@ from typing import Any
 from django.urls import reverse
 from django.utils import timezone
 
-from agents.choices import VersionState
+from agents.choices import Adapter, VersionState
 from agents.models import Agent, AgentVersion
 from evaluations.actions.start_run import StartRun
 from evaluations.choices import RunPurpose
@@ -171,6 +171,9 @@ class RequestPublication(GovernanceAction):
         )
         # The gate runs are the system's: the requester's right was checked above, and a
         # Builder scoped to this agent need not see the gate datasets.
+        # Under a policy whose gate runs stop early, they do, but a client version's: its
+        # client makes every call (docs/contract.md, "Stopping early").
+        early = policy.gate_runs_stop_early and version.adapter != Adapter.CLIENT
         runs = [
             StartRun(
                 acting_user=None,
@@ -178,6 +181,7 @@ class RequestPublication(GovernanceAction):
                 dataset_version=dataset_version,
                 repetitions=policy.repetitions,
                 purpose=RunPurpose.GATE,
+                stop_early=early,
             ).execute()
             for dataset_version in self.datasets
         ]

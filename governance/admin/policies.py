@@ -23,6 +23,11 @@ class PolicyForm(ActionForm):
 
     checks_partial = True  # every field is read with `in cleaned_data`
 
+    def clean_corrected_checks(self):
+        # A JSON box left empty means no check, as the field's default says, not null.
+        value = self.cleaned_data.get("corrected_checks")
+        return {} if value in (None, "") else value
+
     def make_action(self, user):
         fields = {
             name: self.cleaned_data[name] for name in POLICY_FIELDS if name in self.cleaned_data

@@ -15,6 +15,20 @@ from sherlock.core.numbers import USD
 UNIT_INTERVAL = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 
 
+def validate_corrected_checks(value):
+    """`{check label: minimum pass rate}`, each minimum strictly between 0 and 1 (an interval
+    decides it: docs/checks.md, "Gating on the corrected rate")."""
+    if not isinstance(value, dict):
+        raise ValidationError("an object of check labels and minimum pass rates")
+    for label, minimum in value.items():
+        if not str(label).strip():
+            raise ValidationError("a check label may not be empty")
+        if isinstance(minimum, bool) or not isinstance(minimum, int | float):
+            raise ValidationError(f"the minimum of «{label}» is not a number")
+        if not 0 < minimum < 1:
+            raise ValidationError(f"the minimum of «{label}» must be strictly between 0 and 1")
+
+
 class PolicyQuerySet(models.QuerySet):
     def current(self, scope_key):
         """The newest version of one scope ("global" or "agent:<id>"), or None."""
@@ -87,6 +101,31 @@ class PublishingPolicy(models.Model):
         help_text="The most the candidate's pass rate may fall below the live version's on the "
         "same cases (0.05: five points), decided on the paired interval at the confidence above. "
         "Empty: no comparison with the live version.",
+    )
+    # The contract's two floors (useful progress, tool-effect integrity) read the same way:
+    # their point estimate, or their Wilson interval at the confidence above.
+    floors_decide_on = models.CharField(
+        max_length=10,
+        choices=RateDecision.choices,
+        default=RateDecision.POINT,
+        help_text="The floors' point estimate passes at the floor; the interval passes only when "
+        "the whole interval clears it, and otherwise reads insufficient evidence unless it "
+        "misses it.",
+    )
+    # A model check's pass rate corrected for its judge's error by a random sample of human
+    # labels on the run's own results (PPI++), gated on its interval at the confidence above.
+    corrected_checks = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_corrected_checks],
+        help_text="Model checks whose pass rate the gate reads corrected by a random sample of "
+        'people\'s labels, with the minimum each must clear on its interval: {"Helpful": 0.8}. '
+        "Empty: no such gate.",
+    )
+    gate_runs_stop_early = models.BooleanField(
+        default=False,
+        help_text="The gate runs a publish request starts run their cases in a random order "
+        "and stop once every gate is decided (a client version's runs never do).",
     )
     enforcement = models.CharField(
         max_length=10, choices=Enforcement.choices, default=Enforcement.SOFT
@@ -174,6 +213,10 @@ class PublishingPolicy(models.Model):
                 name="policy_rate_decision_valid",
             ),
             models.CheckConstraint(
+                condition=Q(floors_decide_on__in=RateDecision.values),
+                name="policy_floors_decision_valid",
+            ),
+            models.CheckConstraint(
                 condition=Q(
                     case_pass_rate_confidence__gte=0.5, case_pass_rate_confidence__lte=0.999
                 ),
@@ -183,6 +226,20 @@ class PublishingPolicy(models.Model):
                 condition=Q(case_pass_rate_decides_on=RateDecision.POINT)
                 | Q(min_case_pass_rate__gt=0, min_case_pass_rate__lt=1),
                 name="policy_interval_rate_strictly_inside",
+            ),
+            models.CheckConstraint(
+                condition=Q(floors_decide_on=RateDecision.POINT)
+                | (
+                    (
+                        Q(min_useful_progress__isnull=True)
+                        | Q(min_useful_progress__gt=0, min_useful_progress__lt=1)
+                    )
+                    & (
+                        Q(min_tool_effect_integrity__isnull=True)
+                        | Q(min_tool_effect_integrity__gt=0, min_tool_effect_integrity__lt=1)
+                    )
+                ),
+                name="policy_interval_floors_strictly_inside",
             ),
             models.CheckConstraint(
                 condition=Q(max_regression__isnull=True)
@@ -212,6 +269,16 @@ class PublishingPolicy(models.Model):
                 {
                     "case_pass_rate_decides_on": "deciding on the interval needs a minimum case "
                     "pass rate strictly between 0 and 1 (no interval clears 1)"
+                }
+            )
+        floors = (self.min_useful_progress, self.min_tool_effect_integrity)
+        if self.floors_decide_on == RateDecision.INTERVAL and any(
+            isinstance(floor, float | int) and not 0 < floor < 1 for floor in floors
+        ):
+            raise ValidationError(
+                {
+                    "floors_decide_on": "deciding the floors on the interval needs each floor "
+                    "set strictly between 0 and 1, or empty (no interval clears 1)"
                 }
             )
 

@@ -86,6 +86,8 @@ def policy_applied(policy: PublishingPolicy) -> AppliedThresholds:
         case_pass_rate_decides_on=policy.case_pass_rate_decides_on,
         case_pass_rate_confidence=policy.case_pass_rate_confidence,
         max_regression=policy.max_regression,
+        floors_decide_on=policy.floors_decide_on,
+        corrected_checks=tuple(sorted((policy.corrected_checks or {}).items())),
     )
 
 
@@ -155,6 +157,9 @@ def decide(runs, policy: PublishingPolicy, live=()) -> dict[str, Any]:
             "case_pass_rate_decides_on": policy.case_pass_rate_decides_on,
             "case_pass_rate_confidence": policy.case_pass_rate_confidence,
             "max_regression": policy.max_regression,
+            "floors_decide_on": policy.floors_decide_on,
+            "corrected_checks": policy.corrected_checks or {},
+            "gate_runs_stop_early": policy.gate_runs_stop_early,
         },
         "runs": [
             {

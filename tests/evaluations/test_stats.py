@@ -274,3 +274,24 @@ def test_a_clear_answer_stops_early_and_never_changes():
     for n in range(300):
         losing.add(n % 2 == 0)
     assert losing.decision == "fail" and losing.seen < 60
+
+
+def test_the_paired_rule_in_seed_order_errs_at_most_its_level_at_the_margin():
+    """A candidate exactly `margin` worse than live (the hardest case for non-inferiority),
+    10,000 runs of 300 paired cases read in order: passed at most α/2 of the time."""
+    from evaluations.verdict.sequential import Step, decide_pairs
+
+    rng = np.random.default_rng(11)
+    margin = 0.05
+    # Per case: passed only on the candidate (5 %), only on live (10 %), in both (85 %): the
+    # candidate's rate is live's minus 0.05.
+    only_candidate, only_live = 0, 1
+    draws = rng.choice(3, size=(DATASETS, 300), p=[0.05, 0.1, 0.85])
+    passed = 0
+    for row in draws:
+        steps = [
+            Step(n, f"c{n}", "failed" if d == only_live else "passed") for n, d in enumerate(row)
+        ]
+        live = {f"c{n}": d != only_candidate for n, d in enumerate(row)}
+        passed += decide_pairs(steps, live, margin, 0.95).decision == "pass"
+    assert passed / DATASETS <= 0.025

@@ -15,7 +15,8 @@ from evaluations.choices import TrialStatus
 from evaluations.models import Run, Trial
 from evaluations.verdict import run_verdict
 from evaluations.verdict.sequential import Step, decide_pairs, decide_rate, seeded_order
-from governance.models import AuditEntry, PublishingPolicy
+from governance.actions.request_publication import RequestPublication
+from governance.models import AuditEntry, GateDataset, PublishingPolicy
 from sherlock.core.errors import ActionInvalid
 from tests.support import factories
 from tests.support.governance import api_client
@@ -305,3 +306,29 @@ def test_the_run_form_starts_a_run_that_stops_early_and_its_page_says_so(
     html = client.get(f"/runs/{run.pk}/").content.decode()
     assert f"Stopped early (seed {run.seed}): a gate failed" in html
     assert "/docs/contract/#stopping-early" in html
+
+
+def test_a_policy_makes_the_gate_runs_of_a_publish_request_stop_early(
+    db, admin_user, builder, django_capture_on_commit_callbacks
+):
+    agent, version, dataset_version = world(admin_user, cases=100, every=2)
+    policy = PublishingPolicy.objects.get(agent=agent)
+    policy.gate_runs_stop_early = True
+    policy.save()
+    GateDataset.objects.create(agent=agent, dataset=dataset_version.dataset)
+    with django_capture_on_commit_callbacks(execute=True):
+        request = RequestPublication(acting_user=builder, agent_version=version).execute()
+    (run,) = request.runs.all()
+    assert run.stop_early and run.sequential["gates"]["case_pass_rate"]["decision"] == "fail"
+    request.refresh_from_db()
+    assert request.state == "blocked"
+    assert request.decision["policy"]["gate_runs_stop_early"] is True
+    gate = {g["name"]: g for g in request.decision["gates"]}["case_pass_rate"]
+    assert gate["status"] == "fail" and "in seed order" in gate["detail"]
+    # A client version's gate runs never stop early: its client makes the calls.
+    client_version = factories.agent_version(agent)
+    client_version.adapter = Adapter.CLIENT
+    client_version.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        waiting = RequestPublication(acting_user=builder, agent_version=client_version).execute()
+    assert not waiting.runs.get().stop_early
