@@ -44,6 +44,7 @@ from evaluations.reads.results_grid import (
     unscored_checks,
 )
 from evaluations.verdict import doc_url, run_verdict, verdicts_of
+from evaluations.verdict.corrected import corrected_rates
 from evaluations.verdict.sequential import stopped_words
 from sherlock.core.htmx import render_page
 from sherlock.core.permissions import missing_role_text
@@ -199,8 +200,16 @@ def run_detail(request, pk):
             no_judge=no_judge_warning_for(unscored),
             judges_docs=judges_docs_url(),
             contract_docs=doc_url("contract"),
+            corrected_docs=doc_url("checks", "Correcting the judge with labels"),
             outcome_docs=doc_url("contract", "A dataset without outcome verifiers"),
-            calibration=_model_checks(run),
+            calibration=(model_checks := _model_checks(run)),
+            corrected=corrected_rates(
+                [run],
+                [check["label"] for check in model_checks],
+                verdict.applied.case_pass_rate_confidence,
+            )
+            if model_checks
+            else [],
             stopped=stopped_words(run),
         )
     return render(request, "evaluations/run_detail.html", context)

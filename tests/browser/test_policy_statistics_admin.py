@@ -2,8 +2,9 @@
 their interval, a check gated on its judge-corrected rate, gate runs that stop early. A floor
 of 1.0 on the interval is refused as a message on the form, naming the field (never a bare
 403), and nothing is saved; a floor of 0.9 saves the policy with all three. Then the labelling
-queue's sample of one run, which that gate reads. Screenshots: `policy-statistics-refused`,
-`policy-statistics-saved`, `labels-sample-of-a-run`."""
+queue's sample of one run, which that gate reads, and the run page's corrected rates.
+Screenshots: `policy-statistics-refused`, `policy-statistics-saved`, `labels-sample-of-a-run`,
+`run-corrected-rates`."""
 
 import pytest
 
@@ -58,3 +59,32 @@ def test_an_editor_labels_the_sample_of_one_run(server, browser, shot):
     labelled = check.results.get(human_labels__isnull=False).human_labels.get()
     assert (labelled.source, labelled.check_result.trial.run_id) == ("sample", run.pk)
     shot(page, "labels-sample-of-a-run")
+
+
+def test_a_builder_reads_the_corrected_rates_on_the_run_page(server, browser, shot):
+    from evaluations.choices import LabelSource
+    from evaluations.models import HumanLabel
+    from tests.support.labels import run_to_label
+
+    rows = [(f"p{n:02d}", "passed", 0.9, "", False) for n in range(30)]
+    check, made = run_to_label(rows)
+    run = next(iter(made.values())).trial.run
+    run.status = "completed"
+    run.save()
+    editor = factories.user("editor", role="Editor")
+    for n, result in enumerate(list(made.values())[:12]):  # people fail a third of a sample
+        HumanLabel.objects.create(
+            check_result=result,
+            labeled_by=editor,
+            passed=n % 3 != 0,
+            calibration_key=check.calibration_key,
+            source=LabelSource.SAMPLE,
+        )
+    factories.user("builder", role="Builder")
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    log_in(page, server, "builder", next_url=f"/runs/{run.pk}/")
+    row = page.locator("#corrected-rates tr[data-check='Complete']")
+    text = row.inner_text()
+    assert "1.000" in text and "12" in text and "0.667" in text
+    page.locator("#corrected-rates").scroll_into_view_if_needed()
+    shot(page, "run-corrected-rates")

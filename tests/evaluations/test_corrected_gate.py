@@ -142,3 +142,20 @@ class _Nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_the_run_page_reports_each_model_checks_corrected_rate(gated_run, editor, client):
+    client.force_login(editor)
+    html = client.get(f"/runs/{gated_run.pk}/").content.decode()
+    assert 'id="corrected-rates"' in html and "40 judged" in html
+    assert f'href="/labels/?mode=sample&amp;run={gated_run.pk}"' in html
+    results = list(CheckResult.objects.filter(trial__run=gated_run).order_by("pk"))
+    label(editor, results[:8], False)
+    label(editor, results[8:16], True)
+    html = client.get(f"/runs/{gated_run.pk}/").content.decode()
+    expected = ppi_rate([False] * 8 + [True] * 8, [True] * 16, [True] * 24)
+    row = html.split('data-check="Polite"')[1].split("</tr>")[0]
+    assert (
+        f"<b>{expected.rate:.3f}</b>" in row and f"{expected.low:.3f} – {expected.high:.3f}" in row
+    )
+    assert "1.000" in row and ">16<" in row and "0.500" in row
