@@ -176,7 +176,8 @@ def what_it_waits_for(step):
     elif outcome_of(request.decision) == INSUFFICIENT:
         text = (
             f"Request #{request.pk} has insufficient evidence at {gate_label(step.failing)}: "
-            "its interval straddles the threshold, nothing failed. More cases would decide it"
+            "its interval straddles the threshold, nothing failed. More evidence would decide "
+            "it"
         )
     else:
         text = f"Request #{request.pk} was blocked at {gate_label(step.failing)}"

@@ -47,7 +47,9 @@ def test_a_builder_and_an_admin_read_insufficient_evidence(server, browser, shot
     text = verdict.inner_text()
     assert "INSUFFICIENT EVIDENCE" in text and "27/30 cases, 0.900" in text
     assert "95% interval 0.744–0.965 straddles 0.85" in text
-    assert "more cases would decide it" in page.inner_text("#interval-meaning")
+    assert "more evidence (the reason above says which) would decide it" in page.inner_text(
+        "#interval-meaning"
+    )
     assert page.locator("#gate-fixes li[data-code='case_pass_rate']").count() == 1
     shot(page, "interval-run")
 
