@@ -356,13 +356,23 @@ async def _trials_on_loop(shard, work, concurrency, db, pool, writer):
 
 
 async def _watch(run_id, db):
-    """Read the gates of a run that stops early every `SHERLOCK_STOP_EARLY_SECONDS` until it
-    stops (its pending trials are then cancelled: the slots find no more to claim), or until
-    cancelled when the shard's slots are done."""
+    """Read the gates of a run that stops early until it stops (its pending trials are then
+    cancelled: the slots find no more to claim), or until cancelled when the shard's slots are
+    done: every `SHERLOCK_STOP_EARLY_SECONDS`, or five times as long as the last reading took
+    if longer (`watch_interval`), so a large run's readings never take more than a sixth of
+    the database time the shard gives them (bench/stop_early_monitor.py)."""
+    took = 0.0
     while True:
-        await asyncio.sleep(settings.SHERLOCK_STOP_EARLY_SECONDS)
+        await asyncio.sleep(watch_interval(took))
+        started = time.monotonic()
         try:
             if await db.run(maybe_stop_early, run_id):
                 return
         except Exception:  # the database is away: the next round tries again
             log.exception("reading the gates of run %s failed", run_id)
+        took = time.monotonic() - started
+
+
+def watch_interval(took: float) -> float:
+    """Seconds until the next reading of a run's gates, the last one having taken `took`."""
+    return max(float(settings.SHERLOCK_STOP_EARLY_SECONDS), 5 * took)

@@ -332,3 +332,11 @@ def test_a_policy_makes_the_gate_runs_of_a_publish_request_stop_early(
     with django_capture_on_commit_callbacks(execute=True):
         waiting = RequestPublication(acting_user=builder, agent_version=client_version).execute()
     assert not waiting.runs.get().stop_early
+
+
+def test_a_slow_reading_of_the_gates_spaces_the_next_one(settings):
+    from evaluations.engine.shards import watch_interval
+
+    settings.SHERLOCK_STOP_EARLY_SECONDS = 2
+    assert watch_interval(0.0) == 2 and watch_interval(0.3) == 2
+    assert watch_interval(1.0) == 5  # a reading of 1 s: the next in 5 s, never more than 1/6
